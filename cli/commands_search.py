@@ -1,0 +1,176 @@
+"""`enginelib search`: readable cited results for people, stable JSON for programs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from enginelib import SearchResponse
+from enginelib.types import STRATEGIES, TRUTH_LEVELS
+
+from .options import emit_json, handle_errors, json_option, open_store, snapshot_option, store_option
+
+_LIST_FIELDS = {"truth_level", "domain", "source_type", "document_type", "author", "language",
+                "tenant_id", "namespace", "source_id", "document_id", "tags"}
+
+
+def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``key=value`` pairs: commas make lists; ``tags:all=a,b``; ``created_at.gte=2024-01-01``."""
+    filters: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"{pair!r} is not FIELD=VALUE", param_hint="--filter")
+        key, value = (part.strip() for part in pair.split("=", 1))
+        if key.startswith("tags:"):
+            filters["tags"] = {key.split(":", 1)[1]: [v for v in value.split(",") if v]}
+        elif "." in key and key.split(".", 1)[0] in ("created_at", "updated_at", "validated_at"):
+            field, op = key.split(".", 1)
+            filters.setdefault(field, {})[op] = value
+        elif key in _LIST_FIELDS:
+            filters[key] = [v for v in value.split(",") if v]
+        else:
+            filters[key] = value
+    return filters
+
+
+@click.command("search")
+@click.argument("query")
+@store_option
+@snapshot_option
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="hybrid", show_default=True)
+@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--filter", "filters", multiple=True, help="FIELD=VALUE (repeatable); commas make lists.")
+@click.option("--truth-level", "truth_levels", default="L1,L2", show_default=True,
+              help="Comma-separated truth levels to search (widen explicitly, e.g. L1,L2,L3).")
+@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf", show_default=True)
+@click.option("--min-score", type=float, default=None, help="Drop hits whose fused score is lower.")
+@click.option("--diversify", is_flag=True, help="MMR (lambda 0.7) plus at most 2 chunks per source.")
+@click.option("--boost", is_flag=True, help="Apply authority boosts (tier, evidence, peer review).")
+@click.option("--no-gate", is_flag=True, help="Return hits even below the answerability threshold.")
+@click.option("--explain", is_flag=True, help="Show each method's rank and score and the citation.")
+@json_option
+@handle_errors
+def search_command(
+    query: str, store_path: Path, snapshot: str | None, strategy: str, limit: int, offset: int,
+    filters: tuple[str, ...], truth_levels: str, fusion: str, min_score: float | None,
+    diversify: bool, boost: bool, no_gate: bool, explain: bool, as_json: bool,
+) -> None:
+    """Search the store; every hit comes with its citation (document, offsets, truth level)."""
+    with open_store(store_path, read_only=True, snapshot=snapshot) as store:
+        options: dict[str, Any] = dict(
+            strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,
+            truth_levels=truth_levels, fusion=fusion, min_score=min_score, mmr=diversify,
+            boosts=boost,
+        )
+        if no_gate:
+            options["answerability_threshold"] = None
+        response = store.search(query, **options)
+    if as_json:
+        emit_json(response_json(response))
+    else:
+        print_response(response, explain=explain)
+
+
+def response_json(response: SearchResponse) -> dict[str, Any]:
+    """The canonical Citation schema's names, snake_case, stable for programs."""
+    return {
+        "query": response.query,
+        "status": response.status,
+        "reason": response.reason,
+        "strategy_used": response.strategy_used,
+        "total": response.total,
+        "limit": response.limit,
+        "offset": response.offset,
+        "truth_levels": list(response.truth_levels),
+        "execution_time_ms": round(response.execution_time_ms, 3),
+        "hits": [
+            {
+                "rank": h.rank,
+                "document_id": h.document_id,
+                "chunk_index": h.chunk_index,
+                "content": h.content,
+                "start_offset": h.start_offset,
+                "end_offset": h.end_offset,
+                "truth_level": h.truth_level,
+                "title": h.title,
+                "heading_path": h.heading_path,
+                "scores": {
+                    "vector_rank": h.scores.vector_rank,
+                    "vector_score": h.scores.vector_score,
+                    "bm25_rank": h.scores.bm25_rank,
+                    "bm25_score": h.scores.bm25_score,
+                    "fused": h.scores.fused,
+                    "similarity": h.scores.similarity,
+                    "boost": h.scores.boost,
+                },
+                "citation": {
+                    "number": h.citation.number,
+                    "display_text": h.citation.display_text,
+                    "quote": h.citation.quote,
+                    "document_id": h.citation.document_id,
+                    "chunk_index": h.citation.chunk_index,
+                    "start_offset": h.citation.start_offset,
+                    "end_offset": h.citation.end_offset,
+                    "truth_level": h.citation.truth_level,
+                    "source_path": h.citation.source_path,
+                    "source_type": h.citation.source_type,
+                    "source_url": h.citation.source_url,
+                    "page_start": h.citation.page_start,
+                    "page_end": h.citation.page_end,
+                    "document_version": h.citation.document_version,
+                },
+                "highlights": [
+                    {"term": x.term, "start_offset": x.start_offset, "end_offset": x.end_offset}
+                    for x in h.highlights
+                ],
+            }
+            for h in response.hits
+        ],
+        "context": {
+            "document_ids": list(response.context.document_ids),
+            "lowest_truth_level": response.context.lowest_truth_level,
+            "confidence": response.context.confidence,
+            "search_method": response.context.search_method,
+            "index_version": response.context.index_version,
+        },
+    }
+
+
+def print_response(response: SearchResponse, *, explain: bool) -> None:
+    if not response.ok:
+        click.echo(f"NO_RELEVANT_SOURCES: {response.reason}")
+        click.echo(f"(strategy {response.strategy_used}, truth levels {','.join(response.truth_levels)})")
+        return
+    click.echo(
+        f"{response.total} results, showing {response.offset + 1}-{response.offset + len(response.hits)} "
+        f"({response.strategy_used}, truth levels {','.join(response.truth_levels)}, "
+        f"{response.execution_time_ms:.1f} ms)"
+    )
+    for hit in response.hits:
+        c = hit.citation
+        level = TRUTH_LEVELS[hit.truth_level].name
+        click.echo("")
+        click.secho(c.display_text, bold=True)
+        where = f"{hit.document_id} chunk {hit.chunk_index}, chars {hit.start_offset}-{hit.end_offset}"
+        if c.page_start:
+            where += f", page {c.page_start}" + (f"-{c.page_end}" if c.page_end != c.page_start else "")
+        click.echo(f"    {where}  [{hit.truth_level} {level}]")
+        if hit.heading_path:
+            click.echo(f"    {hit.heading_path}")
+        quote = c.quote if len(c.quote) <= 300 else c.quote[:297] + "..."
+        click.echo("    \"" + quote.replace("\n", " ") + "\"")
+        if explain:
+            s = hit.scores
+            click.echo(
+                f"    vector rank {s.vector_rank} score {_fmt(s.vector_score)} | "
+                f"bm25 rank {s.bm25_rank} score {_fmt(s.bm25_score)} | fused {s.fused:.5f}"
+                + (f" | boost {s.boost:+.2f}" if s.boost else "")
+                + (f" | similarity {s.similarity:.3f}" if s.similarity is not None else "")
+            )
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"

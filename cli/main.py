@@ -1,0 +1,183 @@
+"""The `enginelib` command line: a thin shell over enginelib's public API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .commands_search import search_command
+from .options import (
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+    parse_key_values,
+    snapshot_option,
+    store_option,
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="enginelib")
+def main() -> None:
+    """enginelib: hybrid search with citations, in a folder, offline."""
+
+
+@main.command()
+@store_option
+@handle_errors
+def init(store_path: Path) -> None:
+    """Create an empty store (the default embedding model, default chunking)."""
+    store = open_store(store_path, create=True)
+    store.close()
+    click.echo(f"initialized store at {store_path}")
+
+
+@main.command()
+@store_option
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--truth-level", default="L2", show_default=True, help="L1..L4 for these documents.")
+@click.option("--domain", default=None, help="Domain label, e.g. 'brakes' or 'privacy'.")
+@click.option("--source-type", default=None, help="manual, guide, faq, article, paper, regulation...")
+@click.option("--tag", "tags", multiple=True, help="Tag (repeatable).")
+@click.option("--metadata", "metadata", multiple=True, help="KEY=VALUE custom field (repeatable).")
+@click.option("--include", multiple=True, help="Glob of files to take when walking a folder.")
+@click.option("--exclude", multiple=True, help="Glob of files to skip when walking a folder.")
+@click.option("--no-progress", is_flag=True, help="No progress bars.")
+@json_option
+@handle_errors
+def ingest(
+    store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
+    source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
+    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, as_json: bool,
+) -> None:
+    """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it)."""
+    with open_store(store_path, create=True) as store:
+        report = store.ingest_path(
+            *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
+            truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
+            metadata=parse_key_values(metadata, "--metadata"),
+        )
+    data = {
+        "added": len(report.added), "updated": len(report.updated),
+        "unchanged": len(report.unchanged), "skipped": len(report.skipped),
+        "chunks_written": report.chunks_written, "chunks_embedded": report.chunks_embedded,
+        "chunks_from_cache": report.chunks_from_cache,
+        "skipped_inputs": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+    }
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(
+        f"added {data['added']}, updated {data['updated']}, unchanged {data['unchanged']}, "
+        f"skipped {data['skipped']} documents; {data['chunks_written']} chunks written "
+        f"({data['chunks_embedded']} embedded, {data['chunks_from_cache']} from cache)"
+    )
+    for skipped in report.skipped:
+        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+
+
+@main.command()
+@store_option
+@snapshot_option
+@json_option
+@handle_errors
+def stats(store_path: Path, snapshot: str | None, as_json: bool) -> None:
+    """Counts, sizes, model and versions of a store."""
+    with open_store(store_path, read_only=True, snapshot=snapshot) as store:
+        data = store.stats()
+    if as_json:
+        emit_json(data)
+        return
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        click.echo(f"{key:<{width}}  {value}")
+
+
+@main.command()
+@store_option
+@snapshot_option
+@click.argument("document_id")
+@json_option
+@click.option("--text/--no-text", default=False, help="Print the stored document text too.")
+@handle_errors
+def show(store_path: Path, snapshot: str | None, document_id: str, as_json: bool, text: bool) -> None:
+    """A document, its versions and its chunks with their offsets."""
+    with open_store(store_path, read_only=True, snapshot=snapshot) as store:
+        data = store.show(document_id)
+    doc = data["document"]
+    if as_json:
+        emit_json(_show_json(data))
+        return
+    click.echo(f"{doc['document_id']}  {doc['title'] or ''}")
+    click.echo(
+        f"  truth level {doc['truth_level']}  version {doc['version']}  index {doc['index_version']}"
+        f"  language {doc['language']}  chunks {doc['total_chunks']}"
+    )
+    if doc.get("source_path"):
+        click.echo(f"  source {doc['source_path']}")
+    if doc.get("keywords"):
+        click.echo(f"  keywords {', '.join(doc['keywords'][:12])}")
+    for version in data["versions"]:
+        click.echo(f"  archived version {version['version']} ({version['change_summary']}, {version['archived_at']})")
+    for chunk in data["chunks"]:
+        preview = chunk["content"][:80].replace("\n", " ")
+        click.echo(
+            f"  [{chunk['chunk_index']}] {chunk['start_offset']}-{chunk['end_offset']} "
+            f"({chunk['token_count']} tokens) {chunk['heading_path'] or ''}\n      {preview}"
+        )
+    if text:
+        click.echo(doc["content"])
+
+
+def _show_json(data: dict[str, Any]) -> dict[str, Any]:
+    doc = dict(data["document"])
+    doc["text"] = doc.pop("content")
+    return {
+        "document": doc,
+        "versions": data["versions"],
+        "chunks": [
+            {
+                "chunk_index": c["chunk_index"], "content": c["content"],
+                "start_offset": c["start_offset"], "end_offset": c["end_offset"],
+                "token_count": c["token_count"], "heading_path": c["heading_path"],
+                "page_start": c["page_start"], "page_end": c["page_end"],
+                "label": c["label"], "retrieval_count": c["retrieval_count"],
+            }
+            for c in data["chunks"]
+        ],
+    }
+
+
+main.add_command(search_command)
+
+
+def _register_optional() -> None:
+    # Commands that live in their own modules; each is small and imports only the public API.
+    import importlib
+
+    for module, name in (
+        ("enginelib.cli.commands_history", "history"),
+        ("enginelib.cli.commands_snapshot", "snapshot"),
+        ("enginelib.cli.commands_maintenance", "check"),
+        ("enginelib.cli.commands_maintenance", "repair"),
+        ("enginelib.cli.commands_maintenance", "reindex"),
+        ("enginelib.cli.commands_export", "export"),
+        ("enginelib.cli.commands_eval", "eval_command"),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        main.add_command(getattr(mod, name))
+
+
+_register_optional()
+
+
+if __name__ == "__main__":
+    main()

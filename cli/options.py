@@ -1,0 +1,94 @@
+"""Shared click options, store opening and error mapping for every command."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from enginelib import EngineError, Store
+from enginelib.embedder import Embedder
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ENV_STORE = "ENGINELIB_STORE"
+ENV_EMBEDDER = "ENGINELIB_EMBEDDER"  # "hashing" or "hashing-64": no model (tests, demos)
+
+
+def store_option(func: F) -> F:
+    return click.option(
+        "--store", "store_path", type=click.Path(path_type=Path), envvar=ENV_STORE,
+        default=Path("enginelib-store"), show_default=True,
+        help=f"Store folder (or ${ENV_STORE}).",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print stable JSON for programs.")(func)
+
+
+def snapshot_option(func: F) -> F:
+    return click.option("--snapshot", default=None, help="Read this snapshot instead of the live store.")(func)
+
+
+def embedder_from_env() -> Embedder | None:
+    """The embedder the CLI uses: the default model unless $ENGINELIB_EMBEDDER says otherwise."""
+    spec = os.environ.get(ENV_EMBEDDER, "").strip()
+    if not spec:
+        return None
+    if spec.startswith("hashing"):
+        from enginelib.embedder import HashingEmbedder
+
+        dim = int(spec.split("-", 1)[1]) if "-" in spec else 64
+        return HashingEmbedder(dim)
+    raise click.UsageError(f"${ENV_EMBEDDER}={spec!r} is not understood; use 'hashing[-DIM]' or unset it")
+
+
+def open_store(path: Path, *, read_only: bool = False, create: bool = False, snapshot: str | None = None) -> Store:
+    import enginelib
+
+    return enginelib.open(
+        path, embedder=embedder_from_env(), read_only=read_only, create=create, snapshot=snapshot
+    )
+
+
+def handle_errors(func: F) -> F:
+    """Library errors become `Error: ...` and exit 1, never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except EngineError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def parse_key_values(pairs: tuple[str, ...], what: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=what)
+        key, value = pair.split("=", 1)
+        if not key.strip():
+            raise click.BadParameter(f"{pair!r} has an empty key", param_hint=what)
+        result[key.strip()] = value
+    return result

@@ -1,0 +1,379 @@
+"""The DuckDB catalog: the store's source of truth for documents, chunks, vectors and history."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from .errors import DocumentNotFoundError, IncompatibleStoreError, StoreError, StoreLockedError
+from .schema import CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk ready to be written: the chunker's span plus what the store adds."""
+
+    chunk_index: int
+    content: str
+    heading_path: str
+    start_offset: int
+    end_offset: int
+    token_count: int
+    page_start: int | None
+    page_end: int | None
+    content_hash: str
+
+
+class Catalog:
+    """Thin, typed wrapper over one DuckDB file. All values reach SQL as parameters."""
+
+    def __init__(self, path: Path, dim: int, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.dim = dim
+        self.read_only = read_only
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise StoreLockedError(
+                    f"catalog {self.path} is in use by another process; close it or wait",
+                    path=self.path,
+                ) from exc
+            raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+        if not read_only:
+            self._ensure_schema()
+        self._check_schema_version()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _ensure_schema(self) -> None:
+        with self.transaction():
+            exists = first(self.con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+            ).fetchall())
+            if not exists or exists[0] == 0:
+                create_schema(self.con, self.dim)
+                return
+            version = int(self.get_meta("schema_version") or 0)
+            if version < SCHEMA_VERSION:
+                migrate(self.con, version, self.dim)
+
+    def _check_schema_version(self) -> None:
+        version = int(self.get_meta("schema_version") or 0)
+        if version > SCHEMA_VERSION:
+            raise IncompatibleStoreError(
+                f"store schema version {version} is newer than this enginelib "
+                f"(supports {SCHEMA_VERSION}): upgrade enginelib",
+                path=self.path,
+            )
+        if version < SCHEMA_VERSION:
+            raise IncompatibleStoreError(
+                f"store schema version {version} is older than {SCHEMA_VERSION}: "
+                "open it once for writing to migrate it",
+                path=self.path,
+            )
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        except duckdb.Error:
+            pass
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+
+    # -- meta ------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = first(self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall())
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.con.execute(
+            "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )
+
+    @property
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def bump_generation(self) -> int:
+        """Call inside a transaction: the new generation commits with the data it describes."""
+        new = self.generation + 1
+        self.set_meta("generation", str(new))
+        return new
+
+    def allocate_labels(self, count: int) -> np.ndarray:
+        start = int(self.get_meta("next_label") or 0)
+        self.set_meta("next_label", str(start + count))
+        return np.arange(start, start + count, dtype=np.int64)
+
+    # -- documents -------------------------------------------------------------------------
+
+    def get_document(self, document_id: str) -> dict[str, Any] | None:
+        cursor = self.con.execute("SELECT * FROM documents WHERE document_id = ?", [document_id])
+        row = first(cursor.fetchall())
+        if row is None:
+            return None
+        names = [d[0] for d in cursor.description]
+        return _decode_json(dict(zip(names, row, strict=True)))
+
+    def require_document(self, document_id: str) -> dict[str, Any]:
+        doc = self.get_document(document_id)
+        if doc is None:
+            raise DocumentNotFoundError(document_id)
+        return doc
+
+    def document_states(self, document_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """document_id -> (content_hash, version) for the ids that exist."""
+        if not document_ids:
+            return {}
+        rows = self.con.execute(
+            "SELECT document_id, content_hash, version FROM documents "
+            "WHERE document_id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(document_ids)],
+        ).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def labels_of(self, document_id: str) -> np.ndarray:
+        rows = self.con.execute(
+            "SELECT label FROM chunks WHERE document_id = ? ORDER BY chunk_index", [document_id]
+        ).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def archive_document(self, document_id: str, change_summary: str, generation: int) -> None:
+        self.con.execute(
+            """INSERT INTO document_versions
+               SELECT document_id, version, index_version, title, content, content_hash,
+                      truth_level, total_chunks, custom, ?, updated_at, ?, ?
+               FROM documents WHERE document_id = ?
+               ON CONFLICT DO NOTHING""",
+            [change_summary, utcnow(), generation, document_id],
+        )
+
+    def delete_document(self, document_id: str, generation: int) -> np.ndarray:
+        """Delete a document and its chunks; its labels are tombstoned for index replay."""
+        labels = self.labels_of(document_id)
+        if len(labels):
+            self.con.execute(
+                "INSERT INTO label_tombstones SELECT unnest(?::BIGINT[]), ?",
+                [labels.tolist(), generation],
+            )
+        self.con.execute("DELETE FROM chunks WHERE document_id = ?", [document_id])
+        self.con.execute("DELETE FROM documents WHERE document_id = ?", [document_id])
+        return labels
+
+    def insert_document(self, row: dict[str, Any]) -> None:
+        columns = list(row)
+        placeholders = ", ".join("?" for _ in columns)
+        # Column names come from our own schema constants, never from the caller.
+        self.con.execute(
+            f"INSERT INTO documents ({', '.join(columns)}) VALUES ({placeholders})",
+            [_encode_json(c, row[c]) for c in columns],
+        )
+
+    def insert_chunks(
+        self,
+        document_id: str,
+        labels: np.ndarray,
+        chunks: Sequence[ChunkRow],
+        vectors: np.ndarray,
+        generation: int,
+    ) -> None:
+        n = len(chunks)
+        if n == 0:
+            return
+        table = pa.table(
+            {
+                "label": pa.array(labels, type=pa.int64()),
+                "document_id": pa.array([document_id] * n, type=pa.string()),
+                "chunk_index": pa.array([c.chunk_index for c in chunks], type=pa.int32()),
+                "content": pa.array([c.content for c in chunks], type=pa.string()),
+                "heading_path": pa.array([c.heading_path for c in chunks], type=pa.string()),
+                "start_offset": pa.array([c.start_offset for c in chunks], type=pa.int32()),
+                "end_offset": pa.array([c.end_offset for c in chunks], type=pa.int32()),
+                "token_count": pa.array([c.token_count for c in chunks], type=pa.int32()),
+                "page_start": pa.array([c.page_start for c in chunks], type=pa.int32()),
+                "page_end": pa.array([c.page_end for c in chunks], type=pa.int32()),
+                "content_hash": pa.array([c.content_hash for c in chunks], type=pa.string()),
+                "embedding": _fixed_list(vectors, self.dim),
+                "retrieval_count": pa.array([0] * n, type=pa.int64()),
+                "last_retrieved_at": pa.array([None] * n, type=pa.timestamp("us")),
+                "generation": pa.array([generation] * n, type=pa.int64()),
+            }
+        )
+        self.con.register("_new_chunks", table)
+        try:
+            self.con.execute(
+                f"INSERT INTO chunks ({', '.join(CHUNK_COLUMNS)}) "
+                f"SELECT {', '.join(CHUNK_COLUMNS)} FROM _new_chunks"
+            )
+        finally:
+            self.con.unregister("_new_chunks")
+
+    def list_documents(self, limit: int | None = None) -> list[dict[str, Any]]:
+        cursor = self.con.execute(
+            "SELECT document_id, title, truth_level, version, total_chunks, domain, source_type "
+            "FROM documents ORDER BY document_id LIMIT ?",
+            [limit if limit is not None else 2**62],
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+    def versions(self, document_id: str) -> list[dict[str, Any]]:
+        cursor = self.con.execute(
+            "SELECT document_id, version, index_version, title, content_hash, truth_level, "
+            "total_chunks, change_summary, valid_from, archived_at, generation "
+            "FROM document_versions WHERE document_id = ? ORDER BY archived_at, generation",
+            [document_id],
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+    def version_text(self, document_id: str, version: str) -> str | None:
+        row = first(self.con.execute(
+            "SELECT content FROM document_versions WHERE document_id = ? AND version = ?",
+            [document_id, version],
+        ).fetchall())
+        return row[0] if row else None
+
+    def chunks_of(self, document_id: str) -> list[dict[str, Any]]:
+        cursor = self.con.execute(
+            "SELECT label, chunk_index, content, heading_path, start_offset, end_offset, "
+            "token_count, page_start, page_end, retrieval_count, last_retrieved_at "
+            "FROM chunks WHERE document_id = ? ORDER BY chunk_index",
+            [document_id],
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+    # -- index feeding ---------------------------------------------------------------------
+
+    def chunk_batches(
+        self, *, since_generation: int | None = None, batch_size: int = 8192
+    ) -> Iterator[pa.Table]:
+        """Chunks with what the indexes need (vectors, text, title, language), in batches."""
+        where, params = ("", [])
+        if since_generation is not None:
+            where, params = ("WHERE c.generation > ?", [since_generation])
+        relation = self.con.sql(
+            "SELECT c.label, c.embedding, c.content, c.heading_path, "
+            "coalesce(d.title, '') AS title, coalesce(d.language, 'en') AS language "
+            f"FROM chunks c JOIN documents d USING (document_id) {where} ORDER BY c.label",
+            params=params,
+        )
+        reader = relation.to_arrow_reader(batch_size)
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
+
+    def tombstones_since(self, generation: int) -> np.ndarray:
+        rows = self.con.execute(
+            "SELECT DISTINCT label FROM label_tombstones WHERE generation > ?", [generation]
+        ).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def chunk_count(self) -> int:
+        row = first(self.con.execute("SELECT count(*) FROM chunks").fetchall())
+        return int(row[0]) if row else 0
+
+    def all_labels(self) -> np.ndarray:
+        arr = self.con.execute("SELECT label FROM chunks ORDER BY label").fetchnumpy()["label"]
+        return np.asarray(arr, dtype=np.int64)
+
+    # -- embedding cache -------------------------------------------------------------------
+
+    def cached_embeddings(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        if not keys:
+            return {}
+        result = self.con.execute(
+            "SELECT cache_key, embedding FROM embedding_cache "
+            "WHERE cache_key IN (SELECT unnest(?::VARCHAR[]))",
+            [list(keys)],
+        ).fetchnumpy()
+        return {
+            k: np.asarray(v, dtype=np.float32)
+            for k, v in zip(result["cache_key"], result["embedding"], strict=True)
+        }
+
+    def cache_embeddings(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        if not keys:
+            return
+        table = pa.table({"cache_key": pa.array(list(keys)), "embedding": _fixed_list(vectors, self.dim)})
+        self.con.register("_new_cache", table)
+        try:
+            self.con.execute(
+                "INSERT INTO embedding_cache SELECT * FROM _new_cache ON CONFLICT DO NOTHING"
+            )
+        finally:
+            self.con.unregister("_new_cache")
+
+    # -- query log -------------------------------------------------------------------------
+
+    def log_query(self, entry: dict[str, Any], labels: Sequence[int]) -> None:
+        with self.transaction():
+            self.con.execute(
+                "INSERT INTO query_log (query_text, strategy, filters, latency_ms, "
+                "chunks_retrieved, reranked_count, result_count, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    entry["query_text"], entry["strategy"], json.dumps(entry.get("filters")),
+                    entry["latency_ms"], entry["chunks_retrieved"], entry["reranked_count"],
+                    entry["result_count"], entry["status"],
+                ],
+            )
+            if labels:
+                self.con.execute(
+                    "UPDATE chunks SET retrieval_count = retrieval_count + 1, "
+                    "last_retrieved_at = ? WHERE label IN (SELECT unnest(?::BIGINT[]))",
+                    [utcnow(), list(labels)],
+                )
+
+
+def _fixed_list(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
+    flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dim)
+
+
+_JSON_COLUMNS = ("custom", "pages")
+
+
+def _encode_json(column: str, value: Any) -> Any:
+    if column in _JSON_COLUMNS and value is not None:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return value
+
+
+def _decode_json(row: dict[str, Any]) -> dict[str, Any]:
+    for column in _JSON_COLUMNS:
+        if isinstance(row.get(column), str):
+            row[column] = json.loads(row[column])
+    return row
+
+
+def first(rows: list[Any]) -> Any:
+    """The first row or None: DuckDB 2 wants every result fully fetched, so no fetchone()."""
+    return rows[0] if rows else None

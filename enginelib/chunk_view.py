@@ -1,0 +1,101 @@
+"""An in-memory columnar view of the chunks a search needs, so a query never waits on SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .catalog import Catalog
+
+_VIEW_SQL = """
+SELECT c.label, c.document_id, c.chunk_index, c.content, c.heading_path,
+       c.start_offset, c.end_offset, c.token_count, c.page_start, c.page_end,
+       c.embedding,
+       d.truth_level, d.title, d.source_path, d.source_type, d.source_url, d.source_id,
+       d.language, d.version, d.index_version,
+       s.tier AS source_tier, s.evidence_level, s.authority_score, s.peer_reviewed
+FROM chunks c
+JOIN documents d USING (document_id)
+LEFT JOIN sources s ON s.source_id = d.source_id
+ORDER BY c.label
+"""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    label: int
+    document_id: str
+    chunk_index: int
+    content: str
+    heading_path: str
+    start_offset: int
+    end_offset: int
+    token_count: int
+    page_start: int | None
+    page_end: int | None
+    truth_level: str
+    title: str | None
+    source_path: str | None
+    source_type: str | None
+    source_url: str | None
+    source_id: str | None
+    language: str | None
+    version: str
+    index_version: str
+    source_tier: str | None
+    evidence_level: str | None
+    authority_score: float | None
+    peer_reviewed: bool | None
+
+
+class ChunkView:
+    """Chunk rows and vectors at one catalog generation, addressed by label."""
+
+    def __init__(self, table: pa.Table, dim: int, generation: int) -> None:
+        self.generation = generation
+        self.labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
+        embedding = table.column("embedding").combine_chunks()
+        if len(self.labels):
+            flat = np.asarray(embedding.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+            self.vectors = flat.reshape(len(self.labels), dim)
+        else:
+            self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self._columns = {
+            name: table.column(name).to_pylist()
+            for name in table.column_names
+            if name not in ("label", "embedding")
+        }
+        levels = np.array(self._columns["truth_level"], dtype=object)
+        self.truth_levels = levels.astype("U2") if len(levels) else np.zeros(0, dtype="U2")
+
+    @classmethod
+    def load(cls, catalog: Catalog) -> ChunkView:
+        table = catalog.con.sql(_VIEW_SQL).to_arrow_table()
+        return cls(table, catalog.dim, catalog.generation)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def positions(self, labels: np.ndarray) -> np.ndarray:
+        """Row positions of ``labels``; -1 where a label is not in this view."""
+        labels = np.asarray(labels, dtype=np.int64)
+        if len(self.labels) == 0:
+            return np.full(len(labels), -1, dtype=np.int64)
+        pos = np.searchsorted(self.labels, labels)
+        pos = np.clip(pos, 0, len(self.labels) - 1)
+        found = self.labels[pos] == labels
+        return np.where(found, pos, -1)
+
+    def record(self, position: int) -> ChunkRecord:
+        values: dict[str, Any] = {name: col[position] for name, col in self._columns.items()}
+        return ChunkRecord(label=int(self.labels[position]), **values)
+
+    def labels_with_truth(self, levels: tuple[str, ...]) -> np.ndarray | None:
+        """Labels whose document has one of ``levels``; None when that is every chunk."""
+        mask = np.isin(self.truth_levels, np.array(levels, dtype="U2"))
+        if mask.all():
+            return None
+        return self.labels[mask]

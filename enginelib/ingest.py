@@ -1,0 +1,360 @@
+"""Ingestion: chunk, embed (with a content-hash cache), and commit documents batch by batch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import faults
+from .catalog import ChunkRow, utcnow, first
+from .embedder import check_vectors
+from .errors import IngestError, InvalidInputError
+from .indexes.base import TextDocument
+from .keywords import DEFAULT_KEYWORDS, top_keywords
+from .language import detect_language
+from .manifest import next_index_version
+from .progress import IngestProgress
+from .text import content_hash
+from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
+
+if TYPE_CHECKING:
+    from .store import Store
+
+FIRST_VERSION = "1.0.0"
+
+# Keys a document's own metadata may set as columns (they win over call-level options).
+_LIFTED_KEYS = (
+    "truth_level", "domain", "source_type", "author", "language", "tenant_id", "source_id",
+    "document_type", "validated_by", "parent_document_id", "created_at", "tags", "entities",
+)
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    truth_level: str = "L2"
+    domain: str | None = None
+    source_type: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    author: str | None = None
+    language: str | None = None
+    tenant_id: str | None = None
+    source_id: str | None = None
+    validated_by: str | None = None
+    parent_document_id: str | None = None
+    entities: tuple[str, ...] = ()
+    keywords_limit: int = DEFAULT_KEYWORDS
+
+    @classmethod
+    def build(cls, **options: Any) -> IngestOptions:
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise InvalidInputError(
+                f"unknown ingest option(s) {sorted(unknown)}; expected some of "
+                f"{sorted(cls.__dataclass_fields__)}"
+            )
+        if "truth_level" in options and options["truth_level"] is not None:
+            options["truth_level"] = validate_truth_level(options["truth_level"])
+        elif "truth_level" in options:
+            del options["truth_level"]
+        for key in ("tags", "entities"):
+            if key in options:
+                options[key] = _as_str_tuple(options[key], key)
+        if "metadata" in options:
+            if options["metadata"] is None:
+                options["metadata"] = {}
+            if not isinstance(options["metadata"], dict):
+                raise InvalidInputError("metadata must be a dict of JSON-serializable values")
+        return cls(**options)
+
+
+@dataclass
+class _Prepared:
+    document: LoadedDocument
+    row: dict[str, Any]
+    spans: list[ChunkSpan]
+    embed_texts: list[str]
+    vectors: np.ndarray | None = None
+    status: str = "added"  # added | updated
+    content_changed: bool = True
+
+
+class Ingestor:
+    """Runs one ingest call: documents -> prepared batches -> one transaction per batch."""
+
+    def __init__(self, store: Store, options: IngestOptions, *, batch_size: int = 64) -> None:
+        self.store = store
+        self.options = options
+        self.batch_size = max(1, batch_size)
+        self.added: list[str] = []
+        self.updated: list[str] = []
+        self.unchanged: list[str] = []
+        self.skipped: list[SkippedInput] = []
+        self.chunks_written = 0
+        self.embedded = 0
+        self.cached = 0
+
+    def run(
+        self, items: Iterable[LoadedDocument | SkippedInput], *, progress: bool = False
+    ) -> IngestReport:
+        with IngestProgress(enabled=progress) as bar:
+            for batch in self._batches(items):
+                self._commit(batch, bar)
+        return IngestReport(
+            added=tuple(self.added),
+            updated=tuple(self.updated),
+            unchanged=tuple(self.unchanged),
+            skipped=tuple(self.skipped),
+            chunks_written=self.chunks_written,
+            chunks_embedded=self.embedded,
+            chunks_from_cache=self.cached,
+        )
+
+    def _batches(
+        self, items: Iterable[LoadedDocument | SkippedInput]
+    ) -> Iterator[list[LoadedDocument]]:
+        batch: dict[str, LoadedDocument] = {}
+        for item in items:
+            if isinstance(item, SkippedInput):
+                self.skipped.append(item)
+                continue
+            if item.id in batch:  # the later copy of an id replaces the earlier one
+                yield list(batch.values())
+                batch = {}
+            batch[item.id] = item
+            if len(batch) >= self.batch_size:
+                yield list(batch.values())
+                batch = {}
+        if batch:
+            yield list(batch.values())
+
+    # -- one batch -------------------------------------------------------------------------
+
+    def _commit(self, documents: list[LoadedDocument], bar: IngestProgress) -> None:
+        catalog = self.store.catalog
+        states = catalog.document_states([d.id for d in documents])
+        prepared: list[_Prepared] = []
+        for document in documents:
+            try:
+                item = self._prepare(document)
+            except IngestError as exc:
+                self.skipped.append(SkippedInput(document.source_path or document.id, str(exc)))
+                bar.advance_documents(1)
+                continue
+            state = states.get(document.id)
+            if state is not None:
+                old_fingerprint = first(catalog.con.execute(
+                    "SELECT fingerprint FROM documents WHERE document_id = ?", [document.id]
+                ).fetchall())
+                if old_fingerprint and old_fingerprint[0] == item.row["fingerprint"]:
+                    self.unchanged.append(document.id)
+                    bar.advance_documents(1)
+                    continue
+                item.status = "updated"
+                item.content_changed = state[0] != item.row["content_hash"]
+                item.row["version"] = _bump(state[1], major=False, content=item.content_changed)
+            prepared.append(item)
+        if not prepared:
+            return
+        self._embed(prepared, bar)
+        self._write(prepared)
+        bar.advance_documents(len(prepared))
+
+    def _prepare(self, document: LoadedDocument) -> _Prepared:
+        if not document.id or not document.id.strip():
+            raise IngestError("document has an empty id", path=document.source_path)
+        if not document.text.strip():
+            raise IngestError(
+                f"document {document.id!r} has no text: nothing to index", path=document.source_path
+            )
+        spans = self.store.chunker.chunk(document.text)
+        row = self._row(document, spans)
+        title = document.title or ""
+        embed_texts = [
+            "\n".join(part for part in (title, span.heading_path, span.content) if part)
+            for span in spans
+        ]
+        return _Prepared(document, row, spans, embed_texts)
+
+    def _row(self, document: LoadedDocument, spans: list[ChunkSpan]) -> dict[str, Any]:
+        opts = self.options
+        meta = dict(opts.metadata)
+        meta.update(document.metadata)
+        lifted = {k: meta.pop(k) for k in _LIFTED_KEYS if k in meta}
+        truth_level = validate_truth_level(lifted.get("truth_level", opts.truth_level))
+        tags = _as_str_tuple(lifted.get("tags", ()), "tags") or opts.tags
+        entities = _as_str_tuple(lifted.get("entities", ()), "entities") or opts.entities
+        language = lifted.get("language") or document.language or opts.language
+        language = language or detect_language(document.text)
+        now = utcnow()
+        validated_by = lifted.get("validated_by", opts.validated_by)
+        row: dict[str, Any] = {
+            "document_id": document.id,
+            "title": document.title,
+            "content": document.text,
+            "content_hash": content_hash(document.text),
+            "source_type": lifted.get("source_type", opts.source_type),
+            "source_path": document.source_path,
+            "source_url": document.source_url,
+            "source_id": lifted.get("source_id", opts.source_id),
+            "truth_level": truth_level,
+            "validated_by": validated_by,
+            "validated_at": now if validated_by else None,
+            "version": FIRST_VERSION,
+            "domain": lifted.get("domain", opts.domain),
+            "entities": list(entities),
+            "keywords": top_keywords([s.content for s in spans], opts.keywords_limit),
+            "language": str(language),
+            "total_chunks": len(spans),
+            "parent_document_id": lifted.get("parent_document_id", opts.parent_document_id),
+            "author": lifted.get("author", opts.author),
+            "created_at": _as_datetime(lifted.get("created_at")) or now,
+            "updated_at": now,
+            "document_type": lifted.get("document_type") or document.document_type,
+            "tags": list(tags),
+            "file_path": document.source_path,
+            "file_extension": document.file_extension,
+            "tenant_id": lifted.get("tenant_id", opts.tenant_id),
+            "custom": meta,
+            "pages": [list(p) for p in document.pages] or None,
+        }
+        fingerprint_source = dict(row)
+        row["ingested_at"] = now
+        fingerprint_fields = {
+            k: v for k, v in fingerprint_source.items()
+            if k not in ("validated_at", "created_at", "updated_at", "version")
+        }
+        fingerprint_fields["created_at"] = lifted.get("created_at")
+        row["fingerprint"] = hashlib.sha256(
+            json.dumps(fingerprint_fields, sort_keys=True, default=str).encode("utf-8")
+        ).hexdigest()
+        return row
+
+    def _embed(self, prepared: list[_Prepared], bar: IngestProgress) -> None:
+        store = self.store
+        model = store.embedder.name
+        keys_per_doc = [
+            [hashlib.sha256(f"{model}\0{t}".encode()).hexdigest() for t in item.embed_texts]
+            for item in prepared
+        ]
+        all_keys = list(dict.fromkeys(k for keys in keys_per_doc for k in keys))
+        cached = store.catalog.cached_embeddings(all_keys)
+        missing = [k for k in all_keys if k not in cached]
+        if missing:
+            text_of: dict[str, str] = {}
+            for item, keys in zip(prepared, keys_per_doc, strict=True):
+                text_of.update(zip(keys, item.embed_texts, strict=True))
+            bar.start_embedding(len(missing))
+            try:
+                vectors = store.embedder.embed([text_of[k] for k in missing], progress=bar.advance_chunks)  # type: ignore[call-arg]
+            except TypeError:
+                vectors = store.embedder.embed([text_of[k] for k in missing])
+            vectors = check_vectors(vectors, store.manifest.embedding_dim)
+            fresh = dict(zip(missing, vectors, strict=True))
+            store.catalog.cache_embeddings(missing, vectors)
+            cached.update(fresh)
+        self.embedded += len(missing)
+        self.cached += sum(len(keys) for keys in keys_per_doc) - len(missing)
+        for item, keys in zip(prepared, keys_per_doc, strict=True):
+            item.vectors = np.vstack([cached[k] for k in keys]).astype(np.float32)
+
+    def _write(self, prepared: list[_Prepared]) -> None:
+        store = self.store
+        catalog = store.catalog
+        removed: list[np.ndarray] = []
+        added: list[tuple[np.ndarray, np.ndarray, list[TextDocument]]] = []
+        with catalog.transaction():
+            generation = catalog.bump_generation()
+            index_version = next_index_version(catalog.get_meta("index_version"))
+            catalog.set_meta("index_version", index_version)
+            for item in prepared:
+                doc_id = item.document.id
+                if item.status == "updated":
+                    old = catalog.get_document(doc_id)
+                    if item.content_changed:
+                        catalog.archive_document(doc_id, "content changed", generation)
+                    if old is not None:
+                        item.row["created_at"] = old["created_at"]
+                    removed.append(catalog.delete_document(doc_id, generation))
+                row = {**item.row, "index_version": index_version, "generation": generation}
+                catalog.insert_document(row)
+                labels = catalog.allocate_labels(len(item.spans))
+                rows = _chunk_rows(item.spans, item.document.pages)
+                assert item.vectors is not None
+                catalog.insert_chunks(doc_id, labels, rows, item.vectors, generation)
+                texts = [
+                    TextDocument(int(lb), s.content, s.heading_path, item.document.title or "",
+                                 row["language"])
+                    for lb, s in zip(labels, item.spans, strict=True)
+                ]
+                added.append((labels, item.vectors, texts))
+            faults.crash_point("before_catalog_commit")
+        faults.crash_point("after_catalog_commit")
+        for item in prepared:
+            (self.updated if item.status == "updated" else self.added).append(item.document.id)
+            self.chunks_written += len(item.spans)
+        store.apply_commit(
+            np.concatenate(removed) if removed else np.zeros(0, dtype=np.int64), added
+        )
+
+
+def _chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> list[ChunkRow]:
+    page_starts = [start for _, start in pages]
+    page_numbers = [number for number, _ in pages]
+
+    def page_at(offset: int) -> int | None:
+        if not pages:
+            return None
+        idx = int(np.searchsorted(page_starts, offset, side="right")) - 1
+        return page_numbers[max(idx, 0)]
+
+    return [
+        ChunkRow(
+            chunk_index=s.chunk_index,
+            content=s.content,
+            heading_path=s.heading_path,
+            start_offset=s.start_offset,
+            end_offset=s.end_offset,
+            token_count=s.token_count,
+            page_start=page_at(s.start_offset),
+            page_end=page_at(max(s.start_offset, s.end_offset - 1)),
+            content_hash=content_hash(s.content),
+        )
+        for s in spans
+    ]
+
+
+def _bump(version: str, *, major: bool, content: bool) -> str:
+    """Semver: a content change bumps minor, a metadata-only change bumps patch."""
+    try:
+        ma, mi, pa = (int(x) for x in version.split("."))
+    except ValueError:
+        return FIRST_VERSION
+    if major:
+        return f"{ma + 1}.0.0"
+    return f"{ma}.{mi + 1}.0" if content else f"{ma}.{mi}.{pa + 1}"
+
+
+def _as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise InvalidInputError(f"{what} must be a list of strings, got {type(value).__name__}")
+    return tuple(str(v) for v in value if str(v).strip())
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError as exc:
+        raise InvalidInputError(f"created_at {value!r} is not an ISO date/time") from exc

@@ -1,0 +1,109 @@
+"""manifest.json: what a store was built with, written atomically (temp file, fsync, rename)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from .errors import IncompatibleStoreError, StoreError
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    embedding_model: str
+    embedding_dim: int
+    chunking: dict[str, Any]
+    chunking_hash: str
+    schema_version: int
+    generation: int = 0
+    index_version: str = ""
+    format_version: int = FORMAT_VERSION
+    created_at: str = ""
+    vector_backend: str = "hnsw"
+    text_backend: str = "tantivy"
+    index_options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def with_generation(self, generation: int) -> Manifest:
+        return replace(self, generation=generation)
+
+
+def next_index_version(previous: str | None, today: date | None = None) -> str:
+    """YYYY.MM.patch: patch restarts at 0 each month and counts commits within it."""
+    today = today or date.today()
+    prefix = f"{today.year:04d}.{today.month:02d}"
+    if previous and previous.startswith(prefix + "."):
+        try:
+            return f"{prefix}.{int(previous.rsplit('.', 1)[1]) + 1}"
+        except ValueError:
+            pass
+    return f"{prefix}.0"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` so that a crash leaves either the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    payload = json.dumps(manifest.to_dict(), indent=2, sort_keys=True).encode("utf-8")
+    atomic_write_bytes(directory / MANIFEST_NAME, payload)
+
+
+def read_manifest(directory: Path) -> Manifest | None:
+    path = directory / MANIFEST_NAME
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}", path=path) from exc
+    if int(data.get("format_version", 0)) > FORMAT_VERSION:
+        raise IncompatibleStoreError(
+            f"{path} has format version {data['format_version']}, newer than this enginelib "
+            f"supports ({FORMAT_VERSION}): upgrade enginelib",
+            path=path,
+        )
+    return Manifest.from_dict(data)

@@ -1,0 +1,374 @@
+"""The query path: plan, retrieve (hnswlib + Tantivy), fuse, post-process, cite.
+
+``search`` is ``search_batch([query])[0]``: batch is the real path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InvalidInputError, InvalidVectorError
+from ..indexes.exact import exact_topk
+from ..types import truth_rank
+from . import fusion, post
+from .citations import highlights, make_citation
+from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
+from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
+
+if TYPE_CHECKING:
+    from ..chunk_view import ChunkView
+    from ..store import Store
+
+Ranking = list[tuple[int, float]]
+
+
+def search(store: Store, query: str | Sequence[str], **options: Any) -> SearchResponse:
+    vectors = options.pop("query_vector", None)
+    if vectors is not None:
+        options["query_vectors"] = np.asarray(vectors, dtype=np.float32).reshape(1, -1)
+    return _run(store, [build_request(query, **options)], options.get("query_vectors"))[0]
+
+
+def search_batch(store: Store, queries: Sequence[str], **options: Any) -> list[SearchResponse]:
+    if isinstance(queries, str):
+        raise InvalidInputError("search_batch takes a list of queries; use search() for one")
+    requests = [build_request(q, **options) for q in queries]
+    return _run(store, requests, options.get("query_vectors"))
+
+
+def _run(
+    store: Store, requests: list[SearchRequest], query_vectors: np.ndarray | None
+) -> list[SearchResponse]:
+    started = time.perf_counter()
+    view = store.view()
+    strategies = [
+        choose_strategy(r.queries[0]) if r.strategy == "auto" else r.strategy for r in requests
+    ]
+    needs_vectors = [s in ("vector", "hybrid") for s in strategies]
+    embed_started = time.perf_counter()
+    vectors = _query_vectors(store, requests, needs_vectors, query_vectors)
+    embed_ms = (time.perf_counter() - embed_started) * 1000.0
+    responses = []
+    for i, (request, strategy) in enumerate(zip(requests, strategies, strict=True)):
+        t0 = time.perf_counter()
+        response = _one(store, view, request, strategy, vectors[i] if vectors is not None else None)
+        retrieval_ms = (time.perf_counter() - t0) * 1000.0
+        share = embed_ms / len(requests) if any(needs_vectors) else 0.0
+        response = _with_timing(response, share, retrieval_ms)
+        responses.append(response)
+        if request.log and not store.read_only:
+            store.catalog.log_query(
+                {
+                    "query_text": request.queries[0],
+                    "strategy": response.strategy_used,
+                    "filters": request.raw_filters,
+                    "latency_ms": response.execution_time_ms,
+                    "chunks_retrieved": response.total,
+                    "reranked_count": int(response.timings.get("reranked", 0)),
+                    "result_count": len(response.hits),
+                    "status": response.status,
+                },
+                [h.label for h in response.hits],
+            )
+    del started
+    return responses
+
+
+def _with_timing(response: SearchResponse, embed_ms: float, retrieval_ms: float) -> SearchResponse:
+    timings = {**response.timings, "embed_ms": embed_ms, "retrieval_ms": retrieval_ms}
+    return SearchResponse(
+        **{**response.__dict__, "timings": timings, "execution_time_ms": embed_ms + retrieval_ms}
+    )
+
+
+def _query_vectors(
+    store: Store,
+    requests: list[SearchRequest],
+    needs: list[bool],
+    given: np.ndarray | None,
+) -> np.ndarray | None:
+    dim = store.manifest.embedding_dim
+    if given is not None:
+        array = np.asarray(given, dtype=np.float32)
+        if array.ndim == 1:
+            array = array.reshape(1, -1)
+        if array.shape != (len(requests), dim):
+            raise InvalidVectorError(
+                f"query vectors have shape {array.shape}; this store needs "
+                f"({len(requests)}, {dim}) ({store.manifest.embedding_model})"
+            )
+        if not np.isfinite(array).all():
+            raise InvalidVectorError("query vectors contain NaN or infinite values")
+        norms = np.linalg.norm(array, axis=1, keepdims=True)
+        if (norms == 0).any():
+            raise InvalidVectorError("a query vector is all zeros: it has no direction to search")
+        return (array / norms).astype(np.float32)
+    if not any(needs):
+        return None
+    # Every rewrite of every request is embedded; row i of the result is request i's first
+    # query, rewrites are embedded again in _one (they hit the per-process cache).
+    firsts = [r.queries[0] for r in requests]
+    return store.query_embeddings.embed(firsts)
+
+
+def _allowed(store: Store, view: ChunkView, request: SearchRequest) -> np.ndarray | None:
+    allowed = view.labels_with_truth(request.truth_levels)
+    if request.filters.where:
+        matched = _filter_labels(store, view, request)
+        allowed = matched if allowed is None else np.intersect1d(allowed, matched, assume_unique=True)
+    return allowed
+
+
+def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.ndarray:
+    cache: dict[tuple[int, str], np.ndarray] = store.__dict__.setdefault("_filter_cache", {})
+    key = (view.generation, request.filters.key)
+    if key not in cache:
+        sql = (
+            "SELECT c.label FROM chunks c JOIN documents d USING (document_id) "
+            f"WHERE {request.filters.where} ORDER BY c.label"
+        )
+        rows = store.catalog.con.execute(sql, list(request.filters.params)).fetchnumpy()["label"]
+        if len(cache) > 256:
+            cache.clear()
+        cache[key] = np.asarray(rows, dtype=np.int64)
+    return cache[key]
+
+
+def _retrieve_vector(
+    store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
+    allowed: np.ndarray | None,
+) -> Ranking:
+    rankings = []
+    for i, text in enumerate(request.queries):
+        vec = qvec if i == 0 else store.query_embeddings.embed([text])[0]
+        if request.exact:
+            if allowed is None:
+                matrix, labels = view.vectors, view.labels
+            else:
+                pos = view.positions(allowed)
+                pos = pos[pos >= 0]
+                matrix, labels = view.vectors[pos], view.labels[pos]
+            rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), request.depth)[0])
+        else:
+            rankings.append(store.vector_index.search(vec.reshape(1, -1), request.depth, allowed)[0])
+    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[: request.depth]
+
+
+def _retrieve_text(store: Store, request: SearchRequest, allowed: np.ndarray | None) -> Ranking:
+    results = store.text_index.search(list(request.queries), request.depth, allowed)
+    if len(results) == 1:
+        return results[0]
+    return fusion.best_per_label(results)[: request.depth]
+
+
+def _one(
+    store: Store, view: ChunkView, request: SearchRequest, strategy: str, qvec: np.ndarray | None
+) -> SearchResponse:
+    allowed = _allowed(store, view, request)
+    if allowed is not None and len(allowed) == 0:
+        return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
+    vector_ranking: Ranking = []
+    text_ranking: Ranking = []
+    if strategy in ("vector", "hybrid"):
+        assert qvec is not None
+        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed)
+    if strategy in ("fulltext", "hybrid"):
+        text_ranking = _retrieve_text(store, request, allowed)
+
+    if strategy == "hybrid":
+        rankings = {"vector": vector_ranking, "bm25": text_ranking}
+        if request.fusion == "rrf":
+            fused = fusion.rrf(rankings, request.rrf_k)
+        else:
+            weights = {"vector": request.weights[0], "bm25": request.weights[1]}
+            fused = fusion.weighted(rankings, weights)
+    else:
+        fused = dict(vector_ranking if strategy == "vector" else text_ranking)
+    ordered = fusion.order(fused)
+
+    # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.
+    labels = np.array([label for label, _ in ordered], dtype=np.int64)
+    positions = view.positions(labels)
+    keep = positions >= 0
+    labels, positions = labels[keep], positions[keep]
+    fused_scores = np.array([score for _, score in ordered], dtype=np.float64)[keep]
+
+    if request.min_score is not None:
+        mask = fused_scores >= request.min_score
+        labels, positions, fused_scores = labels[mask], positions[mask], fused_scores[mask]
+
+    final = fused_scores.copy()
+    boosts = np.zeros(len(labels))
+    if request.boosts and len(labels):
+        boosts = np.array([
+            post.authority_boost(*_authority(view, int(p))) for p in positions
+        ])
+        final = post.scale(fused_scores) + boosts
+    order_idx = np.lexsort((labels, -final)) if len(labels) else np.zeros(0, dtype=np.int64)
+
+    reranked = 0
+    rerank_scores: dict[int, float] = {}
+    if request.reranker is not None and len(order_idx):
+        top = order_idx[: request.rerank_top]
+        passages = [view.record(int(positions[i])).content for i in top]
+        scores = list(request.reranker(request.queries[0], passages))
+        if len(scores) != len(top):
+            raise InvalidInputError(
+                f"reranker returned {len(scores)} scores for {len(top)} passages"
+            )
+        rerank_scores = {int(i): float(s) for i, s in zip(top, scores, strict=True)}
+        top_sorted = sorted(top, key=lambda i: (-rerank_scores[int(i)], labels[i]))
+        order_idx = np.concatenate([np.array(top_sorted, dtype=np.int64), order_idx[len(top):]])
+        reranked = len(top)
+
+    if request.mmr and len(order_idx):
+        pool = order_idx[: max(4 * (request.offset + request.limit), 20)]
+        relevance = post.scale(final[pool])
+        picked = post.mmr(relevance, view.vectors[positions[pool]], len(pool), request.mmr_lambda)
+        order_idx = np.concatenate([pool[picked], order_idx[len(pool):]])
+
+    cap = request.per_source_cap or (post.PER_SOURCE_CAP if request.mmr else None)
+    if cap is not None and len(order_idx):
+        sources = [
+            view.record(int(positions[i])).source_id or view.record(int(positions[i])).document_id
+            for i in order_idx
+        ]
+        order_idx = order_idx[post.cap_per_source(sources, cap)]
+
+    if request.chunks_per_doc is not None and len(order_idx):
+        order_idx = _group_by_document(view, positions, order_idx, request.chunks_per_doc)
+
+    total = len(order_idx)
+    similarity = None
+    if qvec is not None and total:
+        similarity = view.vectors[positions[order_idx[: max(GATE_TOP_N, request.offset + request.limit)]]] @ qvec
+
+    gate_reason = None
+    if total == 0:
+        gate_reason = "no chunk matched the query"
+    elif request.answerability_threshold is not None and similarity is not None:
+        top_mean = float(np.mean(similarity[:GATE_TOP_N]))
+        if top_mean < request.answerability_threshold:
+            gate_reason = (
+                f"mean similarity of the top hits is {top_mean:.3f}, below the answerability "
+                f"threshold {request.answerability_threshold}"
+            )
+    if gate_reason is not None:
+        return _empty(store, request, strategy, gate_reason, total=total)
+
+    page = order_idx[request.offset : request.offset + request.limit]
+    if len(page) == 0:
+        return _empty(
+            store, request, strategy,
+            f"offset {request.offset} is past the last result (total {total})", total=total,
+        )
+    vector_ranks = {label: (rank, score) for rank, (label, score) in enumerate(vector_ranking, 1)}
+    text_ranks = {label: (rank, score) for rank, (label, score) in enumerate(text_ranking, 1)}
+    terms = store.text_index.highlight_terms(request.queries[0]) if strategy != "vector" else []
+    hits = []
+    for n, idx in enumerate(page, start=1):
+        rank = request.offset + n
+        label = int(labels[idx])
+        record = view.record(int(positions[idx]))
+        vr = vector_ranks.get(label)
+        tr = text_ranks.get(label)
+        sim_index = request.offset + n - 1
+        scores = Scores(
+            vector_rank=vr[0] if vr else None,
+            vector_score=float(vr[1]) if vr else None,
+            bm25_rank=tr[0] if tr else None,
+            bm25_score=float(tr[1]) if tr else None,
+            fused=float(fused_scores[idx]),
+            similarity=float(similarity[sim_index]) if similarity is not None and sim_index < len(similarity) else None,
+            boost=float(boosts[idx]),
+            rerank_score=rerank_scores.get(int(idx)),
+        )
+        hits.append(
+            Hit(
+                rank=rank,
+                label=label,
+                document_id=record.document_id,
+                chunk_index=record.chunk_index,
+                content=record.content,
+                start_offset=record.start_offset,
+                end_offset=record.end_offset,
+                truth_level=record.truth_level,
+                scores=scores,
+                citation=make_citation(rank, record),
+                highlights=highlights(record, terms),
+                title=record.title,
+                heading_path=record.heading_path or "",
+            )
+        )
+    context = _context(store, hits, strategy, similarity)
+    return SearchResponse(
+        query=request.queries[0],
+        hits=tuple(hits),
+        status=OK,
+        strategy_used=strategy,
+        total=total,
+        limit=request.limit,
+        offset=request.offset,
+        execution_time_ms=0.0,
+        context=context,
+        truth_levels=request.truth_levels,
+        timings={"reranked": float(reranked)},
+    )
+
+
+def _authority(view: ChunkView, position: int) -> tuple[Any, Any, Any, Any]:
+    r = view.record(position)
+    return r.source_tier, r.evidence_level, r.peer_reviewed, r.authority_score
+
+
+def _group_by_document(
+    view: ChunkView, positions: np.ndarray, order_idx: np.ndarray, per_doc: int
+) -> np.ndarray:
+    """Documents ranked by their best chunk, then up to ``per_doc`` of their chunks each."""
+    groups: dict[str, list[int]] = {}
+    for i in order_idx:
+        doc = view.record(int(positions[i])).document_id
+        bucket = groups.setdefault(doc, [])
+        if len(bucket) < per_doc:
+            bucket.append(int(i))
+    return np.array([i for bucket in groups.values() for i in bucket], dtype=np.int64)
+
+
+def _context(
+    store: Store, hits: list[Hit], strategy: str, similarity: np.ndarray | None
+) -> RagContext:
+    if similarity is not None and len(similarity):
+        confidence = float(np.clip(np.mean(similarity[:GATE_TOP_N]), 0.0, 1.0))
+    else:
+        confidence = 1.0 if hits else 0.0
+    lowest = max((h.truth_level for h in hits), key=truth_rank, default=None)
+    return RagContext(
+        document_ids=tuple(dict.fromkeys(h.document_id for h in hits)),
+        citations=tuple(h.citation for h in hits),
+        lowest_truth_level=lowest,
+        confidence=round(confidence, 4),
+        search_method=strategy,
+        index_version=store.index_version,
+    )
+
+
+def _empty(
+    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0
+) -> SearchResponse:
+    return SearchResponse(
+        query=request.queries[0],
+        hits=(),
+        status=NO_RELEVANT_SOURCES,
+        strategy_used=strategy,
+        total=total,
+        limit=request.limit,
+        offset=request.offset,
+        execution_time_ms=0.0,
+        context=_context(store, [], strategy, None),
+        reason=reason,
+        truth_levels=request.truth_levels,
+    )

@@ -1,0 +1,164 @@
+"""Search filters: validated, then compiled to a parameterized WHERE clause over documents.
+
+Accepted shapes (field -> value):
+    truth_level, domain, source_type, document_type, author, language, tenant_id
+    (alias: namespace), source_id, document_id:   "x" or ["x", "y"]       (any of)
+    tags:                                          ["a", "b"]  (any)  or {"any": [...]} / {"all": [...]}
+    created_at, updated_at, validated_at:          {"gte"|"gt"|"lte"|"lt": "2024-01-01"}
+    metadata.<key> (alias custom.<key>):           scalar or [scalars] (compared as text)
+Field names and metadata keys never reach SQL as text: columns come from a fixed map and a
+metadata key becomes a JSON path *parameter*.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from ..errors import InvalidFilterError
+from ..types import validate_truth_level
+
+_SCALAR_FIELDS = {
+    "truth_level": "d.truth_level",
+    "domain": "d.domain",
+    "source_type": "d.source_type",
+    "document_type": "d.document_type",
+    "author": "d.author",
+    "language": "d.language",
+    "tenant_id": "d.tenant_id",
+    "namespace": "d.tenant_id",
+    "source_id": "d.source_id",
+    "document_id": "d.document_id",
+}
+_DATE_FIELDS = {"created_at": "d.created_at", "updated_at": "d.updated_at",
+                "validated_at": "d.validated_at"}
+_DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "from": ">=", "to": "<="}
+_METADATA_PREFIXES = ("metadata.", "custom.")
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+
+FILTER_FIELDS: tuple[str, ...] = tuple(_SCALAR_FIELDS) + ("tags",) + tuple(_DATE_FIELDS) + (
+    "metadata.<key>",
+)
+
+
+@dataclass(frozen=True)
+class CompiledFilter:
+    where: str  # "" when there is nothing to filter
+    params: tuple[Any, ...]
+    key: str  # canonical JSON of the filter, for caching allowed label sets
+
+
+def compile_filters(filters: Mapping[str, Any] | None) -> CompiledFilter:
+    if filters is None:
+        return CompiledFilter("", (), "{}")
+    if not isinstance(filters, Mapping):
+        raise InvalidFilterError(
+            f"filters must be a mapping of field -> value, got {type(filters).__name__}"
+        )
+    clauses: list[str] = []
+    params: list[Any] = []
+    for field, value in sorted(filters.items()):
+        if not isinstance(field, str):
+            raise InvalidFilterError(f"filter field names must be strings, got {field!r}")
+        if field in _SCALAR_FIELDS:
+            values = _string_list(field, value)
+            if field == "truth_level":
+                values = [validate_truth_level(v) for v in values]
+            clauses.append(f"{_SCALAR_FIELDS[field]} IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(values)
+        elif field == "tags":
+            mode, tags = _tags(value)
+            function = "list_has_all" if mode == "all" else "list_has_any"
+            clauses.append(f"{function}(coalesce(d.tags, []::VARCHAR[]), ?::VARCHAR[])")
+            params.append(tags)
+        elif field in _DATE_FIELDS:
+            for op, bound in _date_bounds(field, value):
+                clauses.append(f"{_DATE_FIELDS[field]} {op} ?")
+                params.append(bound)
+        elif field.startswith(_METADATA_PREFIXES):
+            key = field.split(".", 1)[1]
+            if not _METADATA_KEY.match(key):
+                raise InvalidFilterError(
+                    f"metadata key {key!r} may only contain letters, digits, '_' and '-'",
+                    field=field,
+                )
+            values = [_scalar_text(field, v) for v in (value if isinstance(value, list) else [value])]
+            if not values:
+                raise InvalidFilterError(f"filter {field!r} has an empty list", field=field)
+            clauses.append("json_extract_string(d.custom, ?) IN (SELECT unnest(?::VARCHAR[]))")
+            params.extend([f'$."{key}"', values])
+        else:
+            raise InvalidFilterError(
+                f"unknown filter field {field!r}; filterable fields are: {', '.join(FILTER_FIELDS)}",
+                field=field,
+            )
+    key = json.dumps(filters, sort_keys=True, default=str)
+    return CompiledFilter(" AND ".join(clauses), tuple(params), key)
+
+
+def _string_list(field: str, value: Any) -> list[str]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise InvalidFilterError(f"filter {field!r} has an empty list: nothing could match", field=field)
+    for v in values:
+        if not isinstance(v, str) or not v:
+            raise InvalidFilterError(
+                f"filter {field!r} expects a string or a list of strings, got {v!r}", field=field
+            )
+    return list(values)
+
+
+def _tags(value: Any) -> tuple[str, list[str]]:
+    if isinstance(value, Mapping):
+        if set(value) - {"any", "all"} or len(value) != 1:
+            raise InvalidFilterError(
+                "tags filter takes a list, or {'any': [...]} or {'all': [...]}", field="tags"
+            )
+        mode = next(iter(value))
+        return mode, _string_list("tags", value[mode])
+    return "any", _string_list("tags", value)
+
+
+def _date_bounds(field: str, value: Any) -> list[tuple[str, datetime]]:
+    if not isinstance(value, Mapping) or not value:
+        raise InvalidFilterError(
+            f"filter {field!r} expects a range like {{'gte': '2024-01-01', 'lt': '2025-01-01'}}",
+            field=field,
+        )
+    bounds = []
+    for op, raw in value.items():
+        if op not in _DATE_OPS:
+            raise InvalidFilterError(
+                f"filter {field!r}: unknown operator {op!r}; use one of {sorted(_DATE_OPS)}",
+                field=field,
+            )
+        bounds.append((_DATE_OPS[op], _as_datetime(field, raw)))
+    return bounds
+
+
+def _as_datetime(field: str, raw: Any) -> datetime:
+    if isinstance(raw, datetime):
+        return raw
+    if isinstance(raw, date):
+        return datetime(raw.year, raw.month, raw.day)
+    if isinstance(raw, str):
+        try:
+            return datetime.fromisoformat(raw)
+        except ValueError:
+            pass
+    raise InvalidFilterError(f"filter {field!r}: {raw!r} is not an ISO date or datetime", field=field)
+
+
+def _scalar_text(field: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise InvalidFilterError(
+        f"filter {field!r} expects a string, number or boolean, got {type(value).__name__}",
+        field=field,
+    )

@@ -1,0 +1,138 @@
+"""What a search returns: hits with score breakdowns and citations, and the RagContext."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "NO_RELEVANT_SOURCES"]
+OK: Status = "ok"
+NO_RELEVANT_SOURCES: Status = "NO_RELEVANT_SOURCES"
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-method ranks (from 1) and scores; None where a method did not return the chunk."""
+
+    vector_rank: int | None = None
+    vector_score: float | None = None
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    fused: float = 0.0
+    similarity: float | None = None  # cosine(query, chunk), used by the answerability gate
+    boost: float = 0.0
+    rerank_score: float | None = None
+
+    @property
+    def rrf(self) -> float:
+        return self.fused
+
+
+@dataclass(frozen=True)
+class Highlight:
+    term: str
+    start_offset: int  # global offsets into the document text
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a hit's text sits in its source, in the canonical Citation schema's terms."""
+
+    number: int
+    document_id: str
+    chunk_index: int
+    quote: str
+    start_offset: int
+    end_offset: int
+    display_text: str
+    truth_level: str
+    source_path: str | None = None
+    source_type: str | None = None
+    source_url: str | None = None
+    title: str | None = None
+    heading_path: str = ""
+    page_start: int | None = None
+    page_end: int | None = None
+    document_version: str | None = None
+    index_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    label: int
+    document_id: str
+    chunk_index: int
+    content: str
+    start_offset: int
+    end_offset: int
+    truth_level: str
+    scores: Scores
+    citation: Citation
+    highlights: tuple[Highlight, ...] = ()
+    title: str | None = None
+    heading_path: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["highlights"] = [asdict(h) for h in self.highlights]
+        return data
+
+
+@dataclass(frozen=True)
+class RagContext:
+    document_ids: tuple[str, ...]
+    citations: tuple[Citation, ...]
+    lowest_truth_level: str | None
+    confidence: float
+    search_method: str
+    index_version: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    query: str
+    hits: tuple[Hit, ...]
+    status: Status
+    strategy_used: str
+    total: int
+    limit: int
+    offset: int
+    execution_time_ms: float
+    context: RagContext
+    reason: str | None = None
+    truth_levels: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "status": self.status,
+            "reason": self.reason,
+            "strategy_used": self.strategy_used,
+            "total": self.total,
+            "limit": self.limit,
+            "offset": self.offset,
+            "truth_levels": list(self.truth_levels),
+            "execution_time_ms": round(self.execution_time_ms, 3),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "hits": [h.to_dict() for h in self.hits],
+            "context": self.context.to_dict(),
+        }

@@ -1,0 +1,423 @@
+"""The Store: one folder on disk, opened for reading or writing, that ingests and searches."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock, Timeout
+
+from . import manifest as mf
+from .catalog import Catalog, first
+from .chunk_view import ChunkView
+from .chunker import Chunker, ChunkingConfig
+from .embedder import Embedder, QueryEmbeddingCache, default_embedder
+from .errors import (
+    IncompatibleStoreError,
+    ReadOnlyStoreError,
+    StoreError,
+    StoreLockedError,
+    StoreNotFoundError,
+)
+from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
+from .indexes.base import TextDocument, TextIndex, VectorIndex
+from .ingest import IngestOptions, Ingestor
+from .schema import SCHEMA_VERSION
+from .types import IngestReport, LoadedDocument
+
+CATALOG_NAME = "catalog.duckdb"
+LOCK_NAME = ".writer.lock"
+
+
+class Store:
+    """A store folder: DuckDB catalog (truth), hnswlib + Tantivy indexes (derived), manifest."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        manifest: mf.Manifest,
+        catalog: Catalog,
+        embedder: Embedder,
+        read_only: bool,
+        lock: FileLock | None,
+        index_root: Path,
+        snapshot: str | None = None,
+    ) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.catalog = catalog
+        self.embedder = embedder
+        self.read_only = read_only
+        self.snapshot = snapshot
+        self._lock = lock
+        self._index_root = index_root
+        self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
+        self.query_embeddings = QueryEmbeddingCache(embedder)
+        self.vector_index: VectorIndex = VECTOR_BACKENDS[manifest.vector_backend](
+            index_root / "vectors", manifest.embedding_dim, **manifest.index_options.get("vector", {})
+        )
+        self.text_index: TextIndex = TEXT_BACKENDS[manifest.text_backend](
+            index_root / "text", **manifest.index_options.get("text", {})
+        )
+        self._view: ChunkView | None = None
+        self._closed = False
+        self.sync_indexes()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        embedder: Embedder | None = None,
+        chunking: ChunkingConfig | None = None,
+        create: bool = True,
+        read_only: bool = False,
+        lock_timeout: float = 0.0,
+        index_options: dict[str, Any] | None = None,
+    ) -> Store:
+        root = Path(path)
+        existing = mf.read_manifest(root) if root.exists() else None
+        if existing is None:
+            if not create or read_only:
+                raise StoreNotFoundError(
+                    f"no enginelib store at {root}: create it with `enginelib init --store {root}`",
+                    path=root,
+                )
+            if root.exists() and any(p.name != LOCK_NAME for p in root.iterdir()):
+                raise StoreError(
+                    f"{root} exists, is not empty and is not an enginelib store (no manifest.json)",
+                    path=root,
+                )
+        root.mkdir(parents=True, exist_ok=True)
+        lock = None if read_only else _acquire_writer_lock(root, lock_timeout)
+        try:
+            embedder = embedder or default_embedder()
+            if existing is None:
+                config = chunking or ChunkingConfig()
+                config.validate()
+                manifest = mf.Manifest(
+                    embedding_model=embedder.name,
+                    embedding_dim=int(embedder.dim),
+                    chunking=config.to_dict(),
+                    chunking_hash=config.config_hash(),
+                    schema_version=SCHEMA_VERSION,
+                    created_at=datetime.now().isoformat(timespec="seconds"),
+                    index_options=dict(index_options or {}),
+                )
+                mf.write_manifest(root, manifest)
+            else:
+                manifest = existing
+                _check_compatible(root, manifest, embedder, chunking)
+            catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=read_only)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return cls(
+            root,
+            manifest=manifest,
+            catalog=catalog,
+            embedder=embedder,
+            read_only=read_only,
+            lock=lock,
+            index_root=root / "indexes",
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self.read_only:
+                self.persist()
+        finally:
+            self.catalog.close()
+            if self._lock is not None:
+                self._lock.release()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            what = f"snapshot {self.snapshot!r}" if self.snapshot else "this store (opened read-only)"
+            raise ReadOnlyStoreError(f"{what} cannot be modified", path=self.path)
+
+    @property
+    def generation(self) -> int:
+        return self.catalog.generation
+
+    @property
+    def index_version(self) -> str:
+        return self.catalog.get_meta("index_version") or ""
+
+    # -- index maintenance -----------------------------------------------------------------
+
+    def sync_indexes(self) -> None:
+        """Bring both indexes up to the catalog's generation (replay, or rebuild if unknown)."""
+        target = self.catalog.generation
+        changed = False
+        for index in (self.vector_index, self.text_index):
+            stamp = index.generation
+            if stamp == target:
+                continue
+            changed = True
+            if stamp is None or stamp > target:
+                index.clear()
+                self._replay(index, since=None)
+            else:
+                index.delete(self.catalog.tombstones_since(stamp))
+                self._replay(index, since=stamp)
+        if changed and not self.read_only:
+            self.persist()
+
+    def _replay(self, index: VectorIndex | TextIndex, since: int | None) -> None:
+        for batch in self.catalog.chunk_batches(since_generation=since):
+            labels = np.asarray(batch.column("label").to_numpy(), dtype=np.int64)
+            if isinstance(index, VectorIndex):
+                emb = batch.column("embedding").combine_chunks()
+                flat = np.asarray(emb.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+                index.add(labels, flat.reshape(len(labels), self.manifest.embedding_dim))
+            else:
+                index.add(
+                    [
+                        TextDocument(int(lb), content, heading or "", title, language or "en")
+                        for lb, content, heading, title, language in zip(
+                            labels,
+                            batch.column("content").to_pylist(),
+                            batch.column("heading_path").to_pylist(),
+                            batch.column("title").to_pylist(),
+                            batch.column("language").to_pylist(),
+                            strict=True,
+                        )
+                    ]
+                )
+
+    def persist(self) -> None:
+        """Save both indexes stamped with the catalog generation, then the manifest."""
+        self._require_writable()
+        generation = self.catalog.generation
+        self.vector_index.save(generation)
+        self.text_index.save(generation)
+        self.manifest = self.manifest.with_generation(generation)
+        self.manifest = mf.Manifest.from_dict(
+            {**self.manifest.to_dict(), "index_version": self.index_version}
+        )
+        mf.write_manifest(self.path, self.manifest)
+
+    def view(self) -> ChunkView:
+        """The chunk view for the current generation, reloaded only after a commit."""
+        if self._view is None or self._view.generation != self.catalog.generation:
+            self._view = ChunkView.load(self.catalog)
+        return self._view
+
+    def apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
+        """Mirror a committed catalog change into the in-memory indexes."""
+        if len(removed):
+            self.vector_index.delete(removed)
+            self.text_index.delete(removed)
+        for labels, vectors, texts in added:
+            if len(labels):
+                self.vector_index.add(labels, vectors)
+                self.text_index.add(texts)
+
+    # -- ingestion -------------------------------------------------------------------------
+
+    def ingest_documents(
+        self, documents: Iterable[LoadedDocument], *, progress: bool = False, batch_size: int = 64, **options: Any
+    ) -> IngestReport:
+        """Ingest documents; one catalog transaction per batch, indexes updated to match.
+
+        Options (applied to every document unless its own metadata says otherwise):
+        truth_level, domain, source_type, tags, metadata, author, language, tenant_id,
+        source_id, validated_by, parent_document_id, entities.
+        """
+        self._require_writable()
+        ingestor = Ingestor(self, IngestOptions.build(**options), batch_size=batch_size)
+        try:
+            return ingestor.run(documents, progress=progress)
+        finally:
+            self.persist()
+
+    def ingest_path(
+        self,
+        *paths: str | Path,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        max_bytes: int | None = None,
+        progress: bool = False,
+        **options: Any,
+    ) -> IngestReport:
+        from .loaders import DEFAULT_MAX_BYTES, iter_load
+
+        self._require_writable()
+        items = iter_load(
+            paths, include=include, exclude=exclude, max_bytes=max_bytes or DEFAULT_MAX_BYTES
+        )
+        ingestor = Ingestor(self, IngestOptions.build(**options))
+        try:
+            return ingestor.run(items, progress=progress)
+        finally:
+            self.persist()
+
+    def delete_document(self, document_id: str) -> None:
+        self._require_writable()
+        self.catalog.require_document(document_id)
+        with self.catalog.transaction():
+            generation = self.catalog.bump_generation()
+            self.catalog.archive_document(document_id, "deleted", generation)
+            removed = self.catalog.delete_document(document_id, generation)
+        self.apply_commit(removed, [])
+        self.persist()
+
+    def add_source(self, source_id: str, **fields: Any) -> None:
+        """Register (or update) a source with its authority: tier, evidence_level, ..."""
+        from .sources import upsert_source
+
+        self._require_writable()
+        upsert_source(self.catalog, source_id, **fields)
+        self.persist()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get_document(self, document_id: str) -> dict[str, Any]:
+        return self.catalog.require_document(document_id)
+
+    def show(self, document_id: str) -> dict[str, Any]:
+        doc = self.catalog.require_document(document_id)
+        return {
+            "document": doc,
+            "versions": self.catalog.versions(document_id),
+            "chunks": self.catalog.chunks_of(document_id),
+        }
+
+    def history(self, document_id: str) -> list[dict[str, Any]]:
+        doc = self.catalog.require_document(document_id) if self.catalog.get_document(document_id) else None
+        versions = self.catalog.versions(document_id)
+        if doc is None and not versions:
+            from .errors import DocumentNotFoundError
+
+            raise DocumentNotFoundError(document_id)
+        current = []
+        if doc is not None:
+            current = [{
+                "document_id": document_id, "version": doc["version"],
+                "index_version": doc["index_version"], "content_hash": doc["content_hash"],
+                "truth_level": doc["truth_level"], "total_chunks": doc["total_chunks"],
+                "change_summary": "current", "valid_from": doc["updated_at"], "current": True,
+            }]
+        return [{**v, "current": False} for v in versions] + current
+
+    def version_text(self, document_id: str, version: str) -> str:
+        doc = self.catalog.get_document(document_id)
+        if doc is not None and doc["version"] == version:
+            return str(doc["content"])
+        text = self.catalog.version_text(document_id, version)
+        if text is None:
+            from .errors import DocumentNotFoundError
+
+            raise DocumentNotFoundError(f"{document_id}@{version}")
+        return text
+
+    def stats(self) -> dict[str, Any]:
+        con = self.catalog.con
+        docs = first(con.execute("SELECT count(*) FROM documents").fetchall())
+        chunks = first(con.execute("SELECT count(*), coalesce(sum(token_count), 0) FROM chunks").fetchall())
+        versions = first(con.execute("SELECT count(*) FROM document_versions").fetchall())
+        by_level = dict(
+            con.execute(
+                "SELECT truth_level, count(*) FROM documents GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+        )
+        queries = first(con.execute("SELECT count(*) FROM query_log").fetchall())
+        return {
+            "path": str(self.path),
+            "documents": int(docs[0]) if docs else 0,
+            "chunks": int(chunks[0]) if chunks else 0,
+            "tokens": int(chunks[1]) if chunks else 0,
+            "archived_versions": int(versions[0]) if versions else 0,
+            "documents_by_truth_level": by_level,
+            "queries_logged": int(queries[0]) if queries else 0,
+            "generation": self.catalog.generation,
+            "index_version": self.index_version,
+            "embedding_model": self.manifest.embedding_model,
+            "embedding_dim": self.manifest.embedding_dim,
+            "chunking": self.manifest.chunking,
+            "vector_index_size": len(self.vector_index),
+            "text_index_size": len(self.text_index),
+            "disk_bytes": _disk_usage(self.path),
+            "snapshot": self.snapshot,
+        }
+
+    # -- search (implemented in enginelib.search.engine) -----------------------------------
+
+    def search(self, query: str | Sequence[str], **options: Any):  # type: ignore[no-untyped-def]
+        from .search.engine import search
+
+        return search(self, query, **options)
+
+    def search_batch(self, queries: Sequence[str], **options: Any):  # type: ignore[no-untyped-def]
+        from .search.engine import search_batch
+
+        return search_batch(self, queries, **options)
+
+
+def _acquire_writer_lock(root: Path, timeout: float) -> FileLock:
+    lock = FileLock(str(root / LOCK_NAME))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        raise StoreLockedError(
+            f"another process is writing to {root}; wait for it to finish, "
+            "or open the store with read_only=True to search it",
+            path=root,
+        ) from exc
+    return lock
+
+
+def _check_compatible(
+    root: Path, manifest: mf.Manifest, embedder: Embedder, chunking: ChunkingConfig | None
+) -> None:
+    if manifest.schema_version > SCHEMA_VERSION:
+        raise IncompatibleStoreError(
+            f"store {root} uses schema {manifest.schema_version}, newer than this enginelib "
+            f"({SCHEMA_VERSION}): upgrade enginelib",
+            path=root,
+        )
+    if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
+        raise IncompatibleStoreError(
+            f"store {root} was built with {manifest.embedding_model} "
+            f"({manifest.embedding_dim} dims); this embedder is {embedder.name} ({embedder.dim} "
+            f"dims): run `enginelib reindex --store {root}` (or Store.reindex) to re-embed, "
+            "or open it with the original model",
+            path=root,
+        )
+    if chunking is not None and chunking.config_hash() != manifest.chunking_hash:
+        raise IncompatibleStoreError(
+            f"store {root} was chunked with {manifest.chunking}; the requested chunking differs: "
+            f"run `enginelib reindex --store {root}` to re-chunk",
+            path=root,
+        )
+
+
+def _disk_usage(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def remove_store(path: str | Path) -> None:
+    """Delete a store folder (used by tests and `enginelib init --force`)."""
+    root = Path(path)
+    if (root / mf.MANIFEST_NAME).exists():
+        shutil.rmtree(root)

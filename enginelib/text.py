@@ -1,0 +1,27 @@
+"""Text normalization, done once at load time: the stored text is what offsets refer to."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+# C0 controls other than tab and newline carry no text and break BM25 and Postgres (NUL).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def normalize_text(raw: str) -> str:
+    """Return the canonical form of a document's text.
+
+    BOM dropped, CRLF and lone CR turned into LF, control characters removed, Unicode NFC
+    (so "e" + combining acute and the precomposed "é" are stored, searched and cited alike).
+    Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
+    """
+    text = raw.lstrip("\ufeff")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub("", text)
+    return unicodedata.normalize("NFC", text)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,99 @@
+"""Text analysis for the tantivy backend: per-language stemming analyzers and the
+"code" tokens (part numbers, identifiers) that must match exactly.
+
+Why a separate code field: the stemming analyzers split on every non-alphanumeric
+character, so ``JWT_token`` becomes ``jwt`` + ``token`` and ``gdpr-art-17`` becomes three
+words; a stemmer may also trim a code that ends like an inflection. Code-like tokens are
+therefore copied verbatim (lowercased) into one extra field, searched alongside the
+stemmed fields, so an exact code match adds a rare-term score and ranks first.
+"""
+
+from __future__ import annotations
+
+import re
+
+import tantivy
+
+from enginelib.errors import InvalidInputError
+
+# ISO 639-1 code -> tantivy (Snowball) stemmer name.
+STEMMERS: dict[str, str] = {
+    "ar": "arabic", "da": "danish", "de": "german", "el": "greek", "en": "english",
+    "es": "spanish", "fi": "finnish", "fr": "french", "hu": "hungarian", "it": "italian",
+    "nl": "dutch", "no": "norwegian", "pt": "portuguese", "ro": "romanian",
+    "ru": "russian", "sv": "swedish", "ta": "tamil", "tr": "turkish",
+}
+# Documents in a language without a configured stemmer go to fields with this suffix,
+# analyzed without stemming.
+PLAIN = "plain"
+CODE_ANALYZER = "enginelib_code"
+# Tokens longer than this are dropped by the analyzers (base64 blobs, URLs run together).
+MAX_TOKEN_CHARS = 40
+
+# A code token: word characters joined by single - . / separators ("gdpr-art-17",
+# "v1.2.3", "JWT_token"), never ending on a separator so "3512C." yields "3512C". The
+# Rust pattern (tantivy's regex tokenizer) and the Python one must cut text identically.
+CODE_PATTERN_RUST = r"[\p{L}\p{N}_]+(?:[-./][\p{L}\p{N}_]+)*"
+_CODE_RE = re.compile(r"\w+(?:[-./]\w+)*")
+# The word pieces tantivy's simple tokenizer produces (it splits on non-alphanumerics,
+# underscore included).
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+def analyzer_name(language: str) -> str:
+    return f"enginelib_{language}"
+
+
+def normalize_language(language: str | None, languages: tuple[str, ...]) -> str:
+    """Map a document language ("en", "fr-CA", "French"...) to a field suffix."""
+    code = (language or "").strip().lower().replace("_", "-").split("-")[0]
+    if code not in STEMMERS:
+        code = next((iso for iso, name in STEMMERS.items() if name == code), code)
+    return code if code in languages else PLAIN
+
+
+def build_analyzers(languages: tuple[str, ...]) -> dict[str, tantivy.TextAnalyzer]:
+    """Analyzers to register on the index under ``analyzer_name(lang)`` / CODE_ANALYZER."""
+    analyzers: dict[str, tantivy.TextAnalyzer] = {}
+    for lang in (*languages, PLAIN):
+        builder = (
+            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
+            .filter(tantivy.Filter.lowercase())
+        )
+        if lang != PLAIN:
+            builder = builder.filter(tantivy.Filter.stemmer(STEMMERS[lang]))
+        # Folding after stemming: the Snowball stemmers expect accents, while users often
+        # type "element" for "élément" or "securite" for "sécurité".
+        analyzers[analyzer_name(lang)] = builder.filter(tantivy.Filter.ascii_fold()).build()
+    analyzers[CODE_ANALYZER] = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(CODE_PATTERN_RUST))
+        .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
+        .filter(tantivy.Filter.lowercase())
+        .build()
+    )
+    return analyzers
+
+
+def check_languages(languages: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [lang for lang in languages if lang not in STEMMERS]
+    if unknown:
+        raise InvalidInputError(
+            f"no stemmer for language(s) {unknown}; choose among {sorted(STEMMERS)}"
+        )
+    return tuple(dict.fromkeys(languages))
+
+
+def is_code(token: str) -> bool:
+    """A token worth exact matching: it has a digit, an underscore or a joiner."""
+    return any(ch.isdigit() or ch in "_-./" for ch in token)
+
+
+def code_tokens(text: str) -> list[str]:
+    """The code-like tokens of ``text``, in order, as written."""
+    return [tok for tok in _CODE_RE.findall(text) if is_code(tok)]
+
+
+def word_parts(text: str) -> list[str]:
+    """The pieces the stemming analyzers would see before lowercasing."""
+    return _WORD_RE.findall(text)

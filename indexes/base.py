@@ -1,0 +1,99 @@
+"""The contract every index backend follows; the store talks only to these Protocols.
+
+Rules every backend obeys (one shared test in tests/test_indexes_contract.py proves them):
+
+- Labels are the catalog's non-negative int64 chunk labels. ``add`` with a label that is
+  already present replaces that entry (so replaying a commit twice is harmless);
+  ``delete`` of an unknown label is a no-op.
+- ``search`` is batch-first: one list of ``(label, score)`` per query, best first,
+  higher score is better. Ties break on the smaller label so results are deterministic.
+- ``k`` larger than the number of (allowed) entries returns them all; ``k <= 0`` is the
+  caller's bug and raises ``InvalidInputError``.
+- ``allowed`` restricts the search *before* ranking: the result is the true top-k among
+  the allowed labels, never a post-filtered global top-k. An empty ``allowed`` returns
+  empty lists.
+- ``save(generation)`` writes the index durably and atomically (a crash leaves either the
+  previous files or the new ones) and stamps it with the catalog generation it reflects;
+  ``generation`` reads the stamp back (``None`` for a new or unreadable index, which the
+  store then rebuilds from the catalog).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+Labels = np.ndarray  # int64, shape (n,)
+Matrix = np.ndarray  # float32, shape (n, dim)
+SearchResult = list[tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class TextDocument:
+    """What the full-text index needs of one chunk."""
+
+    label: int
+    content: str
+    headings: str = ""
+    title: str = ""
+    language: str = "en"
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    dim: int
+
+    @property
+    def generation(self) -> int | None: ...
+
+    def __len__(self) -> int: ...
+
+    def add(self, labels: Labels, vectors: Matrix) -> None: ...
+
+    def delete(self, labels: Iterable[int]) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def labels(self) -> Labels: ...
+
+    def search(
+        self, queries: Matrix, k: int, allowed: Labels | None = None
+    ) -> list[SearchResult]: ...
+
+    def save(self, generation: int) -> None: ...
+
+
+@runtime_checkable
+class TextIndex(Protocol):
+    @property
+    def generation(self) -> int | None: ...
+
+    def __len__(self) -> int: ...
+
+    def add(self, documents: Sequence[TextDocument]) -> None: ...
+
+    def delete(self, labels: Iterable[int]) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def labels(self) -> Labels: ...
+
+    def search(
+        self, queries: Sequence[str], k: int, allowed: Labels | None = None
+    ) -> list[SearchResult]: ...
+
+    def highlight_terms(self, query: str) -> list[str]: ...
+
+    def save(self, generation: int) -> None: ...
+
+
+class VectorIndexFactory(Protocol):
+    def __call__(self, directory: Path, dim: int, **options: object) -> VectorIndex: ...
+
+
+class TextIndexFactory(Protocol):
+    def __call__(self, directory: Path, **options: object) -> TextIndex: ...

@@ -1,0 +1,247 @@
+"""Translate the user query language into a tantivy query string that cannot misparse.
+
+The language users get: words, ``"exact phrases"``, ``AND`` / ``OR`` / ``NOT``, ``+must``
+/ ``-exclude``, ``( groups )`` and ``field:term`` for the fields ``content``, ``title``
+and ``headings``. Everything else is text: ``What is 5-HT? (serotonin)`` searches the
+words, not a range or a boost.
+
+How: a small lexer recognises only those constructs; every word is re-emitted inside
+double quotes (so ``?``, ``:``, ``^``, ``'``, ``<`` ... can never reach tantivy's grammar),
+user field names are expanded to the per-language internal fields, and code-like words
+(``1K0615301M``, ``JWT_token``) also target the exact-match code field.
+
+A query with no operator, phrase, prefix or field (the common natural-language case)
+is "plain": parentheses are treated as punctuation, so it never fails. A query that does
+use the syntax must be well formed (balanced quotes and parentheses, operators with
+operands); otherwise ``QuerySyntaxError`` says what is wrong. ``plain=True`` translates
+any text as plain words (the lenient fallback).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from enginelib.indexes.analyzers import code_tokens, word_parts
+
+USER_FIELDS = ("content", "title", "headings")
+_OPERATORS = {"AND", "OR", "NOT"}
+_FIELD_RE = re.compile(r"^(\w+):(.*)$", re.DOTALL)
+
+
+class QuerySyntaxError(ValueError):
+    """The query uses the query language but is malformed (message says how to fix)."""
+
+
+@dataclass(frozen=True)
+class Translation:
+    text: str  # tantivy query string
+    terms: tuple[str, ...]  # words and phrases the query looks for (not the excluded ones)
+    uses_syntax: bool
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # WORD PHRASE LP RP OP PREFIX FIELD
+    value: str = ""
+
+
+def translate(
+    query: str,
+    *,
+    field_map: Mapping[str, Sequence[str]],
+    code_field: str,
+    plain: bool = False,
+) -> Translation:
+    """Translate ``query``; raise QuerySyntaxError when it is malformed."""
+    tokens = _lex(query, plain=plain)
+    uses_syntax = any(t.kind in ("PHRASE", "OP", "PREFIX", "FIELD") for t in tokens)
+    if not uses_syntax:
+        tokens = [t for t in tokens if t.kind not in ("LP", "RP")]
+    parser = _Parser(tokens, field_map, code_field, query)
+    text = parser.parse()
+    if not text.strip():
+        raise QuerySyntaxError(
+            f"query {query!r} has no searchable words; type at least one word or code"
+        )
+    return Translation(text=text, terms=tuple(dict.fromkeys(parser.terms)),
+                       uses_syntax=uses_syntax)
+
+
+def _lex(query: str, *, plain: bool) -> list[_Tok]:
+    tokens: list[_Tok] = []
+    i, n = 0, len(query)
+    while i < n:
+        ch = query[i]
+        if ch.isspace():
+            i += 1
+        elif ch == '"' and not plain:
+            end = query.find('"', i + 1)
+            if end < 0:
+                raise QuerySyntaxError(
+                    f"unbalanced double quote in query {query!r}: close the phrase with "
+                    f'another " or remove the quote'
+                )
+            tokens.append(_Tok("PHRASE", query[i + 1:end]))
+            i = end + 1
+        elif ch in "()\"":
+            if not plain:
+                tokens.append(_Tok("LP" if ch == "(" else "RP"))
+            i += 1
+        else:
+            j = i
+            while j < n and not query[j].isspace() and query[j] not in '()"':
+                j += 1
+            run = query[i:j]
+            i = j
+            if plain:
+                tokens.append(_Tok("WORD", run))
+                continue
+            next_opens = i < n and query[i] in '("'
+            tokens.extend(_lex_run(run, next_opens))
+    return tokens
+
+
+def _lex_run(run: str, next_opens: bool) -> list[_Tok]:
+    if run in _OPERATORS:
+        return [_Tok("OP", run)]
+    out: list[_Tok] = []
+    # "+word" / "-word" are operators only before a letter, a phrase or a group, so that
+    # numbers such as "-3" or "+1" stay words.
+    if run[0] in "+-" and (
+        (len(run) > 1 and run[1].isalpha()) or (len(run) == 1 and next_opens)
+    ):
+        out.append(_Tok("PREFIX", run[0]))
+        run = run[1:]
+    match = _FIELD_RE.match(run)
+    if match and match.group(1).lower() in USER_FIELDS and (match.group(2) or next_opens):
+        out.append(_Tok("FIELD", match.group(1).lower()))
+        run = match.group(2)
+    if run:
+        out.append(_Tok("WORD", run))
+    return out
+
+
+def _quote(text: str) -> str:
+    # Inside double quotes tantivy takes text literally; only the quote and the escape
+    # character itself could end or alter the phrase.
+    return '"' + text.replace("\\", " ").replace('"', " ") + '"'
+
+
+class _Parser:
+    def __init__(
+        self,
+        tokens: list[_Tok],
+        field_map: Mapping[str, Sequence[str]],
+        code_field: str,
+        query: str,
+    ) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.field_map = field_map
+        self.code_field = code_field
+        self.query = query
+        self.terms: list[str] = []
+
+    def parse(self) -> str:
+        text = self._sequence(depth=0, fields=None, negated=False)
+        if self.pos < len(self.tokens):  # a stray ")"
+            raise QuerySyntaxError(
+                f"unbalanced parenthesis in query {self.query!r}: remove the extra ')' or "
+                f"put the text in double quotes to search it literally"
+            )
+        return text
+
+    def _sequence(self, depth: int, fields: Sequence[str] | None, negated: bool) -> str:
+        out: list[str] = []
+        last_was_clause = False
+        while self.pos < len(self.tokens):
+            tok = self.tokens[self.pos]
+            if tok.kind == "RP":
+                if depth == 0:
+                    break
+                self.pos += 1
+                return " ".join(out)
+            if tok.kind == "OP" and tok.value in ("AND", "OR"):
+                self.pos += 1
+                if not last_was_clause or self._at_end():
+                    raise QuerySyntaxError(
+                        f"{tok.value} needs a term on each side in query {self.query!r}; "
+                        f"quote it (\"{tok.value.lower()}\") to search the word"
+                    )
+                out.append(tok.value)
+                last_was_clause = False
+                continue
+            clause = self._clause(fields, negated)
+            if clause:
+                out.append(clause)
+                last_was_clause = True
+            elif out and out[-1] in ("AND", "OR"):
+                out.pop()  # "a AND ?" : the operand had no searchable word
+                last_was_clause = bool(out)
+        if depth > 0:
+            raise QuerySyntaxError(
+                f"unbalanced parenthesis in query {self.query!r}: close the group with ')' "
+                f"or put the text in double quotes to search it literally"
+            )
+        return " ".join(out)
+
+    def _at_end(self) -> bool:
+        return self.pos >= len(self.tokens) or self.tokens[self.pos].kind == "RP"
+
+    def _clause(self, fields: Sequence[str] | None, negated: bool) -> str:
+        prefix = ""
+        while self.pos < len(self.tokens) and self.tokens[self.pos].kind in ("OP", "PREFIX"):
+            tok = self.tokens[self.pos]
+            if tok.kind == "OP" and tok.value != "NOT":
+                break
+            prefix = "-" if tok.value in ("NOT", "-") else "+"
+            self.pos += 1
+        if self.pos < len(self.tokens) and self.tokens[self.pos].kind == "FIELD":
+            fields = self.field_map[self.tokens[self.pos].value]
+            self.pos += 1
+        if self._at_end() or self.tokens[self.pos].kind == "OP":
+            what = prefix or "field:"
+            raise QuerySyntaxError(
+                f"{'NOT/-' if prefix == '-' else what} must be followed by a term in query "
+                f"{self.query!r}"
+            )
+        tok = self.tokens[self.pos]
+        self.pos += 1
+        child_negated = negated or prefix == "-"
+        if tok.kind == "LP":
+            inner = self._sequence(depth=1, fields=fields, negated=child_negated)
+            atom = f"({inner})" if inner else ""
+        elif tok.kind == "PHRASE":
+            atom = self._phrase(tok.value, fields, child_negated)
+        else:
+            atom = self._word(tok.value, fields, child_negated, whole=bool(prefix))
+        return f"{prefix}{atom}" if atom else ""
+
+    def _phrase(self, phrase: str, fields: Sequence[str] | None, negated: bool) -> str:
+        if not word_parts(phrase):
+            return ""
+        if not negated:
+            self.terms.append(phrase)
+        return self._in_fields(_quote(phrase), fields)
+
+    def _word(self, word: str, fields: Sequence[str] | None, negated: bool, whole: bool) -> str:
+        parts = word_parts(word)
+        if not parts:
+            return ""  # punctuation only ("?", "-", "&")
+        if not negated:
+            self.terms.append(word)
+        if fields is not None:
+            return self._in_fields(_quote(word), fields)
+        # A prefixed word must match as written (a phrase over its parts); a bare word
+        # contributes each part on its own, as a BM25 bag of words would.
+        pieces = [_quote(word)] if whole else [_quote(part) for part in parts]
+        pieces += [f"{self.code_field}:{_quote(code)}" for code in code_tokens(word)]
+        return pieces[0] if len(pieces) == 1 else "(" + " ".join(pieces) + ")"
+
+    @staticmethod
+    def _in_fields(atom: str, fields: Sequence[str] | None) -> str:
+        if fields is None:
+            return atom
+        return "(" + " OR ".join(f"{field}:{atom}" for field in fields) + ")"

