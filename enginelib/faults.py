@@ -19,8 +19,20 @@ COMMIT_STEPS: tuple[str, ...] = (
 )
 
 
+_hits: dict[str, int] = {}
+
+
 def crash_point(step: str) -> None:
-    """Kill this process with SIGKILL if ENGINELIB_CRASH_AT names ``step`` (tests only)."""
+    """SIGKILL this process when $ENGINELIB_CRASH_AT is ``step`` or ``step:N`` (N-th time).
+
+    A no-op unless the variable is set: only the fault-injection tests set it.
+    """
     wanted = os.environ.get(ENV_VAR)
-    if wanted and wanted == step:
+    if not wanted:
+        return
+    name, _, nth = wanted.partition(":")
+    if name != step:
+        return
+    _hits[step] = _hits.get(step, 0) + 1
+    if _hits[step] >= int(nth or 1):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Create .venv and install enginelib with its test tools; idempotent, offline-model ready.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+# The CPU build of torch first: a plain `torch` requirement would pull the multi-GB CUDA build.
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[test]"

@@ -1,0 +1,39 @@
+"""Small builders shared by the tests: stores on the hashing embedder, documents, texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import enginelib
+from enginelib import ChunkingConfig, HashingEmbedder, Store
+from enginelib.chunker import Chunker
+from enginelib.types import LoadedDocument
+
+SMALL_CHUNKS = ChunkingConfig(max_tokens=60, overlap_tokens=6, min_tokens=15)
+
+
+def open_test_store(path: Path, *, chunking: ChunkingConfig | None = SMALL_CHUNKS, dim: int = 64) -> Store:
+    return enginelib.open(path, embedder=HashingEmbedder(dim), chunking=chunking)
+
+
+def doc(doc_id: str, text: str, **fields: object) -> LoadedDocument:
+    return LoadedDocument(id=doc_id, text=text, **fields)  # type: ignore[arg-type]
+
+
+def paragraphs(count: int, topic: str = "brakes") -> str:
+    words = ["pads", "rotor", "caliper", "fluid", "torque", "piston", "wear", "noise"]
+    return "\n\n".join(
+        f"Paragraph {i} on {topic}: the {words[i % 8]} and the {words[(i + 3) % 8]} "
+        f"need checking every {i + 2} months, said the workshop manual in section {i}."
+        for i in range(count)
+    )
+
+
+def text_with_chunks(target: int, config: ChunkingConfig = SMALL_CHUNKS, topic: str = "brakes") -> str:
+    """A text that the chunker cuts into exactly ``target`` chunks."""
+    chunker = Chunker(config)
+    for count in range(1, 400):
+        text = paragraphs(count, topic)
+        if len(chunker.chunk(text)) == target:
+            return text
+    raise AssertionError(f"no paragraph count gives {target} chunks")

@@ -1,0 +1,256 @@
+"""The store: atomic replacement (no zombies), versions, cache, offsets, bad input, reopen."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder
+from enginelib.errors import (
+    IncompatibleStoreError,
+    InvalidInputError,
+    InvalidTruthLevelError,
+    ReadOnlyStoreError,
+    StoreNotFoundError,
+)
+from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs, text_with_chunks
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__(dim, name=f"hashing-{dim}")
+        self.calls = 0
+        self.texts = 0
+
+    def embed(self, texts, progress=None):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        self.texts += len(texts)
+        return super().embed(texts, progress)
+
+
+def chunk_rows(store: enginelib.Store, document_id: str) -> int:
+    return store.catalog.con.execute(
+        "SELECT count(*) FROM chunks WHERE document_id = ?", [document_id]
+    ).fetchall()[0][0]
+
+
+def searchable_labels(store: enginelib.Store) -> tuple[set[int], set[int]]:
+    return set(store.vector_index.labels().tolist()), set(store.text_index.labels().tolist())
+
+
+def test_zombie_chunks_10_then_15_then_3_leaves_exactly_3(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    for target in (10, 15, 3):
+        text = text_with_chunks(target)
+        report = store.ingest_documents([doc("manual", text, title="Manual")])
+        assert report.chunks_written == target
+        assert chunk_rows(store, "manual") == target
+    labels = set(store.catalog.labels_of("manual").tolist())
+    vector_labels, text_labels = searchable_labels(store)
+    assert vector_labels == labels and text_labels == labels
+    assert len(labels) == 3
+    # Every method finds only the 3 live chunks.
+    for strategy in ("vector", "fulltext", "hybrid"):
+        response = store.search("workshop manual section", strategy=strategy, limit=50,
+                                answerability_threshold=None)
+        assert {h.label for h in response.hits} <= labels
+        assert len(response.hits) == 3
+    history = store.catalog.versions("manual")
+    assert [v["version"] for v in history] == ["1.0.0", "1.1.0"]
+    assert [v["total_chunks"] for v in history] == [10, 15]
+    assert store.get_document("manual")["version"] == "1.2.0"
+    store.close()
+    # The same holds after reopening from disk.
+    reopened = open_test_store(tmp_path / "s")
+    assert searchable_labels(reopened) == (labels, labels)
+    reopened.close()
+
+
+def test_unchanged_reingest_is_a_noop(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(5), title="A")])
+    generation = store.generation
+    report = store.ingest_documents([doc("a", paragraphs(5), title="A")])
+    assert report.unchanged == ("a",) and not report.added and not report.updated
+    assert store.generation == generation
+    assert store.catalog.versions("a") == []
+    store.close()
+
+
+def test_metadata_change_bumps_patch_without_archiving(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(5))], domain="brakes")
+    store.ingest_documents([doc("a", paragraphs(5))], domain="suspension")
+    document = store.get_document("a")
+    assert document["domain"] == "suspension"
+    assert document["version"] == "1.0.1"
+    assert store.catalog.versions("a") == []
+    store.close()
+
+
+def test_embedding_cache_skips_unchanged_chunks(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    store = enginelib.open(tmp_path / "s", embedder=embedder, chunking=SMALL_CHUNKS)
+    text = text_with_chunks(6)
+    first = store.ingest_documents([doc("a", text, title="A")])
+    assert first.chunks_embedded == 6 and first.chunks_from_cache == 0
+    # Same chunks under another id, and the same id re-ingested with one paragraph appended.
+    second = store.ingest_documents([doc("b", text, title="A")])
+    assert second.chunks_embedded == 0 and second.chunks_from_cache == 6
+    store.close()
+    reopened = enginelib.open(tmp_path / "s", embedder=embedder)
+    embedder.texts = 0
+    reopened.ingest_documents([doc("c", text, title="A")])
+    assert embedder.texts == 0
+    reopened.close()
+
+
+def test_offsets_are_exact_and_cover_the_document(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    text = "# Titre\r\n\r\nCafe\u0301 cr\u00e8me 🚗 " + paragraphs(12) + "\n## Fin\nDernier mot."
+    store.ingest_documents([doc("x", enginelib.text.normalize_text(text), title="X")])
+    stored = store.get_document("x")["content"]
+    chunks = store.catalog.chunks_of("x")
+    assert chunks[0]["start_offset"] == 0 and chunks[-1]["end_offset"] == len(stored)
+    covered = 0
+    for chunk in chunks:
+        assert stored[chunk["start_offset"] : chunk["end_offset"]] == chunk["content"]
+        assert chunk["start_offset"] <= covered  # no gap
+        covered = max(covered, chunk["end_offset"])
+        assert chunk["token_count"] <= SMALL_CHUNKS.max_tokens
+    store.close()
+
+
+def test_keywords_come_from_chunk_content(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    text = paragraphs(10) + "\n\nThe hydroplaning hydroplaning hydroplaning risk rises."
+    store.ingest_documents([doc("k", text)])
+    keywords = store.get_document("k")["keywords"]
+    assert "hydroplaning" in keywords and len(keywords) <= 50
+    assert "the" not in keywords
+    store.close()
+
+
+def test_bad_truth_level_is_rejected_and_store_unchanged(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(3))])
+    before = store.stats()
+    with pytest.raises(InvalidTruthLevelError, match="L5"):
+        store.ingest_documents([doc("b", paragraphs(3))], truth_level="L5")
+    with pytest.raises(InvalidTruthLevelError):
+        store.ingest_documents([doc("c", paragraphs(3), metadata={"truth_level": "gold"})])
+    after = store.stats()
+    assert after["documents"] == before["documents"] and after["chunks"] == before["chunks"]
+    store.close()
+
+
+def test_empty_document_is_skipped_with_reason(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    report = store.ingest_documents([doc("empty", "   \n "), doc("ok", paragraphs(2))])
+    assert report.added == ("ok",)
+    assert len(report.skipped) == 1 and "no text" in report.skipped[0].reason
+    store.close()
+
+
+def test_unknown_ingest_option_is_a_clear_error(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    with pytest.raises(InvalidInputError, match="truth_levle"):
+        store.ingest_documents([doc("a", "text")], truth_levle="L1")
+    store.close()
+
+
+def test_reopen_rebuilds_missing_indexes_from_catalog(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc(f"d{i}", paragraphs(4, f"topic{i}")) for i in range(5)])
+    labels = set(store.catalog.all_labels().tolist())
+    store.close()
+    import shutil
+
+    shutil.rmtree(tmp_path / "s" / "indexes")
+    reopened = open_test_store(tmp_path / "s")
+    assert searchable_labels(reopened) == (labels, labels)
+    reopened.close()
+
+
+def test_other_embedding_dimension_is_refused(tmp_path: Path) -> None:
+    open_test_store(tmp_path / "s", dim=64).close()
+    with pytest.raises(IncompatibleStoreError, match="reindex"):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+
+
+def test_read_only_store_refuses_writes_and_missing_store_is_clear(tmp_path: Path) -> None:
+    open_test_store(tmp_path / "s").close()
+    ro = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True)
+    with pytest.raises(ReadOnlyStoreError):
+        ro.ingest_documents([doc("a", "text")])
+    ro.close()
+    with pytest.raises(StoreNotFoundError, match="enginelib init"):
+        enginelib.open(tmp_path / "nope", embedder=HashingEmbedder(64), create=False)
+
+
+def test_delete_document_removes_it_everywhere(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(4)), doc("b", paragraphs(4, "gdpr"))])
+    store.delete_document("a")
+    vector_labels, text_labels = searchable_labels(store)
+    assert vector_labels == text_labels == set(store.catalog.labels_of("b").tolist())
+    with pytest.raises(enginelib.DocumentNotFoundError):
+        store.get_document("a")
+    assert [v["change_summary"] for v in store.catalog.versions("a")] == ["deleted"]
+    store.close()
+
+
+_KILL_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import enginelib
+    from tests.helpers import SMALL_CHUNKS, paragraphs
+    from enginelib.types import LoadedDocument
+    store = enginelib.open(sys.argv[1], embedder=enginelib.HashingEmbedder(64), chunking=SMALL_CHUNKS)
+    docs = (LoadedDocument(id=f"doc{i:03d}", text=paragraphs(3 + i % 4, f"t{i}")) for i in range(60))
+    store.ingest_documents(docs, batch_size=5)
+    """
+)
+
+
+@pytest.mark.parametrize("step", ["before_catalog_commit:3", "after_catalog_commit:4"])
+def test_sigkill_during_batch_ingest_keeps_committed_documents(tmp_path: Path, step: str) -> None:
+    path = tmp_path / "s"
+    env = {**os.environ, "ENGINELIB_CRASH_AT": step}
+    result = subprocess.run(
+        [sys.executable, "-c", _KILL_SCRIPT, str(path)], env=env, cwd=Path(__file__).parent.parent,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == -9, result.stderr
+    store = open_test_store(path)
+    committed = sorted(r["document_id"] for r in store.catalog.list_documents())
+    batches = int(step.split(":")[1]) - (1 if step.startswith("before") else 0)
+    assert committed == [f"doc{i:03d}" for i in range(5 * batches)]
+    labels = set(store.catalog.all_labels().tolist())
+    assert searchable_labels(store) == (labels, labels)
+    for document_id in committed:  # whole documents only, offsets intact
+        document = store.get_document(document_id)
+        chunks = store.catalog.chunks_of(document_id)
+        assert len(chunks) == document["total_chunks"]
+        assert chunks[-1]["end_offset"] == len(document["content"])
+    hits = store.search("workshop manual", strategy="fulltext", limit=200, answerability_threshold=None)
+    assert {h.document_id for h in hits} == set(committed)
+    store.close()
+
+
+def test_vectors_in_catalog_match_the_embedder(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(3), title="T")])
+    rows = store.catalog.con.execute(
+        "SELECT c.content, c.heading_path, c.embedding FROM chunks c ORDER BY chunk_index"
+    ).fetchall()
+    expected = store.embedder.embed(["\n".join(p for p in ("T", r[1], r[0]) if p) for r in rows])
+    assert np.allclose(np.array([r[2] for r in rows], dtype=np.float32), expected, atol=1e-6)
+    store.close()
