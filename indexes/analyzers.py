@@ -56,16 +56,17 @@ def build_analyzers(languages: tuple[str, ...]) -> dict[str, tantivy.TextAnalyze
     """Analyzers to register on the index under ``analyzer_name(lang)`` / CODE_ANALYZER."""
     analyzers: dict[str, tantivy.TextAnalyzer] = {}
     for lang in (*languages, PLAIN):
+        # Accents are folded before stemming so that "mouillee" and "mouillée" (users
+        # often type French without accents) reach the stemmer as the same word.
         builder = (
             tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
             .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
             .filter(tantivy.Filter.lowercase())
+            .filter(tantivy.Filter.ascii_fold())
         )
         if lang != PLAIN:
             builder = builder.filter(tantivy.Filter.stemmer(STEMMERS[lang]))
-        # Folding after stemming: the Snowball stemmers expect accents, while users often
-        # type "element" for "élément" or "securite" for "sécurité".
-        analyzers[analyzer_name(lang)] = builder.filter(tantivy.Filter.ascii_fold()).build()
+        analyzers[analyzer_name(lang)] = builder.build()
     analyzers[CODE_ANALYZER] = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(CODE_PATTERN_RUST))
         .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))

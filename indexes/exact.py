@@ -15,27 +15,41 @@ from enginelib.indexes.base import Labels, Matrix, SearchResult
 # Queries are scored against the rows in blocks so a large batch never materializes a
 # (queries x rows) matrix bigger than about 64 MB of float32.
 _MAX_BLOCK_CELLS = 16_000_000
+# A subset holding at least 1/_DENSE_FRACTION of the rows is scored through the full
+# matrix and then selected: gathering scattered rows costs more than the extra products.
+_DENSE_FRACTION = 4
 
 
-def exact_topk(matrix: Matrix, labels: Labels, queries: Matrix, k: int) -> list[SearchResult]:
-    """Return, per query, the ``k`` best ``(label, score)`` pairs among all rows.
+def exact_topk(
+    matrix: Matrix, labels: Labels, queries: Matrix, k: int, rows: np.ndarray | None = None
+) -> list[SearchResult]:
+    """Return, per query, the ``k`` best ``(label, score)`` pairs among the rows.
 
     ``matrix`` is (n, dim) float32, ``labels`` is (n,) int64 aligned with its rows,
-    ``queries`` is (q, dim). ``k`` larger than ``n`` returns every row.
+    ``queries`` is (q, dim). ``rows`` (optional, unique row indices) restricts the
+    candidates to those rows. ``k`` larger than the candidate count returns them all.
     """
-    n = int(matrix.shape[0])
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
+    labels = np.asarray(labels, dtype=np.int64)
+    dense = rows is None or len(rows) * _DENSE_FRACTION >= matrix.shape[0]
+    if rows is not None and not dense:
+        # A small subset: copy its rows once rather than score the whole matrix.
+        matrix, labels, rows = matrix[rows], labels[rows], None
+    n = int(matrix.shape[0]) if rows is None else len(rows)
     if n == 0:
         return [[] for _ in range(len(queries))]
+    cand_labels = labels if rows is None else labels[rows]
     k = min(k, n)
-    labels = np.asarray(labels, dtype=np.int64)
-    block = max(1, _MAX_BLOCK_CELLS // n)
+    block = max(1, _MAX_BLOCK_CELLS // max(1, matrix.shape[0]))
     results: list[SearchResult] = []
     for start in range(0, len(queries), block):
+        # A large subset: one contiguous matrix product beats gathering scattered rows.
         scores = np.asarray(queries[start:start + block], dtype=np.float32) @ matrix.T
+        if rows is not None:
+            scores = scores[:, rows]
         for row in scores:
-            results.append(_topk_row(row, labels, k))
+            results.append(_topk_row(row, cand_labels, k))
     return results
 
 

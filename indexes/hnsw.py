@@ -51,9 +51,8 @@ DEFAULT_EXACT_THRESHOLD = 5_000
 # Below this fraction of the index, filtered graph search loses recall quickly (most
 # visited nodes are rejected), so an exact scan is both safer and not slower.
 EXACT_FRACTION = 0.1
-# A filtered graph search fetches OVERFETCH * k / (allowed fraction) neighbours and
-# keeps the allowed ones; past MAX_FETCH neighbours an exact scan is cheaper.
-OVERFETCH = 2.0
+# A filtered graph search fetches ef_search / (allowed fraction) neighbours and keeps
+# the allowed ones; past MAX_FETCH neighbours an exact scan is cheaper.
 MAX_FETCH = 4_000
 # Rebuild the graph once marked-deleted slots outnumber live ones (and are not trivial):
 # deleted slots still cost memory and traversal time.
@@ -244,10 +243,8 @@ class HnswVectorIndex:
         return np.array([r for r in rows if r is not None], dtype=np.int64)
 
     def _exact(self, queries: Matrix, k: int, rows: np.ndarray | None) -> list[SearchResult]:
-        if rows is None:
-            return exact_topk(self._vectors[: self._count], self._labels[: self._count],
-                              queries, k)
-        return exact_topk(self._vectors[rows], self._labels[rows], queries, k)
+        return exact_topk(self._vectors[: self._count], self._labels[: self._count],
+                          queries, k, rows)
 
     def _graph_search(
         self, queries: Matrix, k: int, rows: np.ndarray | None
@@ -260,10 +257,11 @@ class HnswVectorIndex:
             fetch, allowed_labels = max(self.ef_search, k), None
         else:
             # Over-fetch instead of hnswlib's filter callback: a Python predicate is
-            # called for every visited node (GIL-bound, ~10x slower), while asking for
-            # OVERFETCH / selectivity times more neighbours keeps the walk in C++. If the
-            # fetched list still holds fewer than k allowed labels, answer exactly.
-            fetch = math.ceil(k * OVERFETCH * self._count / len(rows))
+            # called for every visited node (GIL-bound, ~10x slower), while widening ef by
+            # the inverse of the allowed fraction keeps the walk in C++ and leaves about
+            # ef_search allowed candidates, i.e. the recall of an unfiltered search. If
+            # fewer than k allowed labels come back, answer exactly.
+            fetch = math.ceil(max(self.ef_search, k) * self._count / len(rows))
             if fetch > MAX_FETCH:
                 return self._exact(queries, k, rows)
             allowed_labels = set(self._labels[rows].tolist())

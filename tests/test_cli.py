@@ -1,0 +1,127 @@
+"""The CLI through click's CliRunner: exact output shapes, JSON fields, errors, help texts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from enginelib.cli.main import main
+
+
+@pytest.fixture()
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    return CliRunner()
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "brakes.md").write_text(
+        "# Brake pads\n\nReplace pads 1K0615301M when thinner than 2 mm.\n\n"
+        "## Torque\n\nCaliper bolts take 28 Nm.\n", encoding="utf-8")
+    (folder / "gdpr.md").write_text(
+        "# Right to erasure\n\nThe data subject has the right to obtain erasure of personal data.\n",
+        encoding="utf-8")
+    (folder / "notes.txt").write_text("Plain text about rotors and discs.\n", encoding="utf-8")
+    return folder
+
+
+def invoke(runner: CliRunner, *args: str) -> click.testing.Result:
+    result = runner.invoke(main, list(args), catch_exceptions=False)
+    return result
+
+
+def test_init_ingest_stats_show_search(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    assert invoke(runner, "init", "--store", store).output == f"initialized store at {store}\n"
+    result = invoke(runner, "ingest", str(corpus), "--store", store, "--truth-level", "L1",
+                    "--tag", "demo", "--metadata", "team=ops", "--no-progress")
+    assert result.exit_code == 0
+    assert result.output.startswith("added 3, updated 0, unchanged 0, skipped 0 documents;")
+
+    stats = json.loads(invoke(runner, "stats", "--store", store, "--json").output)
+    assert stats["documents"] == 3 and stats["documents_by_truth_level"] == {"L1": 3}
+
+    shown = json.loads(invoke(runner, "show", "brakes.md", "--store", store, "--json").output)
+    text = shown["document"]["text"]
+    assert shown["document"]["tags"] == ["demo"] and shown["document"]["custom"] == {"team": "ops"}
+    for chunk in shown["chunks"]:
+        assert set(chunk) >= {"chunk_index", "content", "start_offset", "end_offset", "token_count"}
+        assert text[chunk["start_offset"] : chunk["end_offset"]] == chunk["content"]
+
+    found = json.loads(invoke(runner, "search", "1K0615301M", "--store", store, "--json",
+                              "--strategy", "fulltext").output)
+    assert found["status"] == "ok" and found["strategy_used"] == "fulltext" and found["total"] >= 1
+    hit = found["hits"][0]
+    assert hit["document_id"] == "brakes.md"
+    assert set(hit["scores"]) >= {"vector_rank", "vector_score", "bm25_rank", "bm25_score", "fused"}
+    assert hit["scores"]["bm25_rank"] == 1 and hit["scores"]["vector_rank"] is None
+    assert hit["citation"]["display_text"] == "[1] Brake pads (Constructeur)"
+    assert text[hit["start_offset"] : hit["end_offset"]] == hit["content"]
+    assert isinstance(found["execution_time_ms"], float)
+
+
+def test_search_human_output_and_explain(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
+    result = invoke(runner, "search", "erasure of personal data", "--store", store, "--explain",
+                    "--no-gate", "--limit", "1")
+    lines = result.output.splitlines()
+    assert lines[0].startswith("3 results, showing 1-1 (hybrid, truth levels L1,L2")
+    assert lines[2] == "[1] Right to erasure (Expert valide)"
+    assert lines[3].startswith("    gdpr.md chunk 0, chars 0-")
+    assert "vector rank" in result.output and "bm25 rank 1" in result.output
+
+
+def test_no_relevant_sources_is_explicit(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
+    out = json.loads(invoke(runner, "search", "zzqx", "--store", store, "--json",
+                            "--strategy", "fulltext").output)
+    assert out["status"] == "NO_RELEVANT_SOURCES" and out["hits"] == [] and out["reason"]
+    text = invoke(runner, "search", "zzqx", "--store", store, "--strategy", "fulltext").output
+    assert text.startswith("NO_RELEVANT_SOURCES: ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["search", "brakes", "--filter", "colour=red"], "unknown filter field 'colour'"),
+    (["search", "", ], "the query is empty"),
+    (["search", "brakes", "--truth-level", "L7"], "unknown truth level 'L7'"),
+    (["show", "missing-doc"], "no document with id 'missing-doc'"),
+])
+def test_errors_are_one_line_exit_1(runner: CliRunner, corpus: Path, tmp_path: Path,
+                                    args: list[str], message: str) -> None:
+    store = str(tmp_path / "store")
+    invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
+    result = runner.invoke(main, [*args, "--store", store])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ") and message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_store_and_missing_path(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(main, ["stats", "--store", str(tmp_path / "nowhere")])
+    assert result.exit_code == 1 and "enginelib init" in result.output
+    result = runner.invoke(main, ["ingest", str(tmp_path / "nofile.md"), "--store",
+                                  str(tmp_path / "s"), "--no-progress"])
+    assert result.exit_code == 0 and "skipped 1 documents" in result.output
+
+
+def test_every_command_has_help() -> None:
+    def walk(command: click.Command, path: str) -> list[tuple[str, click.Command]]:
+        found = [(path, command)]
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                found += walk(sub, f"{path} {name}")
+        return found
+
+    for path, command in walk(main, "enginelib"):
+        assert command.help, f"`{path}` has no help text"
+        result = CliRunner().invoke(main, [*path.split()[1:], "--help"])
+        assert result.exit_code == 0, path

@@ -1,0 +1,215 @@
+"""TantivyTextIndex specifics: stemming, exact codes, the query language, persistence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from enginelib.errors import InvalidInputError, InvalidQueryError
+from enginelib.indexes import tantivy_text
+from enginelib.indexes.base import TextDocument
+from enginelib.indexes.tantivy_text import TantivyTextIndex
+
+SCIFACT_QUERIES = Path("/work/shared/datasets/scifact/queries.jsonl")
+NFCORPUS_QUERIES = Path("/work/shared/datasets/nfcorpus/queries.jsonl")
+
+DOCS = [
+    TextDocument(1, "The engine runs smoothly at low speed.", title="Engine notes"),
+    TextDocument(2, "Le freinage des freins avant est efficace sur route mouillée.",
+                 title="Freins", language="fr"),
+    TextDocument(3, "Replace brake pad part 1K0615301M on the front axle.", title="Brake pads"),
+    TextDocument(4, "Send the JWT_token header; erasure follows gdpr-art-17.",
+                 headings="Authentication"),
+    TextDocument(5, "Caterpillar 3512C engine maintenance schedule."),
+    TextDocument(6, "A JWT token is rotated; token expiry is short."),
+    TextDocument(7, "front pads wear quickly in city traffic", title="Pads"),
+    TextDocument(8, "Pads for the rear axle and front calipers."),
+    TextDocument(9, "Engine code 3512 without suffix, part 1K0615301 without letter."),
+]
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> TantivyTextIndex:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add(DOCS)
+    return idx
+
+
+def top(index: TantivyTextIndex, query: str, k: int = 10, **kwargs: object) -> list[int]:
+    return [label for label, _ in index.search([query], k, **kwargs)[0]]
+
+
+@pytest.mark.parametrize("query", ["running", "run", "runs"])
+def test_english_stemming(index: TantivyTextIndex, query: str) -> None:
+    assert top(index, query) == [1]
+
+
+@pytest.mark.parametrize("query", ["freinage", "frein", "freins", "mouillee", "mouillée"])
+def test_french_stemming_and_accents(index: TantivyTextIndex, query: str) -> None:
+    assert top(index, query) == [2]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [("1K0615301M", 3), ("1k0615301m", 3), ("3512C", 5), ("JWT_token", 4),
+     ("gdpr-art-17", 4)],
+)
+def test_codes_match_exactly_and_rank_first(index: TantivyTextIndex, query: str,
+                                             first: int) -> None:
+    assert top(index, query)[0] == first
+
+
+def test_code_does_not_match_a_different_code(index: TantivyTextIndex) -> None:
+    assert 9 not in top(index, "1K0615301M")
+    assert top(index, "3512")[0] == 9
+
+
+def test_phrase(index: TantivyTextIndex) -> None:
+    assert top(index, '"front pads"') == [7]
+    assert set(top(index, "front pads")) >= {3, 7, 8}
+
+
+@pytest.mark.parametrize("query", ["pads NOT brake", "pads -brake", "pads AND NOT brake"])
+def test_exclusion(index: TantivyTextIndex, query: str) -> None:
+    assert sorted(top(index, query)) == [7, 8]
+
+
+def test_and_or(index: TantivyTextIndex) -> None:
+    assert top(index, "token AND rotated") == [6]
+    assert sorted(top(index, "caterpillar OR calipers")) == [5, 8]
+    assert top(index, "+pads +rear") == [8]
+
+
+def test_field_queries(index: TantivyTextIndex) -> None:
+    assert sorted(top(index, "title:pads")) == [3, 7]
+    assert top(index, "headings:authentication") == [4]
+    assert top(index, "title:freins") == [2]  # the user field spans every language
+    assert top(index, 'content:"front calipers"') == [8]
+    assert sorted(top(index, "title:(brake OR engine)")) == [1, 3]
+
+
+def test_title_match_ranks_before_body_match(tmp_path: Path) -> None:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add([TextDocument(1, "about gearbox oil and filters"),
+             TextDocument(2, "about oil and filters", title="Gearbox")])
+    assert top(idx, "gearbox")[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("query", "hint"),
+    [('"front pads', "double quote"), ("(brakes OR pads", "parenthesis"),
+     ("brakes OR pads)", "parenthesis"), ("pads AND", "AND"), ("NOT pads", "excludes"),
+     ("   ", "empty")],
+)
+def test_syntax_errors_raise_with_a_hint(index: TantivyTextIndex, query: str, hint: str) -> None:
+    with pytest.raises(InvalidQueryError, match=hint):
+        index.search([query], 5)
+
+
+def test_lenient_mode_searches_the_words(index: TantivyTextIndex, tmp_path: Path) -> None:
+    assert 7 in top(index, '"front pads', lenient=True)
+    assert 3 in top(index, "(brake OR pads", lenient=True)
+    lenient = TantivyTextIndex(tmp_path / "lenient", lenient=True)
+    lenient.add(DOCS)
+    assert 7 in top(lenient, '"front pads')
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["What is 5-HT? (serotonin) engine", "it's the engine", "engine: low speed?",
+     "x [1 TO 2] engine", "engine^2 ~ speed!", "Is 10% < 6 months? engine", "a/b engine",
+     "1) engine", "E2f-1, -2, -3 engine", "+1 engine", "engine && speed || smooth",
+     "author:smith engine"],
+)
+def test_natural_language_punctuation_never_errors(index: TantivyTextIndex, query: str) -> None:
+    assert 1 in top(index, query) or 5 in top(index, query)
+
+
+def _queries(path: Path, limit: int | None) -> list[str]:
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    lines = path.read_text(encoding="utf-8").splitlines()[:limit]
+    return [json.loads(line)["text"] for line in lines]
+
+
+def test_scifact_queries_parse(index: TantivyTextIndex) -> None:
+    queries = _queries(SCIFACT_QUERIES, 50)
+    assert len(index.search(queries, 3)) == len(queries)
+
+
+def test_all_beir_queries_parse(index: TantivyTextIndex) -> None:
+    queries = _queries(SCIFACT_QUERIES, None) + _queries(NFCORPUS_QUERIES, None)
+    for query in queries:
+        index._parse(query, lenient=False)  # strict parsing: not one may fail
+
+
+def test_highlight_terms(index: TantivyTextIndex) -> None:
+    terms = index.highlight_terms('Running "front pads" -brake JWT_token freinage')
+    assert terms[:2] == ["running", "run"]
+    assert {"front", "pads", "pad", "jwt_token", "jwt", "token", "freinage"} <= set(terms)
+    assert "brake" not in terms
+    assert index.highlight_terms('"unbalanced quote') == ["unbalanced", "unbalanc", "quote",
+                                                          "quot"]
+
+
+def test_filter_keeps_bm25_scores(index: TantivyTextIndex) -> None:
+    (full,) = index.search(["pads"], 10)
+    (filtered,) = index.search(["pads"], 10, allowed=[8, 7])
+    assert filtered == [pair for pair in full if pair[0] in (7, 8)]
+
+
+def test_unknown_language_is_indexed_without_stemming(tmp_path: Path) -> None:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add([TextDocument(1, "Bremsscheiben wechseln", language="de"),
+             TextDocument(2, "runs", language="EN-us")])
+    assert top(idx, "bremsscheiben") == [1]
+    assert top(idx, "running") == [2]
+
+
+def test_bad_arguments(index: TantivyTextIndex, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError):
+        index.search("pads", 5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        index.add([TextDocument(-1, "x")])
+    with pytest.raises(InvalidInputError):
+        TantivyTextIndex(tmp_path / "x", languages=("en", "klingon"))
+
+
+def test_search_before_save_disowns_the_stamp(tmp_path: Path) -> None:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add(DOCS[:2])
+    idx.save(1)
+    idx.add(DOCS[2:4])
+    assert len(idx) == 4  # forces a commit outside save()
+    assert idx.generation is None
+    # A crash now must not reopen as generation 1: the stamp on disk says so too.
+    stamp = json.loads((tmp_path / tantivy_text.STAMP).read_text())
+    assert stamp["generation"] is None
+    idx.save(2)
+    del idx
+    assert TantivyTextIndex(tmp_path).generation == 2
+
+
+def test_corrupted_index_reopens_empty(tmp_path: Path) -> None:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add(DOCS)
+    idx.save(4)
+    del idx
+    (tmp_path / tantivy_text.INDEX_DIR / "meta.json").write_text("{garbage")
+    reopened = TantivyTextIndex(tmp_path)
+    assert reopened.generation is None
+    assert len(reopened) == 0
+    reopened.add(DOCS[:1])
+    reopened.save(5)
+    assert TantivyTextIndex(tmp_path).generation == 5
+
+
+def test_other_languages_on_disk_rebuild(tmp_path: Path) -> None:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add(DOCS)
+    idx.save(4)
+    del idx
+    other = TantivyTextIndex(tmp_path, languages=("en", "de"))
+    assert other.generation is None and len(other) == 0
