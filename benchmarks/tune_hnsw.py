@@ -39,6 +39,7 @@ GRID_EF_CONSTRUCTION = (100, 200)
 GRID_EF = (32, 64, 100, 200)
 K = 10
 RECALL_TARGET = 0.98
+RECALL_TIE = 0.001
 LATENCY_REPEATS = 3
 
 
@@ -162,7 +163,7 @@ def filtered(name: str, params: dict | None) -> list[dict]:
     rng = np.random.default_rng(0)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for threshold in (hnsw.DEFAULT_EXACT_THRESHOLD, 0):
+        for threshold in (hnsw.DEFAULT_EXACT_THRESHOLD, 0):  # shipped, then graph forced
             chosen = ({"M": params["M"], "ef_construction": params["ef_construction"],
                        "ef_search": params["ef"]} if params else {})
             index = hnsw.HnswVectorIndex(Path(tmp) / str(threshold), corpus.shape[1],
@@ -210,14 +211,29 @@ def exact_cost(dim: int = 384) -> list[dict]:
 
 
 def joint_best(sections: dict[str, tuple[list[dict], dict]]) -> dict | None:
-    """The setting reaching the recall target on every dataset with the lowest mean p50."""
+    """The shipped defaults, by a rule that does not depend on timing noise.
+
+    Recalls are deterministic (single-threaded build, fixed seed); sub-millisecond
+    latencies are not. So: the lowest ef (the query-time cost) that reaches the recall
+    target on every dataset; among those, the best worst-case recall, where differences
+    under RECALL_TIE count as ties and go to the smaller M (memory), then the smaller
+    ef_construction (build time).
+    """
     keys = [(r["M"], r["ef_construction"], r["ef"]) for r in next(iter(sections.values()))[0]]
     table = {name: {(r["M"], r["ef_construction"], r["ef"]): r for r in rows}
              for name, (rows, _) in sections.items()}
-    ok = [key for key in keys if all(t[key]["recall"] >= RECALL_TARGET for t in table.values())]
+
+    def worst(key: tuple[int, int, int]) -> float:
+        return min(t[key]["recall"] for t in table.values())
+
+    ok = [key for key in keys if worst(key) >= RECALL_TARGET]
     if not ok:
         return None
-    key = min(ok, key=lambda kk: statistics.mean(t[kk]["p50_ms"] for t in table.values()))
+    lowest_ef = min(key[2] for key in ok)
+    ok = [key for key in ok if key[2] == lowest_ef]
+    best_recall = max(worst(key) for key in ok)
+    key = min((kk for kk in ok if worst(kk) >= best_recall - RECALL_TIE),
+              key=lambda kk: (kk[0], kk[1]))
     return {"M": key[0], "ef_construction": key[1], "ef": key[2],
             "recall": {name: t[key]["recall"] for name, t in table.items()},
             "p50_ms": {name: t[key]["p50_ms"] for name, t in table.items()}}
@@ -236,7 +252,9 @@ def write_report(sections: dict[str, tuple[list[dict], dict]], filt: dict[str, l
         f"{np.__version__}. Model all-MiniLM-L6-v2 (384 dims, normalized), corpus text = "
         f"title + \" \" + text, BEIR test queries. One query per call, one thread, best of "
         f"{LATENCY_REPEATS} runs per query; latency is `HnswVectorIndex.search` end to end "
-        f"(graph walk + exact re-rank of the ef candidates + Python overhead).",
+        f"(graph walk + exact re-rank of the ef candidates + Python overhead). "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')} (a shared "
+        f"2-core VM: threaded BLAS adds multi-ms wake-up noise to the exact path).",
         "",
         "`recall` = recall@10 of `HnswVectorIndex.search` against exact search "
         "(`exact_topk`); `raw` = recall@10 of hnswlib's own top-10 at the same ef, "
@@ -257,8 +275,10 @@ def write_report(sections: dict[str, tuple[list[dict], dict]], filt: dict[str, l
     joint = joint_best(sections)
     if joint:
         lines += ["## Shipped defaults", "",
-                  f"Cheapest setting reaching recall@10 >= {RECALL_TARGET} on every dataset "
-                  f"above (mean p50): **M={joint['M']}, ef_construction="
+                  f"Rule (see `joint_best`): the lowest ef reaching recall@10 >= "
+                  f"{RECALL_TARGET} on every dataset above, then the best worst-case recall "
+                  f"(ties within {RECALL_TIE} to the smaller M, then ef_construction): "
+                  f"**M={joint['M']}, ef_construction="
                   f"{joint['ef_construction']}, ef_search={joint['ef']}**; recall "
                   + ", ".join(f"{n} {v:.4f}" for n, v in joint["recall"].items())
                   + "; p50 " + ", ".join(f"{n} {v:.3f} ms" for n, v in joint["p50_ms"].items())

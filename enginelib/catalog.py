@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,24 +41,63 @@ class ChunkRow:
 class Catalog:
     """Thin, typed wrapper over one DuckDB file. All values reach SQL as parameters."""
 
-    def __init__(self, path: Path, dim: int, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path | str, dim: int, *, read_only: bool = False, lock_timeout: float = 30.0
+    ) -> None:
+        self.in_memory_db = str(path) == ":memory:"
         self.path = Path(path)
         self.dim = dim
         self.read_only = read_only
-        try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise StoreLockedError(
-                    f"catalog {self.path} is in use by another process; close it or wait",
-                    path=self.path,
-                ) from exc
-            raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+        self.lock_timeout = lock_timeout
+        self._con: duckdb.DuckDBPyConnection | None = None
         if not read_only:
             self._ensure_schema()
         self._check_schema_version()
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection, opened on demand (see ``release``)."""
+        if self._con is None:
+            self._con = self._connect()
+        return self._con
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        # DuckDB lets one process hold a file read-write, or many hold it read-only. Writers
+        # and readers therefore hold it only briefly and retry while another process has it.
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.005
+        while True:
+            try:
+                if self.in_memory_db:
+                    return duckdb.connect(":memory:")
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+                if time.monotonic() >= deadline:
+                    raise StoreLockedError(
+                        f"catalog {self.path} stayed in use by another process for "
+                        f"{self.lock_timeout:.0f} s; retry later",
+                        path=self.path,
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+
+    def release(self) -> None:
+        """Close the file so other processes can open it; the next use reopens it."""
+        if self._con is not None and not self.in_memory_db:
+            try:
+                self._con.close()
+            except duckdb.Error:
+                pass
+            self._con = None
+
+    @classmethod
+    def in_memory(cls, dim: int) -> Catalog:
+        """An empty catalog in memory with the current schema (snapshots load into it)."""
+        return cls(":memory:", dim)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -89,10 +129,12 @@ class Catalog:
             )
 
     def close(self) -> None:
-        try:
-            self.con.close()
-        except duckdb.Error:
-            pass
+        if self._con is not None:
+            try:
+                self._con.close()
+            except duckdb.Error:
+                pass
+            self._con = None
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -333,24 +375,40 @@ class Catalog:
 
     # -- query log -------------------------------------------------------------------------
 
-    def log_query(self, entry: dict[str, Any], labels: Sequence[int]) -> None:
+    def log_queries(self, entries: Sequence[tuple[dict[str, Any], Sequence[int]]]) -> None:
+        """Append query-log rows and bump the returned chunks' retrieval stats, atomically."""
+        if not entries:
+            return
+        now = utcnow()
         with self.transaction():
-            self.con.execute(
+            self.con.executemany(
                 "INSERT INTO query_log (query_text, strategy, filters, latency_ms, "
-                "chunks_retrieved, reranked_count, result_count, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "chunks_retrieved, reranked_count, result_count, status, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    entry["query_text"], entry["strategy"], json.dumps(entry.get("filters")),
-                    entry["latency_ms"], entry["chunks_retrieved"], entry["reranked_count"],
-                    entry["result_count"], entry["status"],
+                    [
+                        e["query_text"], e["strategy"], json.dumps(e.get("filters"), default=str),
+                        e["latency_ms"], e["chunks_retrieved"], e["reranked_count"],
+                        e["result_count"], e["status"], e.get("created_at") or now,
+                    ]
+                    for e, _ in entries
                 ],
             )
-            if labels:
-                self.con.execute(
-                    "UPDATE chunks SET retrieval_count = retrieval_count + 1, "
-                    "last_retrieved_at = ? WHERE label IN (SELECT unnest(?::BIGINT[]))",
-                    [utcnow(), list(labels)],
-                )
+            counts: dict[int, int] = {}
+            for _, labels in entries:
+                for label in labels:
+                    counts[int(label)] = counts.get(int(label), 0) + 1
+            if counts:
+                table = pa.table({"label": list(counts), "n": list(counts.values())})
+                self.con.register("_retrieved", table)
+                try:
+                    self.con.execute(
+                        "UPDATE chunks SET retrieval_count = retrieval_count + r.n, "
+                        "last_retrieved_at = ? FROM _retrieved r WHERE chunks.label = r.label",
+                        [now],
+                    )
+                finally:
+                    self.con.unregister("_retrieved")
 
 
 def _fixed_list(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -16,6 +17,8 @@ SELECT c.label, c.document_id, c.chunk_index, c.content, c.heading_path,
        c.embedding,
        d.truth_level, d.title, d.source_path, d.source_type, d.source_url, d.source_id,
        d.language, d.version, d.index_version,
+       d.domain, d.document_type, d.author, d.tenant_id, d.tags, d.custom,
+       d.created_at, d.updated_at, d.validated_at,
        s.tier AS source_tier, s.evidence_level, s.authority_score, s.peer_reviewed
 FROM chunks c
 JOIN documents d USING (document_id)
@@ -51,11 +54,23 @@ class ChunkRecord:
     peer_reviewed: bool | None
 
 
+# Columns only filters use; they stay in the Arrow table, out of ChunkRecord.
+_FILTER_ONLY = ("domain", "document_type", "author", "tenant_id", "tags", "custom",
+                "created_at", "updated_at", "validated_at")
+
+
 class ChunkView:
-    """Chunk rows and vectors at one catalog generation, addressed by label."""
+    """Chunk rows and vectors at one catalog generation, addressed by label.
+
+    Searches read only this view and the indexes, never the catalog file, so a reader
+    process needs the DuckDB file just while loading and a writer can commit meanwhile.
+    Filters run as SQL over the view's Arrow table in a private in-memory DuckDB.
+    """
 
     def __init__(self, table: pa.Table, dim: int, generation: int) -> None:
         self.generation = generation
+        self._table = table.drop_columns(["embedding", "content"])
+        self._filter_con: duckdb.DuckDBPyConnection | None = None
         self.labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
         embedding = table.column("embedding").combine_chunks()
         if len(self.labels):
@@ -66,7 +81,7 @@ class ChunkView:
         self._columns = {
             name: table.column(name).to_pylist()
             for name in table.column_names
-            if name not in ("label", "embedding")
+            if name not in ("label", "embedding") and name not in _FILTER_ONLY
         }
         levels = np.array(self._columns["truth_level"], dtype=object)
         self.truth_levels = levels.astype("U2") if len(levels) else np.zeros(0, dtype="U2")
@@ -92,6 +107,21 @@ class ChunkView:
     def record(self, position: int) -> ChunkRecord:
         values: dict[str, Any] = {name: col[position] for name, col in self._columns.items()}
         return ChunkRecord(label=int(self.labels[position]), **values)
+
+    def filter_labels(self, where: str, params: tuple[object, ...]) -> np.ndarray:
+        """Labels of the rows matching a compiled filter (``d.<column>`` references)."""
+        if self._filter_con is None:
+            self._filter_con = duckdb.connect(":memory:")
+            self._filter_con.register("chunk_view", self._table)
+        rows = self._filter_con.execute(
+            f"SELECT d.label FROM chunk_view d WHERE {where} ORDER BY d.label", list(params)
+        ).fetchnumpy()["label"]
+        return np.asarray(rows, dtype=np.int64)
+
+    def close(self) -> None:
+        if self._filter_con is not None:
+            self._filter_con.close()
+            self._filter_con = None
 
     def labels_with_truth(self, levels: tuple[str, ...]) -> np.ndarray | None:
         """Labels whose document has one of ``levels``; None when that is every chunk."""

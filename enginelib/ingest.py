@@ -164,6 +164,8 @@ class Ingestor:
             return
         self._embed(prepared, bar)
         self._write(prepared)
+        # Let reader processes in between batches: they need the file only briefly.
+        catalog.release()
         bar.advance_documents(len(prepared))
 
     def _prepare(self, document: LoadedDocument) -> _Prepared:
@@ -247,6 +249,7 @@ class Ingestor:
         cached = store.catalog.cached_embeddings(all_keys)
         missing = [k for k in all_keys if k not in cached]
         if missing:
+            store.catalog.release()  # embedding is the slow part: don't hold the file meanwhile
             text_of: dict[str, str] = {}
             for item, keys in zip(prepared, keys_per_doc, strict=True):
                 text_of.update(zip(keys, item.embed_texts, strict=True))
@@ -296,6 +299,7 @@ class Ingestor:
                 added.append((labels, item.vectors, texts))
             faults.crash_point("before_catalog_commit")
         faults.crash_point("after_catalog_commit")
+        store.committed()
         for item in prepared:
             (self.updated if item.status == "updated" else self.added).append(item.document.id)
             self.chunks_written += len(item.spans)

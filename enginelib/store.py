@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
+from . import faults
 from . import manifest as mf
 from .catalog import Catalog, first
 from .chunk_view import ChunkView
@@ -26,6 +29,7 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from .indexes.base import TextDocument, TextIndex, VectorIndex
 from .ingest import IngestOptions, Ingestor
+from .querylog import QueryLog
 from .schema import SCHEMA_VERSION
 from .types import IngestReport, LoadedDocument
 
@@ -58,15 +62,19 @@ class Store:
         self._index_root = index_root
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
-        self.vector_index: VectorIndex = VECTOR_BACKENDS[manifest.vector_backend](
-            index_root / "vectors", manifest.embedding_dim, **manifest.index_options.get("vector", {})
-        )
-        self.text_index: TextIndex = TEXT_BACKENDS[manifest.text_backend](
-            index_root / "text", **manifest.index_options.get("text", {})
-        )
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.vector_index, self.text_index = self._open_indexes()
+        self._refresh_after = 0.0
         self._view: ChunkView | None = None
         self._closed = False
+        self.filter_cache: dict[tuple[int, str], np.ndarray] = {}
+        self.query_log = QueryLog(path, writable=not read_only)
+        self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
+        self._load_meta()
         self.sync_indexes()
+        if not read_only:
+            self.query_log.import_pending(self.catalog)
+        self.catalog.release()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -137,10 +145,15 @@ class Store:
             return
         self._closed = True
         try:
+            self.query_log.flush(self.catalog)
             if not self.read_only:
                 self.persist()
         finally:
+            if self._view is not None:
+                self._view.close()
             self.catalog.close()
+            if self._scratch is not None:
+                self._scratch.cleanup()
             if self._lock is not None:
                 self._lock.release()
 
@@ -157,23 +170,97 @@ class Store:
 
     @property
     def generation(self) -> int:
-        return self.catalog.generation
+        """The catalog generation this store object reflects (cached: no file access)."""
+        return self._generation
 
     @property
     def index_version(self) -> str:
-        return self.catalog.get_meta("index_version") or ""
+        return self._index_version
+
+    def _load_meta(self) -> None:
+        self._generation = self.catalog.generation
+        self._index_version = self.catalog.get_meta("index_version") or ""
+
+    def committed(self) -> None:
+        """Called after every catalog commit by this process: refresh the cached meta."""
+        self._load_meta()
+
+    def refresh(self) -> bool:
+        """Readers: move to the writer's latest persisted generation; True if it changed.
+
+        Cheap when nothing changed (one stat of manifest.json). A reader moves only to a
+        generation whose catalog, index stamps and manifest all agree, loading it completely
+        before swapping, so a search never sees half a commit.
+        """
+        if not self.read_only or self.snapshot is not None:
+            return False
+        stamp = _stat(self.path / mf.MANIFEST_NAME)
+        if stamp == self._manifest_stamp or time.monotonic() < self._refresh_after:
+            return False
+        try:
+            manifest = mf.read_manifest(self.path)
+            if manifest is None or manifest.generation == self._generation:
+                self._manifest_stamp = stamp
+                return False
+            generation = self.catalog.generation
+            vector, text = self._open_indexes()
+            if not generation == manifest.generation == vector.generation == text.generation:
+                # The writer is between its catalog commit and its index save: try later.
+                self._refresh_after = time.monotonic() + 0.2
+                return False
+            index_version = self.catalog.get_meta("index_version") or ""
+            view = ChunkView.load(self.catalog)
+        except StoreLockedError:
+            self._refresh_after = time.monotonic() + 0.2
+            return False
+        finally:
+            self.catalog.release()
+        self.vector_index, self.text_index = vector, text
+        self._generation, self._index_version = generation, index_version
+        self.manifest = manifest
+        self._manifest_stamp = stamp
+        self.filter_cache.clear()
+        self._swap_view(view)
+        return True
+
+    def _open_indexes(self) -> tuple[VectorIndex, TextIndex]:
+        options = self.manifest.index_options
+        vector = VECTOR_BACKENDS[self.manifest.vector_backend](
+            self._index_root / "vectors", self.manifest.embedding_dim, **options.get("vector", {})
+        )
+        text = TEXT_BACKENDS[self.manifest.text_backend](
+            self._index_root / "text", **options.get("text", {})
+        )
+        return vector, text
+
+    def _scratch_text_index(self) -> TextIndex:
+        """A private text index for a reader whose shared one lags: never write shared files."""
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="enginelib-text-")
+        folder = Path(self._scratch.name) / f"text-{self._generation}"
+        return TEXT_BACKENDS[self.manifest.text_backend](
+            folder, **self.manifest.index_options.get("text", {})
+        )
+
+    def _swap_view(self, view: ChunkView) -> None:
+        old, self._view = self._view, view
+        if old is not None:
+            old.close()
 
     # -- index maintenance -----------------------------------------------------------------
 
     def sync_indexes(self) -> None:
         """Bring both indexes up to the catalog's generation (replay, or rebuild if unknown)."""
-        target = self.catalog.generation
+        target = self._generation
         changed = False
         for index in (self.vector_index, self.text_index):
             stamp = index.generation
             if stamp == target:
                 continue
             changed = True
+            if self.read_only and isinstance(index, TextIndex):
+                index = self.text_index = self._scratch_text_index()
+                stamp = None
             if stamp is None or stamp > target:
                 index.clear()
                 self._replay(index, since=None)
@@ -208,19 +295,31 @@ class Store:
     def persist(self) -> None:
         """Save both indexes stamped with the catalog generation, then the manifest."""
         self._require_writable()
-        generation = self.catalog.generation
-        self.vector_index.save(generation)
-        self.text_index.save(generation)
-        self.manifest = self.manifest.with_generation(generation)
-        self.manifest = mf.Manifest.from_dict(
-            {**self.manifest.to_dict(), "index_version": self.index_version}
-        )
-        mf.write_manifest(self.path, self.manifest)
+        self.query_log.flush(self.catalog)
+        generation = self._generation
+        if self.vector_index.generation != generation:
+            self.vector_index.save(generation)
+        if self.text_index.generation != generation:
+            self.text_index.save(generation)
+        if (self.manifest.generation, self.manifest.index_version) != (generation, self._index_version):
+            self.manifest = mf.Manifest.from_dict(
+                {**self.manifest.to_dict(), "generation": generation,
+                 "index_version": self._index_version}
+            )
+            faults.crash_point("before_manifest_rename")
+            mf.write_manifest(self.path, self.manifest)
+            faults.crash_point("after_manifest")
+        self.catalog.release()
 
     def view(self) -> ChunkView:
-        """The chunk view for the current generation, reloaded only after a commit."""
-        if self._view is None or self._view.generation != self.catalog.generation:
-            self._view = ChunkView.load(self.catalog)
+        """The chunk view searches read; reloaded only after a commit."""
+        if self.read_only:
+            self.refresh()
+        if self._view is None or self._view.generation != self._generation:
+            view = ChunkView.load(self.catalog)
+            self.catalog.release()
+            self._swap_view(view)
+        assert self._view is not None
         return self._view
 
     def apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
@@ -279,6 +378,7 @@ class Store:
             generation = self.catalog.bump_generation()
             self.catalog.archive_document(document_id, "deleted", generation)
             removed = self.catalog.delete_document(document_id, generation)
+        self.committed()
         self.apply_commit(removed, [])
         self.persist()
 
@@ -288,6 +388,7 @@ class Store:
 
         self._require_writable()
         upsert_source(self.catalog, source_id, **fields)
+        self.committed()
         self.persist()
 
     # -- reading ---------------------------------------------------------------------------
@@ -410,6 +511,14 @@ def _check_compatible(
             f"run `enginelib reindex --store {root}` to re-chunk",
             path=root,
         )
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _disk_usage(path: Path) -> int:

@@ -258,6 +258,7 @@ def test_query_log_and_retrieval_counts(tmp_path: Path) -> None:
     store.ingest_documents([doc("a", paragraphs(3))])
     store.search("workshop", answerability_threshold=None)
     store.search("zzzq", strategy="fulltext")
+    store.persist()  # the log is buffered; persist (or close) flushes it
     rows = store.catalog.con.execute(
         "SELECT query_text, strategy, result_count, status, latency_ms FROM query_log ORDER BY id"
     ).fetchall()

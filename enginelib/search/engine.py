@@ -60,8 +60,8 @@ def _run(
         share = embed_ms / len(requests) if any(needs_vectors) else 0.0
         response = _with_timing(response, share, retrieval_ms)
         responses.append(response)
-        if request.log and not store.read_only:
-            store.catalog.log_query(
+        if request.log and store.snapshot is None:
+            store.query_log.record(
                 {
                     "query_text": request.queries[0],
                     "strategy": response.strategy_used,
@@ -73,6 +73,7 @@ def _run(
                     "status": response.status,
                 },
                 [h.label for h in response.hits],
+                store.catalog,
             )
     del started
     return responses
@@ -124,17 +125,12 @@ def _allowed(store: Store, view: ChunkView, request: SearchRequest) -> np.ndarra
 
 
 def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.ndarray:
-    cache: dict[tuple[int, str], np.ndarray] = store.__dict__.setdefault("_filter_cache", {})
+    cache: dict[tuple[int, str], np.ndarray] = store.filter_cache
     key = (view.generation, request.filters.key)
     if key not in cache:
-        sql = (
-            "SELECT c.label FROM chunks c JOIN documents d USING (document_id) "
-            f"WHERE {request.filters.where} ORDER BY c.label"
-        )
-        rows = store.catalog.con.execute(sql, list(request.filters.params)).fetchnumpy()["label"]
         if len(cache) > 256:
             cache.clear()
-        cache[key] = np.asarray(rows, dtype=np.int64)
+        cache[key] = view.filter_labels(request.filters.where, request.filters.params)
     return cache[key]
 
 

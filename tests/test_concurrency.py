@@ -1,0 +1,116 @@
+"""Other processes: one writer at a time, readers keep searching while a writer commits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib.errors import StoreLockedError
+from tests.helpers import doc, open_test_store, paragraphs
+
+REPO = Path(__file__).resolve().parent.parent
+
+_READER = textwrap.dedent(
+    """
+    import json, sys, time
+    import enginelib
+    from enginelib import HashingEmbedder
+    store = enginelib.open(sys.argv[1], embedder=HashingEmbedder(64), read_only=True)
+    deadline = time.monotonic() + float(sys.argv[2])
+    searches, errors, generations, problems = 0, 0, set(), []
+    while time.monotonic() < deadline:
+        for strategy in ("fulltext", "vector", "hybrid"):
+            try:
+                view = store.view()
+                r = store.search("workshop manual section", strategy=strategy, limit=20,
+                                 answerability_threshold=None)
+                generations.add(store.generation)
+                if store.view() is not view:
+                    continue  # refreshed during the search: checked on the next round
+                for hit in r.hits:
+                    pos = view.positions([hit.label])[0]
+                    record = view.record(int(pos)) if pos >= 0 else None
+                    if record is None or record.content != hit.content or not hit.content:
+                        problems.append(hit.label)
+            except Exception as exc:  # any read error fails the test
+                errors += 1
+                problems.append(repr(exc))
+            searches += 1
+    store.close()
+    print(json.dumps({"searches": searches, "errors": errors,
+                      "generations": sorted(generations), "problems": problems[:5]}))
+    """
+)
+
+
+def test_readers_search_while_a_writer_commits(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(4, f"t{i}")) for i in range(10)])
+    store.close()
+
+    readers = [
+        subprocess.Popen([sys.executable, "-c", _READER, str(path), "8"], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # communicate() below closes their pipes
+    time.sleep(2.0)  # let the readers open and start searching
+    writer = open_test_store(path)
+    for round_ in range(6):
+        # Replace half the documents (new content, so chunks change) and add new ones.
+        writer.ingest_documents(
+            [doc(f"d{i}", paragraphs(3 + (i + round_) % 5, f"r{round_}")) for i in range(0, 10, 2)]
+            + [doc(f"new{round_}-{j}", paragraphs(2, "extra")) for j in range(3)],
+            batch_size=4,
+        )
+        writer.persist()
+        time.sleep(0.3)
+    final_generation = writer.generation
+    writer.close()
+
+    for reader in readers:
+        out, err = reader.communicate(timeout=60)
+        assert reader.returncode == 0, err
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["errors"] == 0 and report["problems"] == [], report
+        assert report["searches"] > 20
+        # Readers moved forward through the writer's generations as it committed.
+        assert len(report["generations"]) >= 2, report
+        assert max(report["generations"]) <= final_generation
+
+
+_HOLD_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    import enginelib
+    store = enginelib.open(sys.argv[1], embedder=enginelib.HashingEmbedder(64))
+    print("ready", flush=True)
+    time.sleep(float(sys.argv[2]))
+    store.close()
+    """
+)
+
+
+def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    open_test_store(path).close()
+    with subprocess.Popen([sys.executable, "-c", _HOLD_WRITER, str(path), "6"], cwd=REPO,
+                          stdout=subprocess.PIPE, text=True) as holder:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreLockedError, match="another process is writing"):
+            enginelib.open(path, embedder=enginelib.HashingEmbedder(64))
+        # Readers are not blocked by the writer.
+        reader = enginelib.open(path, embedder=enginelib.HashingEmbedder(64), read_only=True)
+        assert reader.stats()["documents"] == 0
+        reader.close()
+        # A writer that waits gets the store once the holder is done.
+        waited = enginelib.open(path, embedder=enginelib.HashingEmbedder(64), lock_timeout=30)
+        waited.close()
+        holder.wait(timeout=30)
