@@ -14,6 +14,7 @@ COMMIT_STEPS: tuple[str, ...] = (
     "mid_vector_save",
     "after_vector_save",
     "mid_text_save",
+    "after_text_save",
     "before_manifest_rename",
     "after_manifest",
 )

@@ -267,7 +267,7 @@ class Store:
             else:
                 index.delete(self.catalog.tombstones_since(stamp))
                 self._replay(index, since=stamp)
-        if changed and not self.read_only:
+        if (changed or self.manifest.generation != target) and not self.read_only:
             self.persist()
 
     def _replay(self, index: VectorIndex | TextIndex, since: int | None) -> None:
@@ -299,8 +299,10 @@ class Store:
         generation = self._generation
         if self.vector_index.generation != generation:
             self.vector_index.save(generation)
+            faults.crash_point("after_vector_save")
         if self.text_index.generation != generation:
             self.text_index.save(generation)
+            faults.crash_point("after_text_save")
         if (self.manifest.generation, self.manifest.index_version) != (generation, self._index_version):
             self.manifest = mf.Manifest.from_dict(
                 {**self.manifest.to_dict(), "generation": generation,
