@@ -30,6 +30,7 @@ import hnswlib
 import numpy as np
 
 from enginelib.errors import InvalidInputError, InvalidVectorError
+from enginelib.faults import crash_point
 from enginelib.indexes._atomic import fsync_dir, fsync_file, write_atomic
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
@@ -331,6 +332,7 @@ class HnswVectorIndex:
         for name in os.listdir(tmp):
             fsync_file(tmp / name)
         fsync_dir(tmp)
+        crash_point("mid_vector_save")
         os.replace(tmp, self.directory / folder)
         fsync_dir(self.directory)
         stamp = {

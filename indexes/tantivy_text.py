@@ -26,6 +26,7 @@ import numpy as np
 import tantivy
 
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
+from enginelib.faults import crash_point
 from enginelib.indexes._atomic import write_atomic
 from enginelib.indexes.analyzers import (
     CODE_ANALYZER,
@@ -236,6 +237,7 @@ class TantivyTextIndex:
             self._writer.wait_merging_threads()
             self._writer = None
             self._index.reload()
+        crash_point("mid_text_save")
         self._write_stamp(generation)
 
     def _write_stamp(self, generation: int | None) -> None:
