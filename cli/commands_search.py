@@ -45,7 +45,10 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--filter", "filters", multiple=True, help="FIELD=VALUE (repeatable); commas make lists.")
 @click.option("--truth-level", "truth_levels", default="L1,L2", show_default=True,
               help="Comma-separated truth levels to search (widen explicitly, e.g. L1,L2,L3).")
-@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf", show_default=True)
+@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default=None,
+              help="Fusion method [default: rrf, or the preset's].")
+@click.option("--preset", default=None, help="Named fusion preset stored in the catalog "
+              "(default, balanced, semantic, keyword, or your own).")
 @click.option("--min-score", type=float, default=None, help="Drop hits whose fused score is lower.")
 @click.option("--diversify", is_flag=True, help="MMR (lambda 0.7) plus at most 2 chunks per source.")
 @click.option("--boost", is_flag=True, help="Apply authority boosts (tier, evidence, peer review).")
@@ -55,16 +58,21 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @handle_errors
 def search_command(
     query: str, store_path: Path, snapshot: str | None, strategy: str, limit: int, offset: int,
-    filters: tuple[str, ...], truth_levels: str, fusion: str, min_score: float | None,
+    filters: tuple[str, ...], truth_levels: str, fusion: str | None, preset: str | None,
+    min_score: float | None,
     diversify: bool, boost: bool, no_gate: bool, explain: bool, as_json: bool,
 ) -> None:
     """Search the store; every hit comes with its citation (document, offsets, truth level)."""
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         options: dict[str, Any] = dict(
             strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,
-            truth_levels=truth_levels, fusion=fusion, min_score=min_score, mmr=diversify,
-            boosts=boost,
+            truth_levels=truth_levels, min_score=min_score, mmr=diversify, boosts=boost,
+            preset=preset,
         )
+        if fusion is not None:
+            options["fusion"] = fusion
+        if min_score is None:
+            del options["min_score"]  # a preset may carry one
         if no_gate:
             options["answerability_threshold"] = None
         response = store.search(query, **options)

@@ -68,6 +68,7 @@ class Store:
         self._view: ChunkView | None = None
         self._closed = False
         self.filter_cache: dict[tuple[int, str], np.ndarray] = {}
+        self._presets: dict[str, dict[str, Any]] | None = None
         self.query_log = QueryLog(path, writable=not read_only)
         self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
         self._load_meta()
@@ -184,6 +185,7 @@ class Store:
     def committed(self) -> None:
         """Called after every catalog commit by this process: refresh the cached meta."""
         self._load_meta()
+        self._presets = None
 
     def refresh(self) -> bool:
         """Readers: move to the writer's latest persisted generation; True if it changed.
@@ -220,6 +222,7 @@ class Store:
         self.manifest = manifest
         self._manifest_stamp = stamp
         self.filter_cache.clear()
+        self._presets = None
         self._swap_view(view)
         return True
 
@@ -393,7 +396,25 @@ class Store:
         self.committed()
         self.persist()
 
+    def save_search_preset(self, name: str, **values: Any) -> None:
+        """Store a named fusion preset (fusion, rrf_k, weights, min_score, description)."""
+        from .search.presets import save_preset
+
+        self._require_writable()
+        save_preset(self.catalog, name, **values)
+        self._presets = None
+        self.catalog.release()
+
     # -- reading ---------------------------------------------------------------------------
+
+    def search_presets(self) -> dict[str, dict[str, Any]]:
+        """Named presets for ``search(..., preset=NAME)``: default, balanced, semantic, keyword..."""
+        if self._presets is None:
+            from .search.presets import load_presets
+
+            self._presets = load_presets(self.catalog)
+            self.catalog.release()
+        return self._presets
 
     def get_document(self, document_id: str) -> dict[str, Any]:
         return self.catalog.require_document(document_id)

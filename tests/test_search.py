@@ -278,3 +278,29 @@ def test_reranker_hook_reorders(tmp_path: Path) -> None:
     response = search(store, "workshop", reranker=prefer_gdpr, limit=2)
     assert response.hits[0].document_id == "b" and response.hits[0].scores.rerank_score == 1.0
     store.close()
+
+
+def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    topics = ["brakes", "engine", "gearbox", "tyres", "lights", "battery"]
+    store.ingest_documents([doc(t, paragraphs(4, t)) for t in topics])
+    query = "engine torque checking"
+    keyword = store.search(query, preset="keyword", answerability_threshold=None)
+    by_hand = store.search(query, fusion="weighted", weights=(0.3, 0.7), answerability_threshold=None)
+    assert [h.label for h in keyword.hits] == [h.label for h in by_hand.hits]
+    assert [h.scores.fused for h in keyword.hits] == [h.scores.fused for h in by_hand.hits]
+    # Explicit options win over the preset's.
+    rrf = store.search(query, preset="keyword", fusion="rrf", answerability_threshold=None)
+    assert rrf.hits[0].scores.fused <= 2 / 61
+    store.save_search_preset("tight", fusion="rrf", rrf_k=5, description="steep RRF")
+    tight = store.search(query, preset="tight", answerability_threshold=None)
+    top = tight.hits[0].scores
+    assert top.fused == pytest.approx(sum(1 / (5 + r) for r in (top.vector_rank, top.bm25_rank) if r))
+    with pytest.raises(InvalidInputError, match="unknown search preset 'nope'.*keyword"):
+        store.search(query, preset="nope")
+    with pytest.raises(InvalidInputError):
+        store.save_search_preset("bad", fusion="median")
+    store.close()
+    reopened = enginelib.open(tmp_path / "s", embedder=store.embedder, read_only=True)
+    assert "tight" in reopened.search_presets()
+    reopened.close()

@@ -16,6 +16,7 @@ from ..indexes.exact import exact_topk
 from ..types import truth_rank
 from . import fusion, post
 from .citations import highlights, make_citation
+from .presets import apply_preset
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
 
@@ -27,6 +28,7 @@ Ranking = list[tuple[int, float]]
 
 
 def search(store: Store, query: str | Sequence[str], **options: Any) -> SearchResponse:
+    options = _with_preset(store, options)
     vectors = options.pop("query_vector", None)
     if vectors is not None:
         options["query_vectors"] = np.asarray(vectors, dtype=np.float32).reshape(1, -1)
@@ -36,8 +38,16 @@ def search(store: Store, query: str | Sequence[str], **options: Any) -> SearchRe
 def search_batch(store: Store, queries: Sequence[str], **options: Any) -> list[SearchResponse]:
     if isinstance(queries, str):
         raise InvalidInputError("search_batch takes a list of queries; use search() for one")
+    options = _with_preset(store, options)
     requests = [build_request(q, **options) for q in queries]
     return _run(store, requests, options.get("query_vectors"))
+
+
+def _with_preset(store: Store, options: dict[str, Any]) -> dict[str, Any]:
+    if options.get("preset") is None:
+        options.pop("preset", None)
+        return options
+    return apply_preset(store.search_presets(), options)
 
 
 def _run(

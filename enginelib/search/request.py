@@ -58,14 +58,13 @@ class SearchRequest:
 def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     queries = _queries(query)
     known = set(SearchRequest.__dataclass_fields__) - {"queries", "filters", "raw_filters"}
-    known |= {"filters", "preset", "query_vectors"}
+    known |= {"filters", "query_vectors"}
     unknown = set(options) - known
     if unknown:
         raise InvalidInputError(
             f"unknown search option(s) {sorted(unknown)}; expected some of {sorted(known)}"
         )
     options.pop("query_vectors", None)
-    options.pop("preset", None)
     strategy = options.get("strategy", "hybrid")
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")

@@ -1,0 +1,1 @@
+"""The `enginelib` command line (imports as enginelib.cli)."""

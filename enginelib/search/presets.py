@@ -1,0 +1,74 @@
+"""Named fusion presets (the spec's ``search_config`` table), stored in the catalog."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from ..types import FUSION_METHODS
+from .fusion import validate_rrf_k
+
+if TYPE_CHECKING:
+    from ..catalog import Catalog
+
+_SELECT = (
+    "SELECT name, fusion, rrf_k, vector_weight, text_weight, min_score, description "
+    "FROM search_config ORDER BY name"
+)
+_UPSERT = (
+    "INSERT INTO search_config (name, fusion, rrf_k, vector_weight, text_weight, min_score, "
+    "description) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+    "fusion = excluded.fusion, rrf_k = excluded.rrf_k, vector_weight = excluded.vector_weight, "
+    "text_weight = excluded.text_weight, min_score = excluded.min_score, "
+    "description = excluded.description"
+)
+
+
+def load_presets(catalog: Catalog) -> dict[str, dict[str, Any]]:
+    """Every preset as the search options it stands for (``fusion``, ``rrf_k``, ...)."""
+    presets = {}
+    for name, fusion, rrf_k, vw, tw, min_score, description in catalog.con.execute(_SELECT).fetchall():
+        options: dict[str, Any] = {"fusion": fusion, "rrf_k": int(rrf_k), "weights": (vw, tw)}
+        if min_score is not None:
+            options["min_score"] = float(min_score)
+        presets[name] = {"options": options, "description": description}
+    return presets
+
+
+def save_preset(
+    catalog: Catalog,
+    name: str,
+    *,
+    fusion: str = "rrf",
+    rrf_k: int = 60,
+    weights: tuple[float, float] = (0.5, 0.5),
+    min_score: float | None = None,
+    description: str | None = None,
+) -> None:
+    """Insert or replace a preset; values are validated as a search request would be."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError("a preset needs a non-empty name")
+    if fusion not in FUSION_METHODS:
+        raise InvalidInputError(f"fusion {fusion!r} is not one of {', '.join(FUSION_METHODS)}")
+    vw, tw = (float(w) for w in weights)
+    if min(vw, tw) < 0 or vw + tw == 0 or not (math.isfinite(vw) and math.isfinite(tw)):
+        raise InvalidInputError(f"weights must be two non-negative numbers, not both 0: {weights}")
+    values = [name.strip(), fusion, validate_rrf_k(rrf_k), vw, tw, min_score, description]
+    with catalog.transaction():
+        catalog.con.execute(_UPSERT, values)
+
+
+def apply_preset(
+    presets: Mapping[str, Mapping[str, Any]], options: dict[str, Any]
+) -> dict[str, Any]:
+    """The search options with the named preset's values under the caller's explicit ones."""
+    name = options.pop("preset", None)
+    if name is None:
+        return options
+    if name not in presets:
+        raise InvalidInputError(
+            f"unknown search preset {name!r}; this store has: {', '.join(sorted(presets))}"
+        )
+    return {**presets[name]["options"], **options}
