@@ -76,6 +76,23 @@ def build_analyzers(languages: tuple[str, ...]) -> dict[str, tantivy.TextAnalyze
     return analyzers
 
 
+def stopword_analyzers(languages: tuple[str, ...]) -> list[tantivy.TextAnalyzer]:
+    """One analyzer per language that drops its stop words (where tantivy has a list)."""
+    analyzers = []
+    for lang in languages:
+        try:
+            stop = tantivy.Filter.stopword(STEMMERS[lang])
+        except ValueError:
+            continue  # no stop-word list for this language: nothing is a stop word
+        analyzers.append(
+            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+            .filter(tantivy.Filter.lowercase())
+            .filter(stop)
+            .build()
+        )
+    return analyzers
+
+
 def check_languages(languages: tuple[str, ...]) -> tuple[str, ...]:
     unknown = [lang for lang in languages if lang not in STEMMERS]
     if unknown:

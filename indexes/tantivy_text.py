@@ -36,10 +36,11 @@ from enginelib.indexes.analyzers import (
     check_languages,
     code_tokens,
     normalize_language,
+    stopword_analyzers,
     word_parts,
 )
 from enginelib.indexes.base import Labels, SearchResult, TextDocument
-from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, translate
+from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
 
 FORMAT_VERSION = 1
 STAMP = "stamp.json"
@@ -84,6 +85,8 @@ class TantivyTextIndex:
         }
         self._field_boosts[CODE_FIELD] = self.boosts.get(CODE_FIELD, 1.0)
         self._analyzers = build_analyzers(self.languages)
+        self._stopwords = stopword_analyzers(self.languages)
+        self._translations: dict[tuple[str, bool], Translation] = {}
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
         self._generation: int | None = None
@@ -301,7 +304,7 @@ class TantivyTextIndex:
     def _top_k(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> SearchResult:
         # tantivy breaks score ties by document address, we break them by label: fetch
         # until the k-th score is strictly beaten, so every tied candidate is in hand.
-        limit = k
+        limit = k + 1  # one past k tells whether the k-th score is tied with what follows
         while True:
             hits = searcher.search(query, limit=limit, count=False).hits
             if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
@@ -311,18 +314,29 @@ class TantivyTextIndex:
         pairs = sorted(((-float(score), int(label)) for (score, _), label in zip(hits, labels)))
         return [(label, -neg) for neg, label in pairs[:k]]
 
+    def _translate(self, text: str, *, plain: bool) -> Translation:
+        # A search translates its query twice (to parse it, then for highlights): keep
+        # the last few translations rather than redo the work.
+        key = (text, plain)
+        cached = self._translations.get(key)
+        if cached is None:
+            cached = translate(text, field_map=self._field_map, code_field=CODE_FIELD, plain=plain)
+            if len(self._translations) >= 256:
+                self._translations.clear()
+            self._translations[key] = cached
+        return cached
+
     def _parse(self, text: str, lenient: bool) -> tantivy.Query:
         if not isinstance(text, str) or not text.strip():
             raise InvalidQueryError("empty query: pass at least one word to search for")
         try:
-            translation = translate(text, field_map=self._field_map, code_field=CODE_FIELD)
+            translation = self._translate(text, plain=False)
             return self._parse_translated(translation.text, text)
         except (QuerySyntaxError, InvalidQueryError) as exc:
             if not lenient:
                 raise InvalidQueryError(str(exc)) from exc
         try:
-            translation = translate(text, field_map=self._field_map, code_field=CODE_FIELD,
-                                    plain=True)
+            translation = self._translate(text, plain=True)
         except QuerySyntaxError as exc:
             raise InvalidQueryError(str(exc)) from exc
         return self._parse_translated(translation.text, text)
@@ -341,6 +355,9 @@ class TantivyTextIndex:
                 f"cannot parse query {original!r}: {exc}; put literal text in double quotes"
             ) from exc
 
+    def _is_stopword(self, word: str) -> bool:
+        return any(not analyzer.analyze(word) for analyzer in self._stopwords)
+
     def highlight_terms(self, query: str) -> list[str]:
         """Lowercased query words to highlight, excluded ones left out.
 
@@ -349,11 +366,10 @@ class TantivyTextIndex:
         the word or a stem as a word prefix. Never raises on malformed queries.
         """
         try:
-            terms = translate(query, field_map=self._field_map, code_field=CODE_FIELD).terms
+            terms = self._translate(query, plain=False).terms
         except QuerySyntaxError:
             try:
-                terms = translate(query, field_map=self._field_map, code_field=CODE_FIELD,
-                                  plain=True).terms
+                terms = self._translate(query, plain=True).terms
             except QuerySyntaxError:
                 return []
         out: list[str] = []
@@ -361,6 +377,8 @@ class TantivyTextIndex:
             for code in code_tokens(term):
                 out.append(code.lower())
             for part in word_parts(term):
+                if self._is_stopword(part):
+                    continue  # "the", "de": highlighting them marks half the passage
                 out.append(part.lower())
                 for lang in self.languages:
                     out.extend(self._analyzers[analyzer_name(lang)].analyze(part))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,20 +57,33 @@ def make_citation(number: int, record: ChunkRecord) -> Citation:
     )
 
 
-def highlights(record: ChunkRecord, terms: Sequence[str]) -> tuple[Highlight, ...]:
-    """Offsets (global to the document) of each whole-word, case-insensitive term match."""
-    found: list[Highlight] = []
-    for term in dict.fromkeys(t for t in terms if t):
-        pattern = re.compile(rf"(?<!\w){re.escape(term)}\w*", re.IGNORECASE)
-        for match in pattern.finditer(record.content):
-            found.append(
-                Highlight(
-                    term=term,
-                    start_offset=record.start_offset + match.start(),
-                    end_offset=record.start_offset + match.end(),
-                )
-            )
-    return tuple(sorted(found, key=lambda h: (h.start_offset, h.end_offset)))
+@functools.lru_cache(maxsize=256)
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    # One alternation, longest term first, compiled once per query: per-term patterns
+    # compiled for every hit cost more than the retrieval itself.
+    unique = sorted(dict.fromkeys(t.lower() for t in terms if t), key=lambda t: (-len(t), t))
+    if not unique:
+        return None
+    return re.compile(rf"(?<!\w)({'|'.join(map(re.escape, unique))})\w*", re.IGNORECASE)
+
+
+def find_highlights(content: str, start_offset: int, terms: Sequence[str]) -> tuple[Highlight, ...]:
+    """Offsets (global to the document) of each whole-word, case-insensitive term match.
+
+    A word that several terms match (``running`` for ``running`` and its stem ``run``) is
+    reported once, under the longest term.
+    """
+    pattern = _term_pattern(tuple(terms))
+    if pattern is None:
+        return ()
+    return tuple(
+        Highlight(
+            term=m.group(1).lower(),
+            start_offset=start_offset + m.start(),
+            end_offset=start_offset + m.end(),
+        )
+        for m in pattern.finditer(content)
+    )
 
 
 _NUMBER_REF = re.compile(r"\[(\d+)\]")

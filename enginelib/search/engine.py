@@ -15,7 +15,7 @@ from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
 from . import fusion, post
-from .citations import highlights, make_citation
+from .citations import make_citation
 from .presets import apply_preset
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
@@ -274,7 +274,7 @@ def _one(
         )
     vector_ranks = {label: (rank, score) for rank, (label, score) in enumerate(vector_ranking, 1)}
     text_ranks = {label: (rank, score) for rank, (label, score) in enumerate(text_ranking, 1)}
-    terms = store.text_index.highlight_terms(request.queries[0]) if strategy != "vector" else []
+    terms = tuple(store.text_index.highlight_terms(request.queries[0])) if strategy != "vector" else ()
     hits = []
     for n, idx in enumerate(page, start=1):
         rank = request.offset + n
@@ -305,7 +305,7 @@ def _one(
                 truth_level=record.truth_level,
                 scores=scores,
                 citation=make_citation(rank, record),
-                highlights=highlights(record, terms),
+                highlight_terms=terms,
                 title=record.title,
                 heading_path=record.heading_path or "",
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -70,9 +71,17 @@ class Hit:
     truth_level: str
     scores: Scores
     citation: Citation
-    highlights: tuple[Highlight, ...] = ()
+    highlight_terms: tuple[str, ...] = ()
     title: str | None = None
     heading_path: str = ""
+
+    @functools.cached_property
+    def highlights(self) -> tuple[Highlight, ...]:
+        """Where the query's terms occur, as global offsets; computed on first access
+        because most callers (RAG prompts, evaluation) never look at them."""
+        from .citations import find_highlights
+
+        return find_highlights(self.content, self.start_offset, self.highlight_terms)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
