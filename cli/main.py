@@ -76,7 +76,9 @@ def ingest(
         f"({data['chunks_embedded']} embedded, {data['chunks_from_cache']} from cache)"
     )
     for skipped in report.skipped:
-        click.echo(f"  skipped {skipped.path}: {skipped.reason}", err=True)
+        # Loader reasons already start with the file they are about.
+        reason = skipped.reason if skipped.reason.startswith(skipped.path) else f"{skipped.path}: {skipped.reason}"
+        click.echo(f"  skipped {reason}", err=True)
 
 
 @main.command()

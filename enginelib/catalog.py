@@ -190,16 +190,27 @@ class Catalog:
             raise DocumentNotFoundError(document_id)
         return doc
 
-    def document_states(self, document_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """document_id -> (content_hash, version) for the ids that exist."""
+    def document_states(self, document_ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        """document_id -> (content_hash, version, fingerprint) for the ids that exist."""
         if not document_ids:
             return {}
         rows = self.con.execute(
-            "SELECT document_id, content_hash, version FROM documents "
+            "SELECT document_id, content_hash, version, fingerprint FROM documents "
             "WHERE document_id IN (SELECT unnest(?::VARCHAR[]))",
             [list(document_ids)],
         ).fetchall()
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def created_at_of(self, document_ids: Sequence[str]) -> dict[str, Any]:
+        """document_id -> created_at: a replaced document keeps its creation date."""
+        if not document_ids:
+            return {}
+        rows = self.con.execute(
+            "SELECT document_id, created_at FROM documents "
+            "WHERE document_id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(document_ids)],
+        ).fetchall()
+        return dict(rows)
 
     def labels_of(self, document_id: str) -> np.ndarray:
         rows = self.con.execute(
@@ -208,51 +219,77 @@ class Catalog:
         return np.array([r[0] for r in rows], dtype=np.int64)
 
     def archive_document(self, document_id: str, change_summary: str, generation: int) -> None:
+        self.archive_documents([document_id], change_summary, generation)
+
+    def archive_documents(
+        self, document_ids: Sequence[str], change_summary: str, generation: int
+    ) -> None:
+        """Copy the current version of each document into document_versions."""
+        if not document_ids:
+            return
         self.con.execute(
             """INSERT INTO document_versions
                SELECT document_id, version, index_version, title, content, content_hash,
                       truth_level, total_chunks, custom, ?, updated_at, ?, ?
-               FROM documents WHERE document_id = ?
+               FROM documents WHERE document_id IN (SELECT unnest(?::VARCHAR[]))
                ON CONFLICT DO NOTHING""",
-            [change_summary, utcnow(), generation, document_id],
+            [change_summary, utcnow(), generation, list(document_ids)],
         )
 
     def delete_document(self, document_id: str, generation: int) -> np.ndarray:
-        """Delete a document and its chunks; its labels are tombstoned for index replay."""
-        labels = self.labels_of(document_id)
+        return self.delete_documents([document_id], generation)
+
+    def delete_documents(self, document_ids: Sequence[str], generation: int) -> np.ndarray:
+        """Delete documents and their chunks; their labels are tombstoned for index replay."""
+        if not document_ids:
+            return np.zeros(0, dtype=np.int64)
+        ids = list(document_ids)
+        rows = self.con.execute(
+            "SELECT label FROM chunks WHERE document_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+        ).fetchall()
+        labels = np.array([r[0] for r in rows], dtype=np.int64)
         if len(labels):
             self.con.execute(
                 "INSERT INTO label_tombstones SELECT unnest(?::BIGINT[]), ?",
                 [labels.tolist(), generation],
             )
-        self.con.execute("DELETE FROM chunks WHERE document_id = ?", [document_id])
-        self.con.execute("DELETE FROM documents WHERE document_id = ?", [document_id])
+        self.con.execute("DELETE FROM chunks WHERE document_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
+        self.con.execute(
+            "DELETE FROM documents WHERE document_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+        )
         return labels
 
     def insert_document(self, row: dict[str, Any]) -> None:
-        columns = list(row)
-        placeholders = ", ".join("?" for _ in columns)
-        # Column names come from our own schema constants, never from the caller.
-        self.con.execute(
-            f"INSERT INTO documents ({', '.join(columns)}) VALUES ({placeholders})",
-            [_encode_json(c, row[c]) for c in columns],
-        )
+        self.insert_documents([row])
+
+    def insert_documents(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert document rows (keys: DOCUMENT_COLUMNS) in one statement."""
+        if not rows:
+            return
+        columns = list(rows[0])
+        data = {
+            c: pa.array([_encode_json(c, r[c]) for r in rows], type=_DOCUMENT_ARROW_TYPES.get(c))
+            for c in columns
+        }
+        self._insert_arrow("documents", columns, pa.table(data))
 
     def insert_chunks(
         self,
-        document_id: str,
+        document_ids: str | Sequence[str],
         labels: np.ndarray,
         chunks: Sequence[ChunkRow],
         vectors: np.ndarray,
         generation: int,
     ) -> None:
+        """Insert chunks (of one document, or one document id per chunk) in one statement."""
         n = len(chunks)
         if n == 0:
             return
+        doc_ids = [document_ids] * n if isinstance(document_ids, str) else list(document_ids)
         table = pa.table(
             {
                 "label": pa.array(labels, type=pa.int64()),
-                "document_id": pa.array([document_id] * n, type=pa.string()),
+                "document_id": pa.array(doc_ids, type=pa.string()),
                 "chunk_index": pa.array([c.chunk_index for c in chunks], type=pa.int32()),
                 "content": pa.array([c.content for c in chunks], type=pa.string()),
                 "heading_path": pa.array([c.heading_path for c in chunks], type=pa.string()),
@@ -268,14 +305,19 @@ class Catalog:
                 "generation": pa.array([generation] * n, type=pa.int64()),
             }
         )
-        self.con.register("_new_chunks", table)
+        self._insert_arrow("chunks", list(CHUNK_COLUMNS), table)
+
+    def _insert_arrow(self, table_name: str, columns: Sequence[str], data: pa.Table) -> None:
+        # Table and column names come from our own schema constants, never from the caller.
+        view = f"_new_{table_name}"
+        self.con.register(view, data)
         try:
             self.con.execute(
-                f"INSERT INTO chunks ({', '.join(CHUNK_COLUMNS)}) "
-                f"SELECT {', '.join(CHUNK_COLUMNS)} FROM _new_chunks"
+                f"INSERT INTO {table_name} ({', '.join(columns)}) "
+                f"SELECT {', '.join(columns)} FROM {view}"
             )
         finally:
-            self.con.unregister("_new_chunks")
+            self.con.unregister(view)
 
     def list_documents(self, limit: int | None = None) -> list[dict[str, Any]]:
         cursor = self.con.execute(
@@ -409,6 +451,25 @@ class Catalog:
                     )
                 finally:
                     self.con.unregister("_retrieved")
+
+
+# Arrow types for document columns whose type a list of Python values does not pin down
+# (all-None columns, empty lists); the rest are inferred.
+_DOCUMENT_ARROW_TYPES: dict[str, pa.DataType] = {
+    **{c: pa.string() for c in (
+        "document_id", "title", "content", "content_hash", "fingerprint", "source_type",
+        "source_path", "source_url", "source_id", "truth_level", "validated_by", "version",
+        "index_version", "domain", "language", "parent_document_id", "author", "document_type",
+        "file_path", "file_extension", "tenant_id", "custom", "pages",
+    )},
+    **{c: pa.list_(pa.string()) for c in ("entities", "keywords", "tags")},
+    **{c: pa.timestamp("us") for c in (
+        "validated_at", "created_at", "updated_at", "last_retrieved_at", "ingested_at",
+    )},
+    "total_chunks": pa.int32(),
+    "retrieval_count": pa.int64(),
+    "generation": pa.int64(),
+}
 
 
 def _fixed_list(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from filelock import FileLock, Timeout
@@ -33,7 +33,14 @@ from .querylog import QueryLog
 from .schema import SCHEMA_VERSION
 from .types import IngestReport, LoadedDocument
 
+if TYPE_CHECKING:
+    from .maintenance import IntegrityReport, ReindexReport
+    from .snapshots import RestoreReport, SnapshotDiff, SnapshotInfo
+
 CATALOG_NAME = "catalog.duckdb"
+# Documents per catalog transaction: each commit closes the DuckDB file (a checkpoint) so
+# that readers in other processes get their turn; larger batches amortize that cost.
+DEFAULT_BATCH = 256
 LOCK_NAME = ".writer.lock"
 
 
@@ -122,7 +129,9 @@ class Store:
                 )
                 mf.write_manifest(root, manifest)
             else:
-                manifest = existing
+                from .maintenance import finish_interrupted_reindex
+
+                manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 _check_compatible(root, manifest, embedder, chunking)
             catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=read_only)
         except BaseException:
@@ -332,15 +341,19 @@ class Store:
         if len(removed):
             self.vector_index.delete(removed)
             self.text_index.delete(removed)
-        for labels, vectors, texts in added:
-            if len(labels):
-                self.vector_index.add(labels, vectors)
-                self.text_index.add(texts)
+        added = [batch for batch in added if len(batch[0])]
+        if added:
+            # One call per index for the whole batch: both backends have a per-call cost.
+            self.vector_index.add(
+                np.concatenate([labels for labels, _, _ in added]),
+                np.vstack([vectors for _, vectors, _ in added]),
+            )
+            self.text_index.add([text for _, _, texts in added for text in texts])
 
     # -- ingestion -------------------------------------------------------------------------
 
     def ingest_documents(
-        self, documents: Iterable[LoadedDocument], *, progress: bool = False, batch_size: int = 64, **options: Any
+        self, documents: Iterable[LoadedDocument], *, progress: bool = False, batch_size: int = DEFAULT_BATCH, **options: Any
     ) -> IngestReport:
         """Ingest documents; one catalog transaction per batch, indexes updated to match.
 
@@ -370,7 +383,7 @@ class Store:
         items = iter_load(
             paths, include=include, exclude=exclude, max_bytes=max_bytes or DEFAULT_MAX_BYTES
         )
-        ingestor = Ingestor(self, IngestOptions.build(**options))
+        ingestor = Ingestor(self, IngestOptions.build(**options), batch_size=DEFAULT_BATCH)
         try:
             return ingestor.run(items, progress=progress)
         finally:
@@ -496,6 +509,79 @@ class Store:
         from .search.engine import search_batch
 
         return search_batch(self, queries, **options)
+
+    # -- snapshots and maintenance (implemented in enginelib.snapshots / .maintenance) ------
+
+    def create_snapshot(
+        self, name: str | None = None, *, keep: int | None = None, pin: bool = False
+    ) -> SnapshotInfo:
+        from .snapshots import create_snapshot
+
+        return create_snapshot(self, name, keep=keep, pin=pin)
+
+    def list_snapshots(self) -> list[SnapshotInfo]:
+        from .snapshots import list_snapshots
+
+        return list_snapshots(self)
+
+    def restore_snapshot(self, name: str) -> RestoreReport:
+        from .snapshots import restore_snapshot
+
+        return restore_snapshot(self, name)
+
+    def delete_snapshot(self, name: str) -> None:
+        from .snapshots import delete_snapshot
+
+        delete_snapshot(self, name)
+
+    def pin_snapshot(self, name: str, pinned: bool = True) -> SnapshotInfo:
+        from .snapshots import pin_snapshot
+
+        return pin_snapshot(self, name, pinned)
+
+    def diff(self, a: str, b: str = "live") -> SnapshotDiff:
+        """Documents added/removed/changed between two snapshots (or "live")."""
+        from .snapshots import diff_snapshots
+
+        return diff_snapshots(self, a, b)
+
+    def check(self) -> IntegrityReport:
+        from .maintenance import check
+
+        return check(self)
+
+    def repair(self) -> IntegrityReport:
+        from .maintenance import repair
+
+        return repair(self)
+
+    def reindex(
+        self, *, embedder: Embedder | None = None, chunking: ChunkingConfig | None = None,
+        progress: bool = False,
+    ) -> ReindexReport:
+        from .maintenance import reindex
+
+        return reindex(self, embedder=embedder, chunking=chunking, progress=progress)
+
+    def rebuild_indexes(self) -> None:
+        """Throw both derived indexes away and rebuild them from the catalog, then persist."""
+        from .maintenance import discard_index_files
+
+        self._require_writable()
+        discard_index_files(self._index_root)
+        self.vector_index, self.text_index = self._open_indexes()
+        self.filter_cache.clear()
+        self.sync_indexes()
+
+    def _adopt_model(self, manifest: mf.Manifest, embedder: Embedder) -> None:
+        """After a reindex: switch to the new model, dimension and chunking in place."""
+        self.manifest = manifest
+        self.embedder = embedder
+        self.catalog.dim = manifest.embedding_dim
+        self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
+        self.query_embeddings = QueryEmbeddingCache(embedder)
+        self.committed()
+        self.rebuild_indexes()
 
 
 def _acquire_writer_lock(root: Path, timeout: float) -> FileLock:

@@ -108,9 +108,16 @@ def test_errors_are_one_line_exit_1(runner: CliRunner, corpus: Path, tmp_path: P
 def test_missing_store_and_missing_path(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(main, ["stats", "--store", str(tmp_path / "nowhere")])
     assert result.exit_code == 1 and "enginelib init" in result.output
-    result = runner.invoke(main, ["ingest", str(tmp_path / "nofile.md"), "--store",
+    # A mistyped path fails the whole command before anything is written.
+    good = tmp_path / "good.md"
+    good.write_text("# Good\n\nA real document about brake pads.\n", encoding="utf-8")
+    missing = tmp_path / "nofile.md"
+    result = runner.invoke(main, ["ingest", str(good), str(missing), "--store",
                                   str(tmp_path / "s"), "--no-progress"])
-    assert result.exit_code == 0 and "skipped 1 documents" in result.output
+    assert result.exit_code == 1 and str(missing) in result.output
+    assert "Traceback" not in result.output
+    result = runner.invoke(main, ["stats", "--store", str(tmp_path / "s"), "--json"])
+    assert result.exit_code != 0 or '"documents": 0' in result.output
 
 
 def test_every_command_has_help() -> None:

@@ -1,0 +1,105 @@
+"""The loader contract and the byte-level checks every text format shares.
+
+A loader is a function ``(path, doc_id, max_bytes) -> iterable of LoadedDocument |
+SkippedInput``. Most formats yield one document; JSONL yields one per line, and a bad line
+comes out as a SkippedInput so that the rest of the file still loads. A problem with the
+whole file is raised as :class:`LoaderError` (the walker turns it into a SkippedInput).
+
+Text is normalized exactly once, here (:func:`decode_text`) or on the text a format
+extracted (:func:`enginelib.text.normalize_text`): the stored text is what citation
+offsets refer to, so nothing may change it afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeAlias
+
+from ..errors import LoaderError
+from ..text import normalize_text
+from ..types import LoadedDocument, SkippedInput
+
+# Big enough for a 50 MB text file or a long PDF; a caller raises it with max_bytes=.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+# Like git and grep: a NUL byte near the start means the file is not text.
+SNIFF_BYTES = 8192
+# Text files hold few C0 control characters; past this share of the sniffed sample the
+# "text" is some binary format that happened to decode as UTF-8.
+MAX_CONTROL_RATIO = 0.10
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+LoadItem: TypeAlias = LoadedDocument | SkippedInput
+Loader: TypeAlias = Callable[[Path, str, int], Iterable[LoadItem]]
+
+
+def fail(path: str | Path, why: str) -> LoaderError:
+    """A LoaderError whose message starts with the file, so a batch report names it."""
+    return LoaderError(f"{path}: {why}", path=path)
+
+
+def human_size(size: int) -> str:
+    """"512 bytes", "1.5 MiB": sizes in messages a person reads."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def too_big(path: str | Path, size: int, max_bytes: int, what: str = "file") -> LoaderError:
+    return fail(
+        path,
+        f"{what} is {human_size(size)} ({size} bytes), over the limit of "
+        f"{human_size(max_bytes)} (max_bytes={max_bytes}); pass a larger max_bytes to load it",
+    )
+
+
+def read_bytes(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes, refusing files over ``max_bytes`` before reading them whole."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise too_big(path, size, max_bytes)
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)  # the file may have grown since stat()
+    except OSError as exc:
+        raise fail(path, f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise too_big(path, len(data), max_bytes)
+    return data
+
+
+def decode_text(data: bytes, path: str | Path) -> str:
+    """Strict UTF-8 text from bytes, rejecting binary data; not yet normalized."""
+    head = data[:SNIFF_BYTES]
+    if head.startswith(_UTF16_BOMS):
+        raise fail(path, "UTF-16 text: save it as UTF-8")
+    if b"\x00" in head:
+        raise fail(path, "binary file (NUL bytes): not text")
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise fail(path, f"not valid UTF-8 at byte {exc.start}: save it as UTF-8") from exc
+    sample = text[:SNIFF_BYTES]
+    if sample and len(_CONTROL.findall(sample)) / len(sample) > MAX_CONTROL_RATIO:
+        raise fail(path, "binary file (mostly control characters): not text")
+    return text
+
+
+def require_text(text: str, path: str | Path) -> str:
+    """``text`` unless it is empty or only whitespace, which is nothing to index."""
+    if not text.strip():
+        raise fail(path, "empty: no text to index")
+    return text
+
+
+def load_text_bytes(data: bytes, path: str | Path) -> str:
+    """Decode, normalize once and require content: the pipeline of every text format."""
+    return require_text(normalize_text(decode_text(data, path)), path)

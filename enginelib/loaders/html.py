@@ -1,0 +1,135 @@
+"""HTML files: the visible text, with block elements as line breaks, titled by <title>.
+
+Scripts, styles and comments are dropped; whitespace inside running text collapses as a
+browser would show it, except inside <pre>. Paragraph-like blocks end with a blank line so
+the chunker's "\\n\\n" separator finds them.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
+from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
+
+from ..text import normalize_text
+from ..types import LoadedDocument
+from .base import decode_text, fail, read_bytes, require_text
+
+# Never shown to a reader; <title> is taken apart as the document title. <head> itself is
+# kept: html.parser does not close it implicitly, so an unclosed <head> holds the body.
+_DROPPED = frozenset({"script", "style", "noscript", "template", "title"})
+_SKIPPED_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction)
+# Blocks that end a paragraph (blank line) vs. blocks that only end a line.
+_PARAGRAPH = frozenset({
+    "p", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "table", "ul", "ol", "dl",
+    "section", "article", "header", "footer", "main", "aside", "nav", "figure", "details",
+    "form", "hr", "address", "fieldset",
+})
+_LINE = frozenset({
+    "div", "li", "tr", "dt", "dd", "caption", "figcaption", "summary", "body", "html",
+    "option", "legend",
+})
+_CELLS = frozenset({"td", "th"})
+_SPACES = re.compile(r"[ \t\n\r\f\v]+")
+
+
+class _TextBuilder:
+    """Collects text runs and line breaks, merging breaks and trimming spaces around them."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.pending_newlines = 0
+
+    def text(self, run: str, *, preformatted: bool = False) -> None:
+        if self.pending_newlines:
+            run = run.lstrip("\n") if preformatted else run.lstrip(" ")
+            if not run:  # whitespace between blocks: the pending break stands for it
+                return
+            if self.parts:
+                self.parts[-1] = self.parts[-1].rstrip(" ")
+                self.parts.append("\n" * self.pending_newlines)
+            self.pending_newlines = 0
+        elif not preformatted and run.startswith(" "):
+            if not self.parts or self.parts[-1].endswith((" ", "\n")):
+                run = run.lstrip(" ")
+        if run:
+            self.parts.append(run)
+
+    def newline(self, count: int) -> None:
+        self.pending_newlines = max(self.pending_newlines, count)
+
+    def result(self) -> str:
+        return "".join(self.parts).rstrip()
+
+
+def html_text(root: Tag) -> str:
+    """The visible text of ``root`` (iterative: deeply nested pages do not overflow)."""
+    out = _TextBuilder()
+    pre_depth = 0
+    stack: list[tuple[PageElement, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        if isinstance(node, NavigableString):
+            if not isinstance(node, _SKIPPED_STRINGS):
+                if pre_depth:
+                    out.text(str(node), preformatted=True)
+                else:
+                    out.text(_SPACES.sub(" ", str(node)))
+            continue
+        if not isinstance(node, Tag):
+            continue
+        name = (node.name or "").lower()
+        if closing:
+            pre_depth -= name == "pre"
+            if name in _CELLS:
+                out.text(" ")
+            elif name in _PARAGRAPH or name in _LINE:
+                out.newline(2 if name in _PARAGRAPH else 1)
+            continue
+        if name in _DROPPED and node is not root:
+            continue
+        if name == "br":
+            out.newline(1)
+            continue
+        if name in _PARAGRAPH or name in _LINE:
+            out.newline(2 if name in _PARAGRAPH else 1)
+        pre_depth += name == "pre"
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(node.contents))
+    return out.result()
+
+
+def _title(soup: BeautifulSoup) -> str | None:
+    for tag in (soup.find("title"), soup.find("h1")):
+        if isinstance(tag, Tag):
+            title = _SPACES.sub(" ", normalize_text(tag.get_text())).strip()
+            if title:
+                return title
+    return None
+
+
+def _language(soup: BeautifulSoup) -> str | None:
+    html = soup.find("html")
+    lang = html.get("lang") if isinstance(html, Tag) else None
+    return (lang.strip().lower() or None) if isinstance(lang, str) else None
+
+
+def load_html(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
+    markup = decode_text(read_bytes(path, max_bytes), path)
+    try:
+        with warnings.catch_warnings():  # bs4 warns about markup that looks like a URL, etc.
+            warnings.simplefilter("ignore")
+            soup = BeautifulSoup(markup, "html.parser")
+            text = normalize_text(html_text(soup))
+            title, language = _title(soup), _language(soup)
+    except Exception as exc:  # noqa: BLE001 - parser internals must not leak to the user
+        raise fail(path, f"cannot parse HTML: {exc}") from exc
+    yield LoadedDocument(
+        id=doc_id, text=require_text(text, path), title=title or path.stem,
+        source_path=str(path), file_extension=path.suffix.lower(), document_type="html",
+        language=language,
+    )

@@ -1,0 +1,50 @@
+"""Markdown and plain-text files: the text as written, titled by heading or file name."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..types import LoadedDocument
+from .base import load_text_bytes, read_bytes
+
+# A level-1 ATX heading, or a code fence (a "# comment" inside a shell block is no title).
+_TITLE_OR_FENCE = re.compile(
+    r"^ {0,3}(?:#[ \t]+(?P<title>[^\n]*?)[ \t]*$|(?P<fence>```|~~~))", re.MULTILINE
+)
+_CLOSING_MARKS = re.compile(r"[ \t]+#+$")
+
+
+def markdown_title(text: str) -> str | None:
+    """The first ``# `` heading outside code fences, without closing ``#`` marks."""
+    open_fence: str | None = None
+    for match in _TITLE_OR_FENCE.finditer(text):
+        fence = match.group("fence")
+        if fence is not None:
+            if open_fence is None:
+                open_fence = fence
+            elif fence == open_fence:
+                open_fence = None
+            continue
+        if open_fence is None:
+            title = _CLOSING_MARKS.sub("", match.group("title")).strip()
+            if title:
+                return title
+    return None
+
+
+def load_markdown(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
+    text = load_text_bytes(read_bytes(path, max_bytes), path)
+    yield LoadedDocument(
+        id=doc_id, text=text, title=markdown_title(text) or path.stem, source_path=str(path),
+        file_extension=path.suffix.lower(), document_type="markdown",
+    )
+
+
+def load_plain_text(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
+    text = load_text_bytes(read_bytes(path, max_bytes), path)
+    yield LoadedDocument(
+        id=doc_id, text=text, title=path.stem, source_path=str(path),
+        file_extension=path.suffix.lower(), document_type="text",
+    )

@@ -1,0 +1,154 @@
+"""Paths to documents: walk folders in a fixed order, pick files by glob, load them lazily.
+
+Ids are stable so that re-ingesting the same tree replaces documents instead of adding
+copies: a file found by walking a folder gets its path relative to that folder, with "/"
+(``guides/brakes.md``); a file given directly gets its file name (``brakes.md``); a JSONL
+line keeps its own ``id``/``_id`` (else ``<file id>#<line number>``). Two folders holding
+the same relative path therefore share an id, and the later one wins.
+
+What a batch does with a problem depends on whose problem it is. A path the caller named
+that does not exist is a mistake in the whole command: :class:`LoaderError` at once, before
+anything is loaded. A file that cannot be loaded (unsupported, empty, binary, not UTF-8,
+too big, a scanned PDF) or a bad JSONL line is one bad input among many: a
+:class:`SkippedInput` whose reason names the file, and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from ..errors import InvalidInputError, LoaderError
+from ..types import LoadedDocument, SkippedInput
+from .base import DEFAULT_MAX_BYTES, LoadItem, fail
+from .formats import loader_for
+
+PathLike = str | os.PathLike[str]
+
+
+def matches(relative: str, patterns: Sequence[str]) -> bool:
+    """Whether a glob matches the relative path or the file name ("**/" may match nothing)."""
+    name = relative.rsplit("/", 1)[-1]
+    for pattern in patterns:
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern):
+            return True
+        if pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:]):
+            return True
+    return False
+
+
+def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str] | SkippedInput]:
+    """(file, path relative to root) under ``root``, depth first, entries sorted by name.
+
+    Hidden entries (".git", ".DS_Store") are skipped; a folder matching an exclude glob is
+    not entered; symlinked folders are followed once (a link loop ends there).
+    """
+    seen: set[tuple[int, int]] = set()
+
+    def visit(folder: Path, prefix: str) -> Iterator[tuple[Path, str] | SkippedInput]:
+        try:
+            info = folder.stat()
+            if (info.st_dev, info.st_ino) in seen:
+                return
+            seen.add((info.st_dev, info.st_ino))
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            yield SkippedInput(str(folder), f"{folder}: cannot list folder: {exc.strerror or exc}")
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            relative = prefix + entry.name
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                is_folder = False
+            if not is_folder:
+                yield Path(entry.path), relative
+            elif not matches(relative, exclude):
+                yield from visit(Path(entry.path), relative + "/")
+
+    yield from visit(root, "")
+
+
+def _load(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadItem]:
+    """One file's documents; whatever is wrong with the file comes out as a SkippedInput."""
+    try:
+        loader = loader_for(path)
+        if not path.is_file():
+            raise fail(path, "not a regular file")
+        yield from loader(path, doc_id, max_bytes)
+    except LoaderError as exc:
+        yield SkippedInput(str(path), str(exc))
+
+
+def _items(
+    roots: list[Path], include: Sequence[str], exclude: Sequence[str], max_bytes: int
+) -> Iterator[LoadItem]:
+    for root in roots:
+        if not root.is_dir():
+            yield from _load(root, root.name, max_bytes)
+            continue
+        for found in walk(root, exclude):
+            if isinstance(found, SkippedInput):
+                yield found
+                continue
+            path, relative = found
+            if include and not matches(relative, include):
+                continue
+            if matches(relative, exclude):
+                continue
+            yield from _load(path, relative, max_bytes)
+
+
+def iter_load(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Iterator[LoadedDocument | SkippedInput]:
+    """Documents (and skipped inputs) from files and folders, lazily, in a fixed order.
+
+    ``include``/``exclude`` are globs applied while walking folders, to the path relative
+    to the folder and to the file name; a file named directly is always taken. Raises
+    LoaderError at once when a named path does not exist.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    roots = [Path(p) for p in paths]
+    if not roots:
+        raise InvalidInputError("no paths given: name files or folders to load")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+        raise InvalidInputError(f"max_bytes must be a positive int, got {max_bytes!r}")
+    for root in roots:
+        if not root.exists():
+            raise fail(root, "no such file or folder")
+    return _items(roots, tuple(include), tuple(exclude), max_bytes)
+
+
+def load_file(
+    path: PathLike, *, doc_id: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[LoadedDocument]:
+    """The documents of one file (one, or one per JSONL line), strictly.
+
+    The id is ``doc_id`` or the file name. Any problem raises LoaderError (or
+    UnsupportedFormatError), including the first bad JSONL line; use :func:`iter_load` to
+    skip bad inputs and go on.
+    """
+    file = Path(path)
+    if not file.exists():
+        raise fail(file, "no such file")
+    if file.is_dir():
+        raise fail(file, "is a folder: use iter_load() or Store.ingest_path() for folders")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+        raise InvalidInputError(f"max_bytes must be a positive int, got {max_bytes!r}")
+    documents: list[LoadedDocument] = []
+    for item in loader_for(file)(file, doc_id or file.name, max_bytes):
+        if isinstance(item, SkippedInput):
+            raise LoaderError(item.reason, path=file)
+        documents.append(item)
+    return documents

@@ -1,0 +1,584 @@
+"""Loaders: every format, the byte-level refusals, folder walking, ids, and a store ingest."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import time
+from itertools import islice
+from pathlib import Path
+
+import pytest
+from pypdf import PdfWriter
+
+import enginelib
+from enginelib import loaders
+from enginelib.errors import InvalidInputError, LoaderError, UnsupportedFormatError
+from enginelib.loaders import DEFAULT_MAX_BYTES, iter_load, load_file
+from enginelib.types import LoadedDocument, SkippedInput
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def _pdf_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def pdf_bytes(pages: list[list[str] | None]) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per entry, None for a page without text."""
+    page_ids = [4 + 2 * i for i in range(len(pages))]
+    objects: dict[int, bytes] = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: (f"<< /Type /Pages /Kids [{' '.join(f'{p} 0 R' for p in page_ids)}] "
+            f"/Count {len(pages)} >>").encode(),
+        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    }
+    for page_id, lines in zip(page_ids, pages, strict=True):
+        shown = " 0 -16 Td ".join(f"({_pdf_string(line)}) Tj" for line in lines or [])
+        stream = f"BT /F1 12 Tf 72 720 Td {shown} ET".encode() if lines else b""
+        objects[page_id] = (
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {page_id + 1} 0 R >>"
+        ).encode()
+        objects[page_id + 1] = (
+            b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
+        )
+    out = bytearray(b"%PDF-1.4\n")
+    offsets: dict[int, int] = {}
+    for number in sorted(objects):
+        offsets[number] = len(out)
+        out += b"%d 0 obj\n" % number + objects[number] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offsets[n] for n in sorted(objects))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    return bytes(out)
+
+
+def blank_pdf(path: Path, pages: int = 2) -> Path:
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=612, height=792)
+    with path.open("wb") as handle:
+        writer.write(handle)
+    return path
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        path.write_bytes(content.encode("utf-8"))
+    else:
+        path.write_bytes(content)
+    return path
+
+
+def only(path: Path, **kwargs: object) -> LoadedDocument:
+    documents = load_file(path, **kwargs)  # type: ignore[arg-type]
+    assert len(documents) == 1
+    return documents[0]
+
+
+def split(items: object) -> tuple[list[LoadedDocument], list[SkippedInput]]:
+    documents, skipped = [], []
+    for item in items:  # type: ignore[attr-defined]
+        (skipped if isinstance(item, SkippedInput) else documents).append(item)
+    return documents, skipped
+
+
+BEIR_LINES = [
+    {"_id": "doc1", "title": "Brake pads", "text": "Replace the pads at 3 mm.",
+     "metadata": {"url": "https://example.org/pads", "truth_level": "L1"}},
+    {"_id": "doc2", "title": "", "text": "Bleed the brake fluid every two years.", "metadata": {}},
+    {"_id": 3, "title": "Rotors", "text": "Rotor minimum thickness is stamped on the hub.",
+     "metadata": {}, "domain": "brakes", "tags": ["rotor"]},
+]
+
+
+def jsonl(lines: list[object]) -> str:
+    return "".join(
+        (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines
+    )
+
+
+# -- Markdown and plain text ---------------------------------------------------------------
+
+
+def test_markdown_title_is_the_first_h1_outside_code_fences(tmp_path: Path) -> None:
+    path = write(tmp_path / "Brakes.MD", (
+        "Intro line.\n\n```bash\n# not a title\n```\n\n## Section first\n\n"
+        "# Brake pads #\n\nBody text.\n"
+    ))
+    document = only(path)
+    assert document.title == "Brake pads"
+    assert document.id == "Brakes.MD"
+    assert document.document_type == "markdown"
+    assert document.file_extension == ".md"
+    assert document.source_path == str(path)
+    assert document.text.startswith("Intro line.") and document.text.endswith("Body text.\n")
+
+
+def test_markdown_without_heading_and_text_files_use_the_file_stem(tmp_path: Path) -> None:
+    assert only(write(tmp_path / "notes.markdown", "## only h2\n\nbody")).title == "notes"
+    for name in ("readme.txt", "readme.text", "readme.rst"):
+        document = only(write(tmp_path / name, "# looks like a heading\nplain"))
+        assert (document.title, document.document_type) == ("readme", "text")
+        assert document.file_extension == Path(name).suffix
+
+
+def test_text_is_normalized_once_crlf_bom_nfc_controls(tmp_path: Path) -> None:
+    raw = "\ufeffline one\r\nline two\rcafe\u0301 \x07bell\r\n"
+    document = only(write(tmp_path / "a.txt", raw))
+    assert document.text == "line one\nline two\ncafé bell\n"
+    assert "\r" not in document.text and "\ufeff" not in document.text
+    # The stored text is a fixed point: normalizing again changes nothing.
+    assert enginelib.text.normalize_text(document.text) == document.text
+
+
+def test_doc_id_argument_overrides_the_file_name(tmp_path: Path) -> None:
+    assert only(write(tmp_path / "a.md", "x"), doc_id="custom/id").id == "custom/id"
+
+
+# -- refusals: empty, binary, encoding, size, missing ----------------------------------------
+
+
+@pytest.mark.parametrize("content", ["", "  \n\t\r\n  "])
+def test_empty_or_whitespace_only_file_is_refused(tmp_path: Path, content: str) -> None:
+    path = write(tmp_path / "empty.md", content)
+    with pytest.raises(LoaderError, match="empty") as info:
+        load_file(path)
+    assert str(path) in str(info.value) and info.value.path == str(path)
+
+
+def test_binary_files_are_refused(tmp_path: Path) -> None:
+    nul = write(tmp_path / "image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(100))
+    with pytest.raises(LoaderError, match="binary file"):
+        load_file(nul)
+    controls = write(tmp_path / "controls.txt", bytes(range(1, 9)) * 50 + b"some text")
+    with pytest.raises(LoaderError, match="binary file"):
+        load_file(controls)
+    utf16 = write(tmp_path / "utf16.txt", "hello".encode("utf-16"))
+    with pytest.raises(LoaderError, match="UTF-16"):
+        load_file(utf16)
+
+
+def test_invalid_utf8_names_the_byte_offset(tmp_path: Path) -> None:
+    path = write(tmp_path / "latin1.txt", "abc café".encode("latin-1"))
+    with pytest.raises(LoaderError, match=r"not valid UTF-8 at byte 7") as info:
+        load_file(path)
+    assert isinstance(info.value.__cause__, UnicodeDecodeError)
+    assert str(path) in str(info.value)
+
+
+def test_a_50_mb_text_file_loads_under_the_default_limit(tmp_path: Path) -> None:
+    line = "The caliper bracket bolts are torqued to 120 Nm; check the pads for wear.\n"
+    path = tmp_path / "big.txt"
+    count = 50_000_000 // len(line) + 1
+    path.write_text(line * count, encoding="utf-8")
+    assert path.stat().st_size > 50_000_000
+    assert DEFAULT_MAX_BYTES >= path.stat().st_size
+    started = time.perf_counter()
+    document = only(path)
+    assert len(document.text) == len(line) * count
+    assert time.perf_counter() - started < 30
+
+
+def test_a_file_over_max_bytes_is_refused_with_the_limit_named(tmp_path: Path) -> None:
+    path = write(tmp_path / "big.md", "x" * 2048)
+    with pytest.raises(LoaderError) as info:
+        load_file(path, max_bytes=1024)
+    message = str(info.value)
+    assert str(path) in message and "2048 bytes" in message and "max_bytes=1024" in message
+    assert only(path, max_bytes=2048).text == "x" * 2048
+
+
+def test_nonexistent_path_raises_before_anything_loads(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.md", "fine")
+    missing = tmp_path / "nope" / "missing.md"
+    with pytest.raises(LoaderError, match="no such file") as info:
+        iter_load([good, missing])  # raised by the call itself, not on first next()
+    assert info.value.path == str(missing) and str(missing) in str(info.value)
+    with pytest.raises(LoaderError, match="no such file"):
+        load_file(missing)
+
+
+def test_bad_arguments_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="no paths"):
+        iter_load([])
+    with pytest.raises(InvalidInputError, match="max_bytes"):
+        iter_load(tmp_path, max_bytes=0)
+    with pytest.raises(LoaderError, match="is a folder"):
+        load_file(tmp_path)
+
+
+def test_unsupported_format(tmp_path: Path) -> None:
+    path = write(tmp_path / "data.xyz", "text")
+    with pytest.raises(UnsupportedFormatError, match=r"unsupported format \.xyz") as info:
+        load_file(path)
+    assert ".md" in str(info.value) and ".jsonl.gz" in str(info.value)  # says what works
+    _, skipped = split(iter_load(path))
+    assert [s.path for s in skipped] == [str(path)]
+    assert "unsupported format .xyz" in skipped[0].reason
+
+
+# -- HTML ----------------------------------------------------------------------------------
+
+
+def test_html_keeps_visible_text_with_block_breaks(tmp_path: Path) -> None:
+    path = write(tmp_path / "page.htm", """<!DOCTYPE html>
+<html lang="fr-FR"><head><title>  Freins
+  avant </title><style>p { color: red }</style>
+<script>var secret = "do not index";</script></head>
+<body><noscript>enable JS</noscript><!-- a comment -->
+  <h1>Plaquettes</h1>
+  <p>Remplacer   les <b>plaquettes</b>
+     à 3&nbsp;mm.</p>
+  <ul><li>avant</li><li>arrière</li></ul>
+  <table><tr><td>couple</td><td>120 Nm</td></tr></table>
+  ligne<br>suivante
+  <pre>  code
+    indenté</pre>
+</body></html>""")
+    document = only(path)
+    assert document.title == "Freins avant"
+    assert document.language == "fr-fr"
+    assert document.document_type == "html" and document.file_extension == ".htm"
+    assert document.text == (
+        "Plaquettes\n\nRemplacer les plaquettes à 3\xa0mm.\n\navant\narrière\n\n"
+        "couple 120 Nm\n\nligne\nsuivante\n\n  code\n    indenté"
+    )
+    for hidden in ("secret", "color", "enable JS", "a comment", "DOCTYPE"):
+        assert hidden not in document.text
+
+
+def test_html_without_title_uses_h1_then_file_stem(tmp_path: Path) -> None:
+    assert only(write(tmp_path / "a.html", "<h1>Heading</h1><p>x</p>")).title == "Heading"
+    assert only(write(tmp_path / "b.html", "<p>just text</p>")).title == "b"
+    with pytest.raises(LoaderError, match="empty"):
+        load_file(write(tmp_path / "c.html", "<html><script>x()</script></html>"))
+
+
+# -- PDF -----------------------------------------------------------------------------------
+
+
+def test_pdf_text_per_page_with_page_offsets(tmp_path: Path) -> None:
+    path = write(tmp_path / "manual.pdf", pdf_bytes([
+        ["Hello page one", "second line (one)"], None, ["Page three text"],
+    ]))
+    document = only(path)
+    assert document.document_type == "pdf" and document.title == "manual"
+    assert document.text == "Hello page one\nsecond line (one)\n\nPage three text"
+    # The blank page 2 has no text, so no entry: offsets on page 3 map to page 3.
+    assert document.pages == ((1, 0), (3, len("Hello page one\nsecond line (one)\n\n")))
+    start = document.pages[1][1]
+    assert document.text[start:] == "Page three text"
+
+
+def test_pdf_without_text_layer_asks_for_ocr(tmp_path: Path) -> None:
+    path = blank_pdf(tmp_path / "scan.pdf")
+    with pytest.raises(LoaderError, match=r"no text layer \(scanned PDF\?\): OCR it first") as info:
+        load_file(path)
+    assert str(path) in str(info.value)
+
+
+def test_corrupt_pdf_is_a_loader_error_not_a_pypdf_traceback(tmp_path: Path) -> None:
+    path = write(tmp_path / "broken.pdf", b"%PDF-1.4\nthis is not really a pdf\n")
+    with pytest.raises(LoaderError, match="cannot read PDF") as info:
+        load_file(path)
+    assert str(path) in str(info.value)
+    assert info.value.__cause__ is not None  # the pypdf error is chained, not lost
+
+
+def test_pdf_with_broken_xref_is_recovered(tmp_path: Path) -> None:
+    # A wrong startxref makes pypdf complain and rebuild the table; under
+    # filterwarnings=error any warning escaping the loader would fail this test.
+    data = pdf_bytes([["Recovered text"]])
+    head, _, _ = data.rpartition(b"startxref\n")
+    path = write(tmp_path / "damaged.pdf", head + b"startxref\n99999\n%%EOF\n")
+    assert only(path).text == "Recovered text"
+
+
+# -- JSONL ---------------------------------------------------------------------------------
+
+
+def test_beir_jsonl_lines_load_as_they_are(tmp_path: Path) -> None:
+    path = write(tmp_path / "corpus.jsonl", jsonl(BEIR_LINES))  # type: ignore[arg-type]
+    documents = load_file(path)
+    assert [d.id for d in documents] == ["doc1", "doc2", "3"]
+    first, second, third = documents
+    assert first.title == "Brake pads" and first.text == "Replace the pads at 3 mm."
+    assert first.source_url == "https://example.org/pads"
+    assert first.metadata == {"url": "https://example.org/pads", "truth_level": "L1"}
+    assert second.title is None and second.metadata == {}
+    assert third.metadata == {"domain": "brakes", "tags": ["rotor"]}
+    assert {d.document_type for d in documents} == {"jsonl"}
+    assert {d.source_path for d in documents} == {str(path)}
+
+
+def test_jsonl_content_field_and_ids_derived_from_line_numbers(tmp_path: Path) -> None:
+    path = write(tmp_path / "notes.ndjson", jsonl([
+        {"content": "first note", "author": "ana"}, "", {"id": "n2", "text": "second"},
+        {"content": "third"},
+    ]))
+    documents = load_file(path)
+    assert [d.id for d in documents] == ["notes.ndjson#1", "n2", "notes.ndjson#4"]
+    assert documents[0].text == "first note" and documents[0].metadata == {"author": "ana"}
+    assert documents[0].file_extension == ".ndjson"
+
+
+def test_gzipped_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(jsonl(BEIR_LINES))  # type: ignore[arg-type]
+    documents = load_file(path)
+    assert [d.id for d in documents] == ["doc1", "doc2", "3"]
+    assert {d.file_extension for d in documents} == {".jsonl.gz"}
+    # max_bytes bounds each document line, not the (larger) file.
+    longest = max(len(json.dumps(line)) for line in BEIR_LINES)
+    assert path.stat().st_size > longest
+    assert len(load_file(path, max_bytes=longest)) == 3
+
+
+def test_malformed_jsonl_lines_are_skipped_with_line_numbers(tmp_path: Path) -> None:
+    path = write(tmp_path / "mixed.jsonl", jsonl([
+        {"_id": "a", "text": "good one"},
+        '{"_id": "b", "text": ',
+        '["not", "an", "object"]',
+        {"_id": "c", "title": "no text here"},
+        {"_id": "d", "text": 42},
+        {"_id": "e", "text": "   "},
+        {"_id": "f", "text": "fine", "metadata": "not a dict"},
+        {"_id": "g", "text": "good two"},
+    ]))
+    documents, skipped = split(iter_load(path))
+    assert [d.id for d in documents] == ["a", "g"]
+    reasons = [s.reason for s in skipped]
+    assert all(s.path == str(path) for s in skipped)
+    assert reasons == [
+        f"{path} line 2: invalid JSON: Expecting value (column 22)",
+        f"{path} line 3: expected a JSON object, got list",
+        f"{path} line 4: no 'text' (or 'content') field",
+        f"{path} line 5: 'text' must be a string, got int",
+        f"{path} line 6: 'text' is empty: no text to index",
+        f"{path} line 7: 'metadata' must be an object, got str",
+    ]
+    with pytest.raises(LoaderError, match="line 2: invalid JSON"):
+        load_file(path)  # strict: the first bad line stops it
+
+
+def test_jsonl_line_over_max_bytes_is_skipped_and_the_file_goes_on(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.jsonl", jsonl([
+        {"id": "small", "text": "ok"}, {"id": "huge", "text": "x" * 5000},
+        {"id": "after", "text": "still read"},
+    ]))
+    documents, skipped = split(iter_load(path, max_bytes=1000))
+    assert [d.id for d in documents] == ["small", "after"]
+    assert len(skipped) == 1
+    assert "line 2" in skipped[0].reason and "max_bytes=1000" in skipped[0].reason
+
+
+def test_jsonl_streams_line_by_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "big.jsonl", jsonl(
+        [{"id": f"d{i}", "text": f"document number {i}"} for i in range(5000)]
+    ))
+    items = iter_load(path)
+    first = next(items)
+    assert isinstance(first, LoadedDocument) and first.id == "d0"
+    # Written after loading began: only a loader that reads as it goes can see it.
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"id": "late", "text": "appended"}) + "\n")
+    rest = [item.id for item in items if isinstance(item, LoadedDocument)]
+    assert len(rest) == 5000 and rest[-1] == "late"
+
+
+def test_truncated_gzip_keeps_the_lines_before_the_damage(tmp_path: Path) -> None:
+    path = tmp_path / "cut.jsonl.gz"
+    lines = [{"id": f"d{i}", "text": f"text {i} " * 20} for i in range(400)]
+    data = gzip.compress(jsonl(lines).encode())  # type: ignore[arg-type]
+    path.write_bytes(data[: len(data) // 2])
+    documents, skipped = split(iter_load(path))
+    assert 0 < len(documents) < 400
+    assert [d.id for d in documents] == [f"d{i}" for i in range(len(documents))]
+    assert len(skipped) == 1 and str(path) in skipped[0].reason
+    with pytest.raises(LoaderError, match="cannot read"):
+        load_file(path)
+
+
+def test_not_gzip_at_all(tmp_path: Path) -> None:
+    path = write(tmp_path / "fake.jsonl.gz", b"plain bytes, not gzip")
+    with pytest.raises(LoaderError) as info:
+        load_file(path)
+    assert str(path) in str(info.value)
+
+
+# -- folders -------------------------------------------------------------------------------
+
+
+def make_tree(root: Path) -> None:
+    write(root / "guides" / "brakes.md", "# Brakes\n\npads")
+    write(root / "guides" / "tyres.txt", "tyres")
+    write(root / "guides" / "drafts" / "wip.md", "draft")
+    write(root / "a.html", "<p>html</p>")
+    write(root / "Z.txt", "upper case sorts first")
+    write(root / "image.png", b"\x89PNG\x00")
+    write(root / ".hidden.md", "hidden")
+    write(root / ".git" / "config.txt", "git")
+    write(root / "guides" / ".cache" / "x.md", "cache")
+
+
+def test_walk_is_sorted_recursive_and_skips_hidden(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    documents, skipped = split(iter_load(tmp_path))
+    assert [d.id for d in documents] == [
+        "Z.txt", "a.html", "guides/brakes.md", "guides/drafts/wip.md", "guides/tyres.txt",
+    ]
+    assert [d.source_path for d in documents][2] == str(tmp_path / "guides" / "brakes.md")
+    assert [(s.path, s.reason.split(": ", 1)[1].split(";")[0]) for s in skipped] == [
+        (str(tmp_path / "image.png"), "unsupported format .png"),
+    ]
+
+
+def test_include_and_exclude_globs(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+
+    def ids(**kwargs: object) -> list[str]:
+        documents, _ = split(iter_load(tmp_path, **kwargs))  # type: ignore[arg-type]
+        return [d.id for d in documents]
+
+    assert ids(include=["*.md"]) == ["guides/brakes.md", "guides/drafts/wip.md"]
+    assert ids(include=["guides/*"], exclude=["*.txt"]) == [
+        "guides/brakes.md", "guides/drafts/wip.md",
+    ]
+    assert ids(include=["**/*.txt"]) == ["Z.txt", "guides/tyres.txt"]
+    assert ids(exclude=["drafts"]) == ["Z.txt", "a.html", "guides/brakes.md", "guides/tyres.txt"]
+    assert ids(exclude=["guides/drafts/*", "a.*", "Z.txt"]) == [
+        "guides/brakes.md", "guides/tyres.txt",
+    ]
+    _, skipped = split(iter_load(tmp_path, include=["*.md"]))
+    assert skipped == []  # files left out by the include glob are not reported
+
+
+def test_files_given_directly_use_their_name_and_bad_ones_are_skipped(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    bad = write(tmp_path / "bad.txt", b"ok \xff broken")
+    hidden = tmp_path / ".hidden.md"
+    documents, skipped = split(iter_load([
+        tmp_path / "guides" / "brakes.md", bad, hidden, tmp_path / "guides",
+    ], exclude=["*.txt"]))
+    assert [d.id for d in documents] == ["brakes.md", ".hidden.md", "brakes.md", "drafts/wip.md"]
+    assert len(skipped) == 1 and skipped[0].path == str(bad)
+    assert "not valid UTF-8 at byte 3" in skipped[0].reason
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs file permissions")
+def test_unreadable_file_in_a_folder_is_skipped(tmp_path: Path) -> None:
+    locked = write(tmp_path / "locked.md", "secret")
+    write(tmp_path / "open.md", "public")
+    locked.chmod(0)
+    try:
+        documents, skipped = split(iter_load(tmp_path))
+    finally:
+        locked.chmod(0o644)
+    assert [d.id for d in documents] == ["open.md"]
+    assert skipped[0].path == str(locked) and "cannot read" in skipped[0].reason
+
+
+def test_read_errors_become_skips_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Works as root too (where chmod 0 does not stop reads): the OS error is simulated.
+    locked = write(tmp_path / "locked.md", "secret")
+    write(tmp_path / "open.md", "public")
+    real_open = Path.open
+
+    def guarded_open(self: Path, *args: object, **kwargs: object) -> object:
+        if self.name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", guarded_open)
+    documents, skipped = split(iter_load(tmp_path))
+    assert [d.id for d in documents] == ["open.md"]
+    assert [s.reason for s in skipped] == [f"{locked}: cannot read: Permission denied"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_special_files_are_skipped_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")  # reading it would block forever
+    write(tmp_path / "real.md", "text")
+    documents, skipped = split(iter_load(tmp_path))
+    assert [d.id for d in documents] == ["real.md"]
+    assert [s.path for s in skipped] == [str(tmp_path / "pipe.md")]
+    assert "not a regular file" in skipped[0].reason
+
+
+def test_iter_load_is_lazy(tmp_path: Path) -> None:
+    write(tmp_path / "a.md", "first")
+    items = iter_load(tmp_path)
+    write(tmp_path / "b.md", "added after the call")
+    assert [item.id for item in islice(items, 5)] == ["a.md", "b.md"]  # type: ignore[union-attr]
+
+
+def test_public_names() -> None:
+    assert set(loaders.__all__) == {
+        "DEFAULT_MAX_BYTES", "LOADERS", "SUPPORTED_EXTENSIONS", "LoadItem", "Loader",
+        "extension_of", "iter_load", "load_file", "loader_for",
+    }
+    assert DEFAULT_MAX_BYTES == 64 * 1024 * 1024
+
+
+# -- through the store ---------------------------------------------------------------------
+
+
+def test_ingest_path_end_to_end(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    guide = "\n\n".join(
+        f"## Step {i}\n\nCheck the brake pads and rotors; torque the caliper bolts to "
+        f"{100 + i} Nm and inspect the fluid level in reservoir {i}." for i in range(60)
+    )
+    write(corpus / "guides" / "brakes.md", "# Brake service\r\n\r\n" + guide.replace("\n", "\r\n"))
+    write(corpus / "page.html", "<title>Pads</title><p>Front pads 1K0615301M.</p>")
+    write(corpus / "manual.pdf", pdf_bytes([["Torque table page one"], ["Rotor wear page two"]]))
+    blank_pdf(corpus / "scan.pdf")
+    write(corpus / "empty.txt", "\n\n")
+    write(corpus / "latin1.txt", "résumé".encode("latin-1"))
+    write(corpus / "photo.jpg", b"\xff\xd8\xff\xe0")
+    write(corpus / "beir.jsonl", jsonl([*BEIR_LINES, "{broken"]))  # type: ignore[list-item]
+
+    store = enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(64))
+    try:
+        report = store.ingest_path(corpus, truth_level="L2")
+        assert sorted(report.added) == sorted([
+            "guides/brakes.md", "page.html", "manual.pdf", "doc1", "doc2", "3",
+        ])
+        reasons = {Path(s.path).name: s.reason for s in report.skipped}
+        assert set(reasons) == {"scan.pdf", "empty.txt", "latin1.txt", "photo.jpg", "beir.jsonl"}
+        for name, reason in reasons.items():
+            assert name in reason
+        assert "no text layer" in reasons["scan.pdf"]
+        assert "empty" in reasons["empty.txt"]
+        assert "not valid UTF-8" in reasons["latin1.txt"]
+        assert "unsupported format .jpg" in reasons["photo.jpg"]
+        assert "line 4: invalid JSON" in reasons["beir.jsonl"]
+
+        shown = store.show("guides/brakes.md")
+        document = shown["document"]
+        assert document["title"] == "Brake service"
+        assert document["document_type"] == "markdown" and document["file_extension"] == ".md"
+        text = document["content"]
+        assert "\r" not in text
+        chunks = shown["chunks"]
+        assert len(chunks) > 1
+        for chunk in chunks:
+            assert text[chunk["start_offset"]:chunk["end_offset"]] == chunk["content"]
+
+        pdf = store.show("manual.pdf")
+        assert [(c["page_start"], c["page_end"]) for c in pdf["chunks"]] == [(1, 2)]
+        beir = store.get_document("doc1")
+        assert beir["truth_level"] == "L1"  # lifted from the line's metadata
+        assert beir["source_url"] == "https://example.org/pads"
+        assert store.get_document("3")["domain"] == "brakes"
+    finally:
+        store.close()
