@@ -16,9 +16,11 @@ from .errors import (
     InvalidInputError,
     InvalidQueryError,
     InvalidTruthLevelError,
+    IntegrityError,
     InvalidVectorError,
     LoaderError,
     ReadOnlyStoreError,
+    SnapshotError,
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
@@ -54,9 +56,9 @@ def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> St
 __all__ = [
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
     "DocumentNotFoundError", "Embedder", "EngineError", "HashingEmbedder",
-    "IncompatibleStoreError", "IngestError", "IngestReport", "InvalidFilterError",
+    "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",
-    "SearchResponse", "SentenceTransformerEmbedder", "Store", "StoreError", "StoreLockedError",
+    "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store", "StoreError", "StoreLockedError",
     "StoreNotFoundError", "check_answer_citations", "open",
 ]

@@ -289,12 +289,12 @@ class Ingestor:
             labels = catalog.allocate_labels(sum(len(item.spans) for item in prepared))
             bounds = np.cumsum([0] + [len(item.spans) for item in prepared])
             doc_ids: list[str] = []
-            chunk_rows: list[ChunkRow] = []
+            new_chunks: list[ChunkRow] = []
             for item in prepared:
                 doc_ids.extend([item.document.id] * len(item.spans))
-                chunk_rows.extend(_chunk_rows(item.spans, item.document.pages))
+                new_chunks.extend(chunk_rows(item.spans, item.document.pages))
             vectors = np.vstack([item.vectors for item in prepared if item.vectors is not None])
-            catalog.insert_chunks(doc_ids, labels, chunk_rows, vectors, generation)
+            catalog.insert_chunks(doc_ids, labels, new_chunks, vectors, generation)
             faults.crash_point("before_catalog_commit")
         faults.crash_point("after_catalog_commit")
         store.committed()
@@ -312,7 +312,7 @@ class Ingestor:
         store.apply_commit(removed, added)
 
 
-def _chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> list[ChunkRow]:
+def chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> list[ChunkRow]:
     page_starts = [start for _, start in pages]
     page_numbers = [number for number, _ in pages]
 

@@ -1,0 +1,84 @@
+"""`enginelib check`, `repair` and `reindex`: integrity of the derived indexes, and re-embedding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from enginelib import maintenance
+from enginelib.chunker import ChunkingConfig
+from enginelib.embedder import default_embedder
+from enginelib.manifest import read_manifest
+
+from .options import embedder_from_env, emit_json, handle_errors, json_option, store_option
+
+
+@click.command("check")
+@store_option
+@click.option("--no-snapshots", is_flag=True, help="Skip checking the snapshots' files.")
+@json_option
+@handle_errors
+def check(store_path: Path, no_snapshots: bool, as_json: bool) -> None:
+    """Verify catalog vs indexes (counts, labels, stamps); exit 1 when something is wrong."""
+    report = maintenance.check(store_path, snapshots=not no_snapshots)
+    _print_report(report, as_json, f"store {store_path} is healthy")
+    if not report.ok and as_json:
+        raise SystemExit(1)  # the JSON already says why; keep stdout parseable
+    if not report.ok:
+        raise click.ClickException(
+            f"{len(report.problems)} problem(s) found: run `enginelib repair --store {store_path}`")
+
+
+@click.command("repair")
+@store_option
+@json_option
+@handle_errors
+def repair(store_path: Path, as_json: bool) -> None:
+    """Rebuild the vector and text indexes from the catalog (the source of truth)."""
+    report = maintenance.repair(store_path)
+    _print_report(report, as_json, f"rebuilt indexes of {store_path} at generation "
+                                   f"{report.facts.get('generation')} "
+                                   f"({report.facts.get('chunks')} chunks); check passes")
+    if not report.ok and as_json:
+        raise SystemExit(1)
+    if not report.ok:
+        raise click.ClickException(f"{len(report.problems)} problem(s) remain after rebuilding")
+
+
+@click.command("reindex")
+@store_option
+@click.option("--max-tokens", type=int, default=None, help="New chunk size (default: unchanged).")
+@click.option("--overlap-tokens", type=int, default=None, help="New overlap (default: unchanged).")
+@click.option("--min-tokens", type=int, default=None, help="New minimum chunk (default: unchanged).")
+@click.option("--no-progress", is_flag=True, help="No progress bars.")
+@json_option
+@handle_errors
+def reindex(store_path: Path, max_tokens: int | None, overlap_tokens: int | None,
+            min_tokens: int | None, no_progress: bool, as_json: bool) -> None:
+    """Re-chunk and re-embed every document with the current model (and chunking options)."""
+    chunking = None
+    changes = {k: v for k, v in (("max_tokens", max_tokens), ("overlap_tokens", overlap_tokens),
+                                 ("min_tokens", min_tokens)) if v is not None}
+    manifest = read_manifest(store_path)
+    if changes and manifest is not None:
+        chunking = ChunkingConfig.from_dict({**manifest.chunking, **changes})
+    embedder = embedder_from_env() or default_embedder()
+    report = maintenance.reindex(store_path, embedder=embedder, chunking=chunking,
+                                 progress=not no_progress and not as_json)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    click.echo(f"reindexed {report.documents} documents with {report.embedding_model} "
+               f"({report.embedding_dim} dims): {report.chunks_before} -> {report.chunks_after} "
+               f"chunks, generation {report.generation}, index version {report.index_version}")
+
+
+def _print_report(report: maintenance.IntegrityReport, as_json: bool, ok_line: str) -> None:
+    if as_json:
+        emit_json(report.to_dict())
+    elif report.ok:
+        click.echo(ok_line)
+    else:
+        for problem in report.problems:
+            click.echo(f"problem: {problem}")

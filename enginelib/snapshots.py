@@ -1,0 +1,546 @@
+"""Snapshots: immutable, portable copies of a store (Parquet tables + index files + manifest).
+
+On disk, inside the store folder (only relative paths, so a copied folder still works)::
+
+    snapshots/settings.json            {"keep": 3, "pinned": [...]}  retention and pins
+    snapshots/<name>/manifest.json     the store's manifest at the snapshot's generation
+    snapshots/<name>/snapshot.json     name, creation time, generation, counts
+    snapshots/<name>/tables/*.parquet  the catalog tables a search or a restore needs
+    snapshots/<name>/indexes/          copy of indexes/, stamped with the same generation
+
+A snapshot is written into ``snapshots/.tmp-*`` and renamed into place, so a crash
+leaves either no snapshot or a complete one; deletes rename to ``.trash-*`` first.
+Functions that change snapshots take a writable Store, or a path (then they open the
+store for maintenance themselves, without needing its embedding model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from . import faults
+from . import manifest as mf
+from .catalog import Catalog, first
+from .embedder import Embedder, default_embedder
+from .errors import (
+    IncompatibleStoreError,
+    InvalidInputError,
+    SnapshotError,
+    StoreNotFoundError,
+)
+from .indexes._atomic import fsync_dir, fsync_file
+from .store import CATALOG_NAME, Store, _acquire_writer_lock
+
+SNAPSHOTS_DIR = "snapshots"
+SETTINGS_NAME = "settings.json"
+INFO_NAME = "snapshot.json"
+TABLES_DIR = "tables"
+INDEX_DIR = "indexes"
+LIVE = "live"  # the name that means "the live store" in diffs
+DEFAULT_KEEP = 3
+FORMAT_VERSION = 1
+# The catalog tables a snapshot holds. The query log, the embedding cache and label
+# tombstones are left out: telemetry, a cache, and replay bookkeeping of the live store.
+TABLES: tuple[str, ...] = (
+    "meta", "sources", "documents", "chunks", "document_versions", "search_config",
+)
+# Steps of snapshot create/restore where the fault-injection tests kill the process.
+SNAPSHOT_STEPS: tuple[str, ...] = (
+    "snapshot_before_rename",
+    "restore_before_catalog_commit",
+    "restore_after_catalog_commit",
+)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_AUTO_NAME = re.compile(r"^(\d{4}\.\d{2})\.(\d+)$")
+
+StoreLike = Store | str | Path
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    name: str
+    created_at: str
+    generation: int
+    index_version: str
+    documents: int
+    chunks: int
+    embedding_model: str
+    embedding_dim: int
+    chunking_hash: str
+    pinned: bool = False
+    size_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DocumentChange:
+    document_id: str
+    change: str  # added | removed | changed
+    version_a: str | None
+    version_b: str | None
+    chunks_a: int | None
+    chunks_b: int | None
+    content_changed: bool
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    a: str
+    b: str
+    added: tuple[DocumentChange, ...]
+    removed: tuple[DocumentChange, ...]
+    changed: tuple[DocumentChange, ...]
+    unchanged: int
+    documents_a: int
+    documents_b: int
+    chunks_a: int
+    chunks_b: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    name: str
+    generation: int
+    index_version: str
+    documents: int
+    chunks: int
+    archived: int  # live versions archived because the restore replaced or removed them
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- names, folders, settings --------------------------------------------------------------
+
+
+def _root(target: StoreLike) -> Path:
+    return target.path if isinstance(target, Store) else Path(target)
+
+
+def snapshots_dir(target: StoreLike) -> Path:
+    return _root(target) / SNAPSHOTS_DIR
+
+
+def validate_name(name: str) -> str:
+    # Names become folder names: no separators, no dot-prefixed (temporary) names.
+    if not isinstance(name, str) or not _NAME.match(name) or name == LIVE:
+        raise InvalidInputError(
+            f"snapshot name {name!r} is not allowed: use letters, digits, '.', '_' or '-' "
+            f"(up to 100, not starting with '.' or '-', and not {LIVE!r})"
+        )
+    return name
+
+
+def _folder(root: Path, name: str) -> Path:
+    folder = root / SNAPSHOTS_DIR / validate_name(name)
+    if not (folder / INFO_NAME).is_file():
+        raise SnapshotError(
+            f"no snapshot {name!r} in {root}: `enginelib snapshot list --store {root}` shows them",
+            path=folder,
+        )
+    return folder
+
+
+def _read_settings(root: Path) -> dict[str, Any]:
+    path = root / SNAPSHOTS_DIR / SETTINGS_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"keep": DEFAULT_KEEP, "pinned": []}
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"cannot read {path}: {exc}", path=path) from exc
+    return {"keep": int(data.get("keep", DEFAULT_KEEP)), "pinned": list(data.get("pinned", []))}
+
+
+def _write_settings(root: Path, settings: dict[str, Any]) -> None:
+    payload = json.dumps(settings, indent=2, sort_keys=True).encode("utf-8")
+    mf.atomic_write_bytes(root / SNAPSHOTS_DIR / SETTINGS_NAME, payload)
+
+
+def _check_keep(keep: int) -> int:
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise InvalidInputError(f"snapshot retention keep must be an int >= 1, got {keep!r}")
+    return keep
+
+
+def next_name(target: StoreLike, today: date | None = None) -> str:
+    """The next free YYYY.MM.patch name (patch counts this month's auto-named snapshots)."""
+    root = _root(target)
+    folder = root / SNAPSHOTS_DIR
+    names = [p.name for p in folder.iterdir()] if folder.exists() else []
+    prefix = mf.next_index_version(None, today).rsplit(".", 1)[0]
+    patches = [int(m.group(2)) for n in names if (m := _AUTO_NAME.match(n)) and m.group(1) == prefix]
+    previous = f"{prefix}.{max(patches)}" if patches else None
+    return mf.next_index_version(previous, today)
+
+
+@contextmanager
+def _writer(target: StoreLike) -> Iterator[Path]:
+    """Hold the store's writer lock (already held when ``target`` is a writable Store)."""
+    if isinstance(target, Store):
+        target._require_writable()
+        yield target.path
+        return
+    root = Path(target)
+    if mf.read_manifest(root) is None:
+        raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
+    lock = _acquire_writer_lock(root, 0.0)
+    try:
+        yield root
+    finally:
+        lock.release()
+
+
+@contextmanager
+def _writable_store(target: StoreLike) -> Iterator[Store]:
+    if isinstance(target, Store):
+        target._require_writable()
+        yield target
+        return
+    from .maintenance import open_for_maintenance
+
+    store = open_for_maintenance(target)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def _info(folder: Path, pinned: set[str]) -> SnapshotInfo:
+    data = json.loads((folder / INFO_NAME).read_text(encoding="utf-8"))
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    known = set(SnapshotInfo.__dataclass_fields__) - {"pinned", "size_bytes"}
+    return SnapshotInfo(**{k: data[k] for k in known}, pinned=folder.name in pinned, size_bytes=size)
+
+
+def list_snapshots(target: StoreLike) -> list[SnapshotInfo]:
+    """Snapshots oldest first; unreadable folders are skipped here and reported by check."""
+    root = _root(target)
+    folder = root / SNAPSHOTS_DIR
+    if not folder.exists():
+        return []
+    pinned = set(_read_settings(root)["pinned"])
+    found = []
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.name.startswith(".") and (entry / INFO_NAME).is_file():
+            try:
+                found.append(_info(entry, pinned))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return sorted(found, key=lambda s: (s.created_at, s.name))
+
+
+def get_snapshot(target: StoreLike, name: str) -> SnapshotInfo:
+    root = _root(target)
+    folder = _folder(root, name)
+    try:
+        return _info(folder, set(_read_settings(root)["pinned"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SnapshotError(f"snapshot {name!r} is unreadable: {exc}", path=folder) from exc
+
+
+def retention(target: StoreLike) -> int:
+    return int(_read_settings(_root(target))["keep"])
+
+
+# -- create --------------------------------------------------------------------------------
+
+
+def create_snapshot(
+    target: StoreLike, name: str | None = None, *, keep: int | None = None, pin: bool = False
+) -> SnapshotInfo:
+    """Snapshot the live store at its current generation, then apply retention.
+
+    ``keep`` (>= 1) also becomes the store's retention setting; pinned snapshots never count
+    against it and are never removed by it.
+    """
+    if keep is not None:
+        _check_keep(keep)
+    with _writable_store(target) as store:
+        root = store.path
+        store.persist()  # indexes and manifest stamped with the catalog's generation
+        base = root / SNAPSHOTS_DIR
+        base.mkdir(exist_ok=True)
+        _remove_leftovers(base)
+        name = validate_name(name) if name is not None else next_name(root)
+        if (base / name).exists():
+            raise SnapshotError(f"snapshot {name!r} already exists in {root}", path=base / name)
+        tmp = base / f".tmp-{name}-{secrets.token_hex(4)}"
+        try:
+            info = _write_snapshot(store, tmp, name)
+            faults.crash_point("snapshot_before_rename")
+            os.rename(tmp, base / name)
+            fsync_dir(base)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        settings = _read_settings(root)
+        if keep is not None:
+            settings["keep"] = keep
+        if pin and name not in settings["pinned"]:
+            settings["pinned"].append(name)
+        _write_settings(root, settings)
+        _prune(root, settings["keep"])
+        return replace(info, pinned=pin, size_bytes=get_snapshot(root, name).size_bytes)
+
+
+def _write_snapshot(store: Store, tmp: Path, name: str) -> SnapshotInfo:
+    tables = tmp / TABLES_DIR
+    tables.mkdir(parents=True)
+    con = store.catalog.con
+    for table in TABLES:
+        # Table names are our own constants; the file path is a parameter.
+        con.execute(f"COPY (SELECT * FROM {table}) TO ? (FORMAT parquet)",
+                    [str(tables / f"{table}.parquet")])
+    documents = first(con.execute("SELECT count(*) FROM documents").fetchall())[0]
+    chunks = first(con.execute("SELECT count(*) FROM chunks").fetchall())[0]
+    store.catalog.release()
+    # Leave out temporary files of an index save. Tantivy's (empty) lock files are copied:
+    # a reader creates them on open, which would otherwise write inside the snapshot.
+    shutil.copytree(store.path / INDEX_DIR, tmp / INDEX_DIR,
+                    ignore=shutil.ignore_patterns(".tmp-*", ".*.tmp"))
+    for stamp in (tmp / INDEX_DIR).glob("*/stamp.json"):
+        if json.loads(stamp.read_text(encoding="utf-8")).get("generation") != store.generation:
+            raise SnapshotError(f"index {stamp.parent.name} is not at generation "
+                                f"{store.generation}: run `enginelib repair` first", path=stamp)
+    manifest = store.manifest
+    mf.write_manifest(tmp, manifest)
+    info = SnapshotInfo(
+        name=name, created_at=datetime.now().isoformat(timespec="microseconds"),
+        generation=store.generation, index_version=store.index_version,
+        documents=int(documents), chunks=int(chunks), embedding_model=manifest.embedding_model,
+        embedding_dim=manifest.embedding_dim, chunking_hash=manifest.chunking_hash,
+    )
+    data = {k: v for k, v in info.to_dict().items() if k not in ("pinned", "size_bytes")}
+    data.update(format=FORMAT_VERSION, tables=list(TABLES))
+    (tmp / INFO_NAME).write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    for path in tmp.rglob("*"):
+        if path.is_file():
+            fsync_file(path)
+    for path in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+        fsync_dir(path)
+    return info
+
+
+def _remove_leftovers(base: Path) -> None:
+    """Folders of a create or delete that a crash interrupted (the writer lock is held)."""
+    for entry in base.iterdir():
+        if entry.is_dir() and entry.name.startswith((".tmp-", ".trash-")):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+# -- delete, pin, retention ----------------------------------------------------------------
+
+
+def delete_snapshot(target: StoreLike, name: str) -> None:
+    """Delete a snapshot; a pinned one must be unpinned first."""
+    with _writer(target) as root:
+        folder = _folder(root, name)
+        settings = _read_settings(root)
+        if name in settings["pinned"]:
+            raise SnapshotError(
+                f"snapshot {name!r} is pinned: unpin it first (`enginelib snapshot pin {name} "
+                "--unpin`)", path=folder,
+            )
+        _remove(folder)
+
+
+def _remove(folder: Path) -> None:
+    # Rename first: a crash mid-delete must not leave a half snapshot that looks complete.
+    trash = folder.with_name(f".trash-{folder.name}-{secrets.token_hex(4)}")
+    os.rename(folder, trash)
+    fsync_dir(folder.parent)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def pin_snapshot(target: StoreLike, name: str, pinned: bool = True) -> SnapshotInfo:
+    with _writer(target) as root:
+        _folder(root, name)
+        settings = _read_settings(root)
+        names = [n for n in settings["pinned"] if n != name]
+        settings["pinned"] = names + [name] if pinned else names
+        _write_settings(root, settings)
+        return get_snapshot(root, name)
+
+
+def set_retention(target: StoreLike, keep: int) -> list[str]:
+    """Keep the ``keep`` newest unpinned snapshots from now on; returns the names removed."""
+    _check_keep(keep)
+    with _writer(target) as root:
+        settings = _read_settings(root)
+        settings["keep"] = keep
+        _write_settings(root, settings)
+        return _prune(root, keep)
+
+
+def apply_retention(target: StoreLike, keep: int | None = None) -> list[str]:
+    """Delete the oldest unpinned snapshots beyond the newest ``keep``; returns their names."""
+    with _writer(target) as root:
+        return _prune(root, _check_keep(keep if keep is not None else retention(root)))
+
+
+def _prune(root: Path, keep: int) -> list[str]:
+    unpinned = [s for s in list_snapshots(root) if not s.pinned]
+    doomed = unpinned[: max(0, len(unpinned) - keep)]
+    for snapshot in doomed:
+        _remove(root / SNAPSHOTS_DIR / snapshot.name)
+    return [s.name for s in doomed]
+
+
+# -- open read-only ------------------------------------------------------------------------
+
+
+def open_snapshot(
+    path: str | Path, name: str, *, embedder: Embedder | None = None, **_ignored: Any
+) -> Store:
+    """Open snapshot ``name`` of the store at ``path`` read-only (``store.snapshot == name``).
+
+    Its tables load into an in-memory catalog and its own index files are searched, so the
+    results are the ones it gave when taken, whatever the live store did since. Options
+    meant for the live store (read_only, create, lock_timeout, chunking) do not apply.
+    """
+    root = Path(path)
+    if mf.read_manifest(root) is None:
+        raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
+    folder = _folder(root, name)
+    manifest = mf.read_manifest(folder)
+    if manifest is None:
+        raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
+    embedder = embedder or default_embedder()
+    if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
+        raise IncompatibleStoreError(
+            f"snapshot {name!r} was built with {manifest.embedding_model} "
+            f"({manifest.embedding_dim} dims); this embedder is {embedder.name} "
+            f"({embedder.dim} dims): open it with embedder= that model",
+            path=folder,
+        )
+    catalog = load_catalog(folder, manifest.embedding_dim)
+    return Store(root, manifest=manifest, catalog=catalog, embedder=embedder, read_only=True,
+                 lock=None, index_root=folder / INDEX_DIR, snapshot=name)
+
+
+def load_catalog(folder: Path, dim: int) -> Catalog:
+    """An in-memory catalog holding a snapshot's tables."""
+    catalog = Catalog.in_memory(dim)
+    try:
+        with catalog.transaction() as con:
+            for table in TABLES:
+                # Replace the defaults the empty schema was created with (meta, presets).
+                con.execute(f"DELETE FROM {table}")
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)",
+                            [str(folder / TABLES_DIR / f"{table}.parquet")])
+    except Exception as exc:
+        catalog.close()
+        raise SnapshotError(f"snapshot {folder.name!r} cannot be loaded: {exc}", path=folder) from exc
+    return catalog
+
+
+# -- diff ----------------------------------------------------------------------------------
+
+_DIFF_COLUMNS = "document_id, content_hash, fingerprint, version, total_chunks"
+
+
+def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, int]]:
+    """document_id -> (content_hash, fingerprint, version, total_chunks) for one side."""
+    root = _root(target)
+    if side != LIVE:
+        folder = _folder(root, side)
+        catalog = Catalog.in_memory(1)
+        try:
+            rows = catalog.con.execute(
+                f"SELECT {_DIFF_COLUMNS} FROM read_parquet(?)",
+                [str(folder / TABLES_DIR / "documents.parquet")],
+            ).fetchall()
+        finally:
+            catalog.close()
+    elif isinstance(target, Store) and target.snapshot is None:
+        rows = target.catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM documents").fetchall()
+        target.catalog.release()
+    else:
+        manifest = mf.read_manifest(root)
+        if manifest is None:
+            raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
+        catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=True)
+        try:
+            rows = catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM documents").fetchall()
+        finally:
+            catalog.close()
+    return {r[0]: (r[1], r[2], r[3], int(r[4])) for r in rows}
+
+
+def diff_snapshots(target: StoreLike, a: str, b: str = LIVE) -> SnapshotDiff:
+    """Documents added, removed and changed from ``a`` to ``b`` (snapshot names or "live")."""
+    left, right = _documents(target, a), _documents(target, b)
+    added, removed, changed = [], [], []
+    for doc_id in sorted(set(left) | set(right)):
+        old, new = left.get(doc_id), right.get(doc_id)
+        if old is None and new is not None:
+            added.append(DocumentChange(doc_id, "added", None, new[2], None, new[3], True))
+        elif new is None and old is not None:
+            removed.append(DocumentChange(doc_id, "removed", old[2], None, old[3], None, True))
+        elif old is not None and new is not None and (old[1] != new[1] or old[3] != new[3]):
+            changed.append(DocumentChange(doc_id, "changed", old[2], new[2], old[3], new[3],
+                                          old[0] != new[0]))
+    return SnapshotDiff(
+        a=a, b=b, added=tuple(added), removed=tuple(removed), changed=tuple(changed),
+        unchanged=len(set(left) & set(right)) - len(changed),
+        documents_a=len(left), documents_b=len(right),
+        chunks_a=sum(v[3] for v in left.values()), chunks_b=sum(v[3] for v in right.values()),
+    )
+
+
+# -- restore -------------------------------------------------------------------------------
+
+
+def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
+    """Make the live store equal to snapshot ``name``, as a new generation.
+
+    Crash-safe like any commit: one catalog transaction first (live documents it replaces
+    or removes are archived in their history), then the indexes are rebuilt from the
+    catalog; a crash in between is finished by the next open's index sync. Restored
+    documents keep the snapshot's text, chunks and offsets; a document whose live version
+    moved on gets a new version number, so later edits never reuse an archived one.
+    """
+    from .snapshot_restore import restore_into
+
+    with _writable_store(target) as store:
+        folder = _folder(store.path, name)
+        manifest = mf.read_manifest(folder)
+        live = store.manifest
+        if manifest is None or (manifest.embedding_model, manifest.embedding_dim,
+                                manifest.chunking_hash) != (live.embedding_model,
+                                                            live.embedding_dim, live.chunking_hash):
+            built = f"{manifest.embedding_model} ({manifest.embedding_dim} dims)" if manifest else "?"
+            raise SnapshotError(
+                f"snapshot {name!r} was built with {built} and other chunking or model than the "
+                f"live store ({live.embedding_model}, {live.embedding_dim} dims): it cannot be "
+                f"restored into it; open it read-only with enginelib.open(path, snapshot={name!r})",
+                path=folder,
+            )
+        return restore_into(store, folder, name)
+
+
+__all__ = [
+    "DEFAULT_KEEP", "LIVE", "SNAPSHOT_STEPS", "DocumentChange", "RestoreReport", "SnapshotDiff",
+    "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
+    "get_snapshot", "list_snapshots", "next_name", "open_snapshot", "pin_snapshot",
+    "restore_snapshot", "retention", "set_retention",
+]

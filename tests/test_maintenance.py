@@ -1,0 +1,263 @@
+"""check / repair / reindex, through the Python API and the CLI (history and snapshots too)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import enginelib
+from enginelib import ChunkingConfig, HashingEmbedder, IncompatibleStoreError, maintenance
+from enginelib.cli.main import main
+from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _make_store(path: Path) -> None:
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(4 + i, f"topic{i}")) for i in range(5)])
+    store.ingest_documents([doc("d0", paragraphs(2, "edited"))])
+    store.close()
+
+
+# -- reindex -------------------------------------------------------------------------------
+
+
+def test_dimension_change_asks_for_reindex_which_then_succeeds(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make_store(path)
+    with pytest.raises(IncompatibleStoreError, match=r"hashing-64 \(64 dims\).*hashing-32 \(32 "
+                                                     r"dims\): run `enginelib reindex"):
+        enginelib.open(path, embedder=HashingEmbedder(32))
+
+    report = maintenance.reindex(path, embedder=HashingEmbedder(32))
+    assert (report.documents, report.embedding_dim, report.chunks_after) == (5, 32, report.chunks_before)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert (manifest["embedding_model"], manifest["embedding_dim"]) == ("hashing-32", 32)
+    assert manifest["generation"] == report.generation
+
+    with enginelib.open(path, embedder=HashingEmbedder(32)) as store:
+        hits = store.search("caliper torque", strategy="vector", limit=3,
+                            answerability_threshold=None).hits
+        assert hits and all(store.get_document(h.document_id)["content"][
+            h.start_offset:h.end_offset] == h.content for h in hits)
+        assert [v["version"] for v in store.history("d0")] == ["1.0.0", "1.1.0"]
+        assert store.version_text("d0", "1.0.0") == paragraphs(4, "topic0")
+        assert store.check().ok
+    with pytest.raises(IncompatibleStoreError):
+        enginelib.open(path, embedder=HashingEmbedder(64))
+
+
+def test_reindex_with_new_chunking_on_an_open_store(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make_store(path)
+    bigger = ChunkingConfig(max_tokens=200, overlap_tokens=10, min_tokens=20)
+    with open_test_store(path) as store:
+        before = store.catalog.chunk_count()
+        report = store.reindex(embedder=HashingEmbedder(64), chunking=bigger)
+        assert report.chunks_after < before == report.chunks_before
+        assert store.catalog.chunk_count() == len(store.vector_index) == len(store.text_index)
+        assert store.search("caliper", limit=2, answerability_threshold=None).hits
+        assert store.check().ok
+    with pytest.raises(IncompatibleStoreError, match="chunked with"):
+        open_test_store(path)  # asks for the old chunking
+    with enginelib.open(path, embedder=HashingEmbedder(64), chunking=bigger) as store:
+        assert store.manifest.chunking_hash == bigger.config_hash()
+
+
+_REINDEXER = textwrap.dedent(
+    """
+    import sys
+    from enginelib import HashingEmbedder, maintenance
+    maintenance.reindex(sys.argv[1], embedder=HashingEmbedder(32))
+    """
+)
+
+
+@pytest.mark.parametrize("step", maintenance.REINDEX_STEPS)
+def test_reindex_killed_around_its_commit(tmp_path: Path, step: str) -> None:
+    path = tmp_path / "s"
+    _make_store(path)
+    result = subprocess.run([sys.executable, "-c", _REINDEXER, str(path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "ENGINELIB_CRASH_AT": step})
+    assert result.returncode == -9, result.stderr
+    committed = step == "reindex_after_catalog_commit"
+    dim = 32 if committed else 64
+    with enginelib.open(path, embedder=HashingEmbedder(dim)) as store:
+        assert store.manifest.embedding_dim == dim and store.check().ok
+        assert len(store.catalog.list_documents()) == 5
+    assert not (path / maintenance.REINDEX_MARKER).exists()
+
+
+# -- check and repair ----------------------------------------------------------------------
+
+
+def test_check_passes_then_detects_damage_and_repair_fixes_it(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make_store(path)
+    healthy = maintenance.check(path)
+    assert healthy.ok and healthy.facts["chunks"] == healthy.facts["vector_count"] > 0
+
+    (path / "indexes" / "vectors" / "stamp.json").unlink()
+    report = maintenance.check(path)
+    assert not report.ok and any("vector index is missing" in p for p in report.problems)
+    assert maintenance.repair(path).ok
+    assert maintenance.check(path).ok
+
+    # A lagging text index (stamp of an older generation) and a corrupt vector file.
+    stamp_path = path / "indexes" / "text" / "stamp.json"
+    stamp = json.loads(stamp_path.read_text())
+    stamp_path.write_text(json.dumps({**stamp, "generation": stamp["generation"] - 1}))
+    folder = next((path / "indexes" / "vectors").glob("gen-*"))
+    (folder / "labels.npy").write_bytes(b"garbage")
+    problems = maintenance.check(path).problems
+    assert any("text index is stamped generation" in p for p in problems)
+    assert any("vector index is missing or unreadable" in p for p in problems)
+    maintenance.repair(path)
+    assert maintenance.check(path).ok
+    with open_test_store(path) as store:
+        assert store.search("caliper", strategy="hybrid", limit=1,
+                            answerability_threshold=None).hits
+
+
+def test_check_reports_damaged_snapshots(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make_store(path)
+    with open_test_store(path) as store:
+        store.create_snapshot("s1")
+    (path / "snapshots" / "s1" / "tables" / "chunks.parquet").unlink()
+    problems = maintenance.check(path).problems
+    assert problems == ("snapshot 's1' lacks ['chunks']: delete it",)
+    assert maintenance.check(path, snapshots=False).ok
+
+
+# -- CLI -----------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    return CliRunner()
+
+
+def invoke(runner: CliRunner, *args: str, code: int = 0) -> click.testing.Result:
+    result = runner.invoke(main, list(args))
+    assert result.exit_code == code, result.output
+    return result
+
+
+def test_cli_snapshots(runner: CliRunner, tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    _make_store(Path(store))
+    out = invoke(runner, "snapshot", "create", "v1", "--store", store).output
+    assert out == "created snapshot v1 (generation 2, 5 documents, 27 chunks)\n"
+    with open_test_store(Path(store)) as live:
+        live.ingest_documents([doc("d9", paragraphs(3, "new"))])
+        live.delete_document("d1")
+
+    created = json.loads(invoke(runner, "snapshot", "create", "--store", store, "--json").stdout)
+    assert created["name"].count(".") == 2 and created["documents"] == 5
+    listed = json.loads(invoke(runner, "snapshot", "list", "--store", store, "--json").stdout)
+    assert [s["name"] for s in listed] == ["v1", created["name"]]
+    lines = invoke(runner, "snapshot", "list", "--store", store).output.splitlines()
+    assert lines[0].split() == ["NAME", "CREATED", "GENERATION", "INDEX", "VERSION", "DOCUMENTS",
+                                "CHUNKS", "PINNED"]
+    assert lines[1].startswith("v1 ") and len(lines) == 3
+
+    diff = invoke(runner, "snapshot", "diff", "v1", created["name"], "--store", store).output
+    assert diff.splitlines() == [
+        f"v1 -> {created['name']}: 1 added, 1 removed, 0 changed, 4 unchanged; "
+        "documents 5 -> 5, chunks 27 -> 24",
+        "+ d9 1.0.0 (2 chunks)",
+        "- d1 1.0.0 (5 chunks)",
+    ]
+    as_json = json.loads(invoke(runner, "snapshot", "diff", "v1", "--store", store, "--json").stdout)
+    assert as_json["b"] == "live" and as_json["chunks_b"] == 24
+
+    assert invoke(runner, "snapshot", "pin", "v1", "--store", store).output == "pinned snapshot v1\n"
+    result = invoke(runner, "snapshot", "delete", "v1", "--store", store, code=1)
+    assert result.output.startswith("Error: snapshot 'v1' is pinned")
+    shown = json.loads(invoke(runner, "snapshot", "show", "v1", "--store", store, "--json").stdout)
+    assert shown["pinned"] is True and shown["generation"] == 2
+
+    out = invoke(runner, "snapshot", "restore", "v1", "--store", store).output
+    assert out.startswith("restored snapshot v1 as generation ")
+    found = json.loads(invoke(runner, "search", "topic1", "--store", store, "--json",
+                              "--strategy", "fulltext").stdout)
+    assert "d1" in {h["document_id"] for h in found["hits"]}
+    old = json.loads(invoke(runner, "search", "new", "--store", store, "--snapshot",
+                            created["name"], "--json", "--strategy", "fulltext").stdout)
+    assert {h["document_id"] for h in old["hits"]} == {"d9"}
+
+    invoke(runner, "snapshot", "pin", "v1", "--unpin", "--store", store)
+    assert invoke(runner, "snapshot", "delete", "v1", "--store", store).output == "deleted snapshot v1\n"
+    assert invoke(runner, "snapshot", "retention", "--store", store).output == (
+        "keep 3 newest unpinned snapshots\n")
+
+
+def test_cli_history(runner: CliRunner, tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    _make_store(Path(store))
+    lines = invoke(runner, "history", "d0", "--store", store).output.splitlines()
+    assert lines[0] == "d0: 2 version(s)"
+    assert lines[1].split() == ["VERSION", "INDEX", "VERSION", "VALID", "FROM", "UNTIL", "CHANGE"]
+    assert lines[2].startswith("1.0.0 ") and lines[2].endswith("content changed")
+    assert lines[3].startswith("1.1.0 ") and lines[3].endswith("current")
+    data = json.loads(invoke(runner, "history", "d0", "--store", store, "--json").stdout)
+    assert [v["version"] for v in data["versions"]] == ["1.0.0", "1.1.0"]
+    assert data["versions"][0]["index_version"].count(".") == 2
+    text = invoke(runner, "history", "d0", "--text", "1.0.0", "--store", store).output
+    assert text == paragraphs(4, "topic0") + "\n"
+    result = invoke(runner, "history", "nope", "--store", store, code=1)
+    assert "no document with id 'nope'" in result.output
+
+
+def test_cli_check_repair_reindex(runner: CliRunner, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    store = str(tmp_path / "s")
+    _make_store(Path(store))
+    assert invoke(runner, "check", "--store", store).output == f"store {store} is healthy\n"
+    (Path(store) / "indexes" / "text" / "stamp.json").unlink()
+    result = invoke(runner, "check", "--store", store, code=1)
+    assert result.output.startswith("problem: text index is missing or unreadable")
+    assert f"1 problem(s) found: run `enginelib repair --store {store}`" in result.output
+    report = json.loads(invoke(runner, "check", "--store", store, "--json", code=1).stdout)
+    assert report["ok"] is False and len(report["problems"]) == 1
+
+    out = invoke(runner, "repair", "--store", store).output
+    assert out == f"rebuilt indexes of {store} at generation 2 (27 chunks); check passes\n"
+    invoke(runner, "check", "--store", store)
+
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-32")
+    result = invoke(runner, "search", "caliper", "--store", store, code=1)
+    assert "run `enginelib reindex" in result.output
+    out = invoke(runner, "reindex", "--store", store, "--no-progress").output
+    assert out.startswith("reindexed 5 documents with hashing-32 (32 dims): 27 -> 27 chunks")
+    found = json.loads(invoke(runner, "search", "caliper", "--store", store, "--json",
+                              "--no-gate").stdout)
+    assert found["hits"]
+    data = json.loads(invoke(runner, "reindex", "--store", store, "--json",
+                             "--max-tokens", "200").stdout)
+    assert data["chunks_after"] < 27
+
+
+def test_reindex_and_repair_need_no_model(tmp_path: Path) -> None:
+    """Maintenance opens the store with a stand-in that refuses to embed, never the model."""
+    path = tmp_path / "s"
+    _make_store(path)
+    with maintenance.open_for_maintenance(path) as store:
+        assert store.search("caliper", strategy="fulltext", limit=1,
+                            answerability_threshold=None).hits
+        with pytest.raises(enginelib.EngineError, match="opened for maintenance"):
+            store.search("caliper", strategy="vector")
+    assert SMALL_CHUNKS.config_hash() == json.loads((path / "manifest.json").read_text())[
+        "chunking_hash"]
