@@ -23,6 +23,7 @@ from . import faults
 from . import manifest as mf
 from .catalog import Catalog, first
 from .chunker import Chunker, ChunkingConfig
+from .durable import write_atomic
 from .embedder import Embedder, check_vectors, default_embedder
 from .errors import EmbeddingError, StoreError, StoreNotFoundError
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
@@ -355,7 +356,7 @@ def _reindex_store(
     generation = catalog.generation + 1  # we hold the writer lock: nobody else commits
     marker = {"generation": generation, "embedding_model": embedder.name, "embedding_dim": dim,
               "chunking": config.to_dict(), "chunking_hash": config.config_hash()}
-    mf.atomic_write_bytes(root / REINDEX_MARKER, json.dumps(marker, indent=2).encode("utf-8"))
+    write_atomic(root / REINDEX_MARKER, json.dumps(marker, indent=2).encode("utf-8"))
     with catalog.transaction():
         if catalog.bump_generation() != generation:
             raise StoreError(f"catalog of {root} changed during the reindex", path=root)

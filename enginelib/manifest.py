@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from .durable import write_atomic
 from .errors import IncompatibleStoreError, StoreError
 
 FORMAT_VERSION = 1
@@ -55,41 +54,9 @@ def next_index_version(previous: str | None, today: date | None = None) -> str:
     return f"{prefix}.0"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` so that a crash leaves either the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write_manifest(directory: Path, manifest: Manifest) -> None:
     payload = json.dumps(manifest.to_dict(), indent=2, sort_keys=True).encode("utf-8")
-    atomic_write_bytes(directory / MANIFEST_NAME, payload)
+    write_atomic(directory / MANIFEST_NAME, payload)
 
 
 def read_manifest(directory: Path) -> Manifest | None:

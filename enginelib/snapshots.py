@@ -38,7 +38,7 @@ from .errors import (
     SnapshotError,
     StoreNotFoundError,
 )
-from .indexes._atomic import fsync_dir, fsync_file
+from .durable import fsync_dir, fsync_file, write_atomic
 from .store import CATALOG_NAME, Store, _acquire_writer_lock
 
 SNAPSHOTS_DIR = "snapshots"
@@ -169,7 +169,7 @@ def _read_settings(root: Path) -> dict[str, Any]:
 
 def _write_settings(root: Path, settings: dict[str, Any]) -> None:
     payload = json.dumps(settings, indent=2, sort_keys=True).encode("utf-8")
-    mf.atomic_write_bytes(root / SNAPSHOTS_DIR / SETTINGS_NAME, payload)
+    write_atomic(root / SNAPSHOTS_DIR / SETTINGS_NAME, payload)
 
 
 def _check_keep(keep: int) -> int:

@@ -31,7 +31,7 @@ import numpy as np
 
 from enginelib.errors import InvalidInputError, InvalidVectorError
 from enginelib.faults import crash_point
-from enginelib.indexes._atomic import fsync_dir, fsync_file, write_atomic
+from enginelib.durable import fsync_dir, fsync_file, write_atomic
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
 

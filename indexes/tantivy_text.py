@@ -27,7 +27,7 @@ import tantivy
 
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
-from enginelib.indexes._atomic import write_atomic
+from enginelib.durable import write_atomic
 from enginelib.indexes.analyzers import (
     CODE_ANALYZER,
     PLAIN,
