@@ -10,6 +10,7 @@ from .embedder import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     DocumentNotFoundError,
     EngineError,
+    ExportError,
     IncompatibleStoreError,
     IngestError,
     InvalidFilterError,
@@ -55,7 +56,7 @@ def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> St
 
 __all__ = [
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
-    "DocumentNotFoundError", "Embedder", "EngineError", "HashingEmbedder",
+    "DocumentNotFoundError", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
     "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",

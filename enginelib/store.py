@@ -34,6 +34,7 @@ from .schema import SCHEMA_VERSION
 from .types import IngestReport, LoadedDocument
 
 if TYPE_CHECKING:
+    from .export import ExportReport
     from .maintenance import IntegrityReport, ReindexReport
     from .snapshots import RestoreReport, SnapshotDiff, SnapshotInfo
 
@@ -582,6 +583,21 @@ class Store:
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self.committed()
         self.rebuild_indexes()
+
+
+    # -- export (implemented in enginelib.export) -----------------------------------------
+
+    def export_postgres(self, dsn: str, **options: Any) -> ExportReport:
+        """Mirror this store into Postgres + pgvector (one transaction; safe to re-run)."""
+        from .export import export_postgres
+
+        return export_postgres(self, dsn, **options)
+
+    def to_sql(self, path: str | Path, **options: Any) -> ExportReport:
+        """Write a self-contained .sql file (DDL + COPY data) that `psql -f` loads."""
+        from .export import write_sql
+
+        return write_sql(self, path, **options)
 
 
 def _acquire_writer_lock(root: Path, timeout: float) -> FileLock:

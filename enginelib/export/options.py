@@ -1,0 +1,81 @@
+"""Export options, validated once: target schema, table prefix, vector index, RLS."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InvalidInputError
+
+# pgvector's defaults (m=16, ef_construction=64) and its documented bounds.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+HNSW_M_RANGE = (2, 100)
+HNSW_EF_CONSTRUCTION_RANGE = (4, 1000)
+# Rows per COPY write: large enough to amortize round trips, small enough for smooth progress.
+BATCH_ROWS = 2000
+
+INDEX_METHODS: tuple[str, ...] = ("hnsw", "ivfflat")
+
+# Postgres identifiers are at most 63 bytes (longer ones are silently truncated, which
+# could make two of our names collide); the prefix gets what our longest suffix leaves.
+_MAX_IDENT_BYTES = 63
+_LONGEST_SUFFIX = len("documents_archive_version")
+_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^$")
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """Where and how to export. Every name reaches SQL through psycopg.sql.Identifier.
+
+    ``schema``: target schema (created if missing). ``table_prefix``: prepended to every
+    table, index, trigger and function name so several stores can share one schema.
+    ``index``: "hnsw" (default) or "ivfflat". ``with_rls``: tenant isolation policies on
+    ``tenant_id`` read from ``current_setting('app.tenant_id', true)``.
+    """
+
+    schema: str = "public"
+    table_prefix: str = ""
+    with_rls: bool = False
+    index: str = "hnsw"
+    hnsw_m: int = HNSW_M
+    hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION
+    ivfflat_lists: int | None = None  # None: rows / 1000 (at least 1), pgvector's advice
+    batch_rows: int = BATCH_ROWS
+
+    def __post_init__(self) -> None:
+        # A '$' would end our dollar-quoted function bodies; quoting cannot protect it there.
+        if not self.schema or "$" in self.schema or "\x00" in self.schema:
+            raise InvalidInputError(f"schema name {self.schema!r} must be non-empty, without '$'")
+        if len(self.schema.encode("utf-8")) > _MAX_IDENT_BYTES:
+            raise InvalidInputError(f"schema name {self.schema!r} is longer than 63 bytes")
+        if not _PREFIX.match(self.table_prefix):
+            raise InvalidInputError(
+                f"table prefix {self.table_prefix!r} may only contain letters, digits and '_' "
+                "and must not start with a digit"
+            )
+        if len(self.table_prefix) + _LONGEST_SUFFIX > _MAX_IDENT_BYTES:
+            raise InvalidInputError(
+                f"table prefix {self.table_prefix!r} is too long: at most "
+                f"{_MAX_IDENT_BYTES - _LONGEST_SUFFIX} characters"
+            )
+        if self.index not in INDEX_METHODS:
+            raise InvalidInputError(
+                f"index {self.index!r} is not one of {', '.join(INDEX_METHODS)}"
+            )
+        _check_range("hnsw_m", self.hnsw_m, HNSW_M_RANGE)
+        _check_range("hnsw_ef_construction", self.hnsw_ef_construction, HNSW_EF_CONSTRUCTION_RANGE)
+        if self.hnsw_ef_construction < 2 * self.hnsw_m:
+            raise InvalidInputError(
+                f"hnsw_ef_construction ({self.hnsw_ef_construction}) must be at least "
+                f"2 * hnsw_m ({2 * self.hnsw_m}), as pgvector requires"
+            )
+        if self.ivfflat_lists is not None:
+            _check_range("ivfflat_lists", self.ivfflat_lists, (1, 32768))
+        _check_range("batch_rows", self.batch_rows, (1, 1_000_000))
+
+
+def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInputError(f"{name} must be an integer within {low}..{high}, got {value!r}")

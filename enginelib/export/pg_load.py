@@ -1,0 +1,117 @@
+"""Load a store directly into a live Postgres (psycopg COPY, batched, one transaction)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from ..errors import ExportError
+from .copy_text import encode_rows
+from .options import ExportOptions
+from .plan import Copy, Statement, build_plan, copy_statement
+from .report import ExportProgress, ExportReport
+from .rows import read_store
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+# Fault hook for the interrupted-load test: after this many chunk rows have been sent,
+# flush them, touch the marker file (if given) and block until killed. Unset: no effect.
+STALL_ENV = "ENGINELIB_EXPORT_STALL_AFTER_ROWS"
+STALL_MARKER_ENV = "ENGINELIB_EXPORT_STALL_MARKER"
+
+
+def export_postgres(
+    store: Store, dsn: str, *, options: ExportOptions | None = None, progress: bool = False,
+    connect_timeout: int = 10, **option_fields: Any,
+) -> ExportReport:
+    """Export the store into the database at ``dsn`` in one transaction; see ExportOptions.
+
+    Re-exporting replaces changed documents' chunks and removes deleted ones; a failure
+    or a kill at any point leaves the previous export untouched.
+    """
+    opts = options or ExportOptions(**option_fields)
+    started = time.perf_counter()
+    changes: dict[str, int] = {}
+    doing = "connecting"
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout) as conn:
+            with read_store(store) as reader, ExportProgress(enabled=progress) as bar:
+                meta = reader.meta
+                steps = build_plan(reader, opts)
+                with conn.transaction(), conn.cursor() as cur:
+                    for step in steps:
+                        if isinstance(step, Copy):
+                            doing = f"copying {step.what}"
+                            _copy(cur, step, opts.batch_rows, bar)
+                        else:
+                            doing = _describe(step)
+                            cur.execute(step.sql)
+                            if step.name is not None:
+                                changes[step.name] = max(cur.rowcount, 0)
+                    doing = "committing"
+    except psycopg.Error as exc:
+        raise ExportError(f"Postgres export failed while {doing}: {_server_message(exc)}") from exc
+    return ExportReport(
+        target="postgres", schema=opts.schema, table_prefix=opts.table_prefix,
+        documents=meta.documents, chunks=meta.chunks, versions=meta.versions,
+        sources=meta.sources, embedding_dim=meta.embedding_dim,
+        store_generation=meta.generation, seconds=time.perf_counter() - started,
+        changes=changes,
+    )
+
+
+def _copy(cur: psycopg.Cursor[Any], step: Copy, batch_rows: int, bar: ExportProgress) -> None:
+    bar.start(step.what, step.total)
+    stall_after = int(os.environ.get(STALL_ENV, "0") or 0) if step.what == "chunks" else 0
+    sent = 0
+    with cur.copy(copy_statement(step)) as copy:
+        batch: list[str] = []
+        for line in encode_rows(step.columns, step.rows()):
+            batch.append(line)
+            if len(batch) >= batch_rows:
+                copy.write("".join(batch))
+                sent += len(batch)
+                bar.advance(len(batch))
+                batch.clear()
+                if stall_after and sent >= stall_after:
+                    _stall(cur)
+        if batch:
+            copy.write("".join(batch))
+            bar.advance(len(batch))
+
+
+def _stall(cur: psycopg.Cursor[Any]) -> None:
+    # Push what libpq still buffers, so the server really holds a half-done COPY.
+    while cur.connection.pgconn.flush() == 1:
+        time.sleep(0.01)
+    marker = os.environ.get(STALL_MARKER_ENV)
+    if marker:
+        Path(marker).write_text(str(os.getpid()), encoding="utf-8")
+    print("enginelib export: stalled mid-COPY for a fault-injection test", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def _describe(step: Statement) -> str:
+    text = step.sql.as_string().split("\n", 1)[0]
+    return f"running {text[:100]!r}"
+
+
+def _server_message(exc: psycopg.Error) -> str:
+    diag = exc.diag
+    if diag.message_primary:
+        parts = [diag.message_primary]
+        if diag.message_detail:
+            parts.append(f"detail: {diag.message_detail}")
+        if diag.message_hint:
+            parts.append(f"hint: {diag.message_hint}")
+        if diag.sqlstate:
+            parts.append(f"(SQLSTATE {diag.sqlstate})")
+        return "; ".join(parts)
+    return str(exc).strip() or type(exc).__name__

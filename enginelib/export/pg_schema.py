@@ -1,0 +1,366 @@
+"""The Postgres mirror of the catalog: column specs and the DDL built from them.
+
+Every name reaches SQL through ``psycopg.sql.Identifier`` (``Names``); nothing here runs
+SQL, the loaders do. Types, constraints and index options are our own constants; the
+only caller-derived values in DDL are the validated vector dimension and index options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from ..indexes.analyzers import STEMMERS
+from .options import ExportOptions
+
+# (column, Postgres type and constraints, COPY encoding kind). Order = COPY column order.
+Column = tuple[str, str, str]
+
+SOURCE_COLUMNS: tuple[Column, ...] = (
+    ("source_id", "text PRIMARY KEY", "text"),
+    ("name", "text", "text"),
+    ("tier", "text CHECK (tier IN ('gold', 'silver', 'bronze'))", "text"),
+    ("evidence_level", "text", "text"),
+    ("authority_score", "double precision CHECK (authority_score BETWEEN 0 AND 100)", "float"),
+    ("institution", "text", "text"),
+    ("peer_reviewed", "boolean NOT NULL DEFAULT false", "bool"),
+    ("created_at", "timestamptz", "ts"),
+)
+
+# The catalog's DOCUMENT_COLUMNS, with ``custom`` renamed ``metadata`` (the spec's name).
+DOCUMENT_COLUMNS: tuple[Column, ...] = (
+    ("document_id", "text PRIMARY KEY", "text"),
+    ("title", "text", "text"),
+    ("content", "text NOT NULL", "text"),
+    ("content_hash", "text NOT NULL", "text"),
+    ("fingerprint", "text NOT NULL", "text"),
+    ("source_type", "text", "text"),
+    ("source_path", "text", "text"),
+    ("source_url", "text", "text"),
+    ("source_id", "text", "text"),
+    ("truth_level", "text NOT NULL CHECK (truth_level IN ('L1', 'L2', 'L3', 'L4'))", "text"),
+    ("validated_by", "text", "text"),
+    ("validated_at", "timestamptz", "ts"),
+    ("version", "text NOT NULL", "text"),
+    ("index_version", "text NOT NULL", "text"),
+    ("domain", "text", "text"),
+    ("entities", "text[]", "text[]"),
+    ("keywords", "text[]", "text[]"),
+    ("language", "text", "text"),
+    ("total_chunks", "integer NOT NULL", "int"),
+    ("parent_document_id", "text", "text"),
+    ("author", "text", "text"),
+    ("created_at", "timestamptz", "ts"),
+    ("updated_at", "timestamptz", "ts"),
+    ("document_type", "text", "text"),
+    ("tags", "text[]", "text[]"),
+    ("file_path", "text", "text"),
+    ("file_extension", "text", "text"),
+    ("tenant_id", "text", "text"),
+    ("metadata", "jsonb DEFAULT '{}'::jsonb", "jsonb"),
+    ("pages", "jsonb", "jsonb"),
+    ("retrieval_count", "bigint NOT NULL DEFAULT 0", "int"),
+    ("last_retrieved_at", "timestamptz", "ts"),
+    ("ingested_at", "timestamptz NOT NULL", "ts"),
+    ("generation", "bigint NOT NULL", "int"),
+)
+
+# The catalog's CHUNK_COLUMNS (label -> id), then document fields copied onto each chunk:
+# the generated tsvector can only read its own row, and RLS / filters avoid a join.
+# ``embedding`` gets its dimension in chunk_columns().
+_CHUNK_COLUMNS: tuple[Column, ...] = (
+    ("id", "bigint PRIMARY KEY", "int"),
+    ("document_id", "text NOT NULL", "text"),
+    ("chunk_index", "integer NOT NULL", "int"),
+    ("content", "text NOT NULL", "text"),
+    ("heading_path", "text", "text"),
+    ("start_offset", "integer NOT NULL", "int"),
+    ("end_offset", "integer NOT NULL", "int"),
+    ("token_count", "integer NOT NULL", "int"),
+    ("page_start", "integer", "int"),
+    ("page_end", "integer", "int"),
+    ("content_hash", "text NOT NULL", "text"),
+    ("embedding", "vector({dim}) NOT NULL", "vector"),
+    ("retrieval_count", "bigint NOT NULL DEFAULT 0", "int"),
+    ("last_retrieved_at", "timestamptz", "ts"),
+    ("generation", "bigint NOT NULL", "int"),
+    ("title", "text", "text"),
+    ("truth_level", "text NOT NULL CHECK (truth_level IN ('L1', 'L2', 'L3', 'L4'))", "text"),
+    ("language", "text", "text"),
+    ("tenant_id", "text", "text"),
+    ("ts_config", "regconfig NOT NULL DEFAULT 'simple'::regconfig", "text"),
+)
+
+VERSION_COLUMNS: tuple[Column, ...] = (
+    ("document_id", "text NOT NULL", "text"),
+    ("version", "text NOT NULL", "text"),
+    ("index_version", "text NOT NULL", "text"),
+    ("title", "text", "text"),
+    ("content", "text NOT NULL", "text"),
+    ("content_hash", "text NOT NULL", "text"),
+    ("truth_level", "text", "text"),
+    ("total_chunks", "integer", "int"),
+    ("metadata", "jsonb", "jsonb"),
+    ("change_summary", "text", "text"),
+    ("valid_from", "timestamptz", "ts"),
+    ("archived_at", "timestamptz NOT NULL DEFAULT now()", "ts"),
+    ("generation", "bigint NOT NULL", "int"),
+)
+
+EXPORT_COLUMNS: tuple[Column, ...] = (
+    ("store_path", "text", "text"),
+    ("embedding_model", "text NOT NULL", "text"),
+    ("embedding_dim", "integer NOT NULL", "int"),
+    ("store_generation", "bigint NOT NULL", "int"),
+    ("index_version", "text", "text"),
+    ("documents", "integer NOT NULL", "int"),
+    ("chunks", "integer NOT NULL", "int"),
+    ("enginelib_version", "text", "text"),
+)
+
+# The text the generated tsvector indexes: the same three fields the Tantivy index reads.
+FTS_EXPRESSION = (
+    "to_tsvector(ts_config, coalesce(title, '') || ' ' || coalesce(heading_path, '') "
+    "|| ' ' || content)"
+)
+DEFAULT_TS_CONFIG = "simple"
+
+
+def ts_config(language: str | None) -> str:
+    """The Postgres text-search configuration for a chunk's language ('fr' -> 'french').
+
+    Same language table as the Tantivy stemmers; unknown languages are not stemmed.
+    """
+    code = (language or "").strip().lower().replace("_", "-").split("-")[0]
+    if code in STEMMERS:
+        return STEMMERS[code]
+    return code if code in STEMMERS.values() else DEFAULT_TS_CONFIG
+
+
+def chunk_columns(dim: int) -> tuple[Column, ...]:
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= 16000:
+        raise ValueError(f"embedding dimension must be an int within 1..16000, got {dim!r}")
+    return tuple((n, t.format(dim=dim), k) for n, t, k in _CHUNK_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Names:
+    """The one quoting helper: every table, index, function and trigger name we emit."""
+
+    schema: str
+    prefix: str
+
+    @classmethod
+    def of(cls, options: ExportOptions) -> Names:
+        return cls(options.schema, options.table_prefix)
+
+    def table(self, name: str) -> sql.Identifier:
+        """A schema-qualified name: tables and functions."""
+        return sql.Identifier(self.schema, self.prefix + name)
+
+    def local(self, name: str) -> sql.Identifier:
+        """An unqualified prefixed name: indexes, triggers, policies (they live with their table)."""
+        return sql.Identifier(self.prefix + name)
+
+    def regclass(self, name: str) -> sql.Literal:
+        """The quoted qualified name as a text literal, for to_regclass() in guard blocks."""
+        return sql.Literal(self.table(name).as_string())
+
+    @property
+    def schema_ident(self) -> sql.Identifier:
+        return sql.Identifier(self.schema)
+
+
+def columns_sql(columns: tuple[Column, ...]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(name) for name, _, _ in columns)
+
+
+def _create_table(target: sql.Identifier, columns: tuple[Column, ...], extra: list[str]) -> sql.Composed:
+    parts = [sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t, _ in columns]
+    parts += [sql.SQL(e) for e in extra]
+    return sql.SQL("CREATE TABLE IF NOT EXISTS {} (\n  {}\n)").format(
+        target, sql.SQL(",\n  ").join(parts)
+    )
+
+
+def guard_statements(names: Names, dim: int) -> list[sql.Composed]:
+    """Refuse to touch tables we did not create, or a chunks table of another dimension.
+
+    Without the first check a re-export would delete the rows of an unrelated table that
+    happens to be called ``documents``.
+    """
+    return [sql.SQL(
+        """DO $guard$
+BEGIN
+  IF to_regclass({documents}) IS NOT NULL AND to_regclass({exports}) IS NULL THEN
+    RAISE EXCEPTION 'table % exists but was not created by enginelib', {documents}
+      USING HINT = 'export into another schema (--schema) or with a --table-prefix';
+  END IF;
+  IF to_regclass({chunks}) IS NOT NULL AND (
+      SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+      WHERE attrelid = to_regclass({chunks}) AND attname = 'embedding') <> {vector_type} THEN
+    RAISE EXCEPTION 'table % holds vectors of another dimension than this store (%)',
+      {chunks}, {vector_type}
+      USING HINT = 'export into another schema or table prefix, or drop the old tables';
+  END IF;
+END $guard$"""
+    ).format(
+        documents=names.regclass("documents"), exports=names.regclass("exports"),
+        chunks=names.regclass("chunks"), vector_type=sql.Literal(f"vector({dim})"),
+    )]
+
+
+def extension_statements() -> list[sql.Composed]:
+    return [
+        sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"),
+        # pg_trgm is optional: the trigram index is created only where it exists.
+        sql.SQL(
+            """DO $ext$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+  END IF;
+END $ext$"""
+        ),
+    ]
+
+
+def table_statements(names: Names, dim: int) -> list[sql.Composed]:
+    return [
+        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(names.schema_ident),
+        _create_table(names.table("exports"), EXPORT_COLUMNS, [
+            "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+            "exported_at timestamptz NOT NULL DEFAULT now()",
+        ]),
+        _create_table(names.table("sources"), SOURCE_COLUMNS, []),
+        _create_table(names.table("documents"), DOCUMENT_COLUMNS, []),
+        sql.SQL("CREATE TABLE IF NOT EXISTS {} (\n  {},\n  {},\n  {},\n  {}\n)").format(
+            names.table("chunks"),
+            sql.SQL(",\n  ").join(
+                sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t, _ in chunk_columns(dim)
+            ),
+            # Generated from the chunk's own regconfig column: to_tsvector(regconfig, text)
+            # is immutable, which a generated column requires (the text-typed form is not).
+            sql.SQL("fts tsvector GENERATED ALWAYS AS (" + FTS_EXPRESSION + ") STORED"),
+            sql.SQL("FOREIGN KEY (document_id) REFERENCES {} (document_id) ON DELETE CASCADE").format(
+                names.table("documents")
+            ),
+            sql.SQL("UNIQUE (document_id, chunk_index)"),
+        ),
+        # Versions outlive their document, so no foreign key.
+        _create_table(names.table("document_versions"), VERSION_COLUMNS, [
+            "PRIMARY KEY (document_id, version)",
+        ]),
+    ]
+
+
+def index_statements(names: Names, options: ExportOptions, chunk_count: int) -> list[sql.Composed]:
+    """Indexes, created after the data so a first load builds them in bulk."""
+    chunks, documents = names.table("chunks"), names.table("documents")
+    vector = VECTOR_INDEXES[options.index](names, options, chunk_count)
+    other = next(m for m in VECTOR_INDEXES if m != options.index)
+    return [
+        # Switching --index replaces the other method's index rather than keeping both.
+        sql.SQL("DROP INDEX IF EXISTS {}.{}").format(
+            names.schema_ident, names.local(f"chunks_embedding_{other}")
+        ),
+        vector,
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (fts)").format(
+            names.local("chunks_fts_gin"), chunks
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
+            names.local("documents_metadata_gin"), documents
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (tenant_id, truth_level)").format(
+            names.local("chunks_tenant_truth"), chunks
+        ),
+        sql.SQL(
+            """DO $trgm$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+    CREATE INDEX IF NOT EXISTS {} ON {} USING gin (content gin_trgm_ops);
+  END IF;
+END $trgm$"""
+        ).format(names.local("chunks_content_trgm"), chunks),
+    ]
+
+
+def _hnsw(names: Names, options: ExportOptions, chunk_count: int) -> sql.Composed:
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops) "
+        "WITH (m = {}, ef_construction = {})"
+    ).format(
+        names.local("chunks_embedding_hnsw"), names.table("chunks"),
+        sql.Literal(options.hnsw_m), sql.Literal(options.hnsw_ef_construction),
+    )
+
+
+def _ivfflat(names: Names, options: ExportOptions, chunk_count: int) -> sql.Composed:
+    # pgvector's advice: rows / 1000 lists up to 1M rows. Built after the load, so the
+    # centroids are trained on the data.
+    lists = options.ivfflat_lists or max(1, chunk_count // 1000)
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {} USING ivfflat (embedding vector_cosine_ops) "
+        "WITH (lists = {})"
+    ).format(names.local("chunks_embedding_ivfflat"), names.table("chunks"), sql.Literal(lists))
+
+
+VECTOR_INDEXES = {"hnsw": _hnsw, "ivfflat": _ivfflat}
+
+_RLS_TABLES = ("documents", "chunks")
+
+
+def rls_statements(names: Names) -> list[sql.Composed]:
+    """Tenant isolation: a row is visible when its tenant_id equals app.tenant_id.
+
+    Created only when missing, because CREATE POLICY / ENABLE RLS take an exclusive lock
+    that would block readers for the whole export transaction. Table owners (the
+    exporter) bypass RLS; roles such as Supabase's ``authenticated`` do not.
+    """
+    statements = []
+    for table in _RLS_TABLES:
+        statements.append(sql.SQL(
+            """DO $rls$
+BEGIN
+  IF NOT (SELECT relrowsecurity FROM pg_class WHERE oid = to_regclass({regclass})) THEN
+    ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_policy WHERE polrelid = to_regclass({regclass})
+                 AND polname = {policy_name}) THEN
+    CREATE POLICY {policy} ON {table}
+      USING (tenant_id = nullif(current_setting('app.tenant_id', true), ''));
+  END IF;
+END $rls$"""
+        ).format(
+            regclass=names.regclass(table), table=names.table(table),
+            policy=names.local("tenant_isolation"),
+            policy_name=sql.Literal(names.prefix + "tenant_isolation"),
+        ))
+    return statements
+
+
+# Supabase's API roles; granted only where they exist, so plain Postgres works too.
+READ_ROLES = ("anon", "authenticated")
+WRITE_ROLES = ("service_role",)
+_TABLES = ("documents", "chunks", "sources", "document_versions", "exports")
+_FUNCTIONS = ("hybrid_search", "match_chunks", "text_array", "check_filters")
+
+
+def grant_statements(names: Names) -> list[sql.Composed]:
+    tables = sql.SQL(", ").join(names.table(t) for t in _TABLES)
+    functions = sql.SQL(", ").join(names.table(f) for f in _FUNCTIONS)
+    blocks = []
+    for role in READ_ROLES + WRITE_ROLES:
+        privilege = sql.SQL("ALL" if role in WRITE_ROLES else "SELECT")
+        blocks.append(sql.SQL(
+            """  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {name}) THEN
+    GRANT USAGE ON SCHEMA {schema} TO {role};
+    GRANT {privilege} ON {tables} TO {role};
+    GRANT EXECUTE ON FUNCTION {functions} TO {role};
+  END IF;"""
+        ).format(
+            name=sql.Literal(role), role=sql.Identifier(role), schema=names.schema_ident,
+            privilege=privilege, tables=tables, functions=functions,
+        ))
+    return [sql.SQL("DO $grants$\nBEGIN\n{}\nEND $grants$").format(sql.SQL("\n").join(blocks))]

@@ -1,0 +1,171 @@
+"""The export as an ordered list of steps, run by pg_load or written out by sql_file.
+
+Both outputs run the same steps in one transaction:
+
+1. guards, extensions, tables (IF NOT EXISTS), functions, archive trigger;
+2. the store's rows COPY'd into temporary staging tables;
+3. apply: upsert sources; insert the store's archived versions; delete documents the
+   store no longer has (their chunks cascade, the trigger archives them); upsert
+   documents (the trigger archives the old row when content changed); delete every
+   chunk whose id the store no longer has; upsert chunks. Chunk ids are the store's
+   labels, which are never reused, so a replaced document's old chunks are exactly the
+   ids that disappeared: no zombie survives, and unchanged rows are not rewritten;
+4. indexes (built in bulk on a first load), RLS, grants, and a row in ``exports``.
+
+Nothing is visible to other sessions before COMMIT, and a load killed at any point
+leaves the previous export as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from .options import ExportOptions
+from .pg_functions import function_statements
+from .pg_schema import (
+    DOCUMENT_COLUMNS,
+    EXPORT_COLUMNS,
+    SOURCE_COLUMNS,
+    VERSION_COLUMNS,
+    Column,
+    Names,
+    chunk_columns,
+    columns_sql,
+    extension_statements,
+    grant_statements,
+    guard_statements,
+    index_statements,
+    rls_statements,
+    table_statements,
+)
+from .rows import CatalogReader, Row
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement; ``name`` marks those whose row count goes into the report."""
+
+    sql: sql.Composable
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Copy:
+    """COPY rows into ``table`` (a staging table) from the store."""
+
+    table: sql.Composable
+    columns: tuple[Column, ...]
+    rows: Callable[[], Iterator[Row]]
+    what: str  # progress label and report key
+    total: int
+
+
+Step = Statement | Copy
+
+# Session settings for the export transaction only (SET LOCAL ends with it).
+PRELUDE = (
+    "SET LOCAL client_min_messages = warning",
+    # Naive catalog timestamps are written with an explicit +00; this only fixes how
+    # trigger-made timestamps print in psql's output.
+    "SET LOCAL TimeZone = 'UTC'",
+)
+
+
+def _stage(name: str) -> sql.Identifier:
+    # Temporary tables live in pg_temp, which is searched first: no schema, no clash.
+    return sql.Identifier(f"enginelib_stage_{name}")
+
+
+def _stage_table(names: Names, name: str) -> sql.Composed:
+    # LIKE copies columns and NOT NULL but not the generated expression (fts stays empty).
+    return sql.SQL("CREATE TEMP TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+        _stage(name), names.table(name)
+    )
+
+
+def _upsert(names: Names, name: str, columns: tuple[Column, ...], key: tuple[str, ...]) -> sql.Composed:
+    target = names.table(name)
+    cols = columns_sql(columns)
+    keys = sql.SQL(", ").join(sql.Identifier(k) for k in key)
+    others = [c for c, _, _ in columns if c not in key]
+    assignments = sql.SQL(", ").join(
+        sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in others
+    )
+    current = sql.SQL(", ").join(sql.SQL("{}.{}").format(target, sql.Identifier(c)) for c in others)
+    incoming = sql.SQL(", ").join(sql.SQL("EXCLUDED.{}").format(sql.Identifier(c)) for c in others)
+    return sql.SQL(
+        "INSERT INTO {target} ({cols}) SELECT {cols} FROM {stage} "
+        "ON CONFLICT ({keys}) DO UPDATE SET {assignments} "
+        # An unchanged row is not rewritten (no dead tuple, no trigger, no index churn).
+        "WHERE ({current}) IS DISTINCT FROM ({incoming})"
+    ).format(target=target, cols=cols, stage=_stage(name), keys=keys, assignments=assignments,
+             current=current, incoming=incoming)
+
+
+def _delete_missing(names: Names, name: str, key: str) -> sql.Composed:
+    return sql.SQL(
+        "DELETE FROM {target} t WHERE NOT EXISTS (SELECT 1 FROM {stage} s WHERE s.{key} = t.{key})"
+    ).format(target=names.table(name), stage=_stage(name), key=sql.Identifier(key))
+
+
+def build_plan(reader: CatalogReader, options: ExportOptions) -> list[Step]:
+    names = Names.of(options)
+    meta = reader.meta
+    dim = meta.embedding_dim
+    chunks = chunk_columns(dim)
+    versions, documents = names.table("document_versions"), names.table("documents")
+    steps: list[Step] = [Statement(sql.SQL(s)) for s in PRELUDE]
+    steps += [Statement(s) for s in guard_statements(names, dim)]
+    steps += [Statement(s) for s in extension_statements()]
+    steps += [Statement(s) for s in table_statements(names, dim)]
+    # One exporter at a time per target; readers are not blocked by this lock mode.
+    steps.append(Statement(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(documents)))
+    steps += [Statement(s) for s in function_statements(names)]
+
+    staged = (
+        ("sources", SOURCE_COLUMNS, reader.sources, meta.sources),
+        ("document_versions", VERSION_COLUMNS, reader.versions, meta.versions),
+        ("documents", DOCUMENT_COLUMNS, reader.documents, meta.documents),
+        ("chunks", chunks, reader.chunks, meta.chunks),
+    )
+    for name, columns, rows, total in staged:
+        steps.append(Statement(_stage_table(names, name)))
+        steps.append(Copy(_stage(name), columns, rows, name, total))
+        steps.append(Statement(sql.SQL("ANALYZE {}").format(_stage(name))))
+
+    steps += [
+        Statement(_upsert(names, "sources", SOURCE_COLUMNS, ("source_id",)), "sources_written"),
+        Statement(sql.SQL(
+            "INSERT INTO {versions} ({cols}) SELECT {cols} FROM {stage} "
+            "ON CONFLICT (document_id, version) DO NOTHING"
+        ).format(versions=versions, cols=columns_sql(VERSION_COLUMNS),
+                 stage=_stage("document_versions")), "versions_written"),
+        Statement(_delete_missing(names, "documents", "document_id"), "documents_deleted"),
+        Statement(_upsert(names, "documents", DOCUMENT_COLUMNS, ("document_id",)), "documents_written"),
+        Statement(_delete_missing(names, "chunks", "id"), "chunks_deleted"),
+        Statement(_upsert(names, "chunks", chunks, ("id",)), "chunks_written"),
+    ]
+    steps += [Statement(s) for s in index_statements(names, options, meta.chunks)]
+    if options.with_rls:
+        steps += [Statement(s) for s in rls_statements(names)]
+    steps += [Statement(s) for s in grant_statements(names)]
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        engine_version = version("enginelib")
+    except PackageNotFoundError:  # running from a source tree
+        engine_version = None
+    export_row: Row = (
+        meta.path, meta.embedding_model, dim, meta.generation, meta.index_version,
+        meta.documents, meta.chunks, engine_version,
+    )
+    steps.append(Copy(names.table("exports"), EXPORT_COLUMNS, lambda: iter([export_row]), "exports", 1))
+    return steps
+
+
+def copy_statement(step: Copy) -> sql.Composed:
+    return sql.SQL("COPY {} ({}) FROM STDIN").format(step.table, columns_sql(step.columns))
