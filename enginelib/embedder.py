@@ -62,6 +62,9 @@ class SentenceTransformerEmbedder:
             # Offline by construction: the weights ship inside a Python package.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            # transformers draws a "Loading weights" bar on every load; ours is the only
+            # progress a user should see.
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             try:
                 from sentence_transformers import SentenceTransformer
 

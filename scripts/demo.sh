@@ -2,7 +2,8 @@
 # Install, ingest the demo corpus into ./demo-store, and print a cited search. No network needed at run time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+echo "installing into .venv (log: .venv-install.log) ..."
+bash scripts/install.sh > .venv-install.log 2>&1 || { tail -40 .venv-install.log; exit 1; }
 export HF_HUB_OFFLINE=1
 STORE="${ENGINELIB_DEMO_STORE:-demo-store}"
 .venv/bin/enginelib ingest demo/ --store "$STORE" --truth-level L1 --source-type regulation --no-progress
