@@ -153,7 +153,7 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
         click.echo(f"(strategy {response.strategy_used}, truth levels {','.join(response.truth_levels)})")
         return
     click.echo(
-        f"{response.total} results, showing {response.offset + 1}-{response.offset + len(response.hits)} "
+        f"{response.total} result{'' if response.total == 1 else 's'}, showing {response.offset + 1}-{response.offset + len(response.hits)} "
         f"({response.strategy_used}, truth levels {','.join(response.truth_levels)}, "
         f"{response.execution_time_ms:.1f} ms)"
     )
