@@ -1,0 +1,105 @@
+"""`enginelib eval`: score a store against your own judgments (nDCG@10, Recall@100, MRR@10)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from enginelib.evaluation import (
+    EVAL_DEPTH,
+    evaluate_run,
+    rank_documents,
+    read_qrels,
+    read_queries,
+    trec_run_lines,
+)
+from enginelib.types import FUSION_METHODS, STRATEGIES
+
+from .options import emit_json, handle_errors, json_option, open_store, snapshot_option, store_option
+
+
+@click.command("eval")
+@store_option
+@snapshot_option
+@click.option("--queries", "queries_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="BEIR queries.jsonl ({\"_id\", \"text\"} a line) or a qid<TAB>text file.")
+@click.option("--qrels", "qrels_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judgments: BEIR .tsv (query-id, corpus-id, score) or TREC qrels.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="hybrid", show_default=True)
+@click.option("--fusion", type=click.Choice(FUSION_METHODS), default="rrf", show_default=True)
+@click.option("--truth-level", "truth_levels", default=None,
+              help="Comma-separated levels to search [default: every level present in the store].")
+@click.option("--depth", type=int, default=EVAL_DEPTH, show_default=True,
+              help="Documents ranked per query.")
+@click.option("--run-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the ranking in TREC run format (qid Q0 docid rank score tag).")
+@click.option("--tag", default=None, help="Run tag in --run-out [default: enginelib-STRATEGY].")
+@json_option
+@handle_errors
+def eval_command(
+    store_path: Path, snapshot: str | None, queries_path: Path, qrels_path: Path, strategy: str,
+    fusion: str, truth_levels: str | None, depth: int, run_out: Path | None, tag: str | None,
+    as_json: bool,
+) -> None:
+    """Score the store on judged queries; documents are ranked by their best chunk."""
+    if depth < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--depth")
+    try:
+        qrels = read_qrels(qrels_path)
+        all_queries = read_queries(queries_path)
+    except (ValueError, KeyError) as exc:
+        raise click.ClickException(f"could not read the judgments or queries: {exc}") from exc
+    judged = {qid: all_queries[qid] for qid in qrels if qid in all_queries}
+    no_text = sorted(set(qrels) - set(judged))
+    if not judged:
+        raise click.ClickException(
+            f"none of the {len(qrels)} judged query ids in {qrels_path} is in {queries_path}"
+        )
+    levels = [lv for lv in truth_levels.split(",") if lv.strip()] if truth_levels else None
+    with open_store(store_path, read_only=True, snapshot=snapshot) as store:
+        result = rank_documents(
+            store, judged, strategy=strategy, truth_levels=levels, depth=depth, fusion=fusion
+        )
+    scores = evaluate_run(result.run, {qid: qrels[qid] for qid in judged})
+    run_tag = tag or f"enginelib-{strategy}"
+    if run_out is not None:
+        with open(run_out, "w", encoding="utf-8") as handle:
+            for line in trec_run_lines(result.run, run_tag):
+                handle.write(line + "\n")
+    empty = sum(1 for ranked in result.run.values() if not ranked)
+    data = {
+        "store": str(store_path),
+        "strategy": strategy,
+        "fusion": fusion if strategy in ("hybrid", "auto") else None,
+        "truth_levels_searched": list(result.truth_levels),
+        "truth_levels_default": levels is None,
+        "queries_judged": len(qrels),
+        "queries_without_text": len(no_text),
+        "queries_without_results": empty,
+        **scores.summary(),
+        "seconds": round(result.seconds, 3),
+        "run_out": str(run_out) if run_out else None,
+    }
+    if as_json:
+        emit_json(data)
+        return
+    how = "every level present in the store" if levels is None else "as asked"
+    click.echo(
+        f"{scores.queries} queries, strategy {strategy}"
+        + (f" ({fusion})" if data["fusion"] else "")
+        + f", truth levels searched {','.join(result.truth_levels) or 'none'} ({how})"
+    )
+    click.echo(
+        f"nDCG@10 {scores.ndcg_at_10:.4f}  Recall@100 {scores.recall_at_100:.4f}  "
+        f"MRR@10 {scores.mrr_at_10:.4f}"
+    )
+    if no_text:
+        click.echo(f"warning: {len(no_text)} judged queries have no text in {queries_path} "
+                   f"and were skipped, e.g. {', '.join(no_text[:3])}", err=True)
+    if empty:
+        click.echo(f"note: {empty} queries returned no document (scored 0)", err=True)
+    if run_out is not None:
+        click.echo(f"run written to {run_out} (tag {run_tag})")

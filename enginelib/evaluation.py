@@ -1,0 +1,227 @@
+"""Retrieval metrics over graded judgments (nDCG@k, Recall@k, MRR@k) and BEIR-layout readers.
+
+The formulas, written down once (they match trec_eval / ir-measures, which the tests check):
+
+- ``ndcg(ranking, judged, k)``: DCG@k / IDCG@k with linear gain and a log2 discount,
+  ``DCG = sum(rel_i / log2(i + 1))`` over ranks i = 1..k; IDCG is the DCG of the judged
+  documents sorted by grade. Negative grades count as 0. A query with no relevant document
+  scores 0.
+- ``recall(ranking, judged, k)``: relevant documents (grade >= 1) in the top k / all relevant.
+- ``mrr(ranking, judged, k)``: 1 / rank of the first relevant document in the top k, else 0.
+
+A ranking is a sequence of document ids, best first; duplicates after their first occurrence
+are ignored (a document counts once, at its best rank).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
+Run = dict[str, list[tuple[str, float]]]  # query id -> [(document id, score)] best first
+
+RELEVANT_GRADE = 1
+DEFAULT_CUTOFFS = {"ndcg": 10, "recall": 100, "mrr": 10}
+
+
+def _dedupe(ranking: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(ranking))
+
+
+def dcg(gains: Sequence[float]) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains) if g > 0)
+
+
+def ndcg(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+    top = _dedupe(ranking)[:k]
+    ideal = dcg(sorted((max(g, 0) for g in judged.values()), reverse=True)[:k])
+    if ideal == 0:
+        return 0.0
+    return dcg([max(judged.get(doc, 0), 0) for doc in top]) / ideal
+
+
+def recall(ranking: Sequence[str], judged: Mapping[str, int], k: int = 100) -> float:
+    relevant = {doc for doc, grade in judged.items() if grade >= RELEVANT_GRADE}
+    if not relevant:
+        return 0.0
+    return len(relevant.intersection(_dedupe(ranking)[:k])) / len(relevant)
+
+
+def mrr(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+    for rank, doc in enumerate(_dedupe(ranking)[:k], start=1):
+        if judged.get(doc, 0) >= RELEVANT_GRADE:
+            return 1.0 / rank
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Mean metrics over the judged queries, plus each query's values."""
+
+    ndcg_at_10: float
+    recall_at_100: float
+    mrr_at_10: float
+    queries: int
+    per_query: dict[str, dict[str, float]]
+
+    def summary(self) -> dict[str, float | int]:
+        return {
+            "ndcg@10": round(self.ndcg_at_10, 4),
+            "recall@100": round(self.recall_at_100, 4),
+            "mrr@10": round(self.mrr_at_10, 4),
+            "queries": self.queries,
+        }
+
+
+def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Qrels) -> Evaluation:
+    """Score rankings (query id -> document ids, best first) against every judged query.
+
+    A judged query missing from ``rankings`` scores 0 (an engine that returns nothing for a
+    query must not look better by having it dropped from the mean). Queries whose judgments
+    hold no relevant document are skipped, as trec_eval does.
+    """
+    per_query: dict[str, dict[str, float]] = {}
+    for qid, judged in qrels.items():
+        if not any(grade >= RELEVANT_GRADE for grade in judged.values()):
+            continue
+        ranking = rankings.get(qid, [])
+        per_query[qid] = {
+            "ndcg@10": ndcg(ranking, judged, DEFAULT_CUTOFFS["ndcg"]),
+            "recall@100": recall(ranking, judged, DEFAULT_CUTOFFS["recall"]),
+            "mrr@10": mrr(ranking, judged, DEFAULT_CUTOFFS["mrr"]),
+        }
+    n = len(per_query)
+
+    def mean(name: str) -> float:
+        return sum(v[name] for v in per_query.values()) / n if n else 0.0
+
+    return Evaluation(mean("ndcg@10"), mean("recall@100"), mean("mrr@10"), n, per_query)
+
+
+def documents_by_best_chunk(hits: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """(document id, chunk score) pairs best first -> each document once, at its best chunk."""
+    best: dict[str, float] = {}
+    for doc, score in hits:
+        if doc not in best:
+            best[doc] = score
+    return list(best.items())
+
+
+# -- BEIR-layout files -------------------------------------------------------------------------
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """A qrels file: BEIR .tsv (``query-id corpus-id score`` with a header) or TREC
+    (``qid 0 docid grade``), tab- or space-separated."""
+    qrels: Qrels = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) == 4:
+                qid, _, doc, grade = parts
+            elif len(parts) == 3:
+                qid, doc, grade = parts
+            else:
+                raise ValueError(f"{path}:{number}: expected 3 or 4 columns, got {len(parts)}")
+            try:
+                value = int(float(grade))
+            except ValueError:
+                if number == 1:
+                    continue  # header
+                raise ValueError(f"{path}:{number}: grade {grade!r} is not a number") from None
+            qrels.setdefault(qid, {})[doc] = value
+    return qrels
+
+
+def read_queries(path: str | Path) -> dict[str, str]:
+    """queries.jsonl (``{"_id", "text"}`` a line) or a two-column TSV ``qid<TAB>text``."""
+    queries: dict[str, str] = {}
+    with open(path, encoding="utf-8") as handle:
+        if str(path).endswith((".tsv", ".txt")):
+            for row in csv.reader(handle, delimiter="\t"):
+                if len(row) >= 2:
+                    queries[row[0]] = row[1]
+            return queries
+        for line in handle:
+            if line.strip():
+                row = json.loads(line)
+                queries[str(row["_id"])] = str(row["text"])
+    return queries
+
+
+def trec_run_lines(run: Run, tag: str) -> Iterable[str]:
+    """TREC run format: ``qid Q0 docid rank score tag``, ranks from 1."""
+    for qid, ranked in run.items():
+        for rank, (doc, score) in enumerate(ranked, start=1):
+            yield f"{qid} Q0 {doc} {rank} {score:.6f} {tag}"
+
+
+# -- scoring a store ---------------------------------------------------------------------------
+
+EVAL_DEPTH = 100  # documents ranked per query: enough for Recall@100
+EVAL_BATCH = 256
+
+
+@dataclass(frozen=True)
+class StoreRun:
+    """Document rankings from a store, and what was searched to get them."""
+
+    run: Run
+    strategy: str
+    truth_levels: tuple[str, ...]
+    seconds: float
+
+
+def levels_present(store: Any) -> tuple[str, ...]:
+    """The truth levels of the store's documents, most trusted first."""
+    levels = store.stats()["documents_by_truth_level"]
+    return tuple(sorted((lv for lv, n in levels.items() if n), key=lambda lv: int(lv[1])))
+
+
+def rank_documents(
+    store: Any,
+    queries: Mapping[str, str],
+    *,
+    strategy: str = "hybrid",
+    truth_levels: Sequence[str] | None = None,
+    depth: int = EVAL_DEPTH,
+    **options: Any,
+) -> StoreRun:
+    """Search every query (in batches) and rank documents by their best chunk.
+
+    ``truth_levels`` defaults to every level present in the store, not the production default
+    (L1+L2), so an evaluated corpus ingested as L3 is never silently dropped. The answerability
+    gate is off (a metric needs the ranking, not the refusal) and the query log is not written.
+    """
+    import time
+
+    levels = tuple(truth_levels) if truth_levels else levels_present(store)
+    if not levels:
+        return StoreRun({qid: [] for qid in queries}, strategy, (), 0.0)
+    search_options = {
+        "strategy": strategy, "limit": depth, "truth_levels": list(levels),
+        "chunks_per_doc": 1, "answerability_threshold": None, "log": False, **options,
+    }
+    run: Run = {}
+    ids = list(queries)
+    started = time.perf_counter()
+    for start in range(0, len(ids), EVAL_BATCH):
+        batch = ids[start : start + EVAL_BATCH]
+        responses = store.search_batch([queries[q] for q in batch], **search_options)
+        for qid, response in zip(batch, responses, strict=True):
+            run[qid] = documents_by_best_chunk(
+                (hit.document_id, hit.scores.fused) for hit in response.hits
+            )[:depth]
+    return StoreRun(run, strategy, levels, time.perf_counter() - started)
+
+
+def evaluate_run(run: Run, qrels: Qrels) -> Evaluation:
+    return evaluate({qid: [doc for doc, _ in ranked] for qid, ranked in run.items()}, qrels)

@@ -1,0 +1,234 @@
+"""Retrieval metrics on tiny hand-made judgments, checked against ir-measures; `enginelib eval`."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import enginelib
+from enginelib.cli.main import main
+from enginelib.embedder import HashingEmbedder
+from enginelib.evaluation import (
+    documents_by_best_chunk,
+    evaluate,
+    mrr,
+    ndcg,
+    rank_documents,
+    read_qrels,
+    read_queries,
+    recall,
+    trec_run_lines,
+)
+
+QRELS = {
+    "q1": {"a": 2, "b": 1, "c": 0, "z": 1},  # z is never retrieved: it still counts in IDCG
+    "q2": {"d": 1},
+    "q3": {"e": 3, "f": 1},
+}
+RANKINGS = {
+    "q1": ["c", "a", "x", "b"],
+    "q2": ["x", "y", "z"],  # nothing relevant retrieved
+    "q3": ["f", "e"],
+}
+
+
+def test_ndcg_by_hand() -> None:
+    # q1: gains 0, 2, 0, 1 at ranks 1..4; ideal 2, 1, 1.
+    dcg = 2 / math.log2(3) + 1 / math.log2(5)
+    idcg = 2 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert ndcg(RANKINGS["q1"], QRELS["q1"], 10) == pytest.approx(dcg / idcg)
+    assert ndcg(RANKINGS["q2"], QRELS["q2"], 10) == 0.0
+    assert ndcg(["e", "f"], QRELS["q3"], 10) == pytest.approx(1.0)
+    assert ndcg(["a"], {"a": 0}, 10) == 0.0  # nothing relevant judged: 0, not a division error
+
+
+def test_recall_mrr_and_cutoffs_by_hand() -> None:
+    assert recall(RANKINGS["q1"], QRELS["q1"], 100) == pytest.approx(2 / 3)
+    assert recall(RANKINGS["q1"], QRELS["q1"], 2) == pytest.approx(1 / 3)
+    assert mrr(RANKINGS["q1"], QRELS["q1"], 10) == pytest.approx(1 / 2)
+    assert mrr(RANKINGS["q1"], QRELS["q1"], 1) == 0.0
+    assert mrr(RANKINGS["q3"], QRELS["q3"], 10) == 1.0
+
+
+def test_duplicates_count_once_at_their_best_rank() -> None:
+    assert mrr(["x", "x", "a"], {"a": 1}, 2) == pytest.approx(1 / 2)
+    assert recall(["a", "a", "a"], {"a": 1, "b": 1}, 100) == pytest.approx(1 / 2)
+    assert documents_by_best_chunk([("d1", 0.9), ("d2", 0.8), ("d1", 0.7)]) == [
+        ("d1", 0.9), ("d2", 0.8)
+    ]
+
+
+def test_a_judged_query_without_results_scores_zero() -> None:
+    result = evaluate({"q1": RANKINGS["q1"]}, QRELS)
+    assert result.queries == 3
+    assert result.per_query["q2"] == {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
+
+
+def _ir_measures(qrels: dict[str, dict[str, int]], rankings: dict[str, list[str]]) -> dict[str, float]:
+    ir_measures = pytest.importorskip("ir_measures")
+    from ir_measures import RR, R, nDCG
+
+    run = [
+        ir_measures.ScoredDoc(qid, doc, float(len(docs) - i))
+        for qid, docs in rankings.items()
+        for i, doc in enumerate(docs)
+    ]
+    judged = [ir_measures.Qrel(qid, doc, grade) for qid, docs in qrels.items() for doc, grade in docs.items()]
+    agg = ir_measures.calc_aggregate([nDCG @ 10, R @ 100, RR @ 10], judged, run)
+    return {"ndcg@10": agg[nDCG @ 10], "recall@100": agg[R @ 100], "mrr@10": agg[RR @ 10]}
+
+
+def test_matches_ir_measures_on_the_hand_made_qrels() -> None:
+    ours = evaluate(RANKINGS, QRELS)
+    reference = _ir_measures(QRELS, RANKINGS)
+    assert ours.ndcg_at_10 == pytest.approx(reference["ndcg@10"], abs=1e-9)
+    assert ours.recall_at_100 == pytest.approx(reference["recall@100"], abs=1e-9)
+    assert ours.mrr_at_10 == pytest.approx(reference["mrr@10"], abs=1e-9)
+
+
+def test_matches_ir_measures_on_random_graded_runs() -> None:
+    rng = random.Random(7)
+    docs = [f"d{i}" for i in range(150)]
+    qrels, rankings = {}, {}
+    for q in range(40):
+        judged = rng.sample(docs, rng.randint(1, 12))
+        qrels[f"q{q}"] = {d: rng.choice([0, 1, 1, 2, 3]) for d in judged}
+        qrels[f"q{q}"][judged[0]] = max(1, qrels[f"q{q}"][judged[0]])  # at least one relevant
+        rankings[f"q{q}"] = rng.sample(docs, rng.randint(5, 120))
+    ours = evaluate(rankings, qrels)
+    reference = _ir_measures(qrels, rankings)
+    assert ours.ndcg_at_10 == pytest.approx(reference["ndcg@10"], abs=1e-9)
+    assert ours.recall_at_100 == pytest.approx(reference["recall@100"], abs=1e-9)
+    assert ours.mrr_at_10 == pytest.approx(reference["mrr@10"], abs=1e-9)
+
+
+def test_readers_accept_beir_and_trec_layouts(tmp_path: Path) -> None:
+    beir = tmp_path / "test.tsv"
+    beir.write_text("query-id\tcorpus-id\tscore\nq1\ta\t2\nq1\tb\t0\n", encoding="utf-8")
+    trec = tmp_path / "qrels.txt"
+    trec.write_text("q1 0 a 2\nq1 0 b 0\n", encoding="utf-8")
+    assert read_qrels(beir) == read_qrels(trec) == {"q1": {"a": 2, "b": 0}}
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "q1", "text": "brake pads", "metadata": {}}\n', encoding="utf-8")
+    assert read_queries(queries) == {"q1": "brake pads"}
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("q1 a\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="expected 3 or 4 columns"):
+        read_qrels(bad)
+
+
+def test_trec_run_lines() -> None:
+    lines = list(trec_run_lines({"q1": [("a", 0.5), ("b", 0.25)]}, "tag"))
+    assert lines == ["q1 Q0 a 1 0.500000 tag", "q1 Q0 b 2 0.250000 tag"]
+
+
+# -- enginelib eval ------------------------------------------------------------------------------
+
+DOCS = {
+    "brakes": "Brake pads 1K0615301M must be replaced when thinner than 2 mm. Check the rotors too.",
+    "erasure": "The data subject has the right to obtain erasure of personal data without delay.",
+    "torque": "Caliper bolts are tightened to 28 Nm with a torque wrench.",
+    "coffee": "Espresso is brewed by forcing hot water through finely ground coffee.",
+}
+
+
+@pytest.fixture()
+def judged_store(tmp_path: Path) -> tuple[Path, Path, Path]:
+    store_path = tmp_path / "store"
+    with enginelib.open(store_path, embedder=HashingEmbedder(64)) as store:
+        # L3 on purpose: the production default (L1+L2) would find nothing.
+        store.ingest_documents(
+            [enginelib.LoadedDocument(id=k, text=v, title=k) for k, v in DOCS.items()],
+            truth_level="L3",
+        )
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        "\n".join(json.dumps({"_id": q, "text": t}) for q, t in [
+            ("q1", "brake pads rotors"), ("q2", "erasure of personal data"),
+            ("q3", "espresso coffee"), ("unjudged", "torque"),
+        ]) + "\n",
+        encoding="utf-8",
+    )
+    qrels = tmp_path / "test.tsv"
+    qrels.write_text(
+        "query-id\tcorpus-id\tscore\nq1\tbrakes\t2\nq1\ttorque\t1\nq2\terasure\t1\nq3\tcoffee\t1\n",
+        encoding="utf-8",
+    )
+    return store_path, queries, qrels
+
+
+def test_rank_documents_searches_every_level_present(judged_store: tuple[Path, Path, Path]) -> None:
+    store_path, queries, _ = judged_store
+    with enginelib.open(store_path, embedder=HashingEmbedder(64), read_only=True) as store:
+        result = rank_documents(store, {"q1": "brake pads rotors"}, strategy="fulltext")
+    assert result.truth_levels == ("L3",)
+    assert result.run["q1"][0][0] == "brakes"
+
+
+def test_cli_eval_json_and_trec_run(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = judged_store
+    run_file = tmp_path / "run.txt"
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+        "--strategy", "fulltext", "--json", "--run-out", str(run_file),
+    ], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["truth_levels_searched"] == ["L3"] and data["truth_levels_default"] is True
+    assert data["queries"] == 3 and data["queries_without_text"] == 0
+    assert data["mrr@10"] == 1.0 and data["strategy"] == "fulltext"
+
+    lines = run_file.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split()[:4] == ["q1", "Q0", "brakes", "1"]
+    assert all(len(line.split()) == 6 and line.endswith(" enginelib-fulltext") for line in lines)
+    ranked = [line.split() for line in lines if line.startswith("q1 ")]
+    assert [r[3] for r in ranked] == [str(i) for i in range(1, len(ranked) + 1)]
+    assert len({r[2] for r in ranked}) == len(ranked)  # each document once
+
+
+def test_cli_eval_text_output_names_the_levels(
+    judged_store: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = judged_store
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+        "--strategy", "fulltext",
+    ], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    first, second = result.output.splitlines()[:2]
+    assert first == (
+        "3 queries, strategy fulltext, truth levels searched L3 "
+        "(every level present in the store)"
+    )
+    assert second.startswith("nDCG@10 ") and "MRR@10 1.0000" in second
+
+    narrowed = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+        "--truth-level", "L1,L2", "--json",
+    ], catch_exceptions=False)
+    data = json.loads(narrowed.stdout)
+    assert data["truth_levels_searched"] == ["L1", "L2"] and data["ndcg@10"] == 0.0
+    assert data["queries_without_results"] == 3
+
+
+def test_cli_eval_rejects_disjoint_queries(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, _, qrels = judged_store
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"_id": "zz", "text": "nothing"}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(other), "--qrels", str(qrels),
+    ])
+    assert result.exit_code == 1
+    assert "none of the 3 judged query ids" in result.output
