@@ -135,6 +135,12 @@ class Store:
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 _check_compatible(root, manifest, embedder, chunking)
             catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=read_only)
+            if not read_only and manifest.schema_version < SCHEMA_VERSION:
+                # The catalog has just been migrated in its own transaction: record it.
+                manifest = mf.Manifest.from_dict(
+                    {**manifest.to_dict(), "schema_version": SCHEMA_VERSION}
+                )
+                mf.write_manifest(root, manifest)
         except BaseException:
             if lock is not None:
                 lock.release()
