@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,11 @@ from pathlib import Path
 from enginelib import LoadedDocument
 from enginelib.evaluation import Qrels, read_qrels, read_queries
 
-SHARED_DATASETS = Path("/work/shared/datasets")
+# $ENGINELIB_DATASETS, else the shared folder beside the checkout (../shared/datasets).
+SHARED_DATASETS = Path(
+    os.environ.get("ENGINELIB_DATASETS")
+    or Path(__file__).resolve().parents[2] / "shared" / "datasets"
+)
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import enginelib
 from enginelib import ChunkingConfig, HashingEmbedder, Store
 from enginelib.chunker import Chunker
 from enginelib.types import LoadedDocument
+
+def _datasets_folder() -> Path:
+    """The shared datasets: $ENGINELIB_DATASETS, else ../shared/datasets beside the checkout."""
+    candidates = [
+        os.environ.get("ENGINELIB_DATASETS"),
+        Path(__file__).resolve().parents[2] / "shared" / "datasets",
+        "/work/shared/datasets",
+    ]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return Path(candidates[1])  # tests that need it fail naming this path
+
+
+DATASETS = _datasets_folder()
 
 SMALL_CHUNKS = ChunkingConfig(max_tokens=60, overlap_tokens=6, min_tokens=15)
 

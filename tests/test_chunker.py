@@ -13,8 +13,9 @@ from enginelib.chunker import Chunker, ChunkingConfig, get_encoding
 from enginelib.errors import InvalidInputError, TokenizerError
 from enginelib.text import normalize_text
 from enginelib.types import ChunkSpan
+from tests.helpers import DATASETS
 
-GDPR = Path("/work/shared/datasets/regulatory/gdpr.md")
+GDPR = DATASETS / "regulatory" / "gdpr.md"
 SMALL = ChunkingConfig(max_tokens=40, overlap_tokens=5, min_tokens=10)
 
 PROSE = (

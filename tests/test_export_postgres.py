@@ -27,10 +27,10 @@ from enginelib.errors import ExportError, InvalidInputError
 from enginelib.export import ExportOptions, export_postgres, write_sql
 from enginelib.export.pg_load import STALL_ENV, STALL_MARKER_ENV
 from enginelib.export.pg_schema import DOCUMENT_COLUMNS, ts_config
-from tests.helpers import SMALL_CHUNKS, doc, open_test_store, text_with_chunks
+from tests.helpers import DATASETS, SMALL_CHUNKS, doc, open_test_store, text_with_chunks
 from tests.pg_server import PgServer, pg_dsn, pg_server  # noqa: F401 - pytest fixtures
 
-SCIFACT = Path("/work/shared/datasets/scifact")
+SCIFACT = DATASETS / "scifact"
 ALL_LEVELS = ["L1", "L2", "L3", "L4"]
 WIDE = json.dumps({"truth_level": ALL_LEVELS})
 REPO = Path(__file__).resolve().parent.parent

@@ -11,9 +11,10 @@ from enginelib.errors import InvalidInputError, InvalidQueryError
 from enginelib.indexes import tantivy_text
 from enginelib.indexes.base import TextDocument
 from enginelib.indexes.tantivy_text import TantivyTextIndex
+from tests.helpers import DATASETS
 
-SCIFACT_QUERIES = Path("/work/shared/datasets/scifact/queries.jsonl")
-NFCORPUS_QUERIES = Path("/work/shared/datasets/nfcorpus/queries.jsonl")
+SCIFACT_QUERIES = DATASETS / "scifact" / "queries.jsonl"
+NFCORPUS_QUERIES = DATASETS / "nfcorpus" / "queries.jsonl"
 
 DOCS = [
     TextDocument(1, "The engine runs smoothly at low speed.", title="Engine notes"),
