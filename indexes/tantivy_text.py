@@ -145,7 +145,7 @@ class TantivyTextIndex:
         for name, analyzer in self._analyzers.items():
             index.register_tokenizer(name, analyzer)
         index.reload()
-        index.searcher().num_docs  # touch the segments now: corruption fails here
+        _ = index.searcher().num_docs  # touch the segments now: corruption fails here
         return index
 
     def _read_stamp(self) -> dict[str, object] | None:
