@@ -134,6 +134,26 @@ def show(store_path: Path, snapshot: str | None, document_id: str, as_json: bool
         click.echo(doc["content"])
 
 
+@main.command()
+@store_option
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--zero-results", is_flag=True, help="Only searches that returned no hit.")
+@json_option
+@handle_errors
+def queries(store_path: Path, limit: int, zero_results: bool, as_json: bool) -> None:
+    """The query log, newest first: latency, strategy, results (find unanswered questions)."""
+    with open_store(store_path, read_only=True) as store:
+        rows = store.logged_queries(limit=limit, zero_results=zero_results)
+    if as_json:
+        emit_json(rows)
+        return
+    for row in rows:
+        click.echo(
+            f"{row['created_at']:%Y-%m-%d %H:%M:%S}  {row['status']:<19} {row['result_count']:>3} hits "
+            f"{row['latency_ms']:>8.1f} ms  {row['strategy']:<8}  {row['query_text']}"
+        )
+
+
 def _show_json(data: dict[str, Any]) -> dict[str, Any]:
     doc = dict(data["document"])
     doc["text"] = doc.pop("content")

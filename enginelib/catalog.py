@@ -417,6 +417,21 @@ class Catalog:
 
     # -- query log -------------------------------------------------------------------------
 
+    def logged_queries(self, *, limit: int = 100, zero_results: bool = False) -> list[dict[str, Any]]:
+        """Newest first; ``zero_results`` keeps the searches that returned no hit (the
+        questions the corpus cannot answer yet)."""
+        cursor = self.con.execute(
+            "SELECT id, created_at, query_text, strategy, filters, status, result_count, "
+            "chunks_retrieved, reranked_count, latency_ms FROM query_log "
+            "WHERE NOT ? OR result_count = 0 ORDER BY id DESC LIMIT ?",
+            [zero_results, limit],
+        )
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        for row in rows:
+            row["filters"] = json.loads(row["filters"]) if row["filters"] else None
+        return rows
+
     def log_queries(self, entries: Sequence[tuple[dict[str, Any], Sequence[int]]]) -> None:
         """Append query-log rows and bump the returned chunks' retrieval stats, atomically."""
         if not entries:

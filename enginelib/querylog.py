@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .catalog import Catalog
+from .catalog import Catalog, utcnow
 
 FLUSH_EVERY = 64
+_ROW_KEYS = ("query_text", "strategy", "filters", "status", "result_count", "chunks_retrieved",
+             "reranked_count", "latency_ms")
 PENDING_DIR = "querylog"
 
 
@@ -26,6 +29,7 @@ class QueryLog:
         self._buffer: list[tuple[dict[str, Any], list[int]]] = []
 
     def record(self, entry: dict[str, Any], labels: list[int], catalog: Catalog) -> None:
+        entry.setdefault("created_at", utcnow())
         self._buffer.append((entry, labels))
         if len(self._buffer) >= FLUSH_EVERY:
             self.flush(catalog)
@@ -41,6 +45,31 @@ class QueryLog:
         with open(self._dir / f"pending-{os.getpid()}.jsonl", "a", encoding="utf-8") as handle:
             for entry, labels in entries:
                 handle.write(json.dumps({"entry": entry, "labels": labels}, default=str) + "\n")
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Entries that read-only processes logged and no writer has imported yet (and
+        this process's unflushed buffer), as rows shaped like the query_log table's."""
+        items = [entry for entry, _ in self._buffer]
+        if self._dir.exists():
+            for path in sorted(self._dir.glob("pending-*.jsonl")):
+                try:
+                    lines = path.read_text(encoding="utf-8").splitlines()
+                except FileNotFoundError:
+                    continue  # a writer claimed it meanwhile
+                for line in lines:
+                    try:
+                        items.append(json.loads(line)["entry"])
+                    except (ValueError, KeyError):
+                        continue
+        rows = []
+        for entry in items:
+            created = entry.get("created_at")
+            rows.append({
+                "id": None,
+                "created_at": datetime.fromisoformat(created) if isinstance(created, str) else created,
+                **{key: entry.get(key) for key in _ROW_KEYS},
+            })
+        return rows
 
     def import_pending(self, catalog: Catalog) -> int:
         """Writers only: move read-only processes' entries into the catalog."""

@@ -475,6 +475,21 @@ class Store:
             raise DocumentNotFoundError(f"{document_id}@{version}")
         return text
 
+    def logged_queries(self, *, limit: int = 100, zero_results: bool = False) -> list[dict[str, Any]]:
+        """The query log, newest first (flushing this process's buffer first when writable)."""
+        if limit < 1:
+            from .errors import InvalidInputError
+
+            raise InvalidInputError(f"limit must be >= 1, got {limit}")
+        if not self.read_only:
+            self.query_log.flush(self.catalog)
+        rows = self.catalog.logged_queries(limit=limit, zero_results=zero_results)
+        self.catalog.release()
+        pending = [r for r in self.query_log.pending() if not zero_results or r["result_count"] == 0]
+        if pending:  # logged by readers, not yet imported by a writer
+            rows = sorted(rows + pending, key=lambda r: r["created_at"], reverse=True)[:limit]
+        return rows
+
     def stats(self) -> dict[str, Any]:
         con = self.catalog.con
         docs = first(con.execute("SELECT count(*) FROM documents").fetchall())

@@ -132,3 +132,23 @@ def test_every_command_has_help() -> None:
         assert command.help, f"`{path}` has no help text"
         result = CliRunner().invoke(main, [*path.split()[1:], "--help"])
         assert result.exit_code == 0, path
+
+
+def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pads.md").write_text("# Pads\n\nBrake pads wear and must be replaced in pairs.\n",
+                                  encoding="utf-8")
+    store = str(tmp_path / "s")
+    assert runner.invoke(main, ["ingest", str(docs), "--store", store, "--no-progress"]).exit_code == 0
+    for query in ("brake pads", "zeppelin mooring"):
+        result = runner.invoke(main, ["search", query, "--store", store, "--strategy", "fulltext"])
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["queries", "--store", store, "--zero-results", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert [r["query_text"] for r in rows] == ["zeppelin mooring"]
+    assert rows[0]["status"] == "NO_RELEVANT_SOURCES" and rows[0]["result_count"] == 0
+    result = runner.invoke(main, ["queries", "--store", store])
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 2 and lines[0].endswith("zeppelin mooring") and lines[1].endswith("brake pads")
