@@ -154,6 +154,30 @@ def queries(store_path: Path, limit: int, zero_results: bool, as_json: bool) -> 
         )
 
 
+@main.command()
+@store_option
+@click.option("--set-default", "set_default", default=None, metavar="NAME",
+              help="Make NAME the preset that searches use when they name none.")
+@json_option
+@handle_errors
+def presets(store_path: Path, set_default: str | None, as_json: bool) -> None:
+    """Named fusion presets stored in the catalog, the store's default marked with *."""
+    if set_default is not None:
+        with open_store(store_path) as store:
+            store.set_default_search_preset(set_default)
+    with open_store(store_path, read_only=True) as store:
+        named, default = store.search_presets(), store.default_search_preset()
+    if as_json:
+        emit_json({"default": default, "presets": named})
+        return
+    for name, preset in named.items():
+        options = preset["options"]
+        mark = "*" if name == default else " "
+        how = (f"rrf k={options['rrf_k']}" if options["fusion"] == "rrf"
+               else f"weighted vector={options['weights'][0]} bm25={options['weights'][1]}")
+        click.echo(f"{mark} {name:<12} {how:<34} {preset['description'] or ''}")
+
+
 def _show_json(data: dict[str, Any]) -> dict[str, Any]:
     doc = dict(data["document"])
     doc["text"] = doc.pop("content")

@@ -77,6 +77,7 @@ class Store:
         self._closed = False
         self.filter_cache: dict[tuple[int, str], np.ndarray] = {}
         self._presets: dict[str, dict[str, Any]] | None = None
+        self._default_preset = "default"
         self.query_log = QueryLog(path, writable=not read_only)
         self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
         self._load_meta()
@@ -422,19 +423,38 @@ class Store:
 
         self._require_writable()
         save_preset(self.catalog, name, **values)
-        self._presets = None
-        self.catalog.release()
+        self.committed()
+        self.persist()
+
+    def set_default_search_preset(self, name: str) -> None:
+        """The preset searches use when they name none (``default``: RRF k=60)."""
+        from .search.presets import set_default_preset
+
+        self._require_writable()
+        set_default_preset(self.catalog, name)
+        self.committed()
+        self.persist()
 
     # -- reading ---------------------------------------------------------------------------
 
     def search_presets(self) -> dict[str, dict[str, Any]]:
         """Named presets for ``search(..., preset=NAME)``: default, balanced, semantic, keyword..."""
         if self._presets is None:
-            from .search.presets import load_presets
-
-            self._presets = load_presets(self.catalog)
-            self.catalog.release()
+            self._load_presets()
+        assert self._presets is not None
         return self._presets
+
+    def default_search_preset(self) -> str:
+        if self._presets is None:
+            self._load_presets()
+        return self._default_preset
+
+    def _load_presets(self) -> None:
+        from .search.presets import default_preset, load_presets
+
+        self._presets = load_presets(self.catalog)
+        self._default_preset = default_preset(self.catalog)
+        self.catalog.release()
 
     def get_document(self, document_id: str) -> dict[str, Any]:
         return self.catalog.require_document(document_id)

@@ -152,3 +152,18 @@ def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path)
     result = runner.invoke(main, ["queries", "--store", store])
     lines = result.output.strip().splitlines()
     assert len(lines) == 2 and lines[0].endswith("zeppelin mooring") and lines[1].endswith("brake pads")
+
+
+def test_presets_list_and_default(runner: CliRunner, tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    assert runner.invoke(main, ["init", "--store", store]).exit_code == 0
+    result = runner.invoke(main, ["presets", "--store", store])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1].startswith("* default      rrf k=60")
+    result = runner.invoke(main, ["presets", "--store", store, "--set-default", "balanced", "--json"])
+    data = json.loads(result.output)
+    assert data["default"] == "balanced"
+    assert data["presets"]["balanced"]["options"] == {"fusion": "weighted", "rrf_k": 60,
+                                                     "weights": [0.5, 0.5]}
+    result = runner.invoke(main, ["presets", "--store", store, "--set-default", "nope"])
+    assert result.exit_code == 1 and "unknown search preset 'nope'" in result.output

@@ -304,3 +304,27 @@ def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
     reopened = enginelib.open(tmp_path / "s", embedder=store.embedder, read_only=True)
     assert "tight" in reopened.search_presets()
     reopened.close()
+
+
+def test_a_store_can_change_its_default_preset(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    topics = ["brakes", "engine", "gearbox", "tyres", "lights", "battery"]
+    store.ingest_documents([doc(t, paragraphs(4, t)) for t in topics])
+    query = "engine torque checking"
+    rrf = store.search(query, answerability_threshold=None)
+    assert store.default_search_preset() == "default"
+    assert rrf.hits[0].scores.fused <= 2 / 61  # RRF k=60 until told otherwise
+    reader = enginelib.open(tmp_path / "s", embedder=store.embedder, read_only=True)
+    store.set_default_search_preset("balanced")
+    weighted = store.search(query, fusion="weighted", weights=(0.5, 0.5), answerability_threshold=None)
+    by_default = store.search(query, answerability_threshold=None)
+    assert [h.scores.fused for h in by_default.hits] == [h.scores.fused for h in weighted.hits]
+    # An explicit fusion still wins over the store's default.
+    assert store.search(query, fusion="rrf", answerability_threshold=None).hits[0].scores.fused <= 2 / 61
+    with pytest.raises(InvalidInputError, match="unknown search preset 'fastest'"):
+        store.set_default_search_preset("fastest")
+    store.close()
+    # A reader opened before the change follows it once it sees the new generation.
+    reader.refresh()
+    assert reader.default_search_preset() == "balanced"
+    reader.close()

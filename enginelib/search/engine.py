@@ -44,10 +44,7 @@ def search_batch(store: Store, queries: Sequence[str], **options: Any) -> list[S
 
 
 def _with_preset(store: Store, options: dict[str, Any]) -> dict[str, Any]:
-    if options.get("preset") is None:
-        options.pop("preset", None)
-        return options
-    return apply_preset(store.search_presets(), options)
+    return apply_preset(store.search_presets(), options, store.default_search_preset())
 
 
 def _run(

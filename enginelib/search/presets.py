@@ -58,15 +58,39 @@ def save_preset(
     values = [name.strip(), fusion, validate_rrf_k(rrf_k), vw, tw, min_score, description]
     with catalog.transaction():
         catalog.con.execute(_UPSERT, values)
+        catalog.bump_generation()  # readers in other processes reload their presets
+
+
+DEFAULT_PRESET = "default"  # RRF, k = 60: the canonical spec's fusion
+_DEFAULT_KEY = "default_search_preset"
+
+
+def default_preset(catalog: Catalog) -> str:
+    """The preset a search uses when the caller names none (set per store)."""
+    return catalog.get_meta(_DEFAULT_KEY) or DEFAULT_PRESET
+
+
+def set_default_preset(catalog: Catalog, name: str) -> None:
+    presets = load_presets(catalog)
+    if name not in presets:
+        raise InvalidInputError(
+            f"unknown search preset {name!r}; this store has: {', '.join(sorted(presets))}"
+        )
+    with catalog.transaction():
+        catalog.set_meta(_DEFAULT_KEY, name)
+        catalog.bump_generation()  # readers in other processes reload their presets
 
 
 def apply_preset(
-    presets: Mapping[str, Mapping[str, Any]], options: dict[str, Any]
+    presets: Mapping[str, Mapping[str, Any]], options: dict[str, Any], default: str = DEFAULT_PRESET
 ) -> dict[str, Any]:
-    """The search options with the named preset's values under the caller's explicit ones."""
+    """The search options with the named (else the default) preset's values under the
+    caller's explicit ones."""
     name = options.pop("preset", None)
     if name is None:
-        return options
+        name = default
+        if name not in presets:  # the default preset was deleted by hand: plain defaults
+            return options
     if name not in presets:
         raise InvalidInputError(
             f"unknown search preset {name!r}; this store has: {', '.join(sorted(presets))}"
