@@ -11,6 +11,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -22,8 +23,8 @@ class IngestProgress:
     def __init__(self, *, enabled: bool) -> None:
         self.enabled = enabled
         self._progress: Progress | None = None
-        self._docs = None
-        self._chunks = None
+        self._docs: TaskID | None = None
+        self._chunks: TaskID | None = None
 
     def __enter__(self) -> IngestProgress:
         if self.enabled:

@@ -20,7 +20,7 @@ import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ..errors import LoaderError
 from ..text import normalize_text
@@ -40,7 +40,7 @@ class _BadLine(Exception):
 def _open(path: Path) -> IO[bytes]:
     try:
         if path.name.lower().endswith(".gz"):
-            return gzip.open(path, "rb")
+            return cast(IO[bytes], gzip.open(path, "rb"))
         return path.open("rb")
     except OSError as exc:
         raise fail(path, f"cannot read: {exc.strerror or exc}") from exc

@@ -218,12 +218,12 @@ def _one(
     if request.reranker is not None and len(order_idx):
         top = order_idx[: request.rerank_top]
         passages = [view.record(int(positions[i])).content for i in top]
-        scores = list(request.reranker(request.queries[0], passages))
-        if len(scores) != len(top):
+        relevance = list(request.reranker(request.queries[0], passages))
+        if len(relevance) != len(top):
             raise InvalidInputError(
-                f"reranker returned {len(scores)} scores for {len(top)} passages"
+                f"reranker returned {len(relevance)} scores for {len(top)} passages"
             )
-        rerank_scores = {int(i): float(s) for i, s in zip(top, scores, strict=True)}
+        rerank_scores = {int(i): float(s) for i, s in zip(top, relevance, strict=True)}
         top_sorted = sorted(top, key=lambda i: (-rerank_scores[int(i)], labels[i]))
         order_idx = np.concatenate([np.array(top_sorted, dtype=np.int64), order_idx[len(top):]])
         reranked = len(top)
