@@ -34,6 +34,7 @@ DIM = 384
 CLUSTERS = 1_000
 VOCAB = 30_000
 WORDS_PER_CHUNK = 60
+EF_SWEEP = (100, 200, 400, 800)
 
 
 def synthetic(n: int, seed: int = 0) -> tuple[np.ndarray, list[str]]:
@@ -107,8 +108,21 @@ def bench_indexes(n: int, folder: Path, queries: int, build_threads: int = 1) ->
         got = {label for label, _ in vres[:10]}
         want = {label for label, _ in truth[i]}
         recall.append(len(got & want) / 10)
+    # How much ef (candidates re-ranked exactly) buys back recall as the index grows.
+    ef_sweep = {}
+    for ef in EF_SWEEP:
+        vec_index.ef_search = ef
+        times, hits = [], []
+        for i in range(len(qvecs)):
+            (res,), ms = timed_ms(lambda q=qvecs[i : i + 1]: vec_index.search(q, 10))
+            times.append(ms)
+            want = {label for label, _ in truth[i]}
+            hits.append(len({label for label, _ in res} & want) / 10)
+        ef_sweep[str(ef)] = {"recall@10": round(float(np.mean(hits)), 4),
+                             "p50_ms": percentiles(times)["p50"]}
     result = {
         "chunks": n,
+        "ef_sweep": ef_sweep,
         "hnsw_build_s": round(hnsw_ms / 1000, 2),
         "hnsw_build_threads": build_threads,
         "hnsw_save_s": round(hnsw_save_ms / 1000, 2),

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import enginelib
+from enginelib.cli.main import main
 from enginelib.embedder import SentenceTransformerEmbedder
-from tests.helpers import doc
+from tests.helpers import DATASETS, doc
 
 pytestmark = pytest.mark.integration
 
@@ -89,3 +93,27 @@ def test_demo_corpus_answers_with_a_cited_article(tmp_path: Path, model) -> None
     unrelated = store.search("recipe for chocolate cake with strawberries", limit=3)
     assert unrelated.status == enginelib.NO_RELEVANT_SOURCES
     store.close()
+
+
+def test_cli_ingests_beir_jsonl_with_the_real_model_and_reruns_embed_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ENGINELIB_EMBEDDER", raising=False)  # the default model
+    corpus = tmp_path / "scifact-200.jsonl.gz"
+    with gzip.open(DATASETS / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as src, \
+            gzip.open(corpus, "wt", encoding="utf-8") as out:
+        for _, line in zip(range(200), src, strict=False):
+            out.write(line)
+    store = str(tmp_path / "s")
+    runner = CliRunner()
+    first = runner.invoke(main, ["ingest", str(corpus), "--store", store])
+    assert first.exit_code == 0, first.output
+    assert "added 200," in first.output and "embedded, 0 from cache" in first.output
+    assert "embedding chunks" in first.output  # the progress bar (rich, on stderr)
+    again = runner.invoke(main, ["ingest", str(corpus), "--store", store, "--json"])
+    assert again.exit_code == 0, again.output
+    report = json.loads(again.output)
+    assert report["unchanged"] == 200 and report["chunks_embedded"] == 0
+    hit = runner.invoke(main, ["search", "vitamin D deficiency", "--store", store,
+                               "--truth-level", "L1,L2", "--json", "--no-gate"])
+    assert hit.exit_code == 0 and json.loads(hit.output)["hits"]
