@@ -55,8 +55,23 @@ def synthetic(n: int, seed: int = 0) -> tuple[np.ndarray, list[str]]:
     use_topic = rng.random(n * WORDS_PER_CHUNK) < 0.3
     words = np.where(use_topic, topic[np.repeat(assign, WORDS_PER_CHUNK), topical], common)
     words = words.reshape(n, WORDS_PER_CHUNK)
-    texts = [" ".join(f"w{w}" for w in row) for row in words]
+    names = _word_names(VOCAB)
+    texts = [" ".join(names[w] for w in row) for row in words]
     return vectors, texts
+
+
+def _word_names(count: int) -> list[str]:
+    """Letters-only pseudo-words ("bab", "bac", ...): a word with digits ("w123") would look
+    like a part number to the text index and also hit its exact-code field."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    names = []
+    for i in range(count):
+        word, n = "", i + 26 * 26  # at least three letters
+        while n:
+            n, r = divmod(n, 26)
+            word = letters[r] + word
+        names.append(word)
+    return names
 
 
 def queries_for(vectors: np.ndarray, texts: list[str], count: int, seed: int = 1) -> tuple[np.ndarray, list[str]]:
