@@ -59,6 +59,7 @@ class Store:
         lock: FileLock | None,
         index_root: Path,
         snapshot: str | None = None,
+        index_overrides: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.path = path
         self.manifest = manifest
@@ -68,6 +69,7 @@ class Store:
         self.snapshot = snapshot
         self._lock = lock
         self._index_root = index_root
+        self._index_overrides = index_overrides or {}
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -114,6 +116,7 @@ class Store:
                     path=root,
                 )
         root.mkdir(parents=True, exist_ok=True)
+        overrides: dict[str, dict[str, Any]] = {}
         lock = None if read_only else _acquire_writer_lock(root, lock_timeout)
         try:
             embedder = embedder or default_embedder()
@@ -133,6 +136,7 @@ class Store:
             else:
                 from .maintenance import finish_interrupted_reindex
 
+                overrides = _runtime_index_options(index_options)
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 _check_compatible(root, manifest, embedder, chunking)
             catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=read_only)
@@ -154,6 +158,7 @@ class Store:
             read_only=read_only,
             lock=lock,
             index_root=root / "indexes",
+            index_overrides=overrides,
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -243,13 +248,16 @@ class Store:
         self._swap_view(view)
         return True
 
+    def _index_options(self, kind: str) -> dict[str, Any]:
+        """The store's index options, with this session's search-time overrides on top."""
+        return {**self.manifest.index_options.get(kind, {}), **self._index_overrides.get(kind, {})}
+
     def _open_indexes(self) -> tuple[VectorIndex, TextIndex]:
-        options = self.manifest.index_options
         vector = VECTOR_BACKENDS[self.manifest.vector_backend](
-            self._index_root / "vectors", self.manifest.embedding_dim, **options.get("vector", {})
+            self._index_root / "vectors", self.manifest.embedding_dim, **self._index_options("vector")
         )
         text = TEXT_BACKENDS[self.manifest.text_backend](
-            self._index_root / "text", **options.get("text", {})
+            self._index_root / "text", **self._index_options("text")
         )
         return vector, text
 
@@ -258,9 +266,7 @@ class Store:
         if self._scratch is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="enginelib-text-")
         folder = Path(self._scratch.name) / f"text-{self._generation}"
-        return TEXT_BACKENDS[self.manifest.text_backend](
-            folder, **self.manifest.index_options.get("text", {})
-        )
+        return TEXT_BACKENDS[self.manifest.text_backend](folder, **self._index_options("text"))
 
     def _swap_view(self, view: ChunkView) -> None:
         old, self._view = self._view, view
@@ -639,6 +645,37 @@ class Store:
         from .export import write_sql
 
         return write_sql(self, path, **options)
+
+
+# Index options that only change how a search runs, not what is on disk: an existing store
+# accepts them at open, for that session. The others are fixed when the store is created.
+RUNTIME_INDEX_OPTIONS: dict[str, frozenset[str]] = {
+    "vector": frozenset({"ef_search", "exact_threshold", "num_threads"}),
+    "text": frozenset({"lenient"}),
+}
+
+
+def _runtime_index_options(options: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    from .errors import InvalidInputError
+
+    if not options:
+        return {}
+    checked: dict[str, dict[str, Any]] = {}
+    for kind, values in options.items():
+        allowed = RUNTIME_INDEX_OPTIONS.get(kind)
+        if allowed is None or not isinstance(values, dict):
+            raise InvalidInputError(
+                f"index_options[{kind!r}] is not understood; use 'vector' or 'text' dicts"
+            )
+        fixed = sorted(set(values) - allowed)
+        if fixed:
+            raise InvalidInputError(
+                f"index option(s) {fixed} are fixed when a store is created; an existing store "
+                f"accepts only {sorted(allowed)} for {kind!r} (run `enginelib reindex` into a "
+                "new store to change the others)"
+            )
+        checked[kind] = dict(values)
+    return checked
 
 
 def _acquire_writer_lock(root: Path, timeout: float) -> FileLock:

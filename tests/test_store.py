@@ -254,3 +254,22 @@ def test_vectors_in_catalog_match_the_embedder(tmp_path: Path) -> None:
     expected = store.embedder.embed(["\n".join(p for p in ("T", r[1], r[0]) if p) for r in rows])
     assert np.allclose(np.array([r[2] for r in rows], dtype=np.float32), expected, atol=1e-6)
     store.close()
+
+
+def test_search_time_index_options_apply_to_an_existing_store(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("manual", paragraphs(6), title="Manual")])
+    store.close()
+    manifest_before = (tmp_path / "s" / "manifest.json").read_text()
+    tuned = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True,
+                           index_options={"vector": {"ef_search": 400}, "text": {"lenient": True}})
+    assert tuned.vector_index.ef_search == 400
+    # Lenient text parsing for this session: an unbalanced quote is searched as words.
+    assert tuned.search('"brake pads', strategy="fulltext", answerability_threshold=None).ok
+    tuned.close()
+    assert (tmp_path / "s" / "manifest.json").read_text() == manifest_before
+    with pytest.raises(InvalidInputError, match=r"\['M'\] are fixed when a store is created"):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), index_options={"vector": {"M": 32}})
+    plain = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True)
+    assert plain.vector_index.ef_search != 400
+    plain.close()
