@@ -117,3 +117,22 @@ def test_cli_ingests_beir_jsonl_with_the_real_model_and_reruns_embed_nothing(
     hit = runner.invoke(main, ["search", "vitamin D deficiency", "--store", store,
                                "--truth-level", "L1,L2", "--json", "--no-gate"])
     assert hit.exit_code == 0 and json.loads(hit.output)["hits"]
+
+
+def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import shutil
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    example = re.search(r"## Using it\n\n```python\n(.*?)```", readme, re.DOTALL)
+    assert example is not None, "README lost its Python example"
+    shutil.copytree(REPO / "demo", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(example.group(1), "README.md", "exec"), namespace)  # noqa: S102
+    response, parts = namespace["response"], namespace["parts"]
+    assert response.ok and response.hits[0].document_id == "gdpr_selected_articles.md"  # type: ignore[attr-defined]
+    assert parts.strategy_used == "fulltext"  # type: ignore[attr-defined]
+    assert parts.hits[0].document_id == "plaquettes_frein.md"  # type: ignore[attr-defined]
+    with enginelib.open("mystore", read_only=True) as reopened:
+        assert len(reopened.list_snapshots()) == 1
