@@ -10,7 +10,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ def run_dataset(
     result: dict[str, Any] = {
         "dataset": data.name, "split": split, "path": str(data.path),
         "command": command_line(), "git": git_revision(HERE.parent),
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "versions": versions(["enginelib", "hnswlib", "tantivy", "duckdb", "numpy", "torch",
                               "sentence-transformers", "bm25s", "lancedb", "chromadb"]),
@@ -139,7 +139,7 @@ def run_dataset(
     finally:
         store.close()
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
-    result["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / f"{data.name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

@@ -152,8 +152,6 @@ def bench_indexes(n: int, folder: Path, queries: int, build_threads: int = 1) ->
         "exact_numpy_ms": percentiles(exact_ms),
         "hnsw_recall@10_vs_exact": round(float(np.mean(recall)), 4),
     }
-    del vec_index, text_index, vectors, texts
-    gc.collect()
     shutil.rmtree(folder, ignore_errors=True)
     return result
 
@@ -225,6 +223,7 @@ def run_scaling(
     for n in sizes:
         print(f"[scaling] indexes at {n} chunks", flush=True)
         result["indexes"][str(n)] = bench_indexes(n, work / f"idx-{n}", queries, build_threads)
+        gc.collect()  # the last size's vectors and indexes, before the next one
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1) + "\n")
         print(json.dumps(result["indexes"][str(n)]), flush=True)

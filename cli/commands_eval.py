@@ -16,7 +16,14 @@ from enginelib.evaluation import (
 )
 from enginelib.types import FUSION_METHODS, STRATEGIES
 
-from .options import emit_json, handle_errors, json_option, open_store, snapshot_option, store_option
+from .options import (
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+    snapshot_option,
+    store_option,
+)
 
 
 @click.command("eval")

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from .options import emit_json, handle_errors, json_option, open_store, snapshot_option, store_option
+from .options import (
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+    snapshot_option,
+    store_option,
+)
 
 
 @click.command("history")

@@ -10,7 +10,14 @@ import click
 from enginelib import SearchResponse
 from enginelib.types import STRATEGIES, TRUTH_LEVELS
 
-from .options import emit_json, handle_errors, json_option, open_store, snapshot_option, store_option
+from .options import (
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+    snapshot_option,
+    store_option,
+)
 
 _LIST_FIELDS = {"truth_level", "domain", "source_type", "document_type", "author", "language",
                 "tenant_id", "namespace", "source_id", "document_id", "tags"}

@@ -51,7 +51,9 @@ def list_(store_path: Path, as_json: bool) -> None:
     if not found:
         click.echo("no snapshots")
         return
-    rows = [("NAME", "CREATED", "GENERATION", "INDEX VERSION", "DOCUMENTS", "CHUNKS", "PINNED")]
+    rows: list[tuple[str, ...]] = [
+        ("NAME", "CREATED", "GENERATION", "INDEX VERSION", "DOCUMENTS", "CHUNKS", "PINNED")
+    ]
     rows += [(s.name, s.created_at[:19], str(s.generation), s.index_version, str(s.documents),
               str(s.chunks), "yes" if s.pinned else "") for s in found]
     _table(rows)

@@ -31,6 +31,7 @@ from typing import Any
 from . import faults
 from . import manifest as mf
 from .catalog import Catalog, first
+from .durable import fsync_dir, fsync_file, write_atomic
 from .embedder import Embedder, default_embedder
 from .errors import (
     IncompatibleStoreError,
@@ -38,7 +39,6 @@ from .errors import (
     SnapshotError,
     StoreNotFoundError,
 )
-from .durable import fsync_dir, fsync_file, write_atomic
 from .store import CATALOG_NAME, Store, _acquire_writer_lock
 
 SNAPSHOTS_DIR = "snapshots"

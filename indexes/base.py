@@ -20,9 +20,8 @@ Rules every backend obeys (one shared test in tests/test_indexes_contract.py pro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -91,9 +90,7 @@ class TextIndex(Protocol):
     def save(self, generation: int) -> None: ...
 
 
-class VectorIndexFactory(Protocol):
-    def __call__(self, directory: Path, dim: int, **options: object) -> VectorIndex: ...
-
-
-class TextIndexFactory(Protocol):
-    def __call__(self, directory: Path, **options: object) -> TextIndex: ...
+# A backend class (or function) called as ``factory(directory, dim, **options)`` for vectors
+# and ``factory(directory, **options)`` for text; each backend names its own options.
+VectorIndexFactory = Callable[..., VectorIndex]
+TextIndexFactory = Callable[..., TextIndex]

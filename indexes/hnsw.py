@@ -29,9 +29,9 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
+from enginelib.durable import fsync_dir, fsync_file, write_atomic
 from enginelib.errors import InvalidInputError, InvalidVectorError
 from enginelib.faults import crash_point
-from enginelib.durable import fsync_dir, fsync_file, write_atomic
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
 

@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
+from enginelib.durable import write_atomic
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
-from enginelib.durable import write_atomic
 from enginelib.indexes.analyzers import (
     CODE_ANALYZER,
     PLAIN,
@@ -136,9 +136,10 @@ class TantivyTextIndex:
             path.mkdir(parents=True, exist_ok=True)
             self._index = self._make_index(path)
             return
-        if stamp is not None and same_config and isinstance(stamp.get("generation"), int):
+        generation = stamp.get("generation") if stamp is not None and same_config else None
+        if isinstance(generation, int) and stamp is not None:
             if stamp.get("opstamp") == self._disk_opstamp():
-                self._generation = stamp["generation"]
+                self._generation = generation
 
     def _make_index(self, path: Path) -> tantivy.Index:
         index = tantivy.Index(self._schema(), path=str(path), reuse=True)
@@ -324,7 +325,8 @@ class TantivyTextIndex:
                 break
             limit *= 2
         labels = searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits])
-        pairs = sorted(((-float(score), int(label)) for (score, _), label in zip(hits, labels)))
+        pairs = sorted((-float(score), int(label))  # type: ignore[arg-type]  # label: i64 field
+                       for (score, _), label in zip(hits, labels))
         return [(label, -neg) for neg, label in pairs[:k]]
 
     def _translate(self, text: str, *, plain: bool) -> Translation:

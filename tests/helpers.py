@@ -10,6 +10,7 @@ from enginelib import ChunkingConfig, HashingEmbedder, Store
 from enginelib.chunker import Chunker
 from enginelib.types import LoadedDocument
 
+
 def _datasets_folder() -> Path:
     """The shared datasets: $ENGINELIB_DATASETS, else ../shared/datasets beside the checkout."""
     candidates = [

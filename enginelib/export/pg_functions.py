@@ -14,7 +14,7 @@ from psycopg import sql
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
-from .pg_schema import Names
+from .pg_schema import Names, SqlText
 
 # filters key -> column it matches (any of the given values). Chunks carry truth_level and
 # tenant_id themselves so the RLS policy and these filters need no join for them.
@@ -35,7 +35,7 @@ _DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
 FILTER_KEYS: tuple[str, ...] = (*_ANY_OF, "tags", "metadata", *_DATES)
 
 
-def function_statements(names: Names) -> list[sql.Composed]:
+def function_statements(names: Names) -> list[SqlText]:
     return [_text_array(names), _check_filters(names), _match_chunks(names), _hybrid_search(names),
             *_archive_trigger(names)]
 
@@ -86,7 +86,7 @@ def filter_clause(names: Names) -> sql.Composed:
     default_levels = sql.SQL("ARRAY[{}]::text[]").format(
         sql.SQL(", ").join(sql.Literal(level) for level in DEFAULT_SEARCH_TRUTH_LEVELS)
     )
-    clauses = [sql.SQL("{col} = ANY (coalesce({arr}(filters->'truth_level'), {default}))").format(
+    clauses: list[SqlText] = [sql.SQL("{col} = ANY (coalesce({arr}(filters->'truth_level'), {default}))").format(
         col=sql.SQL(_ANY_OF["truth_level"]), arr=arr, default=default_levels,
     )]
     for key, column in _ANY_OF.items():
@@ -239,7 +239,7 @@ $fn$"""
     )
 
 
-def _archive_trigger(names: Names) -> list[sql.Composed]:
+def _archive_trigger(names: Names) -> list[SqlText]:
     """Archive a document's previous row when its content changes or it is deleted.
 
     The store's own archived versions are exported first; ON CONFLICT keeps theirs.

@@ -16,6 +16,8 @@ from .options import ExportOptions
 
 # (column, Postgres type and constraints, COPY encoding kind). Order = COPY column order.
 Column = tuple[str, str, str]
+# What a cursor executes: a plain SQL literal or one composed with identifiers/values.
+SqlText = sql.SQL | sql.Composed
 
 SOURCE_COLUMNS: tuple[Column, ...] = (
     ("source_id", "text PRIMARY KEY", "text"),
@@ -177,14 +179,16 @@ def columns_sql(columns: tuple[Column, ...]) -> sql.Composed:
 
 
 def _create_table(target: sql.Identifier, columns: tuple[Column, ...], extra: list[str]) -> sql.Composed:
-    parts = [sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t, _ in columns]
+    parts: list[SqlText] = [
+        sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t, _ in columns
+    ]
     parts += [sql.SQL(e) for e in extra]
     return sql.SQL("CREATE TABLE IF NOT EXISTS {} (\n  {}\n)").format(
         target, sql.SQL(",\n  ").join(parts)
     )
 
 
-def guard_statements(names: Names, dim: int) -> list[sql.Composed]:
+def guard_statements(names: Names, dim: int) -> list[SqlText]:
     """Refuse to touch tables we did not create, or a chunks table of another dimension.
 
     Without the first check a re-export would delete the rows of an unrelated table that
@@ -211,7 +215,7 @@ END $guard$"""
     )]
 
 
-def extension_statements() -> list[sql.Composed]:
+def extension_statements() -> list[SqlText]:
     return [
         sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"),
         # pg_trgm is optional: the trigram index is created only where it exists.
@@ -226,7 +230,7 @@ END $ext$"""
     ]
 
 
-def table_statements(names: Names, dim: int) -> list[sql.Composed]:
+def table_statements(names: Names, dim: int) -> list[SqlText]:
     return [
         sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(names.schema_ident),
         _create_table(names.table("exports"), EXPORT_COLUMNS, [
@@ -255,7 +259,7 @@ def table_statements(names: Names, dim: int) -> list[sql.Composed]:
     ]
 
 
-def index_statements(names: Names, options: ExportOptions, chunk_count: int) -> list[sql.Composed]:
+def index_statements(names: Names, options: ExportOptions, chunk_count: int) -> list[SqlText]:
     """Indexes, created after the data so a first load builds them in bulk."""
     chunks, documents = names.table("chunks"), names.table("documents")
     vector = VECTOR_INDEXES[options.index](names, options, chunk_count)
@@ -311,14 +315,14 @@ VECTOR_INDEXES = {"hnsw": _hnsw, "ivfflat": _ivfflat}
 _RLS_TABLES = ("documents", "chunks")
 
 
-def rls_statements(names: Names) -> list[sql.Composed]:
+def rls_statements(names: Names) -> list[SqlText]:
     """Tenant isolation: a row is visible when its tenant_id equals app.tenant_id.
 
     Created only when missing, because CREATE POLICY / ENABLE RLS take an exclusive lock
     that would block readers for the whole export transaction. Table owners (the
     exporter) bypass RLS; roles such as Supabase's ``authenticated`` do not.
     """
-    statements = []
+    statements: list[SqlText] = []
     for table in _RLS_TABLES:
         statements.append(sql.SQL(
             """DO $rls$
@@ -347,7 +351,7 @@ _TABLES = ("documents", "chunks", "sources", "document_versions", "exports")
 _FUNCTIONS = ("hybrid_search", "match_chunks", "text_array", "check_filters")
 
 
-def grant_statements(names: Names) -> list[sql.Composed]:
+def grant_statements(names: Names) -> list[SqlText]:
     tables = sql.SQL(", ").join(names.table(t) for t in _TABLES)
     functions = sql.SQL(", ").join(names.table(f) for f in _FUNCTIONS)
     blocks = []

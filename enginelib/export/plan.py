@@ -32,6 +32,7 @@ from .pg_schema import (
     VERSION_COLUMNS,
     Column,
     Names,
+    SqlText,
     chunk_columns,
     columns_sql,
     extension_statements,
@@ -48,7 +49,7 @@ from .rows import CatalogReader, Row
 class Statement:
     """One SQL statement; ``name`` marks those whose row count goes into the report."""
 
-    sql: sql.Composable
+    sql: SqlText
     name: str | None = None
 
 

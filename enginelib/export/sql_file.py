@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -63,7 +63,7 @@ def write_sql(
 
 
 def _header(out: IO[str], store_path: str, model: str, dim: int, generation: int) -> None:
-    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
     # The store path goes into a comment: newlines would end it, so they are replaced.
     safe_path = store_path.replace("\n", " ").replace("\r", " ")
     out.write(

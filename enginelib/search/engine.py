@@ -230,8 +230,8 @@ def _one(
 
     if request.mmr and len(order_idx):
         pool = order_idx[: max(4 * (request.offset + request.limit), 20)]
-        relevance = post.scale(final[pool])
-        picked = post.mmr(relevance, view.vectors[positions[pool]], len(pool), request.mmr_lambda)
+        pool_scores = post.scale(final[pool])
+        picked = post.mmr(pool_scores, view.vectors[positions[pool]], len(pool), request.mmr_lambda)
         order_idx = np.concatenate([pool[picked], order_idx[len(pool):]])
 
     cap = request.per_source_cap or (post.PER_SOURCE_CAP if request.mmr else None)
