@@ -8,7 +8,7 @@ import click
 
 from enginelib import snapshots as snap
 
-from .options import emit_json, handle_errors, json_option, store_option
+from .options import emit_json, emit_mapping, handle_errors, json_option, store_option
 
 
 @click.group("snapshot")
@@ -66,13 +66,7 @@ def list_(store_path: Path, as_json: bool) -> None:
 @handle_errors
 def show(store_path: Path, name: str, as_json: bool) -> None:
     """One snapshot's generation, counts, model and size."""
-    data = snap.get_snapshot(store_path, name).to_dict()
-    if as_json:
-        emit_json(data)
-        return
-    width = max(len(k) for k in data)
-    for key, value in data.items():
-        click.echo(f"{key:<{width}}  {value}")
+    emit_mapping(snap.get_snapshot(store_path, name).to_dict(), as_json)
 
 
 @snapshot.command("diff")

@@ -10,6 +10,7 @@ import click
 from .commands_search import search_command
 from .options import (
     emit_json,
+    emit_mapping,
     handle_errors,
     json_option,
     open_store,
@@ -90,12 +91,7 @@ def stats(store_path: Path, snapshot: str | None, as_json: bool) -> None:
     """Counts, sizes, model and versions of a store."""
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         data = store.stats()
-    if as_json:
-        emit_json(data)
-        return
-    width = max(len(k) for k in data)
-    for key, value in data.items():
-        click.echo(f"{key:<{width}}  {value}")
+    emit_mapping(data, as_json)
 
 
 @main.command()

@@ -74,6 +74,16 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default))
 
 
+def emit_mapping(data: dict[str, Any], as_json: bool) -> None:
+    """A flat record as JSON for programs, or aligned ``key  value`` lines for people."""
+    if as_json:
+        emit_json(data)
+        return
+    width = max((len(k) for k in data), default=0)
+    for key, value in data.items():
+        click.echo(f"{key:<{width}}  {value}")
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()

@@ -137,8 +137,7 @@ def test_natural_language_punctuation_never_errors(index: TantivyTextIndex, quer
 
 
 def _queries(path: Path, limit: int | None) -> list[str]:
-    if not path.exists():
-        pytest.skip(f"{path} not available")
+    assert path.exists(), f"{path} is missing: set $ENGINELIB_DATASETS to the shared datasets"
     lines = path.read_text(encoding="utf-8").splitlines()[:limit]
     return [json.loads(line)["text"] for line in lines]
 
