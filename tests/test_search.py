@@ -280,11 +280,19 @@ def test_reranker_hook_reorders(tmp_path: Path) -> None:
     store.close()
 
 
-def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
-    store = open_test_store(tmp_path / "s")
+PRESET_QUERY = "engine torque checking"
+
+
+def _topic_store(path: Path) -> enginelib.Store:
+    store = open_test_store(path)
     topics = ["brakes", "engine", "gearbox", "tyres", "lights", "battery"]
     store.ingest_documents([doc(t, paragraphs(4, t)) for t in topics])
-    query = "engine torque checking"
+    return store
+
+
+def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
+    store = _topic_store(tmp_path / "s")
+    query = PRESET_QUERY
     keyword = store.search(query, preset="keyword", answerability_threshold=None)
     by_hand = store.search(query, fusion="weighted", weights=(0.3, 0.7), answerability_threshold=None)
     assert [h.label for h in keyword.hits] == [h.label for h in by_hand.hits]
@@ -307,10 +315,8 @@ def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
 
 
 def test_a_store_can_change_its_default_preset(tmp_path: Path) -> None:
-    store = open_test_store(tmp_path / "s")
-    topics = ["brakes", "engine", "gearbox", "tyres", "lights", "battery"]
-    store.ingest_documents([doc(t, paragraphs(4, t)) for t in topics])
-    query = "engine torque checking"
+    store = _topic_store(tmp_path / "s")
+    query = PRESET_QUERY
     rrf = store.search(query, answerability_threshold=None)
     assert store.default_search_preset() == "default"
     assert rrf.hits[0].scores.fused <= 2 / 61  # RRF k=60 until told otherwise

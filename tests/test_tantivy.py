@@ -133,7 +133,7 @@ def test_lenient_mode_searches_the_words(index: TantivyTextIndex, tmp_path: Path
      "author:smith engine"],
 )
 def test_natural_language_punctuation_never_errors(index: TantivyTextIndex, query: str) -> None:
-    assert 1 in top(index, query) or 5 in top(index, query)
+    assert {1, 5} & set(top(index, query))  # one of the two chunks about the query's words
 
 
 def _queries(path: Path, limit: int | None) -> list[str]:
