@@ -1,0 +1,28 @@
+"""Test tiers: `pytest -m "not slow"` is the quick loop; CI runs everything.
+
+A test is slow when it needs a server, the real model, real processes racing each other, or a
+whole-package tool (lint, types). Marking happens here, from what a test uses, so a new test
+that takes the Postgres fixture or the `integration` mark is tiered without anyone remembering to.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Whole modules whose every test is slow by nature: lint and types walk the package, the
+# concurrency tests race real processes, the harness test runs a benchmark end to end.
+SLOW_MODULES = frozenset({"test_lint", "test_concurrency", "test_bench_harness"})
+# Fixtures that start something expensive (a Postgres server, a browser, the real model).
+SLOW_FIXTURES = frozenset({"pg_server", "pg_dsn", "browser", "real_embedder", "e5_embedder"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (
+            module in SLOW_MODULES
+            or fixtures & SLOW_FIXTURES
+            or item.get_closest_marker("integration") is not None
+        ):
+            item.add_marker(pytest.mark.slow)
