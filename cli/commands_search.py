@@ -129,6 +129,8 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
                     "chunk_index": h.citation.chunk_index,
                     "start_offset": h.citation.start_offset,
                     "end_offset": h.citation.end_offset,
+                    "quote_start": h.citation.quote_start,
+                    "quote_end": h.citation.quote_end,
                     "truth_level": h.citation.truth_level,
                     "source_path": h.citation.source_path,
                     "source_type": h.citation.source_type,

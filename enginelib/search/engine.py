@@ -271,7 +271,9 @@ def _one(
         )
     vector_ranks = {label: (rank, score) for rank, (label, score) in enumerate(vector_ranking, 1)}
     text_ranks = {label: (rank, score) for rank, (label, score) in enumerate(text_ranking, 1)}
-    terms = tuple(store.text_index.highlight_terms(request.queries[0])) if strategy != "vector" else ()
+    # the quote looks for the query's words even in a vector search; highlights stay BM25's
+    quote_terms = tuple(store.text_index.highlight_terms(request.queries[0]))
+    terms = quote_terms if strategy != "vector" else ()
     hits = []
     for n, idx in enumerate(page, start=1):
         rank = request.offset + n
@@ -301,7 +303,7 @@ def _one(
                 end_offset=record.end_offset,
                 truth_level=record.truth_level,
                 scores=scores,
-                citation=make_citation(rank, record),
+                citation=make_citation(rank, record, quote_terms),
                 highlight_terms=terms,
                 title=record.title,
                 heading_path=record.heading_path or "",

@@ -57,6 +57,9 @@ class Citation:
     page_end: int | None = None
     document_version: str | None = None
     index_version: str | None = None
+    # where the quote sits in the document: document_text[quote_start:quote_end] == quote
+    quote_start: int | None = None
+    quote_end: int | None = None
 
 
 @dataclass(frozen=True)
