@@ -11,6 +11,8 @@ meaning alone) the quote is the chunk's opening text.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -44,19 +46,22 @@ def sentence_spans(content: str) -> list[tuple[int, int]]:
     spans.append((pos, len(content)))
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        while start < end and content[start].isspace():
-            start += 1
-        while end > start and content[end - 1].isspace():
-            end -= 1
-        if start < end:
-            if out and _LIST_MARKER.match(content, out[-1][0], out[-1][1]):
-                out[-1] = (out[-1][0], end)  # "1." or "(a)" opens the sentence after it
-            else:
-                out.append((start, end))
+        segment = content[start:end]
+        stripped = segment.strip()
+        if not stripped:
+            continue
+        start += len(segment) - len(segment.lstrip())
+        end = start + len(stripped)
+        if out and _LIST_MARKER.match(content, out[-1][0], out[-1][1]):
+            out[-1] = (out[-1][0], end)  # "1." or "(a)" opens the sentence after it
+        else:
+            out.append((start, end))
     return out
 
 
-def _term_pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
+@functools.lru_cache(maxsize=256)
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    # compiled once per query, not once per hit
     unique = sorted({t.lower() for t in terms if t}, key=lambda t: (-len(t), t))
     if not unique:
         return None
@@ -72,12 +77,16 @@ def best_quote(
         return Quote("", start_offset, start_offset)
     body = [i for i, (s, e) in enumerate(spans) if not _HEADING_LINE.match(content[s:e])]
     candidates = body or list(range(len(spans)))
-    pattern = _term_pattern(terms)
+    pattern = _term_pattern(tuple(terms))
     found: list[set[str]] = [set() for _ in spans]
-    if pattern is not None:
-        for i in candidates:
-            s, e = spans[i]
-            found[i] = {m.group(1).lower() for m in pattern.finditer(content, s, e)}
+    if pattern is not None:  # one pass over the chunk, each match filed under its sentence
+        starts = [s for s, _ in spans]
+        for m in pattern.finditer(content):
+            i = bisect.bisect_right(starts, m.start()) - 1
+            if i >= 0 and m.end() <= spans[i][1]:
+                found[i].add(m.group(1).lower())
+        allowed = set(candidates)
+        found = [f if i in allowed else set() for i, f in enumerate(found)]
     counts: dict[str, int] = {}
     for i in candidates:
         for term in found[i]:
