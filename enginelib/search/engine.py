@@ -147,8 +147,9 @@ def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.
 
 def _retrieve_vector(
     store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
-    allowed: np.ndarray | None, depth: int,
+    allowed: np.ndarray | None, depth: int | None = None,
 ) -> Ranking:
+    depth = request.depth if depth is None else depth
     rankings = []
     for i, text in enumerate(request.queries):
         vec = qvec if i == 0 else store.query_embeddings.embed([text])[0]
@@ -166,8 +167,9 @@ def _retrieve_vector(
 
 
 def _retrieve_text(
-    store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int
+    store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int | None = None
 ) -> Ranking:
+    depth = request.depth if depth is None else depth
     results = store.text_index.search(list(request.queries), depth, allowed)
     if len(results) == 1:
         return results[0]
