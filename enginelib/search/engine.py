@@ -18,6 +18,7 @@ from ..types import truth_rank
 from . import fusion, paging, post
 from .citations import make_citation
 from .presets import apply_preset
+from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
 
@@ -330,7 +331,7 @@ def _one(
         for b in blocks
     }
     # the quote looks for the query's words even in a vector search; highlights stay BM25's
-    quote_terms = tuple(store.text_index.highlight_terms(request.queries[0]))
+    quote_terms = content_terms(store.text_index.highlight_terms(request.queries[0]))
     terms = quote_terms if strategy != "vector" else ()
     hits = []
     for n, (block, idx) in enumerate(page, start=1):

@@ -18,6 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..keywords import STOPWORDS as _STOP
+
 QUOTE_MAX_CHARS = 500
 
 # A sentence ends at a line break, or after . ! ? ; followed by space and a capital, a
@@ -25,6 +27,33 @@ QUOTE_MAX_CHARS = 500
 _BOUNDARY = re.compile(r"\n+|(?<=[.!?;])[ \t]+(?=[(«\"“‘'0-9A-ZÀ-ÖØ-Þ])")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _LIST_MARKER = re.compile(r"\(?[0-9A-Za-z]{1,4}[.)]\Z")
+
+
+# Words a question is made of rather than what it asks about, in English and French, on
+# top of the corpus function words (``keywords.STOPWORDS``) and what the text index already
+# drops: highlighting "when" or "doit" marks half a passage and points at nothing.
+_QUESTION_WORDS = frozenset(
+    """about after again against before below between both did do does doing done during
+    each few get gets got here how i'm it's just me my myself nor now off once out over own
+    same too under until up very whom whose why yes
+    avait avaient avez avoir comment combien doit doivent dois devrait
+    devraient faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
+    pourquoi quand quel quelle quels quelles quoi sera seront si soit sont suis tout tous
+    toute toutes très un une votre vos y ça""".split()
+)
+
+
+def content_terms(terms: Sequence[str]) -> tuple[str, ...]:
+    """``terms`` without stop words; a hyphenated term goes when all its parts are stop
+    words ("doit-il", "est-ce")."""
+    out = []
+    for term in terms:
+        parts = [p for p in re.split(r"[-'’]", term.lower()) if p]
+        if parts and all(p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit())
+                        for p in parts):
+            continue
+        out.append(term)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
