@@ -283,8 +283,9 @@ def _one(
     allowed = _allowed(store, view, request)
     if allowed is not None and len(allowed) == 0:
         return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
-    ladder = paging.depth_ladder(request.candidates, request.offset + request.limit)
-    first = _ranked(store, view, request, strategy, qvec, allowed, ladder[0])
+    end = request.offset + request.limit
+    paging.check_window(end)
+    first = _ranked(store, view, request, strategy, qvec, allowed, request.candidates)
     positions, order_idx, reranked = first.positions, first.order_idx, first.reranked
 
     total = len(order_idx)
@@ -305,16 +306,28 @@ def _one(
     if gate_reason is not None:
         return _empty(store, request, strategy, gate_reason, total=total)
 
-    blocks = [first]
-    for depth in ladder[1:]:  # deeper rungs only for deep pages, none once all is seen
-        if blocks[-1].exhausted:
+    def record_of(item: tuple[_Ranked, int]) -> Any:
+        return view.record(int(item[0].positions[item[1]]))
+
+    caps: list[tuple[Any, int]] = []
+    if request.chunks_per_doc is not None:
+        caps.append((lambda item: record_of(item).document_id, request.chunks_per_doc))
+    source_cap = request.per_source_cap or (post.PER_SOURCE_CAP if request.mmr else None)
+    if source_cap is not None:
+        caps.append((lambda item: record_of(item).source_id or record_of(item).document_id,
+                     source_cap))
+    blocks, depths = [first], [request.candidates]
+    while True:  # deeper rungs only for pages past what is placed, none once all is seen
+        ranking = paging.stitch(
+            [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks], depths,
+            key=lambda item: int(item[0].labels[item[1]]),
+            caps=caps if len(blocks) > 1 else (),  # one block already follows them
+        )
+        depth = paging.deeper(depths[-1], request.candidates)
+        if len(ranking.items) >= end or blocks[-1].exhausted or depth is None:
             break
         blocks.append(_ranked(store, view, request, strategy, qvec, allowed, depth))
-    ranking = paging.stitch(
-        [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks],
-        ladder[: len(blocks)],
-        key=lambda item: int(item[0].labels[item[1]]),
-    )
+        depths.append(depth)
     total = len(ranking.items)
     page = ranking.items[request.offset : request.offset + request.limit]
     if len(page) == 0:
