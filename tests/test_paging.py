@@ -117,3 +117,17 @@ def test_chunks_per_doc_holds_across_deep_pages(tmp_path: Path) -> None:
     assert pages == [h.document_id for h in deep.hits]
     assert len(pages) == len(set(pages)) == 110  # one chunk per document, on every page
     store.close()
+
+
+def test_min_score_pages_stay_one_ranking(big_store: enginelib.Store) -> None:
+    options = dict(strategy="hybrid", answerability_threshold=None, log=False)
+    top = big_store.search("brake rotor caliper noise", limit=30, **options)
+    floor = top.hits[20].scores.fused
+    whole = big_store.search("brake rotor caliper noise", limit=200, min_score=floor, **options)
+    assert 21 <= len(whole.hits) < 200 and all(h.scores.fused >= floor for h in whole.hits)
+    assert whole.total == len(whole.hits)
+    pages: list[int] = []
+    for offset in range(0, len(whole.hits), 8):
+        pages += _labels(big_store.search("brake rotor caliper noise", limit=8, offset=offset,
+                                          min_score=floor, **options))
+    assert pages == _labels(whole)

@@ -317,15 +317,20 @@ def _one(
         caps.append((lambda item: record_of(item).source_id or record_of(item).document_id,
                      source_cap))
     blocks, depths = [first], [request.candidates]
-    while True:  # deeper rungs only for pages past what is placed, none once all is seen
+    placed = -1
+    # Deeper rungs only for a page past what is placed; none once all is seen, or once a
+    # rung placed nothing new (min_score or filters leave no more: do not climb to 10,000).
+    while True:
         ranking = paging.stitch(
             [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks], depths,
             key=lambda item: int(item[0].labels[item[1]]),
             caps=caps if len(blocks) > 1 else (),  # one block already follows them
         )
         depth = paging.deeper(depths[-1], request.candidates)
-        if len(ranking.items) >= end or blocks[-1].exhausted or depth is None:
+        if (len(ranking.items) >= end or blocks[-1].exhausted or depth is None
+                or len(ranking.items) == placed):
             break
+        placed = len(ranking.items)
         blocks.append(_ranked(store, view, request, strategy, qvec, allowed, depth))
         depths.append(depth)
     total = len(ranking.items)
