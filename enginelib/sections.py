@@ -53,6 +53,7 @@ _NUMBERED_TITLE = re.compile(
     r"(?:\s*$|\s*[—–\-:.)]|\s+[A-ZÀ-ÖØ-Þ])"
 )
 _PLAIN_LEVEL_BASE = 6
+_NEXT_LINE = re.compile(r"\s*\n([^\n]{1,120})\n")  # the short line under a bare number
 _MAX_NUMBERED_LINE = 200  # a longer line is a paragraph that starts with "Article 5 ..."
 _MAX_BARE_TITLE_LINE = 100
 
@@ -172,7 +173,7 @@ def _numbered_line(text: str, match: re.Match[str], last_heading_end: int) -> He
 
 def _with_title_line(text: str, line_end: int, line: str) -> str:
     """ "Article 17" alone on its line takes the short line after it as its title."""
-    nxt = re.compile(r"\s*\n([^\n]{1,120})\n").match(text, line_end)
+    nxt = _NEXT_LINE.match(text, line_end)
     if nxt is None:
         return line
     candidate = nxt.group(1).strip()
