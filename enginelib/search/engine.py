@@ -303,8 +303,8 @@ def _one(
                 f"mean similarity of the top hits is {top_mean:.3f}, below the answerability "
                 f"threshold {request.answerability_threshold}"
             )
-    if gate_reason is not None:
-        return _empty(store, request, strategy, gate_reason, total=total)
+    if gate_reason is not None:  # the refusal keeps the similarity it was decided on
+        return _empty(store, request, strategy, gate_reason, total=total, similarity=similarity)
 
     def record_of(item: tuple[_Ranked, int]) -> Any:
         return view.record(int(item[0].positions[item[1]]))
@@ -441,7 +441,8 @@ def _context(
 
 
 def _empty(
-    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0
+    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0,
+    similarity: np.ndarray | None = None,
 ) -> SearchResponse:
     return SearchResponse(
         query=request.queries[0],
@@ -452,7 +453,7 @@ def _empty(
         limit=request.limit,
         offset=request.offset,
         execution_time_ms=0.0,
-        context=_context(store, [], strategy, None),
+        context=_context(store, [], strategy, similarity),
         reason=reason,
         truth_levels=request.truth_levels,
     )
