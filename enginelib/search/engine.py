@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,9 +15,10 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import fusion, post
+from . import fusion, paging, post
 from .citations import make_citation
 from .presets import apply_preset
+from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
 
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
     from ..store import Store
 
 Ranking = list[tuple[int, float]]
+
+# MMR compares every pair of its pool: the pool is the depth's candidates, at most this many.
+MMR_POOL_MAX = 1000
 
 
 def search(store: Store, query: str | Sequence[str], **options: Any) -> SearchResponse:
@@ -143,8 +148,9 @@ def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.
 
 def _retrieve_vector(
     store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
-    allowed: np.ndarray | None,
+    allowed: np.ndarray | None, depth: int | None = None,
 ) -> Ranking:
+    depth = request.depth if depth is None else depth
     rankings = []
     for i, text in enumerate(request.queries):
         vec = qvec if i == 0 else store.query_embeddings.embed([text])[0]
@@ -155,32 +161,54 @@ def _retrieve_vector(
                 pos = view.positions(allowed)
                 pos = pos[pos >= 0]
                 matrix, labels = view.vectors[pos], view.labels[pos]
-            rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), request.depth)[0])
+            rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), depth)[0])
         else:
-            rankings.append(store.vector_index.search(vec.reshape(1, -1), request.depth, allowed)[0])
-    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[: request.depth]
+            rankings.append(store.vector_index.search(vec.reshape(1, -1), depth, allowed)[0])
+    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[:depth]
 
 
-def _retrieve_text(store: Store, request: SearchRequest, allowed: np.ndarray | None) -> Ranking:
-    results = store.text_index.search(list(request.queries), request.depth, allowed)
+def _retrieve_text(
+    store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int | None = None
+) -> Ranking:
+    depth = request.depth if depth is None else depth
+    results = store.text_index.search(list(request.queries), depth, allowed)
     if len(results) == 1:
         return results[0]
-    return fusion.best_per_label(results)[: request.depth]
+    return fusion.best_per_label(results)[:depth]
 
 
-def _one(
-    store: Store, view: ChunkView, request: SearchRequest, strategy: str, qvec: np.ndarray | None
-) -> SearchResponse:
-    allowed = _allowed(store, view, request)
-    if allowed is not None and len(allowed) == 0:
-        return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
+@dataclass(frozen=True)
+class _Ranked:
+    """The ranking of one candidate depth, after fusion and the post steps."""
+
+    vector_ranking: Ranking
+    text_ranking: Ranking
+    labels: np.ndarray
+    positions: np.ndarray
+    fused_scores: np.ndarray
+    boosts: np.ndarray
+    order_idx: np.ndarray
+    rerank_scores: dict[int, float]
+    reranked: int
+    exhausted: bool  # every method returned fewer than the depth: nothing lies deeper
+
+
+def _ranked(
+    store: Store, view: ChunkView, request: SearchRequest, strategy: str,
+    qvec: np.ndarray | None, allowed: np.ndarray | None, depth: int,
+) -> _Ranked:
     vector_ranking: Ranking = []
     text_ranking: Ranking = []
     if strategy in ("vector", "hybrid"):
         assert qvec is not None
-        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed)
+        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed, depth)
     if strategy in ("fulltext", "hybrid"):
-        text_ranking = _retrieve_text(store, request, allowed)
+        text_ranking = _retrieve_text(store, request, allowed, depth)
+    exhausted = all(
+        len(ranking) < depth
+        for method, ranking in (("vector", vector_ranking), ("fulltext", text_ranking))
+        if strategy in (method, "hybrid")
+    )
 
     if strategy == "hybrid":
         rankings = {"vector": vector_ranking, "bm25": text_ranking}
@@ -229,7 +257,8 @@ def _one(
         reranked = len(top)
 
     if request.mmr and len(order_idx):
-        pool = order_idx[: max(4 * (request.offset + request.limit), 20)]
+        # the pool follows the depth, never the page, so every page sees one ranking
+        pool = order_idx[: min(depth, MMR_POOL_MAX)]
         pool_scores = post.scale(final[pool])
         picked = post.mmr(pool_scores, view.vectors[positions[pool]], len(pool), request.mmr_lambda)
         order_idx = np.concatenate([pool[picked], order_idx[len(pool):]])
@@ -244,6 +273,20 @@ def _one(
 
     if request.chunks_per_doc is not None and len(order_idx):
         order_idx = _group_by_document(view, positions, order_idx, request.chunks_per_doc)
+    return _Ranked(vector_ranking, text_ranking, labels, positions, fused_scores, boosts,
+                   order_idx, rerank_scores, reranked, exhausted)
+
+
+def _one(
+    store: Store, view: ChunkView, request: SearchRequest, strategy: str, qvec: np.ndarray | None
+) -> SearchResponse:
+    allowed = _allowed(store, view, request)
+    if allowed is not None and len(allowed) == 0:
+        return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
+    end = request.offset + request.limit
+    paging.check_window(end)
+    first = _ranked(store, view, request, strategy, qvec, allowed, request.candidates)
+    positions, order_idx, reranked = first.positions, first.order_idx, first.reranked
 
     total = len(order_idx)
     similarity = None
@@ -260,35 +303,72 @@ def _one(
                 f"mean similarity of the top hits is {top_mean:.3f}, below the answerability "
                 f"threshold {request.answerability_threshold}"
             )
-    if gate_reason is not None:
-        return _empty(store, request, strategy, gate_reason, total=total)
+    if gate_reason is not None:  # the refusal keeps the similarity it was decided on
+        return _empty(store, request, strategy, gate_reason, total=total, similarity=similarity)
 
-    page = order_idx[request.offset : request.offset + request.limit]
+    def record_of(item: tuple[_Ranked, int]) -> Any:
+        return view.record(int(item[0].positions[item[1]]))
+
+    caps: list[tuple[Any, int]] = []
+    if request.chunks_per_doc is not None:
+        caps.append((lambda item: record_of(item).document_id, request.chunks_per_doc))
+    source_cap = request.per_source_cap or (post.PER_SOURCE_CAP if request.mmr else None)
+    if source_cap is not None:
+        caps.append((lambda item: record_of(item).source_id or record_of(item).document_id,
+                     source_cap))
+    blocks, depths = [first], [request.candidates]
+    placed = -1
+    # Deeper rungs only for a page past what is placed; none once all is seen, or once a
+    # rung placed nothing new (min_score or filters leave no more: do not climb to 10,000).
+    while True:
+        ranking = paging.stitch(
+            [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks], depths,
+            key=lambda item: int(item[0].labels[item[1]]),
+            caps=caps if len(blocks) > 1 else (),  # one block already follows them
+        )
+        depth = paging.deeper(depths[-1], request.candidates)
+        if (len(ranking.items) >= end or blocks[-1].exhausted or depth is None
+                or len(ranking.items) == placed):
+            break
+        placed = len(ranking.items)
+        blocks.append(_ranked(store, view, request, strategy, qvec, allowed, depth))
+        depths.append(depth)
+    total = len(ranking.items)
+    page = ranking.items[request.offset : request.offset + request.limit]
     if len(page) == 0:
         return _empty(
             store, request, strategy,
-            f"offset {request.offset} is past the last result (total {total})", total=total,
+            f"offset {request.offset} is past the last result (total {total}"
+            f"{' or more' if ranking.total_is_lower_bound else ''})", total=total,
         )
-    vector_ranks = {label: (rank, score) for rank, (label, score) in enumerate(vector_ranking, 1)}
-    text_ranks = {label: (rank, score) for rank, (label, score) in enumerate(text_ranking, 1)}
-    terms = tuple(store.text_index.highlight_terms(request.queries[0])) if strategy != "vector" else ()
+    ranks = {
+        id(b): (
+            {label: (rank, score) for rank, (label, score) in enumerate(b.vector_ranking, 1)},
+            {label: (rank, score) for rank, (label, score) in enumerate(b.text_ranking, 1)},
+        )
+        for b in blocks
+    }
+    # the quote looks for the query's words even in a vector search; highlights stay BM25's
+    quote_terms = content_terms(store.text_index.highlight_terms(request.queries[0]))
+    terms = quote_terms if strategy != "vector" else ()
     hits = []
-    for n, idx in enumerate(page, start=1):
+    for n, (block, idx) in enumerate(page, start=1):
         rank = request.offset + n
-        label = int(labels[idx])
-        record = view.record(int(positions[idx]))
+        label = int(block.labels[idx])
+        position = int(block.positions[idx])
+        record = view.record(position)
+        vector_ranks, text_ranks = ranks[id(block)]
         vr = vector_ranks.get(label)
         tr = text_ranks.get(label)
-        sim_index = request.offset + n - 1
         scores = Scores(
             vector_rank=vr[0] if vr else None,
             vector_score=float(vr[1]) if vr else None,
             bm25_rank=tr[0] if tr else None,
             bm25_score=float(tr[1]) if tr else None,
-            fused=float(fused_scores[idx]),
-            similarity=float(similarity[sim_index]) if similarity is not None and sim_index < len(similarity) else None,
-            boost=float(boosts[idx]),
-            rerank_score=rerank_scores.get(int(idx)),
+            fused=float(block.fused_scores[idx]),
+            similarity=float(view.vectors[position] @ qvec) if qvec is not None else None,
+            boost=float(block.boosts[idx]),
+            rerank_score=block.rerank_scores.get(idx),
         )
         hits.append(
             Hit(
@@ -301,7 +381,7 @@ def _one(
                 end_offset=record.end_offset,
                 truth_level=record.truth_level,
                 scores=scores,
-                citation=make_citation(rank, record),
+                citation=make_citation(rank, record, quote_terms),
                 highlight_terms=terms,
                 title=record.title,
                 heading_path=record.heading_path or "",
@@ -318,6 +398,7 @@ def _one(
         offset=request.offset,
         execution_time_ms=0.0,
         context=context,
+        total_is_lower_bound=ranking.total_is_lower_bound,
         truth_levels=request.truth_levels,
         timings={"reranked": float(reranked)},
     )
@@ -360,7 +441,8 @@ def _context(
 
 
 def _empty(
-    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0
+    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0,
+    similarity: np.ndarray | None = None,
 ) -> SearchResponse:
     return SearchResponse(
         query=request.queries[0],
@@ -371,7 +453,7 @@ def _empty(
         limit=request.limit,
         offset=request.offset,
         execution_time_ms=0.0,
-        context=_context(store, [], strategy, None),
+        context=_context(store, [], strategy, similarity),
         reason=reason,
         truth_levels=request.truth_levels,
     )
