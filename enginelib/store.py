@@ -29,6 +29,7 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from .indexes.base import TextDocument, TextIndex, VectorIndex
 from .ingest import IngestOptions, Ingestor
+from .own_vectors import embedder_for_model
 from .querylog import QueryLog
 from .schema import SCHEMA_VERSION
 from .types import IngestReport, LoadedDocument
@@ -119,6 +120,9 @@ class Store:
         overrides: dict[str, dict[str, Any]] = {}
         lock = None if read_only else _acquire_writer_lock(root, lock_timeout)
         try:
+            if embedder is None and existing is not None:
+                # A store without a model (vectors the user brings) needs none to open.
+                embedder = embedder_for_model(existing.embedding_model)
             embedder = embedder or default_embedder()
             if existing is None:
                 config = chunking or ChunkingConfig()
