@@ -45,11 +45,12 @@ __version__ = "0.1.0"
 def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> Store:  # noqa: A001
     """Open the store at ``path`` (created if missing), or one of its snapshots read-only.
 
-    ``":memory:"`` gives an in-memory store (see ``memory()``). Options: ``embedder`` (default: all-MiniLM-L6-v2 shipped offline), ``chunking``
+    ``":memory:"`` gives an in-memory store (see ``memory()``).
+    Options: ``embedder`` (default: all-MiniLM-L6-v2 shipped offline), ``chunking``
     (ChunkingConfig, new stores only), ``read_only``, ``create``, ``lock_timeout``.
     """
     if isinstance(path, str) and path == ":memory:":
-        from .memory import open_memory
+        from .memory_store import open_memory
 
         return open_memory(snapshot=snapshot, **options)
     if snapshot is not None:
@@ -69,7 +70,7 @@ def memory(
     ``chunking``, ``index_options``, ``truth_level`` (for records that carry none).
     ``store.save(path)`` writes it to a folder that ``open(path)`` reads.
     """
-    from .memory import open_memory
+    from .memory_store import open_memory
 
     return open_memory(records=records, **options)
 

@@ -21,8 +21,8 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import IO, Any, cast
 
 import numpy as np

@@ -3,7 +3,7 @@
 The store core, both index backends and the query log are built around one folder (the
 lock, the manifest, the commit protocol), so an in-memory store is that same folder placed
 on a RAM-backed file system (``/dev/shm`` where the machine has one, the system temp folder
-otherwise) under a private name. Nothing is written to the user's disk on Linux, and the
+otherwise, or ``$ENGINELIB_MEMORY_DIR``) under a private name. Nothing is written to the user's disk on Linux, and the
 folder is removed on ``close()``, when the Store object is garbage-collected, and at
 interpreter exit, whichever comes first. ``save(path)`` copies it to a real folder that
 then opens normally with ``enginelib.open(path)``.
@@ -28,6 +28,7 @@ from .types import LoadedDocument
 MEMORY = ":memory:"
 _RAM_FOLDERS = ("/dev/shm",)
 _PREFIX = "enginelib-mem-"
+MEMORY_DIR_ENV = "ENGINELIB_MEMORY_DIR"
 # Options of enginelib.open() that only make sense for a folder the user named.
 _FOLDER_ONLY = {
     "snapshot": "a snapshot is read from a store folder: save() the store, then open the "
@@ -45,7 +46,11 @@ def is_memory_path(path: object) -> bool:
 
 
 def ram_folder() -> str:
-    """Where private in-memory stores live: a tmpfs if there is one, else the temp folder."""
+    """Where private in-memory stores live: $ENGINELIB_MEMORY_DIR if set, a tmpfs if there is
+    one, else the temp folder."""
+    chosen = os.environ.get(MEMORY_DIR_ENV)
+    if chosen:
+        return chosen
     for candidate in _RAM_FOLDERS:
         if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
             return candidate
@@ -120,6 +125,7 @@ def open_memory(
             Path(folder) / "store", embedder=embedder, chunking=chunking,
             index_options=index_options,
         )
+        assert isinstance(store, MemoryStore)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -129,7 +135,7 @@ def open_memory(
         try:
             documents = [as_document(r, i) for i, r in enumerate(records, start=1)]
             if documents:
-                ingest_options = {"truth_level": truth_level} if truth_level else {}
+                ingest_options: dict[str, Any] = {"truth_level": truth_level} if truth_level else {}
                 store.ingest_documents(documents, **ingest_options)
         except BaseException:
             store.close()
