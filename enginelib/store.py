@@ -32,6 +32,7 @@ from .ingest import IngestOptions, Ingestor
 from .own_vectors import embedder_for_model
 from .querylog import QueryLog
 from .schema import SCHEMA_VERSION
+from .search.cache import ResponseCache, cache_stats
 from .types import IngestReport, LoadedDocument
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class Store:
         self._index_overrides = index_overrides or {}
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
+        self.response_cache = ResponseCache()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.vector_index, self.text_index = self._open_indexes()
         self._refresh_after = 0.0
@@ -548,6 +550,7 @@ class Store:
             "text_index_size": len(self.text_index),
             "disk_bytes": _disk_usage(self.path),
             "snapshot": self.snapshot,
+            **cache_stats(self),
         }
 
     # -- search (implemented in enginelib.search.engine) -----------------------------------
