@@ -146,3 +146,11 @@ def test_readme_user_test_runs_with_the_plugin_and_leaves_nothing(tmp_path):
     assert "passed" in result.stdout
     assert os.listdir(ram) == []
     assert sorted(os.listdir(tmp_path)) == ["ram"]
+
+
+def test_readme_shows_the_example_file_verbatim():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    marker = "<!-- examples/test_with_enginelib.py -->\n```python\n"
+    assert marker in readme
+    shown = readme.split(marker, 1)[1].split("```\n", 1)[0]
+    assert shown == (ROOT / "examples" / "test_with_enginelib.py").read_text(encoding="utf-8")
