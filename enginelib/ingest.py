@@ -19,7 +19,7 @@ from .indexes.base import TextDocument
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .language import detect_language
 from .manifest import next_index_version
-from .own_vectors import own_vectors
+from .own_vectors import own_vectors, vectors_digest
 from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
@@ -231,6 +231,8 @@ class Ingestor:
             if k not in ("validated_at", "created_at", "updated_at", "version")
         }
         fingerprint_fields["created_at"] = lifted.get("created_at")
+        if document.vectors is not None:  # new own vectors for the same text: not unchanged
+            fingerprint_fields["own_vectors"] = vectors_digest(document.vectors)
         row["fingerprint"] = hashlib.sha256(
             json.dumps(fingerprint_fields, sort_keys=True, default=str).encode("utf-8")
         ).hexdigest()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,6 +48,12 @@ def embedder_for_model(model_name: str) -> Embedder | None:
     if is_external(model_name):
         return ExternalVectors(int(model_name[len(EXTERNAL_PREFIX):]))
     return None
+
+
+def vectors_digest(vectors: object) -> str:
+    """A short digest of a document's own vectors, so re-ingesting new ones is a change."""
+    array = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    return hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()
 
 
 def own_vectors(document: LoadedDocument, chunks: int, dim: int) -> np.ndarray:

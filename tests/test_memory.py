@@ -154,3 +154,12 @@ def test_readme_shows_the_example_file_verbatim():
     assert marker in readme
     shown = readme.split(marker, 1)[1].split("```\n", 1)[0]
     assert shown == (ROOT / "examples" / "test_with_enginelib.py").read_text(encoding="utf-8")
+
+
+def test_exports_to_a_named_file_work_from_memory(ram, tmp_path):
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
+        report = store.to_sql(tmp_path / "out.sql")
+    sql = (tmp_path / "out.sql").read_text(encoding="utf-8")
+    assert "CREATE TABLE" in sql and "pads" in sql
+    assert report is not None
+    assert os.listdir(ram) == []

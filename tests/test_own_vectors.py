@@ -78,6 +78,21 @@ def test_own_vectors_win_over_the_model_of_the_same_size():
         assert hits[0].document_id == "bolts"
 
 
+def test_new_vectors_for_the_same_text_replace_the_old_ones():
+    records = _records()
+    with enginelib.memory(records, embedder=ExternalVectors(DIM)) as store:
+        same = store.ingest_documents(
+            [enginelib.LoadedDocument(id="pads", text=TEXTS["pads"], vectors=np.array(records[0]["vector"]))],
+            truth_level="L1")
+        assert same.unchanged == ("pads",)
+        moved = store.ingest_documents(
+            [enginelib.LoadedDocument(id="pads", text=TEXTS["pads"], vectors=np.array(_vectors()["gdpr"]))],
+            truth_level="L1")
+        assert moved.updated == ("pads",)
+        hits = store.search("q", strategy="vector", query_vector=_vectors()["gdpr"], limit=2, **NO_GATE).hits
+        assert {h.document_id for h in hits} == {"pads", "gdpr"}
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
