@@ -5,8 +5,10 @@ lock, the manifest, the commit protocol), so an in-memory store is that same fol
 on a RAM-backed file system (``/dev/shm`` where the machine has one, the system temp folder
 otherwise, or ``$ENGINELIB_MEMORY_DIR``) under a private name. Nothing is written to the user's disk on Linux, and the
 folder is removed on ``close()``, when the Store object is garbage-collected, and at
-interpreter exit, whichever comes first. ``save(path)`` copies it to a real folder that
-then opens normally with ``enginelib.open(path)``.
+interpreter exit, whichever comes first; a process killed by a signal cannot clean up, so
+the next in-memory store opened on the machine removes folders whose process is gone.
+``save(path)`` copies it to a real folder that then opens normally with
+``enginelib.open(path)``.
 """
 
 from __future__ import annotations
@@ -119,7 +121,9 @@ def open_memory(
             f"unknown option(s) {sorted(options)} for an in-memory store; it takes embedder, "
             "chunking, index_options, records and truth_level"
         )
-    folder = tempfile.mkdtemp(prefix=_PREFIX, dir=ram_folder())
+    parent = ram_folder()
+    sweep_orphans(Path(parent))
+    folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent)
     try:
         store = MemoryStore.open(
             Path(folder) / "store", embedder=embedder, chunking=chunking,
@@ -141,6 +145,29 @@ def open_memory(
             store.close()
             raise
     return store
+
+
+def sweep_orphans(parent: Path) -> list[Path]:
+    """Remove the folders of in-memory stores whose process died without cleaning up
+    (killed by a signal: no finalizer runs), so RAM does not fill up across crashes."""
+    removed = []
+    for folder in parent.glob(f"{_PREFIX}*-*"):
+        pid_text = folder.name[len(_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def as_document(record: LoadedDocument | Mapping[str, Any], number: int) -> LoadedDocument:

@@ -163,3 +163,18 @@ def test_exports_to_a_named_file_work_from_memory(ram, tmp_path):
     assert "CREATE TABLE" in sql and "pads" in sql
     assert report is not None
     assert os.listdir(ram) == []
+
+
+def test_a_killed_process_folder_is_swept_by_the_next_store(ram):
+    script = (
+        "import os, signal, enginelib\n"
+        "store = enginelib.memory(embedder=enginelib.HashingEmbedder(16))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = {**os.environ, MEMORY_DIR_ENV: str(ram), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], env=env, timeout=300)
+    assert result.returncode != 0
+    assert len(os.listdir(ram)) == 1  # no finalizer ran
+    with enginelib.memory(embedder=HashingEmbedder(16)):
+        assert [name.split("-")[2] for name in os.listdir(ram)] == [str(os.getpid())]
+    assert os.listdir(ram) == []
