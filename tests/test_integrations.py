@@ -164,9 +164,35 @@ def test_bad_options_fail_at_construction_or_call(enginelib_store_factory):
         LlamaIndexRetriever(store, on_refusal="ignore")
 
 
-def test_llama_index_refuses_metadata_filters_objects(enginelib_store_factory):
-    from llama_index.core.vector_stores import ExactMatchFilter, MetadataFilters
+def test_llama_index_takes_simple_metadata_filters(regulatory):
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
-    filters = MetadataFilters(filters=[ExactMatchFilter(key="tags", value="gdpr")])
+    filters = MetadataFilters(filters=[
+        MetadataFilter(key="tags", value="gdpr", operator=FilterOperator.EQ),
+        MetadataFilter(key="metadata.type", value=["recital"], operator=FilterOperator.IN),
+    ])
+    nodes = LlamaIndexRetriever(regulatory, filters=filters, **NO_GATE).retrieve("personal data")
+    expected = _expect(regulatory, "personal data",
+                       filters={"tags": ["gdpr"], "metadata.type": ["recital"]}, **NO_GATE)
+    assert [n.node.node_id for n in nodes] == [f"{h.document_id}#{h.chunk_index}" for h in expected.hits]
+    assert nodes and all(regulatory.get_document(n.node.metadata["document_id"])["custom"]["type"] == "recital"
+               for n in nodes)
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ([("tags", "gdpr", "!=")], "operator '!=' on 'tags' has no enginelib filter"),
+        ([("domain", "a", "=="), ("domain", "b", "==")], "filtered twice"),
+    ],
+)
+def test_llama_index_refuses_filters_it_cannot_say(enginelib_store_factory, filters, message):
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+
+    built = MetadataFilters(filters=[
+        MetadataFilter(key=k, value=v, operator=FilterOperator(op)) for k, v, op in filters
+    ])
+    with pytest.raises(InvalidInputError, match=message):
+        LlamaIndexRetriever(enginelib_store_factory(), filters=built)
     with pytest.raises(InvalidInputError, match="enginelib filter dict"):
-        LlamaIndexRetriever(enginelib_store_factory(), filters=filters)
+        LlamaIndexRetriever(enginelib_store_factory(), filters=["tags"])

@@ -10,7 +10,8 @@ Nodes come in the engine's order, one ``NodeWithScore`` per hit: a ``TextNode`` 
 chunk's text, id ``<document id>#<chunk index>`` and the citation and scores in its
 metadata, and the engine's fused score. Options are those of ``Store.search``
 (``similarity_top_k`` is LlamaIndex's name for ``limit``); filters are enginelib filter
-dicts (LlamaIndex ``MetadataFilters`` objects are refused with the equivalent to write).
+dicts, or LlamaIndex ``MetadataFilters`` that say the same thing (AND of ==, in, any, all,
+and >, >=, <, <= on dates); other operators are refused with a clear error.
 A ``QueryBundle`` carrying an ``embedding`` is searched with that vector. When the
 answerability gate refuses, ``retrieve`` returns ``[]`` (a query engine then answers
 "Empty Response"), or raises ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
@@ -24,6 +25,12 @@ try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "enginelib.integrations.llama_index needs llama-index-core: "
@@ -52,10 +59,12 @@ class EnginelibRetriever(BaseRetriever):
         verbose: bool = False,
         **options: Any,
     ) -> None:
+        if isinstance(options.get("filters"), MetadataFilters):
+            options["filters"] = from_metadata_filters(options["filters"])
         if not isinstance(options.get("filters"), (dict, type(None))):
             raise InvalidInputError(
                 f"{FRAMEWORK} retriever: filters must be an enginelib filter dict such as "
-                "{'tags': ['brakes'], 'truth_level': ['L1']}, not "
+                "{'tags': ['brakes'], 'truth_level': ['L1']} or simple MetadataFilters, not "
                 f"{type(options['filters']).__name__}"
             )
         self.store = store
@@ -78,3 +87,44 @@ class EnginelibRetriever(BaseRetriever):
             )
             nodes.append(NodeWithScore(node=node, score=hit.scores.fused))
         return nodes
+
+
+# LlamaIndex operators that enginelib's filter dicts can say, per value shape.
+_DATE_OPS = {FilterOperator.GT: "gt", FilterOperator.GTE: "gte",
+             FilterOperator.LT: "lt", FilterOperator.LTE: "lte"}
+_DATE_FIELDS = ("created_at", "updated_at", "validated_at")
+
+
+def from_metadata_filters(filters: MetadataFilters) -> dict[str, Any]:
+    """The enginelib filter dict equivalent to simple LlamaIndex ``MetadataFilters``."""
+    if filters.condition not in (None, FilterCondition.AND):
+        raise InvalidInputError(
+            f"{FRAMEWORK} retriever: only AND of metadata filters maps onto enginelib filters, "
+            f"not {filters.condition}"
+        )
+    out: dict[str, Any] = {}
+    for item in filters.filters:
+        if not isinstance(item, MetadataFilter):
+            raise InvalidInputError(f"{FRAMEWORK} retriever: nested MetadataFilters are not supported")
+        key, op, value = item.key, item.operator, item.value
+        if key in _DATE_FIELDS and op in _DATE_OPS:
+            out.setdefault(key, {})[_DATE_OPS[op]] = value
+            continue
+        if key in out:
+            raise InvalidInputError(
+                f"{FRAMEWORK} retriever: {key!r} is filtered twice; give its values in one "
+                "'in' filter"
+            )
+        if key == "tags" and op in (FilterOperator.ANY, FilterOperator.ALL):
+            out[key] = {op.value: list(value) if isinstance(value, list) else [value]}
+        elif key == "tags" and op in (FilterOperator.EQ, FilterOperator.CONTAINS):
+            out[key] = [value]
+        elif op in (FilterOperator.EQ, FilterOperator.IN, FilterOperator.ANY):
+            out[key] = value
+        else:
+            raise InvalidInputError(
+                f"{FRAMEWORK} retriever: operator {op.value!r} on {key!r} has no enginelib "
+                "filter; use ==, in, any/all (tags) or >, >=, <, <= (created_at, updated_at, "
+                "validated_at)"
+            )
+    return out
