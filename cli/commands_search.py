@@ -45,7 +45,7 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 
 @click.command("search")
-@click.argument("query")
+@click.argument("query", required=False)
 @store_option
 @snapshot_option
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="hybrid", show_default=True)
@@ -63,19 +63,36 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--boost", is_flag=True, help="Apply authority boosts (tier, evidence, peer review).")
 @click.option("--no-gate", is_flag=True, help="Return hits even below the answerability threshold.")
 @click.option("--explain", is_flag=True, help="Show each method's rank and score and the citation.")
+@click.option("--vector-file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              default=None, help="The query's own vector (JSON list or .npy) for vector/hybrid "
+              "search, e.g. on a store without a model; QUERY may then be left out (vector only).")
 @json_option
 @handle_errors
 def search_command(
-    query: str, store_path: Path, snapshot: str | None, strategy: str, limit: int, offset: int,
-    filters: tuple[str, ...], truth_levels: str, fusion: str | None, preset: str | None,
-    min_score: float | None,
-    diversify: bool, boost: bool, no_gate: bool, explain: bool, as_json: bool,
+    query: str | None, store_path: Path, snapshot: str | None, strategy: str, limit: int,
+    offset: int, filters: tuple[str, ...], truth_levels: str, fusion: str | None,
+    preset: str | None, min_score: float | None,
+    diversify: bool, boost: bool, no_gate: bool, explain: bool, vector_file: Path | None,
+    as_json: bool,
 ) -> None:
     """Search the store; every hit comes with its citation (document, offsets, truth level).
 
     Exit status: 0 with hits, 1 when the search is refused (NO_RELEVANT_SOURCES, the
     reason printed), 2 on a usage or library error.
     """
+    vector = None
+    if vector_file is not None:
+        from .vector_input import load_vector_file
+
+        vector = load_vector_file(vector_file)
+    if query is None:
+        if vector is None:
+            raise click.UsageError("give a QUERY, or --vector-file with --strategy vector")
+        if strategy != "vector":
+            raise click.UsageError(
+                f"--strategy {strategy} needs the query's words; without QUERY use --strategy vector"
+            )
+        query = f"vector from {vector_file}"
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         options: dict[str, Any] = dict(
             strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,
@@ -88,6 +105,10 @@ def search_command(
             del options["min_score"]  # a preset may carry one
         if no_gate:
             options["answerability_threshold"] = None
+        if vector is not None:
+            from .vector_input import check_dimension
+
+            options["query_vector"] = check_dimension(vector, store, vector_file or Path())
         response = store.search(query, **options)
     if as_json:
         emit_json(response_json(response))

@@ -17,6 +17,7 @@ from .options import (
     parse_key_values,
     snapshot_option,
     store_option,
+    vector_dim_option,
 )
 
 
@@ -28,10 +29,11 @@ def main() -> None:
 
 @main.command()
 @store_option
+@vector_dim_option
 @handle_errors
-def init(store_path: Path) -> None:
+def init(store_path: Path, vector_dim: int | None) -> None:
     """Create an empty store (the default embedding model, default chunking)."""
-    store = open_store(store_path, create=True)
+    store = open_store(store_path, create=True, vector_dim=vector_dim)
     store.close()
     click.echo(f"initialized store at {store_path}")
 
@@ -47,15 +49,20 @@ def init(store_path: Path) -> None:
 @click.option("--include", multiple=True, help="Glob of files to take when walking a folder.")
 @click.option("--exclude", multiple=True, help="Glob of files to skip when walking a folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
+@vector_dim_option
 @json_option
 @handle_errors
 def ingest(
     store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
-    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, as_json: bool,
+    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool,
+    vector_dim: int | None, as_json: bool,
 ) -> None:
-    """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it)."""
-    with open_store(store_path, create=True) as store:
+    """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
+
+    JSONL records may carry their own embedding in `vector` (or `embedding`; `vectors` for
+    one per chunk): it is used instead of the model."""
+    with open_store(store_path, create=True, vector_dim=vector_dim) as store:
         report = store.ingest_path(
             *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),

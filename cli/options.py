@@ -49,11 +49,34 @@ def embedder_from_env() -> Embedder | None:
     raise click.UsageError(f"${ENV_EMBEDDER}={spec!r} is not understood; use 'hashing[-DIM]' or unset it")
 
 
-def open_store(path: Path, *, read_only: bool = False, create: bool = False, snapshot: str | None = None) -> Store:
+def vector_dim_option(func: F) -> F:
+    return click.option(
+        "--vector-dim", type=click.IntRange(min=1), default=None, metavar="N",
+        help="Create the store without a model, for vectors you bring (N dimensions): records "
+        "carry a `vector` field, searches use --vector-file.",
+    )(func)
+
+
+def open_store(
+    path: Path, *, read_only: bool = False, create: bool = False, snapshot: str | None = None,
+    vector_dim: int | None = None,
+) -> Store:
     import enginelib
 
+    if str(path) == ":memory:":
+        raise click.UsageError(
+            "--store :memory: would vanish when this command ends; the command line needs a "
+            "store folder (use enginelib.memory() from Python)"
+        )
+    embedder = embedder_from_env()
+    if vector_dim is not None:
+        from enginelib.own_vectors import ExternalVectors
+
+        if embedder is not None:
+            raise click.UsageError(f"--vector-dim and ${ENV_EMBEDDER} both choose the embedder")
+        embedder = ExternalVectors(vector_dim)
     return enginelib.open(
-        path, embedder=embedder_from_env(), read_only=read_only, create=create, snapshot=snapshot
+        path, embedder=embedder, read_only=read_only, create=create, snapshot=snapshot
     )
 
 

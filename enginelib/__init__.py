@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,34 @@ __version__ = "0.1.0"
 def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> Store:  # noqa: A001
     """Open the store at ``path`` (created if missing), or one of its snapshots read-only.
 
+    ``":memory:"`` gives an in-memory store (see ``memory()``).
     Options: ``embedder`` (default: all-MiniLM-L6-v2 shipped offline), ``chunking``
     (ChunkingConfig, new stores only), ``read_only``, ``create``, ``lock_timeout``.
     """
+    if isinstance(path, str) and path == ":memory:":
+        from .memory_store import open_memory
+
+        return open_memory(snapshot=snapshot, **options)
     if snapshot is not None:
         from .snapshots import open_snapshot
 
         return open_snapshot(path, snapshot, **options)
     return Store.open(path, **options)
+
+
+def memory(
+    records: Iterable[LoadedDocument | Mapping[str, Any]] | None = None, **options: Any
+) -> Store:
+    """A new store held in memory (nothing left on disk), optionally seeded with ``records``.
+
+    Same as ``open(":memory:")``. Records are dicts shaped like JSONL lines (``id``, ``text``,
+    metadata, optionally their own ``vector``) or LoadedDocuments. Options: ``embedder``,
+    ``chunking``, ``index_options``, ``truth_level`` (for records that carry none).
+    ``store.save(path)`` writes it to a folder that ``open(path)`` reads.
+    """
+    from .memory_store import open_memory
+
+    return open_memory(records=records, **options)
 
 
 __all__ = [
@@ -61,5 +82,5 @@ __all__ = [
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",
     "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store", "StoreError", "StoreLockedError",
-    "StoreNotFoundError", "check_answer_citations", "open",
+    "StoreNotFoundError", "check_answer_citations", "memory", "open",
 ]

@@ -142,6 +142,8 @@ class QueryEmbeddingCache:
         self._capacity = capacity
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
 
     def embed(self, queries: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(queries), self._embedder.dim), dtype=np.float32)
@@ -154,6 +156,8 @@ class QueryEmbeddingCache:
                 else:
                     self._cache.move_to_end(query)
                     out[i] = cached
+            self.hits += len(queries) - len(missing)
+            self.misses += len(missing)
         if missing:
             vectors = self._embedder.embed([queries[i] for i in missing])
             with self._lock:
@@ -163,6 +167,11 @@ class QueryEmbeddingCache:
                     while len(self._cache) > self._capacity:
                         self._cache.popitem(last=False)
         return out
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "entries": len(self._cache),
+                    "max_entries": self._capacity}
 
 
 def default_embedder() -> Embedder:

@@ -20,6 +20,7 @@
      +-- EmbeddingError                the embedding model could not be loaded or run
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
      +-- ExportError                   the Postgres export failed (server message attached)
+ +-- NoRelevantSourcesError        the gate refused, raised where a caller asked for it (.reason)
 
 Dependency errors (duckdb, tantivy, hnswlib, psycopg) are mapped at the boundary with
 ``raise ... from exc`` so a user never has to read a traceback from inside them.
@@ -119,3 +120,13 @@ class TokenizerError(EngineError):
 
 class ExportError(EngineError):
     pass
+
+
+class NoRelevantSourcesError(EngineError):
+    """The answerability gate found no source to answer from; raised only by callers that
+    asked for an exception instead of an empty result (e.g. a retriever's on_refusal="raise")."""
+
+    def __init__(self, query: str, reason: str | None) -> None:
+        super().__init__(f"NO_RELEVANT_SOURCES for {query!r}: {reason or 'no reason given'}")
+        self.query = query
+        self.reason = reason

@@ -19,6 +19,7 @@ from .indexes.base import TextDocument
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .language import detect_language
 from .manifest import next_index_version
+from .own_vectors import own_vectors, vectors_digest
 from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
@@ -230,6 +231,8 @@ class Ingestor:
             if k not in ("validated_at", "created_at", "updated_at", "version")
         }
         fingerprint_fields["created_at"] = lifted.get("created_at")
+        if document.vectors is not None:  # new own vectors for the same text: not unchanged
+            fingerprint_fields["own_vectors"] = vectors_digest(document.vectors)
         row["fingerprint"] = hashlib.sha256(
             json.dumps(fingerprint_fields, sort_keys=True, default=str).encode("utf-8")
         ).hexdigest()
@@ -237,6 +240,12 @@ class Ingestor:
 
     def _embed(self, prepared: list[_Prepared], bar: IngestProgress) -> None:
         store = self.store
+        for item in prepared:  # vectors the caller brought: checked, never re-embedded
+            if item.document.vectors is not None:
+                item.vectors = own_vectors(item.document, len(item.spans), store.manifest.embedding_dim)
+        prepared = [item for item in prepared if item.vectors is None]
+        if not prepared:
+            return
         model = store.embedder.name
         keys_per_doc = [
             [hashlib.sha256(f"{model}\0{t}".encode()).hexdigest() for t in item.embed_texts]

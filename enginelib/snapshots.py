@@ -39,6 +39,7 @@ from .errors import (
     SnapshotError,
     StoreNotFoundError,
 )
+from .own_vectors import embedder_for_model
 from .store import CATALOG_NAME, Store, _acquire_writer_lock
 
 SNAPSHOTS_DIR = "snapshots"
@@ -424,7 +425,7 @@ def open_snapshot(
     manifest = mf.read_manifest(folder)
     if manifest is None:
         raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
-    embedder = embedder or default_embedder()
+    embedder = embedder or embedder_for_model(manifest.embedding_model) or default_embedder()
     if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
         raise IncompatibleStoreError(
             f"snapshot {name!r} was built with {manifest.embedding_model} "

@@ -29,8 +29,10 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from .indexes.base import TextDocument, TextIndex, VectorIndex
 from .ingest import IngestOptions, Ingestor
+from .own_vectors import embedder_for_model
 from .querylog import QueryLog
 from .schema import SCHEMA_VERSION
+from .search.cache import ResponseCache, cache_stats
 from .types import IngestReport, LoadedDocument
 
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ class Store:
         self._index_overrides = index_overrides or {}
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
+        self.response_cache = ResponseCache()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.vector_index, self.text_index = self._open_indexes()
         self._refresh_after = 0.0
@@ -119,6 +122,9 @@ class Store:
         overrides: dict[str, dict[str, Any]] = {}
         lock = None if read_only else _acquire_writer_lock(root, lock_timeout)
         try:
+            if embedder is None and existing is not None:
+                # A store without a model (vectors the user brings) needs none to open.
+                embedder = embedder_for_model(existing.embedding_model)
             embedder = embedder or default_embedder()
             if existing is None:
                 config = chunking or ChunkingConfig()
@@ -544,6 +550,7 @@ class Store:
             "text_index_size": len(self.text_index),
             "disk_bytes": _disk_usage(self.path),
             "snapshot": self.snapshot,
+            **cache_stats(self),
         }
 
     # -- search (implemented in enginelib.search.engine) -----------------------------------

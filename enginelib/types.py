@@ -77,6 +77,9 @@ class LoadedDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     # (page number starting at 1, start offset into text) for paged sources such as PDF
     pages: tuple[tuple[int, int], ...] = ()
+    # The caller's own embedding (numpy float32, one row per chunk), used instead of the
+    # store's model; None: the store embeds the chunks.
+    vectors: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ PUBLIC = {
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
     "InvalidVectorError", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError",
     "Scores", "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store",
-    "StoreError", "StoreLockedError", "StoreNotFoundError", "check_answer_citations", "open",
+    "StoreError", "StoreLockedError", "StoreNotFoundError", "check_answer_citations", "memory", "open",
 }
 
 

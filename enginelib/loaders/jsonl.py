@@ -5,6 +5,8 @@ A line is a JSON object with the text in ``text`` (or ``content``), the id in ``
 "metadata"}``) load as they are. Every other field, and the ``metadata`` object merged over
 them, becomes the document's metadata (where ``truth_level``, ``domain``, ``tags``,
 ``created_at``... become columns at ingest). ``source_url`` or ``url`` sets the source URL.
+``vector``/``embedding`` (one chunk) or ``vectors`` (one per chunk) carry the record's own
+embedding, used instead of the store's model.
 A line without an id gets ``<file id>#<line number>``.
 
 A bad line (invalid JSON, not an object, no text) is yielded as a SkippedInput naming the
@@ -19,8 +21,11 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, cast
+
+import numpy as np
 
 from ..errors import LoaderError
 from ..text import normalize_text
@@ -29,12 +34,17 @@ from .base import SNIFF_BYTES, LoadItem, fail, too_big
 
 TEXT_FIELDS = ("text", "content")
 ID_FIELDS = ("id", "_id")
+# A record's own embedding (stores that take vectors the user brings).
+VECTOR_FIELDS = ("vector", "embedding", "vectors")
 # Bounded reads while skipping the rest of an oversized line.
 _DRAIN_BYTES = 1 << 20
 
 
-class _BadLine(Exception):
-    """A line that cannot be a document; its message is the reason."""
+class BadRecord(Exception):
+    """A line or record that cannot be a document; its message is the reason."""
+
+
+_BadLine = BadRecord
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -74,6 +84,14 @@ def parse_line(
         raise _BadLine("invalid JSON: nested too deeply") from exc
     if not isinstance(obj, dict):
         raise _BadLine(f"expected a JSON object, got {type(obj).__name__}")
+    document = parse_record(obj, base_id=base_id, line_no=line_no)
+    return replace(document, source_path=str(path), file_extension=extension,
+                   document_type="jsonl")
+
+
+def parse_record(obj: dict[str, Any], *, base_id: str, line_no: int) -> LoadedDocument:
+    """One record (a JSONL line's object, or a dict given in Python) as a document; raises
+    BadRecord with the reason when it is not one."""
     text_key, text = _pick(obj, TEXT_FIELDS)
     if text_key is None:
         raise _BadLine("no 'text' (or 'content') field")
@@ -99,12 +117,39 @@ def parse_line(
     taken = {text_key, id_key, "title", "metadata", *unused_nulls}
     metadata = {k: v for k, v in obj.items() if k not in taken}
     metadata.update(nested or {})
+    vectors = own_vectors(metadata)
     url = metadata.pop("source_url", None) or metadata.get("url")
     return LoadedDocument(
         id=doc_id, text=text, title=(normalize_text(title).strip() or None) if title else None,
-        source_path=str(path), source_url=url if isinstance(url, str) else None,
-        file_extension=extension, document_type="jsonl", metadata=metadata,
+        source_url=url if isinstance(url, str) else None, metadata=metadata, vectors=vectors,
     )
+
+
+def own_vectors(metadata: dict[str, Any]) -> np.ndarray | None:
+    """A record's own embedding, taken out of its metadata: ``vector`` or ``embedding`` (one
+    vector, for a text that makes one chunk) or ``vectors`` (one per chunk, in order)."""
+    keys = [k for k in VECTOR_FIELDS if metadata.get(k) is not None]
+    if not keys:
+        return None
+    if len(keys) > 1:
+        raise _BadLine(f"give one of {', '.join(repr(k) for k in keys)}, not several")
+    key = keys[0]
+    raw = metadata.pop(key)
+    try:
+        array = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise _BadLine(f"'{key}' must be a list of numbers") from exc
+    if key != "vectors":
+        array = array.reshape(1, -1) if array.ndim == 1 else array
+        if array.shape[0] != 1:
+            raise _BadLine(f"'{key}' must be one list of numbers; use 'vectors' for one per chunk")
+    if array.ndim != 2 or array.shape[1] == 0 or array.shape[0] == 0:
+        raise _BadLine(f"'{key}' must be a non-empty list of numbers (or of lists, for 'vectors')")
+    if not np.isfinite(array).all():
+        raise _BadLine(f"'{key}' contains NaN or infinite values")
+    for other in VECTOR_FIELDS:
+        metadata.pop(other, None)  # nulls of the other spellings
+    return array
 
 
 def _lines(handle: IO[bytes], path: Path, max_bytes: int) -> Iterator[tuple[int, bytes, int]]:

@@ -16,6 +16,7 @@ from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
 from . import fusion, paging, post
+from .cache import response_key
 from .citations import make_citation
 from .presets import apply_preset
 from .quotes import content_terms
@@ -60,14 +61,30 @@ def _run(
     strategies = [
         choose_strategy(r.queries[0]) if r.strategy == "auto" else r.strategy for r in requests
     ]
-    needs_vectors = [s in ("vector", "hybrid") for s in strategies]
+    generation = (store.generation, store.index_version)
+    keys = [
+        response_key(r, s, _given_row(query_vectors, i))
+        for i, (r, s) in enumerate(zip(requests, strategies, strict=True))
+    ]
+    cached = [store.response_cache.get(key, generation) for key in keys]
+    # A request answered from the cache needs no query vector: skip the model for it.
+    needs_vectors = [
+        s in ("vector", "hybrid") and c is None for s, c in zip(strategies, cached, strict=True)
+    ]
     embed_started = time.perf_counter()
     vectors = _query_vectors(store, requests, needs_vectors, query_vectors)
     embed_ms = (time.perf_counter() - embed_started) * 1000.0
     responses = []
     for i, (request, strategy) in enumerate(zip(requests, strategies, strict=True)):
         t0 = time.perf_counter()
-        response = _one(store, view, request, strategy, vectors[i] if vectors is not None else None)
+        hit = cached[i]
+        if hit is None:
+            given = query_vectors is not None
+            qvec = vectors[i] if vectors is not None and (needs_vectors[i] or given) else None
+            response = _one(store, view, request, strategy, qvec)
+            store.response_cache.put(keys[i], generation, response)
+        else:
+            response = SearchResponse(**{**hit.__dict__, "timings": {**hit.timings, "cached": 1.0}})
         retrieval_ms = (time.perf_counter() - t0) * 1000.0
         share = embed_ms / len(requests) if any(needs_vectors) else 0.0
         response = _with_timing(response, share, retrieval_ms)
@@ -122,10 +139,22 @@ def _query_vectors(
         return (array / norms).astype(np.float32)
     if not any(needs):
         return None
-    # Every rewrite of every request is embedded; row i of the result is request i's first
-    # query, rewrites are embedded again in _one (they hit the per-process cache).
-    firsts = [r.queries[0] for r in requests]
-    return store.query_embeddings.embed(firsts)
+    # Row i of the result is request i's first query, zeros where a request needs none (a
+    # full-text one, as when searched alone, or one answered from the response cache);
+    # rewrites are embedded again in _one (they hit the per-process query-vector cache).
+    if all(needs):
+        return store.query_embeddings.embed([r.queries[0] for r in requests])
+    out = np.zeros((len(requests), dim), dtype=np.float32)
+    todo = [i for i, need in enumerate(needs) if need]
+    out[todo] = store.query_embeddings.embed([requests[i].queries[0] for i in todo])
+    return out
+
+
+def _given_row(query_vectors: np.ndarray | None, i: int) -> np.ndarray | None:
+    if query_vectors is None:
+        return None
+    array = np.asarray(query_vectors, dtype=np.float32)
+    return array.reshape(-1) if array.ndim == 1 else array[i] if i < len(array) else None
 
 
 def _allowed(store: Store, view: ChunkView, request: SearchRequest) -> np.ndarray | None:

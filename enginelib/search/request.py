@@ -48,6 +48,7 @@ class SearchRequest:
     reranker: Reranker | None = None
     rerank_top: int = 50
     log: bool = True
+    cache: bool = True  # answer from the store's response cache when it holds this request
 
     @property
     def depth(self) -> int:
@@ -123,6 +124,7 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
         reranker=options.get("reranker"),
         rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1),
         log=bool(options.get("log", True)),
+        cache=bool(options.get("cache", True)),
     )
 
 

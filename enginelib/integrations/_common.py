@@ -1,0 +1,100 @@
+"""What both framework retrievers share: option checking, the search call, hit metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InvalidInputError, NoRelevantSourcesError
+from ..search import Hit, SearchResponse
+from ..search.request import build_request
+from ..store import Store
+
+# What a retriever does when the answerability gate refuses: "empty" returns no document
+# (what LangChain and LlamaIndex users get from any retriever with nothing relevant; their
+# chains and query engines handle it), "raise" raises NoRelevantSourcesError with the reason.
+ON_REFUSAL = ("empty", "raise")
+# Search options a retriever cannot pass: the retriever is called with a query string (a
+# LlamaIndex QueryBundle's embedding is used as the query vector instead), and the batch
+# form belongs to search_batch.
+_NOT_FOR_RETRIEVERS = {
+    "query_vector": "a retriever searches with the framework's query",
+    "query_vectors": "a retriever searches one query at a time",
+}
+
+
+def search_options(
+    options: Mapping[str, Any], *, limit_alias: str, framework: str
+) -> dict[str, Any]:
+    """Check a retriever's search options once, at construction (and per call)."""
+    checked = dict(options)
+    if limit_alias in checked:
+        if "limit" in checked:
+            raise InvalidInputError(
+                f"give either {limit_alias}= or limit= to the {framework} retriever, not both"
+            )
+        checked["limit"] = checked.pop(limit_alias)
+    for name, why in _NOT_FOR_RETRIEVERS.items():
+        if name in checked:
+            raise InvalidInputError(f"the {framework} retriever does not take {name}=: {why}")
+    try:
+        build_request("probe", **{k: v for k, v in checked.items() if k != "preset"})
+    except InvalidInputError as exc:
+        raise type(exc)(f"{framework} retriever: {exc}") from exc
+    return checked
+
+
+def check_refusal(on_refusal: str) -> str:
+    if on_refusal not in ON_REFUSAL:
+        raise InvalidInputError(
+            f"on_refusal={on_refusal!r} is not one of {', '.join(ON_REFUSAL)}"
+        )
+    return on_refusal
+
+
+def run_search(
+    store: Store, query: str, options: Mapping[str, Any], on_refusal: str, **extra: Any
+) -> SearchResponse:
+    response = store.search(query, **options, **extra)
+    if not response.ok and on_refusal == "raise":
+        raise NoRelevantSourcesError(query, response.reason)
+    return response
+
+
+def result_id(hit: Hit) -> str:
+    """A stable id for a chunk: its document and chunk index."""
+    return f"{hit.document_id}#{hit.chunk_index}"
+
+
+def citation_metadata(hit: Hit, response: SearchResponse) -> dict[str, Any]:
+    """A hit's citation and scores as flat JSON-friendly metadata (None where absent)."""
+    c, s = hit.citation, hit.scores
+    return {
+        "document_id": hit.document_id,
+        "chunk_index": hit.chunk_index,
+        "start_offset": hit.start_offset,
+        "end_offset": hit.end_offset,
+        "quote": c.quote,
+        "truth_level": hit.truth_level,
+        "rank": hit.rank,
+        "citation_number": c.number,
+        "display_text": c.display_text,
+        "title": hit.title,
+        "heading_path": hit.heading_path,
+        "source_path": c.source_path,
+        "source_url": c.source_url,
+        "source_type": c.source_type,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "document_version": c.document_version,
+        "index_version": c.index_version,
+        "strategy": response.strategy_used,
+        "fused_score": s.fused,
+        "vector_rank": s.vector_rank,
+        "vector_score": s.vector_score,
+        "bm25_rank": s.bm25_rank,
+        "bm25_score": s.bm25_score,
+        "similarity": s.similarity,
+        "boost": s.boost,
+        "rerank_score": s.rerank_score,
+    }

@@ -1,0 +1,77 @@
+"""A LangChain retriever over an enginelib store (``pip install 'enginelib[langchain]'``).
+
+    from enginelib.integrations.langchain import EnginelibRetriever
+    retriever = EnginelibRetriever(store=store, search_kwargs={"k": 5, "strategy": "hybrid",
+                                   "filters": {"tags": ["brakes"]}, "truth_levels": ["L1"]})
+    docs = retriever.invoke("when to replace brake pads?")
+    docs[0].metadata["start_offset"], docs[0].metadata["quote"], docs[0].metadata["truth_level"]
+
+Documents come in the engine's order, one per hit, ``page_content`` the chunk's text and
+``metadata`` its citation and scores (``enginelib.integrations.citation_metadata``).
+``search_kwargs`` take every ``Store.search`` option (``k`` is LangChain's name for
+``limit``); ``retriever.invoke(query, **overrides)`` changes them for one call. When the
+answerability gate refuses, the retriever returns ``[]`` like any LangChain retriever with
+nothing relevant, or raises ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict, Field
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "enginelib.integrations.langchain needs langchain-core: "
+        "pip install 'enginelib[langchain]'"
+    ) from exc
+
+from ..store import Store
+from ._common import check_refusal, citation_metadata, result_id, run_search, search_options
+
+FRAMEWORK = "LangChain"
+
+
+class EnginelibRetriever(BaseRetriever):
+    """LangChain ``BaseRetriever`` answering from ``store`` with cited chunks."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: Store
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    on_refusal: str = "empty"
+
+    def __init__(self, **data: Any) -> None:
+        # Checked before pydantic sees them, so bad options raise enginelib's typed errors
+        # (pydantic would wrap them in a ValidationError).
+        data["search_kwargs"] = search_options(
+            data.get("search_kwargs") or {}, limit_alias="k", framework=FRAMEWORK
+        )
+        check_refusal(data.get("on_refusal", "empty"))
+        super().__init__(**data)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
+        options = self.search_kwargs
+        if overrides:
+            options = search_options(
+                {**self.search_kwargs, **_renamed(overrides)}, limit_alias="k", framework=FRAMEWORK
+            )
+        response = run_search(self.store, query, options, self.on_refusal)
+        return [
+            Document(page_content=hit.content, metadata=citation_metadata(hit, response),
+                     id=result_id(hit))
+            for hit in response.hits
+        ]
+
+
+def _renamed(overrides: dict[str, Any]) -> dict[str, Any]:
+    """A per-call ``k`` replaces the configured limit (and the other way round)."""
+    renamed = dict(overrides)
+    if "k" in renamed:
+        renamed["limit"] = renamed.pop("k")
+    return renamed

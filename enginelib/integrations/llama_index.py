@@ -1,0 +1,130 @@
+"""A LlamaIndex retriever over an enginelib store (``pip install 'enginelib[llama-index]'``).
+
+    from enginelib.integrations.llama_index import EnginelibRetriever
+    retriever = EnginelibRetriever(store, similarity_top_k=5, filters={"tags": ["brakes"]},
+                                   truth_levels=["L1", "L2"], strategy="hybrid")
+    nodes = retriever.retrieve("when to replace brake pads?")
+    nodes[0].node.metadata["start_offset"], nodes[0].score
+
+Nodes come in the engine's order, one ``NodeWithScore`` per hit: a ``TextNode`` with the
+chunk's text, id ``<document id>#<chunk index>`` and the citation and scores in its
+metadata, and the engine's fused score. Options are those of ``Store.search``
+(``similarity_top_k`` is LlamaIndex's name for ``limit``); filters are enginelib filter
+dicts, or LlamaIndex ``MetadataFilters`` that say the same thing (AND of ==, in, any, all,
+and >, >=, <, <= on dates); other operators are refused with a clear error.
+A ``QueryBundle`` carrying an ``embedding`` is searched with that vector. When the
+answerability gate refuses, ``retrieve`` returns ``[]`` (a query engine then answers
+"Empty Response"), or raises ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "enginelib.integrations.llama_index needs llama-index-core: "
+        "pip install 'enginelib[llama-index]'"
+    ) from exc
+
+from ..errors import InvalidInputError
+from ..store import Store
+from ._common import check_refusal, citation_metadata, result_id, run_search, search_options
+
+FRAMEWORK = "LlamaIndex"
+# What the LLM sees of a node besides its text: where it comes from and how far to trust
+# it; offsets and scores stay in the metadata for the application.
+LLM_METADATA = ("document_id", "title", "truth_level", "display_text")
+
+
+class EnginelibRetriever(BaseRetriever):
+    """LlamaIndex ``BaseRetriever`` answering from ``store`` with cited chunks."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        on_refusal: str = "empty",
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **options: Any,
+    ) -> None:
+        if isinstance(options.get("filters"), MetadataFilters):
+            options["filters"] = from_metadata_filters(options["filters"])
+        if not isinstance(options.get("filters"), (dict, type(None))):
+            raise InvalidInputError(
+                f"{FRAMEWORK} retriever: filters must be an enginelib filter dict such as "
+                "{'tags': ['brakes'], 'truth_level': ['L1']} or simple MetadataFilters, not "
+                f"{type(options['filters']).__name__}"
+            )
+        self.store = store
+        self.options = search_options(options, limit_alias="similarity_top_k", framework=FRAMEWORK)
+        self.on_refusal = check_refusal(on_refusal)
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        extra: dict[str, Any] = {}
+        if query_bundle.embedding is not None:
+            extra["query_vector"] = query_bundle.embedding
+        response = run_search(self.store, query_bundle.query_str, self.options, self.on_refusal, **extra)
+        nodes = []
+        for hit in response.hits:
+            metadata = citation_metadata(hit, response)
+            node = TextNode(
+                id_=result_id(hit), text=hit.content, metadata=metadata,
+                excluded_llm_metadata_keys=[k for k in metadata if k not in LLM_METADATA],
+                excluded_embed_metadata_keys=list(metadata),
+            )
+            nodes.append(NodeWithScore(node=node, score=hit.scores.fused))
+        return nodes
+
+
+# LlamaIndex operators that enginelib's filter dicts can say, per value shape.
+_DATE_OPS = {FilterOperator.GT: "gt", FilterOperator.GTE: "gte",
+             FilterOperator.LT: "lt", FilterOperator.LTE: "lte"}
+_DATE_FIELDS = ("created_at", "updated_at", "validated_at")
+
+
+def from_metadata_filters(filters: MetadataFilters) -> dict[str, Any]:
+    """The enginelib filter dict equivalent to simple LlamaIndex ``MetadataFilters``."""
+    if filters.condition not in (None, FilterCondition.AND):
+        raise InvalidInputError(
+            f"{FRAMEWORK} retriever: only AND of metadata filters maps onto enginelib filters, "
+            f"not {filters.condition}"
+        )
+    out: dict[str, Any] = {}
+    for item in filters.filters:
+        if not isinstance(item, MetadataFilter):
+            raise InvalidInputError(f"{FRAMEWORK} retriever: nested MetadataFilters are not supported")
+        key, op, value = item.key, item.operator, item.value
+        if key in _DATE_FIELDS and op in _DATE_OPS:
+            out.setdefault(key, {})[_DATE_OPS[op]] = value
+            continue
+        if key in out:
+            raise InvalidInputError(
+                f"{FRAMEWORK} retriever: {key!r} is filtered twice; give its values in one "
+                "'in' filter"
+            )
+        if key == "tags" and op in (FilterOperator.ANY, FilterOperator.ALL):
+            out[key] = {op.value: list(value) if isinstance(value, list) else [value]}
+        elif key == "tags" and op in (FilterOperator.EQ, FilterOperator.CONTAINS):
+            out[key] = [value]
+        elif op in (FilterOperator.EQ, FilterOperator.IN, FilterOperator.ANY):
+            out[key] = value
+        else:
+            raise InvalidInputError(
+                f"{FRAMEWORK} retriever: operator {op.value!r} on {key!r} has no enginelib "
+                "filter; use ==, in, any/all (tags) or >, >=, <, <= (created_at, updated_at, "
+                "validated_at)"
+            )
+    return out

@@ -1,0 +1,187 @@
+"""In-memory stores: the full Store API in a private RAM-backed folder that vanishes on close.
+
+The store core, both index backends and the query log are built around one folder (the
+lock, the manifest, the commit protocol), so an in-memory store is that same folder placed
+on a RAM-backed file system (``/dev/shm`` where the machine has one, the system temp folder
+otherwise, or ``$ENGINELIB_MEMORY_DIR``) under a private name. Nothing is written to the user's disk on Linux, and the
+folder is removed on ``close()``, when the Store object is garbage-collected, and at
+interpreter exit, whichever comes first; a process killed by a signal cannot clean up, so
+the next in-memory store opened on the machine removes folders whose process is gone.
+``save(path)`` copies it to a real folder that then opens normally with
+``enginelib.open(path)``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .chunker import ChunkingConfig
+from .embedder import Embedder
+from .errors import InvalidInputError, StoreError
+from .store import LOCK_NAME, Store
+from .types import LoadedDocument
+
+MEMORY = ":memory:"
+_RAM_FOLDERS = ("/dev/shm",)
+_PREFIX = "enginelib-mem-"
+MEMORY_DIR_ENV = "ENGINELIB_MEMORY_DIR"
+# Options of enginelib.open() that only make sense for a folder the user named.
+_FOLDER_ONLY = {
+    "snapshot": "a snapshot is read from a store folder: save() the store, then open the "
+                "folder with snapshot=",
+    "read_only": "an in-memory store starts empty, so there is nothing to read: open a folder "
+                 "read-only instead",
+    "create": "an in-memory store is always new: drop create=",
+    "lock_timeout": "no other process can see an in-memory store, so there is no lock to wait "
+                    "for: drop lock_timeout=",
+}
+
+
+def is_memory_path(path: object) -> bool:
+    return isinstance(path, str) and path == MEMORY
+
+
+def ram_folder() -> str:
+    """Where private in-memory stores live: $ENGINELIB_MEMORY_DIR if set, a tmpfs if there is
+    one, else the temp folder."""
+    chosen = os.environ.get(MEMORY_DIR_ENV)
+    if chosen:
+        return chosen
+    for candidate in _RAM_FOLDERS:
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return tempfile.gettempdir()
+
+
+class MemoryStore(Store):
+    """A Store whose folder is private, RAM-backed and removed on close, GC or exit."""
+
+    in_memory = True
+    _cleanup: weakref.finalize[Any, Any] | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._cleanup is not None:
+                self._cleanup()
+
+    def save(self, path: str | Path) -> Path:
+        """Copy this store to ``path`` (a new or empty folder); ``enginelib.open(path)`` then
+        opens it normally, with the same embedder. The in-memory store stays usable."""
+        target = Path(path)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise StoreError(
+                f"cannot save the in-memory store to {target}: it exists and is not an empty "
+                "folder; choose a new path",
+                path=target,
+            )
+        self.persist()  # indexes and manifest stamped with the catalog's generation
+        self.catalog.release()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(
+            self.path, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_NAME)
+        )
+        return target
+
+    def stats(self) -> dict[str, Any]:
+        data = super().stats()
+        data["path"] = MEMORY
+        return data
+
+
+def open_memory(
+    *,
+    embedder: Embedder | None = None,
+    chunking: ChunkingConfig | None = None,
+    index_options: dict[str, Any] | None = None,
+    records: Iterable[LoadedDocument | Mapping[str, Any]] | None = None,
+    truth_level: str | None = None,
+    **options: Any,
+) -> MemoryStore:
+    """A new, empty in-memory store, optionally seeded with ``records``.
+
+    ``records`` are LoadedDocuments or dicts shaped like JSONL lines (``id``, ``text``,
+    ``title``, metadata such as ``truth_level`` or ``tags``, and optionally their own
+    ``vector``); ``truth_level`` applies to the records that carry none.
+    """
+    for name, why in _FOLDER_ONLY.items():
+        value = options.pop(name, None)
+        harmless = value is None or value is (name == "create") or (name == "lock_timeout" and value == 0)
+        if not harmless:
+            raise InvalidInputError(f"{MEMORY} does not take {name}={value!r}: {why}")
+    if options:
+        raise InvalidInputError(
+            f"unknown option(s) {sorted(options)} for an in-memory store; it takes embedder, "
+            "chunking, index_options, records and truth_level"
+        )
+    parent = ram_folder()
+    sweep_orphans(Path(parent))
+    folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent)
+    try:
+        store = MemoryStore.open(
+            Path(folder) / "store", embedder=embedder, chunking=chunking,
+            index_options=index_options,
+        )
+        assert isinstance(store, MemoryStore)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # Runs once: on close(), when the object is collected, or at interpreter exit.
+    store._cleanup = weakref.finalize(store, shutil.rmtree, folder, ignore_errors=True)
+    if records is not None:
+        try:
+            documents = [as_document(r, i) for i, r in enumerate(records, start=1)]
+            if documents:
+                ingest_options: dict[str, Any] = {"truth_level": truth_level} if truth_level else {}
+                store.ingest_documents(documents, **ingest_options)
+        except BaseException:
+            store.close()
+            raise
+    return store
+
+
+def sweep_orphans(parent: Path) -> list[Path]:
+    """Remove the folders of in-memory stores whose process died without cleaning up
+    (killed by a signal: no finalizer runs), so RAM does not fill up across crashes."""
+    removed = []
+    for folder in parent.glob(f"{_PREFIX}*-*"):
+        pid_text = folder.name[len(_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def as_document(record: LoadedDocument | Mapping[str, Any], number: int) -> LoadedDocument:
+    """A record given in Python: a LoadedDocument as is, a dict read like a JSONL line."""
+    if isinstance(record, LoadedDocument):
+        return record
+    if not isinstance(record, Mapping):
+        raise InvalidInputError(
+            f"record {number} is a {type(record).__name__}; give dicts with 'id' and 'text' "
+            "(like JSONL lines) or LoadedDocument objects"
+        )
+    from .loaders.jsonl import BadRecord, parse_record
+
+    try:
+        return parse_record(dict(record), base_id="record", line_no=number)
+    except BadRecord as exc:
+        raise InvalidInputError(f"record {number}: {exc}") from exc

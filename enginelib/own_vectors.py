@@ -1,0 +1,82 @@
+"""Vectors the user brings: records' own embeddings, and stores that have no model at all."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from .embedder import Embedder
+from .errors import EmbeddingError, InvalidInputError, InvalidVectorError
+from .types import LoadedDocument
+
+EXTERNAL_PREFIX = "external-"
+
+
+class ExternalVectors:
+    """The embedder of a store without a model: every vector comes from the caller.
+
+    Ingest takes records' own ``vector`` (or ``vectors``, one per chunk); a vector or hybrid
+    search takes ``query_vector=`` (``--vector-file`` on the command line). Full-text
+    search needs nothing. The store records the name ``external-<dim>``, so every later
+    open knows it has no model to load.
+    """
+
+    def __init__(self, dim: int) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInputError(f"the vector dimension must be a positive integer, got {dim!r}")
+        self.dim = dim
+        self.name = f"{EXTERNAL_PREFIX}{dim}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        raise EmbeddingError(
+            f"this store has no embedding model ({self.name}): it takes the vectors you bring. "
+            "Give records a 'vector' field when ingesting, and search with query_vector= "
+            "(CLI: --vector-file FILE) or with strategy='fulltext'"
+        )
+
+
+def is_external(model_name: str) -> bool:
+    return model_name.startswith(EXTERNAL_PREFIX) and model_name[len(EXTERNAL_PREFIX):].isdigit()
+
+
+def embedder_for_model(model_name: str) -> Embedder | None:
+    """The embedder a store recorded when it needs no model to load, else None."""
+    if is_external(model_name):
+        return ExternalVectors(int(model_name[len(EXTERNAL_PREFIX):]))
+    return None
+
+
+def vectors_digest(vectors: object) -> str:
+    """A short digest of a document's own vectors, so re-ingesting new ones is a change."""
+    array = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    return hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()
+
+
+def own_vectors(document: LoadedDocument, chunks: int, dim: int) -> np.ndarray:
+    """A document's own vectors checked against its chunk count and the store's dimension."""
+    array = np.asarray(document.vectors, dtype=np.float32)
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    if array.ndim != 2 or array.shape[1] != dim:
+        raise InvalidVectorError(
+            f"document {document.id!r} brings vectors of {array.shape[-1]} dimensions; this "
+            f"store takes {dim}: give vectors from the store's model, or ingest into a store "
+            f"made for them (enginelib init --vector-dim {array.shape[-1]})"
+        )
+    if array.shape[0] != chunks:
+        raise InvalidVectorError(
+            f"document {document.id!r} brings {array.shape[0]} vector(s) but its text makes "
+            f"{chunks} chunks: give one 'vector' per chunk-sized record (split the text), or "
+            "'vectors' with one row per chunk"
+        )
+    if not np.isfinite(array).all():
+        raise InvalidVectorError(f"document {document.id!r} brings NaN or infinite vector values")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise InvalidVectorError(f"document {document.id!r} brings an all-zero vector")
+    # The indexes search by cosine on unit vectors, as the model embedders return them.
+    return (array / norms).astype(np.float32)

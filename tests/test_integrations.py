@@ -1,0 +1,198 @@
+"""LangChain and LlamaIndex retrievers, against the real libraries: the engine's hits in its
+order, citations in metadata, options passed through, the gate's refusal, bad options."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever as LangChainBase
+from llama_index.core.retrievers import BaseRetriever as LlamaIndexBase
+from llama_index.core.schema import MetadataMode, QueryBundle
+
+from enginelib import InvalidInputError, InvalidVectorError
+from enginelib.errors import NoRelevantSourcesError
+from enginelib.integrations.langchain import EnginelibRetriever as LangChainRetriever
+from enginelib.integrations.llama_index import EnginelibRetriever as LlamaIndexRetriever
+from enginelib.memory_store import open_memory
+from enginelib.testing import enginelib_store_factory, test_embedder  # noqa: F401
+from tests.helpers import DATASETS
+
+NO_GATE = {"answerability_threshold": None}
+QUESTIONS = [
+    "right to erasure of personal data",
+    "consent of the data subject",
+    "prohibited artificial intelligence practices",
+    "high-risk AI systems conformity assessment",
+]
+
+
+@pytest.fixture(scope="module")
+def regulatory():
+    """GDPR and AI Act recitals/articles (the first 300 records of the shared corpus);
+    shared by the module's tests, which only read it."""
+    path = DATASETS / "regulatory" / "corpus.jsonl"
+    with path.open(encoding="utf-8") as handle:
+        records = [json.loads(line) for line in itertools.islice(handle, 300)]
+    for i, record in enumerate(records):
+        record["truth_level"] = "L1" if i % 3 else "L3"
+        record["tags"] = [record["metadata"]["regulation"].lower()]
+    store = open_memory(records=records, embedder=test_embedder())
+    yield store
+    store.close()
+
+
+def _expect(store, question, **options):
+    response = store.search(question, **options)
+    assert response.ok, response.reason
+    return response
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_langchain_returns_the_engines_hits_in_order_with_citations(regulatory, question):
+    retriever = LangChainRetriever(store=regulatory, search_kwargs={"k": 5, **NO_GATE})
+    assert isinstance(retriever, LangChainBase)
+    expected = _expect(regulatory, question, limit=5, **NO_GATE)
+    documents = retriever.invoke(question)
+    assert all(isinstance(d, Document) for d in documents)
+    assert [d.id for d in documents] == [f"{h.document_id}#{h.chunk_index}" for h in expected.hits]
+    for document, hit in zip(documents, expected.hits, strict=True):
+        meta = document.metadata
+        assert document.page_content == hit.content
+        assert meta["quote"] == hit.citation.quote
+        assert (meta["document_id"], meta["chunk_index"]) == (hit.document_id, hit.chunk_index)
+        assert (meta["start_offset"], meta["end_offset"]) == (hit.start_offset, hit.end_offset)
+        text = regulatory.get_document(hit.document_id)["content"]
+        assert text[meta["start_offset"]:meta["end_offset"]] == document.page_content
+        assert meta["truth_level"] == hit.truth_level
+        assert meta["fused_score"] == hit.scores.fused and meta["rank"] == hit.rank
+        assert meta["citation_number"] == hit.citation.number
+    json.dumps([d.metadata for d in documents])  # plain values a vector store or a trace keeps
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_llama_index_returns_the_engines_hits_in_order_with_citations(regulatory, question):
+    retriever = LlamaIndexRetriever(regulatory, similarity_top_k=5, **NO_GATE)
+    assert isinstance(retriever, LlamaIndexBase)
+    expected = _expect(regulatory, question, limit=5, **NO_GATE)
+    nodes = retriever.retrieve(question)
+    assert [n.node.node_id for n in nodes] == [f"{h.document_id}#{h.chunk_index}" for h in expected.hits]
+    assert [n.score for n in nodes] == [h.scores.fused for h in expected.hits]
+    for node, hit in zip(nodes, expected.hits, strict=True):
+        assert node.node.get_content() == hit.content
+        meta = node.node.metadata
+        assert (meta["document_id"], meta["start_offset"], meta["end_offset"]) == (
+            hit.document_id, hit.start_offset, hit.end_offset)
+        assert meta["truth_level"] == hit.truth_level and meta["quote"] == hit.citation.quote
+        llm_view = node.node.get_content(metadata_mode=MetadataMode.LLM)
+        assert hit.document_id in llm_view and "fused_score" not in llm_view
+
+
+def test_options_pass_through(regulatory):
+    options = {"strategy": "fulltext", "filters": {"tags": ["gdpr"]}, "truth_levels": ["L3"],
+               "limit": 4}
+    expected = _expect(regulatory, "personal data", **options)
+    assert {h.truth_level for h in expected.hits} == {"L3"}
+    lc = LangChainRetriever(store=regulatory, search_kwargs=options).invoke("personal data")
+    li = LlamaIndexRetriever(regulatory, **options).retrieve("personal data")
+    ids = [f"{h.document_id}#{h.chunk_index}" for h in expected.hits]
+    assert [d.id for d in lc] == ids == [n.node.node_id for n in li]
+    assert all(d.metadata["strategy"] == "fulltext" for d in lc)
+
+
+def test_langchain_per_call_overrides(regulatory):
+    retriever = LangChainRetriever(store=regulatory, search_kwargs={"k": 5, **NO_GATE})
+    assert len(retriever.invoke("personal data", k=2)) == 2
+    only_l3 = retriever.invoke("personal data", truth_levels=["L3"])
+    assert only_l3 and {d.metadata["truth_level"] for d in only_l3} == {"L3"}
+    assert len(asyncio.run(retriever.ainvoke("personal data"))) == 5
+
+
+def test_llama_index_uses_the_bundles_embedding(regulatory):
+    question = "right to erasure of personal data"
+    vector = regulatory.embedder.embed([question])[0]
+    retriever = LlamaIndexRetriever(regulatory, similarity_top_k=3, strategy="vector", **NO_GATE)
+    by_text = retriever.retrieve(question)
+    by_vector = retriever.retrieve(QueryBundle("ignored words", embedding=vector.tolist()))
+    assert [n.node.node_id for n in by_vector] == [n.node.node_id for n in by_text]
+    with pytest.raises(InvalidVectorError, match="shape"):
+        retriever.retrieve(QueryBundle(question, embedding=[0.1, 0.2]))
+
+
+def test_refusal_is_empty_by_default_or_raises(regulatory):
+    off_topic = "torque of the brake caliper bolts"
+    assert not regulatory.search(off_topic).ok
+    assert LangChainRetriever(store=regulatory).invoke(off_topic) == []
+    assert LlamaIndexRetriever(regulatory).retrieve(off_topic) == []
+    with pytest.raises(NoRelevantSourcesError, match="NO_RELEVANT_SOURCES") as caught:
+        LangChainRetriever(store=regulatory, on_refusal="raise").invoke(off_topic)
+    assert caught.value.reason
+    with pytest.raises(NoRelevantSourcesError):
+        LlamaIndexRetriever(regulatory, on_refusal="raise").retrieve(off_topic)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"query_vector": [0.1]}, "does not take query_vector"),
+        ({"k": 3, "limit": 3}, "not both"),
+        ({"colour": "red"}, "unknown search option"),
+        ({"strategy": "semantic"}, "strategy 'semantic' is not one of"),
+        ({"truth_levels": ["L9"]}, "unknown truth level"),
+    ],
+)
+def test_langchain_refuses_options_it_does_not_support(enginelib_store_factory, options, message):
+    store = enginelib_store_factory()
+    with pytest.raises(InvalidInputError, match=message):
+        LangChainRetriever(store=store, search_kwargs=options)
+
+
+def test_bad_options_fail_at_construction_or_call(enginelib_store_factory):
+    store = enginelib_store_factory()
+    with pytest.raises(InvalidInputError, match="on_refusal='ignore' is not one of empty, raise"):
+        LangChainRetriever(store=store, on_refusal="ignore")
+    with pytest.raises(InvalidInputError, match="unknown search option"):
+        LangChainRetriever(store=store).invoke("brakes", colour="red")
+    with pytest.raises(InvalidInputError, match="LlamaIndex retriever: unknown search option"):
+        LlamaIndexRetriever(store, similarity_cutoff=0.5)
+    with pytest.raises(InvalidInputError, match="not both"):
+        LlamaIndexRetriever(store, similarity_top_k=3, limit=3)
+    with pytest.raises(InvalidInputError, match="on_refusal"):
+        LlamaIndexRetriever(store, on_refusal="ignore")
+
+
+def test_llama_index_takes_simple_metadata_filters(regulatory):
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+
+    filters = MetadataFilters(filters=[
+        MetadataFilter(key="tags", value="gdpr", operator=FilterOperator.EQ),
+        MetadataFilter(key="metadata.type", value=["recital"], operator=FilterOperator.IN),
+    ])
+    nodes = LlamaIndexRetriever(regulatory, filters=filters, **NO_GATE).retrieve("personal data")
+    expected = _expect(regulatory, "personal data",
+                       filters={"tags": ["gdpr"], "metadata.type": ["recital"]}, **NO_GATE)
+    assert [n.node.node_id for n in nodes] == [f"{h.document_id}#{h.chunk_index}" for h in expected.hits]
+    assert nodes and all(regulatory.get_document(n.node.metadata["document_id"])["custom"]["type"] == "recital"
+               for n in nodes)
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ([("tags", "gdpr", "!=")], "operator '!=' on 'tags' has no enginelib filter"),
+        ([("domain", "a", "=="), ("domain", "b", "==")], "filtered twice"),
+    ],
+)
+def test_llama_index_refuses_filters_it_cannot_say(enginelib_store_factory, filters, message):
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+
+    built = MetadataFilters(filters=[
+        MetadataFilter(key=k, value=v, operator=FilterOperator(op)) for k, v, op in filters
+    ])
+    with pytest.raises(InvalidInputError, match=message):
+        LlamaIndexRetriever(enginelib_store_factory(), filters=built)
+    with pytest.raises(InvalidInputError, match="enginelib filter dict"):
+        LlamaIndexRetriever(enginelib_store_factory(), filters=["tags"])

@@ -1,0 +1,180 @@
+"""In-memory stores, the shipped pytest plugin and its fixtures, and the README's user test."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder, InvalidInputError, StoreError
+from enginelib.memory_store import MEMORY_DIR_ENV, MemoryStore
+from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = [
+    {"id": "pads", "text": "Replace the brake pads when they are thinner than 3 mm.",
+     "truth_level": "L1", "tags": ["brakes"]},
+    {"id": "gdpr", "text": "Personal data shall be processed lawfully and fairly.",
+     "truth_level": "L2", "domain": "privacy"},
+]
+NO_GATE = {"answerability_threshold": None}
+
+
+@pytest.fixture
+def ram(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "ram"
+    folder.mkdir()
+    monkeypatch.setenv(MEMORY_DIR_ENV, str(folder))
+    return folder
+
+
+def test_open_memory_is_a_full_store_that_leaves_nothing(ram, tmp_path):
+    before = set(os.listdir(Path.cwd()))
+    store = enginelib.open(":memory:", embedder=HashingEmbedder(32))
+    assert isinstance(store, MemoryStore)
+    assert not Path(":memory:").exists()
+    report = store.ingest_documents([enginelib.LoadedDocument(id="a", text="caliper torque 30 Nm")])
+    assert report.added == ("a",)
+    assert store.search("caliper torque", **NO_GATE).hits[0].document_id == "a"
+    assert store.stats()["path"] == ":memory:"
+    assert len(os.listdir(ram)) == 1  # the private folder, while open
+    store.close()
+    assert os.listdir(ram) == []
+    assert set(os.listdir(Path.cwd())) == before
+
+
+def test_memory_seeded_from_records_with_truth_levels(ram):
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32), truth_level="L3") as store:
+        assert store.get_document("pads")["truth_level"] == "L1"
+        assert store.get_document("gdpr")["domain"] == "privacy"
+        hits = store.search("personal data lawfully", strategy="fulltext").hits
+        assert [h.document_id for h in hits] == ["gdpr"]
+
+
+def test_default_truth_level_applies_to_records_without_one(ram):
+    records = [{"id": "n", "text": "brake pads squeal when worn"}]
+    with enginelib.memory(records, embedder=HashingEmbedder(32), truth_level="L3") as store:
+        assert store.get_document("n")["truth_level"] == "L3"
+        assert store.search("brake pads", **NO_GATE).status == enginelib.NO_RELEVANT_SOURCES
+        assert store.search("brake pads", truth_levels=["L3"], **NO_GATE).hits[0].document_id == "n"
+
+
+def test_garbage_collected_store_removes_its_folder(ram):
+    store = enginelib.memory(RECORDS, embedder=HashingEmbedder(32))
+    assert len(os.listdir(ram)) == 1
+    del store
+    gc.collect()
+    assert os.listdir(ram) == []
+
+
+def test_save_writes_a_folder_that_opens_normally(ram, tmp_path):
+    target = tmp_path / "saved"
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
+        store.save(target)
+        expected = store.search("brake pads thinner", **NO_GATE)
+        store.ingest_documents([enginelib.LoadedDocument(id="later", text="still usable")])
+    assert os.listdir(ram) == []
+    with enginelib.open(target, embedder=HashingEmbedder(32), read_only=True) as saved:
+        assert saved.stats()["documents"] == 2
+        again = saved.search("brake pads thinner", **NO_GATE)
+        assert [h.citation for h in again.hits] == [h.citation for h in expected.hits]
+
+
+def test_save_refuses_a_folder_in_use(ram, tmp_path):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "file.txt").write_text("mine")
+    with enginelib.memory(embedder=HashingEmbedder(32)) as store:
+        with pytest.raises(StoreError, match="not an empty folder"):
+            store.save(tmp_path / "busy")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"snapshot": "2026.11.0"}, "snapshot"),
+        ({"read_only": True}, "read_only"),
+        ({"create": False}, "create"),
+        ({"lock_timeout": 5}, "lock_timeout"),
+        ({"colour": "red"}, "unknown option"),
+    ],
+)
+def test_memory_rejects_folder_options(ram, options, message):
+    with pytest.raises(InvalidInputError, match=message):
+        enginelib.open(":memory:", embedder=HashingEmbedder(32), **options)
+    assert os.listdir(ram) == []
+
+
+def test_bad_record_names_its_position(ram):
+    with pytest.raises(InvalidInputError, match="record 2: no 'text'"):
+        enginelib.memory([RECORDS[0], {"id": "x"}], embedder=HashingEmbedder(32))
+    with pytest.raises(InvalidInputError, match="record 1 is a str"):
+        enginelib.memory(["just text"], embedder=HashingEmbedder(32))
+    assert os.listdir(ram) == []
+
+
+def test_snapshots_inside_a_memory_store_live_and_die_with_it(ram):
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
+        info = store.create_snapshot("s1")
+        assert [s.name for s in store.list_snapshots()] == [info.name]
+    assert os.listdir(ram) == []
+
+
+def test_fixtures_give_empty_and_seeded_stores(enginelib_store, enginelib_store_factory):
+    assert enginelib_store.stats()["documents"] == 0
+    assert enginelib_store.embedder.name == "hashing-64"
+    seeded = enginelib_store_factory(records=RECORDS, truth_level="L2")
+    assert seeded.stats()["documents"] == 2
+    other = enginelib_store_factory(embedder=HashingEmbedder(16))
+    assert other.manifest.embedding_dim == 16
+
+
+def test_readme_user_test_runs_with_the_plugin_and_leaves_nothing(tmp_path):
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    env = {**os.environ, MEMORY_DIR_ENV: str(ram), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "enginelib.testing", "-p", "no:cacheprovider",
+         str(ROOT / "examples" / "test_with_enginelib.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "passed" in result.stdout
+    assert os.listdir(ram) == []
+    assert sorted(os.listdir(tmp_path)) == ["ram"]
+
+
+def test_readme_shows_the_example_file_verbatim():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    marker = "<!-- examples/test_with_enginelib.py -->\n```python\n"
+    assert marker in readme
+    shown = readme.split(marker, 1)[1].split("```\n", 1)[0]
+    assert shown == (ROOT / "examples" / "test_with_enginelib.py").read_text(encoding="utf-8")
+
+
+def test_exports_to_a_named_file_work_from_memory(ram, tmp_path):
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
+        report = store.to_sql(tmp_path / "out.sql")
+    sql = (tmp_path / "out.sql").read_text(encoding="utf-8")
+    assert "CREATE TABLE" in sql and "pads" in sql
+    assert report is not None
+    assert os.listdir(ram) == []
+
+
+def test_a_killed_process_folder_is_swept_by_the_next_store(ram):
+    script = (
+        "import os, signal, enginelib\n"
+        "store = enginelib.memory(embedder=enginelib.HashingEmbedder(16))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = {**os.environ, MEMORY_DIR_ENV: str(ram), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], env=env, timeout=300)
+    assert result.returncode != 0
+    assert len(os.listdir(ram)) == 1  # no finalizer ran
+    with enginelib.memory(embedder=HashingEmbedder(16)):
+        assert [name.split("-")[2] for name in os.listdir(ram)] == [str(os.getpid())]
+    assert os.listdir(ram) == []

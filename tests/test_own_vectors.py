@@ -1,0 +1,209 @@
+"""Vectors the user brings: records' own embeddings, stores without a model, and the CLI
+(`init --vector-dim`, JSONL `vector` fields, `search --vector-file`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import enginelib
+from enginelib import HashingEmbedder, InvalidVectorError
+from enginelib.cli.main import main
+from enginelib.errors import EmbeddingError
+from enginelib.own_vectors import ExternalVectors
+
+DIM = 8
+TEXTS = {
+    "pads": "Replace the brake pads when they are thinner than 3 mm.",
+    "fluid": "Brake fluid absorbs water: change it every two years.",
+    "gdpr": "Personal data shall be processed lawfully and fairly.",
+    "bolts": "Torque the caliper bolts to 30 Nm.",
+}
+NO_GATE = {"answerability_threshold": None}
+
+
+def _vectors() -> dict[str, list[float]]:
+    rng = np.random.default_rng(7)
+    return {key: rng.normal(size=DIM).round(5).tolist() for key in TEXTS}
+
+
+def _records(field: str = "vector") -> list[dict]:
+    vectors = _vectors()
+    return [{"id": k, "text": t, "truth_level": "L1", field: vectors[k]} for k, t in TEXTS.items()]
+
+
+def test_a_store_without_a_model_searches_by_given_vectors(tmp_path):
+    vectors = _vectors()
+    with enginelib.open(tmp_path / "s", embedder=ExternalVectors(DIM)) as store:
+        report = store.ingest_documents(
+            [enginelib.LoadedDocument(id=k, text=t, vectors=np.array(vectors[k]))
+             for k, t in TEXTS.items()], truth_level="L1")
+        assert report.chunks_embedded == 0 and report.chunks_written == 4
+    # Reopened with no embedder: the manifest says there is no model, none is loaded.
+    with enginelib.open(tmp_path / "s", read_only=True) as store:
+        assert store.embedder.name == f"external-{DIM}"
+        for key in TEXTS:
+            hits = store.search("ignored", strategy="vector", query_vector=vectors[key], **NO_GATE).hits
+            assert hits[0].document_id == key
+            assert hits[0].scores.similarity == pytest.approx(1.0, abs=1e-5)
+        hybrid = store.search("brake fluid", query_vector=vectors["fluid"], **NO_GATE)
+        assert hybrid.hits[0].document_id == "fluid"
+        assert store.search("caliper bolts", strategy="fulltext").hits[0].document_id == "bolts"
+        with pytest.raises(EmbeddingError, match="no embedding model .* --vector-file"):
+            store.search("brake fluid")
+
+
+@pytest.mark.parametrize("field", ["vector", "embedding", "vectors"])
+def test_records_carry_their_vectors_in_any_spelling(field):
+    records = _records(field)
+    if field == "vectors":
+        for record in records:
+            record["vectors"] = [record["vectors"]]
+    with enginelib.memory(records, embedder=ExternalVectors(DIM)) as store:
+        query = _vectors()["gdpr"]
+        assert store.search("q", strategy="vector", query_vector=query, **NO_GATE).hits[0].document_id == "gdpr"
+        assert field not in store.get_document("gdpr")["custom"]
+
+
+def test_own_vectors_win_over_the_model_of_the_same_size():
+    vectors = {k: HashingEmbedder(DIM).embed(["unrelated words"])[0].tolist() for k in TEXTS}
+    vectors["bolts"] = HashingEmbedder(DIM).embed(["brake pads thinner"])[0].tolist()
+    records = [{"id": k, "text": t, "vector": vectors[k]} for k, t in TEXTS.items()]
+    with enginelib.memory(records, embedder=HashingEmbedder(DIM)) as store:
+        hits = store.search("brake pads thinner", strategy="vector", **NO_GATE).hits
+        assert hits[0].document_id == "bolts"
+
+
+def test_new_vectors_for_the_same_text_replace_the_old_ones():
+    records = _records()
+    with enginelib.memory(records, embedder=ExternalVectors(DIM)) as store:
+        same = store.ingest_documents(
+            [enginelib.LoadedDocument(id="pads", text=TEXTS["pads"], vectors=np.array(records[0]["vector"]))],
+            truth_level="L1")
+        assert same.unchanged == ("pads",)
+        moved = store.ingest_documents(
+            [enginelib.LoadedDocument(id="pads", text=TEXTS["pads"], vectors=np.array(_vectors()["gdpr"]))],
+            truth_level="L1")
+        assert moved.updated == ("pads",)
+        hits = store.search("q", strategy="vector", query_vector=_vectors()["gdpr"], limit=2, **NO_GATE).hits
+        assert {h.document_id for h in hits} == {"pads", "gdpr"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.update(vector=[1.0, 2.0]), "brings vectors of 2 dimensions; this store takes 8"),
+        (lambda r: r.update(text=" ".join(["long text"] * 400)), "makes 2 chunks"),
+        (lambda r: r.update(vector=[0.0] * DIM), "all-zero vector"),
+    ],
+)
+def test_bad_own_vectors_are_refused(change, message):
+    records = _records()
+    change(records[1])
+    with pytest.raises(InvalidVectorError, match=message):
+        enginelib.memory(records, embedder=ExternalVectors(DIM))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("nope", "must be a list of numbers"), ([1.0, float("nan")], "NaN"), ([], "non-empty"),
+     ([[1.0], [2.0]], "one list of numbers")],
+)
+def test_bad_vector_fields_name_the_record(value, message):
+    records = _records()
+    records[2]["vector"] = value
+    with pytest.raises(enginelib.InvalidInputError, match=f"record 3: .*{message}"):
+        enginelib.memory(records, embedder=ExternalVectors(DIM))
+
+
+def test_bad_dimension_for_external_store():
+    with pytest.raises(enginelib.InvalidInputError, match="positive integer"):
+        ExternalVectors(0)
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    monkeypatch.delenv("ENGINELIB_EMBEDDER", raising=False)
+    monkeypatch.delenv("ENGINELIB_STORE", raising=False)
+    return CliRunner()
+
+
+@pytest.fixture
+def store_path(runner, tmp_path) -> Path:
+    corpus = tmp_path / "records.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in _records()) + "\n", encoding="utf-8")
+    path = tmp_path / "store"
+    result = runner.invoke(main, ["init", "--store", str(path), "--vector-dim", str(DIM)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["ingest", "--store", str(path), str(corpus), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert (report["added"], report["chunks_embedded"]) == (4, 0)
+    return path
+
+
+def test_cli_search_with_a_json_or_npy_vector(runner, store_path, tmp_path):
+    query = tmp_path / "q.json"
+    query.write_text(json.dumps(_vectors()["fluid"]))
+    npy = tmp_path / "q.npy"
+    np.save(npy, np.array([_vectors()["gdpr"]], dtype=np.float32))
+    result = runner.invoke(main, ["search", "--store", str(store_path), "--vector-file", str(query),
+                                  "--strategy", "vector", "--no-gate", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["hits"][0]["document_id"] == "fluid" and data["strategy_used"] == "vector"
+    assert data["hits"][0]["citation"]["quote"] == TEXTS["fluid"]
+    result = runner.invoke(main, ["search", "personal data", "--store", str(store_path),
+                                  "--vector-file", str(npy), "--no-gate", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["hits"][0]["document_id"] == "gdpr" and data["strategy_used"] == "hybrid"
+
+
+def test_cli_wrong_dimension_is_a_clear_error(runner, store_path, tmp_path):
+    query = tmp_path / "q.json"
+    query.write_text("[0.1, 0.2, 0.3]")
+    result = runner.invoke(main, ["search", "brakes", "--store", str(store_path),
+                                  "--vector-file", str(query)])
+    assert result.exit_code == 2  # a library error, as grep has it
+    assert result.output == (
+        f"Error: --vector-file {query} holds 3 numbers; this store takes vectors of {DIM} "
+        f"(external-{DIM}): embed the query with the model the store's vectors came from\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{not json", "cannot read a vector"), ('{"a": 1}', "expected a list of numbers"),
+     ("[[1, 2], [3, 4]]", "expected one vector")],
+)
+def test_cli_unreadable_vector_file(runner, store_path, tmp_path, content, message):
+    query = tmp_path / "q.json"
+    query.write_text(content)
+    result = runner.invoke(main, ["search", "x", "--store", str(store_path), "--vector-file", str(query)])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_cli_without_a_model_needs_a_vector_or_fulltext(runner, store_path):
+    result = runner.invoke(main, ["search", "brake fluid", "--store", str(store_path)])
+    assert result.exit_code == 2 and "--vector-file" in result.output
+    result = runner.invoke(main, ["search", "brake fluid", "--store", str(store_path),
+                                  "--strategy", "fulltext", "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["hits"][0]["document_id"] == "fluid"
+    result = runner.invoke(main, ["search", "--store", str(store_path)])
+    assert result.exit_code == 2 and "give a QUERY, or --vector-file" in result.output
+    stats = json.loads(runner.invoke(main, ["stats", "--store", str(store_path), "--json"]).output)
+    assert stats["embedding_model"] == f"external-{DIM}" and stats["documents"] == 4
+
+
+def test_cli_refuses_a_memory_store(runner):
+    result = runner.invoke(main, ["search", "x", "--store", ":memory:"])
+    assert result.exit_code == 2 and "needs a store folder" in result.output
+    assert not Path(":memory:").exists()
