@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import fusion, post
+from . import fusion, post, rewrite
 from .citations import make_citation
 from .presets import apply_preset
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
@@ -52,6 +53,12 @@ def _run(
 ) -> list[SearchResponse]:
     started = time.perf_counter()
     view = store.view()
+    # Query understanding first: rewriter hook, typo corrections, learned acronyms.
+    asked = [r.queries[0] for r in requests]
+    plan_started = time.perf_counter()
+    plans = [rewrite.plan(store, r, view.generation) for r in requests]
+    rewrite_ms = (time.perf_counter() - plan_started) * 1000.0 / len(requests)
+    requests = [dataclasses.replace(r, queries=p.sub_queries) for r, p in zip(requests, plans, strict=True)]
     strategies = [
         choose_strategy(r.queries[0]) if r.strategy == "auto" else r.strategy for r in requests
     ]
@@ -66,11 +73,17 @@ def _run(
         retrieval_ms = (time.perf_counter() - t0) * 1000.0
         share = embed_ms / len(requests) if any(needs_vectors) else 0.0
         response = _with_timing(response, share, retrieval_ms)
+        response = dataclasses.replace(
+            response, query=asked[i], sub_queries=request.queries,
+            timings={**response.timings, "rewrite_ms": rewrite_ms},
+            execution_time_ms=response.execution_time_ms + rewrite_ms,
+            corrections=dict(plans[i].corrections), expansions=dict(plans[i].expansions),
+        )
         responses.append(response)
         if request.log and store.snapshot is None:
             store.query_log.record(
                 {
-                    "query_text": request.queries[0],
+                    "query_text": asked[i],
                     "strategy": response.strategy_used,
                     "filters": request.raw_filters,
                     "latency_ms": response.execution_time_ms,
@@ -117,10 +130,11 @@ def _query_vectors(
         return (array / norms).astype(np.float32)
     if not any(needs):
         return None
-    # Every rewrite of every request is embedded; row i of the result is request i's first
-    # query, rewrites are embedded again in _one (they hit the per-process cache).
+    # Every sub-query of every request is embedded in one batch; row i of the result is
+    # request i's first query, the others are found in the per-process cache by _one.
     firsts = [r.queries[0] for r in requests]
-    return store.query_embeddings.embed(firsts)
+    rest = [q for r, need in zip(requests, needs, strict=True) if need for q in r.queries[1:]]
+    return store.query_embeddings.embed(firsts + rest)[: len(firsts)]
 
 
 def _allowed(store: Store, view: ChunkView, request: SearchRequest) -> np.ndarray | None:
@@ -144,7 +158,8 @@ def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.
 def _retrieve_vector(
     store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
     allowed: np.ndarray | None,
-) -> Ranking:
+) -> list[Ranking]:
+    """One ranking per sub-query."""
     rankings = []
     for i, text in enumerate(request.queries):
         vec = qvec if i == 0 else store.query_embeddings.embed([text])[0]
@@ -158,14 +173,24 @@ def _retrieve_vector(
             rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), request.depth)[0])
         else:
             rankings.append(store.vector_index.search(vec.reshape(1, -1), request.depth, allowed)[0])
-    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[: request.depth]
+    return rankings
 
 
-def _retrieve_text(store: Store, request: SearchRequest, allowed: np.ndarray | None) -> Ranking:
-    results = store.text_index.search(list(request.queries), request.depth, allowed)
-    if len(results) == 1:
-        return results[0]
-    return fusion.best_per_label(results)[: request.depth]
+def _retrieve_text(
+    store: Store, request: SearchRequest, allowed: np.ndarray | None
+) -> list[Ranking]:
+    """One ranking per sub-query (one batch call)."""
+    return store.text_index.search(list(request.queries), request.depth, allowed)
+
+
+def _fuse(request: SearchRequest, strategy: str, vector: Ranking, text: Ranking) -> dict[int, float]:
+    if strategy == "hybrid":
+        rankings = {"vector": vector, "bm25": text}
+        if request.fusion == "rrf":
+            return fusion.rrf(rankings, request.rrf_k)
+        weights = {"vector": request.weights[0], "bm25": request.weights[1]}
+        return fusion.weighted(rankings, weights)
+    return dict(vector if strategy == "vector" else text)
 
 
 def _one(
@@ -174,23 +199,19 @@ def _one(
     allowed = _allowed(store, view, request)
     if allowed is not None and len(allowed) == 0:
         return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
-    vector_ranking: Ranking = []
-    text_ranking: Ranking = []
+    no_rankings: list[Ranking] = [[] for _ in request.queries]
+    vector_rankings, text_rankings = no_rankings, no_rankings
     if strategy in ("vector", "hybrid"):
         assert qvec is not None
-        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed)
+        vector_rankings = _retrieve_vector(store, view, request, qvec, allowed)
     if strategy in ("fulltext", "hybrid"):
-        text_ranking = _retrieve_text(store, request, allowed)
-
-    if strategy == "hybrid":
-        rankings = {"vector": vector_ranking, "bm25": text_ranking}
-        if request.fusion == "rrf":
-            fused = fusion.rrf(rankings, request.rrf_k)
-        else:
-            weights = {"vector": request.weights[0], "bm25": request.weights[1]}
-            fused = fusion.weighted(rankings, weights)
-    else:
-        fused = dict(vector_ranking if strategy == "vector" else text_ranking)
+        text_rankings = _retrieve_text(store, request, allowed)
+    # Each sub-query fused on its own, then every chunk keeps its best fused score.
+    fused = rewrite.merge_by_chunk([
+        _fuse(request, strategy, v, t) for v, t in zip(vector_rankings, text_rankings, strict=True)
+    ])
+    vector_ranking = rewrite.per_method(vector_rankings, request.depth)
+    text_ranking = rewrite.per_method(text_rankings, request.depth)
     ordered = fusion.order(fused)
 
     # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.

@@ -47,6 +47,8 @@ class SearchRequest:
     exact: bool = False
     reranker: Reranker | None = None
     rerank_top: int = 50
+    # Query rewriter hook: question -> a few sub-queries, run beside it (search/rewrite.py).
+    rewriter: Callable[[str], Sequence[str]] | None = None
     log: bool = True
 
     @property
@@ -96,6 +98,11 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     for name in ("per_source_cap", "chunks_per_doc"):
         if options.get(name) is not None:
             _int(name, options[name], minimum=1)
+    rewriter = options.get("rewriter")
+    if rewriter is not None and not callable(rewriter):
+        raise InvalidInputError(
+            f"rewriter must be a callable question -> list of sub-queries, got {rewriter!r}"
+        )
     min_score = options.get("min_score")
     if min_score is not None and not math.isfinite(float(min_score)):
         raise InvalidInputError(f"min_score must be a finite number, got {min_score}")
@@ -121,6 +128,7 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
         exact=bool(options.get("exact", False)),
         reranker=options.get("reranker"),
         rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1),
+        rewriter=rewriter,
         log=bool(options.get("log", True)),
     )
 
