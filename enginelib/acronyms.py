@@ -34,6 +34,11 @@ _ACRONYM_RE = re.compile(rf"^(?P<acr>{_ACRONYM}?)s?$")
 _PAREN_AFTER = re.compile(rf"\((?P<acr>{_ACRONYM})\)")  # expansion (ACR)
 _PAREN_BEFORE = re.compile(rf"\b(?P<acr>{_ACRONYM})\s+\((?P<exp>[^()]{{3,150}})\)")  # ACR (expansion)
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+# A whole query token: "CD3", "TCR/CD3" or "NF2" never read as the acronyms CD or NF.
+_QUERY_TOKEN = re.compile(r"(?<![\w])[^\W\d_]+(?![\w])")
+# An acronym is expanded only when this share of the documents defining it agree on one
+# expansion ("CD" is Crohn's disease, a cluster of differentiation, compact disc...).
+MIN_AGREEMENT = 0.6
 _CLAUSE_BREAK = re.compile(r"[.;:!?()\[\]\n]")
 MAX_SKIPPED_WORDS = 1
 # Words that may sit between the initials without a letter of their own (EN, FR, DE).
@@ -141,16 +146,26 @@ class AcronymTable:
 
     @classmethod
     def build(cls, rows: Iterable[tuple[str, str, int]]) -> AcronymTable:
-        """``rows``: (acronym, expansion, documents defining it)."""
-        best: dict[str, tuple[int, str, str]] = {}
-        acronym_of: dict[tuple[str, ...], str] = {}
+        """``rows``: (acronym, expansion, documents defining it). Ambiguous acronyms (no
+        expansion defined by ``MIN_AGREEMENT`` of their documents) are left out."""
+        per_acronym: dict[str, dict[tuple[str, ...], tuple[int, str, str]]] = {}
         for acronym, expansion, documents in rows:
-            key = fold(acronym)
-            candidate = (-int(documents), expansion.lower(), acronym)
-            if key not in best or candidate < best[key]:
-                best[key] = candidate
-            acronym_of.setdefault(tuple(fold(w) for w in _WORD.findall(expansion)), acronym)
-        expansion_of = {key: value[1] for key, value in best.items()}
+            words = tuple(fold(w) for w in _WORD.findall(expansion))
+            options = per_acronym.setdefault(fold(acronym), {})
+            count, _, _ = options.get(words, (0, "", ""))
+            # Case variants of one expansion ("Data Protection..." / "data protection...")
+            # are one expansion.
+            options[words] = (count + int(documents), expansion.lower(), acronym)
+        expansion_of: dict[str, str] = {}
+        acronym_of: dict[tuple[str, ...], str] = {}
+        for key, options in per_acronym.items():
+            words, (count, expansion, acronym) = min(
+                options.items(), key=lambda item: (-item[1][0], item[1][1])
+            )
+            if count < MIN_AGREEMENT * sum(c for c, _, _ in options.values()):
+                continue
+            expansion_of[key] = expansion
+            acronym_of.setdefault(words, acronym)
         return cls(expansion_of, acronym_of)
 
     def __bool__(self) -> bool:
@@ -163,7 +178,7 @@ class AcronymTable:
         edits: list[tuple[int, int, str]] = []
         used: dict[str, str] = {}
         folded = fold(query)
-        for match in _WORD.finditer(query):
+        for match in _QUERY_TOKEN.finditer(query):
             token = match.group()
             if not _typed_as_acronym(token):
                 continue

@@ -19,7 +19,8 @@ Rules (decided once here):
   index knows (``erasur`` stems like ``erasure``) is never "corrected" into a more
   frequent neighbour.
 - Words with a digit are never corrected (``1K0615301N`` and ``1K0615301M`` are two real
-  parts); words shorter than ``MIN_FUZZY_CHARS`` neither (too many neighbours).
+  parts), nor words with a capital inside that are not all capitals (``UreH``, ``iPhone``:
+  names and identifiers), nor words shorter than ``MIN_FUZZY_CHARS`` (too many neighbours).
 - Edit distance is optimal string alignment (a transposition costs one, as Tantivy's
   ``transposition_cost_one``): ``gpdr`` -> ``gdpr`` is one edit. Words up to
   ``LONG_WORD_CHARS`` letters get one edit, longer ones two.
@@ -85,7 +86,7 @@ class TantivyLexicon:
         """The closest indexed word for a word the index does not know, or None."""
         folded = self._fold.analyze(word)
         if (len(folded) != 1 or len(folded[0]) < MIN_FUZZY_CHARS
-                or any(ch.isdigit() for ch in word) or self.knows(word)):
+                or any(ch.isdigit() for ch in word) or _is_name(word) or self.knows(word)):
             return None
         typed = folded[0]
         distance = 1 if len(typed) <= LONG_WORD_CHARS else 2
@@ -135,6 +136,10 @@ class TantivyLexicon:
             if len(out) == MAX_PREFIX_TERMS:
                 break
         return out
+
+
+def _is_name(word: str) -> bool:
+    return any(ch.isupper() for ch in word[1:]) and not word.isupper()
 
 
 def _within(typed: str, terms: Mapping[str, int], distance: int) -> list[tuple[str, int, int]]:

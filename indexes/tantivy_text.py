@@ -103,7 +103,7 @@ class TantivyTextIndex:
         self._field_boosts[CODE_FIELD] = self.boosts.get(CODE_FIELD, 1.0)
         self._analyzers = build_analyzers(self.languages)
         self._stopwords = stopword_analyzers(self.languages)
-        self._translations: dict[tuple[str, bool], Translation] = {}
+        self._translations: dict[tuple[str, bool, bool], Translation] = {}
         self._lexicon: TantivyLexicon | None = None
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
@@ -300,7 +300,9 @@ class TantivyTextIndex:
         allowed: Labels | None = None,
         *,
         lenient: bool | None = None,
+        correct: bool = True,
     ) -> list[SearchResult]:
+        """``correct=False`` searches words exactly as typed (no typo fallback)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         if isinstance(queries, str):
@@ -308,7 +310,7 @@ class TantivyTextIndex:
         lenient = self.lenient if lenient is None else lenient
         # Refresh first: typo corrections and prefixes are read from the current vocabulary.
         self._refresh()
-        parsed = [self._parse(text, lenient) for text in queries]  # fail before searching
+        parsed = [self._parse(text, lenient, correct) for text in queries]  # fail before searching
         restriction = None
         if allowed is not None:
             allowed_labels = sorted({int(x) for x in np.asarray(allowed).ravel() if x >= 0})
@@ -344,14 +346,15 @@ class TantivyTextIndex:
                        for (score, _), label in zip(hits, labels))
         return [(label, -neg) for neg, label in pairs[:k]]
 
-    def _translate(self, text: str, *, plain: bool) -> Translation:
+    def _translate(self, text: str, *, plain: bool, correct: bool = True) -> Translation:
         # A search translates its query twice (to parse it, then for highlights): keep
         # the last few translations rather than redo the work.
-        key = (text, plain)
+        key = (text, plain, correct)
         cached = self._translations.get(key)
         if cached is None:
+            lexicon = self._get_lexicon()
             cached = translate(text, field_map=self._field_map, code_field=CODE_FIELD, plain=plain,
-                               lexicon=self._get_lexicon())
+                               lexicon=lexicon if correct else _PrefixesOnly(lexicon))
             if len(self._translations) >= 256:
                 self._translations.clear()
             self._translations[key] = cached
@@ -379,17 +382,17 @@ class TantivyTextIndex:
                 continue
         return {}
 
-    def _parse(self, text: str, lenient: bool) -> tantivy.Query:
+    def _parse(self, text: str, lenient: bool, correct: bool = True) -> tantivy.Query:
         if not isinstance(text, str) or not text.strip():
             raise InvalidQueryError("empty query: pass at least one word to search for")
         try:
-            translation = self._translate(text, plain=False)
+            translation = self._translate(text, plain=False, correct=correct)
             return self._parse_translated(translation.text, text)
         except (QuerySyntaxError, InvalidQueryError) as exc:
             if not lenient:
                 raise InvalidQueryError(str(exc)) from exc
         try:
-            translation = self._translate(text, plain=True)
+            translation = self._translate(text, plain=True, correct=correct)
         except QuerySyntaxError as exc:
             raise InvalidQueryError(str(exc)) from exc
         return self._parse_translated(translation.text, text)
@@ -436,3 +439,16 @@ class TantivyTextIndex:
                 for lang in self.languages:
                     out.extend(self._analyzers[analyzer_name(lang)].analyze(part))
         return list(dict.fromkeys(token for token in out if token))
+
+
+class _PrefixesOnly:
+    """A lexicon that expands ``word*`` but corrects nothing (``search(correct=False)``)."""
+
+    def __init__(self, lexicon: TantivyLexicon) -> None:
+        self._lexicon = lexicon
+
+    def correct(self, word: str) -> None:
+        return None
+
+    def expand_prefix(self, prefix: str) -> list[str]:
+        return self._lexicon.expand_prefix(prefix)

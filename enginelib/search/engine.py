@@ -180,6 +180,9 @@ def _retrieve_text(
     store: Store, request: SearchRequest, allowed: np.ndarray | None
 ) -> list[Ranking]:
     """One ranking per sub-query (one batch call)."""
+    if not request.rewrite:  # words as typed: the index must not correct them either
+        return store.text_index.search(list(request.queries), request.depth, allowed,
+                                       correct=False)  # type: ignore[call-arg]
     return store.text_index.search(list(request.queries), request.depth, allowed)
 
 
@@ -207,9 +210,10 @@ def _one(
     if strategy in ("fulltext", "hybrid"):
         text_rankings = _retrieve_text(store, request, allowed)
     # Each sub-query fused on its own, then every chunk keeps its best fused score.
-    fused = rewrite.merge_by_chunk([
-        _fuse(request, strategy, v, t) for v, t in zip(vector_rankings, text_rankings, strict=True)
-    ])
+    fused = rewrite.merge_by_chunk(
+        [_fuse(request, strategy, v, t) for v, t in zip(vector_rankings, text_rankings, strict=True)],
+        comparable=strategy == "hybrid", k=request.rrf_k,
+    )
     vector_ranking = rewrite.per_method(vector_rankings, request.depth)
     text_ranking = rewrite.per_method(text_rankings, request.depth)
     ordered = fusion.order(fused)

@@ -49,6 +49,8 @@ class SearchRequest:
     rerank_top: int = 50
     # Query rewriter hook: question -> a few sub-queries, run beside it (search/rewrite.py).
     rewriter: Callable[[str], Sequence[str]] | None = None
+    # False: search the words as typed (no typo correction, no acronym twins).
+    rewrite: bool = True
     log: bool = True
 
     @property
@@ -129,6 +131,7 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
         reranker=options.get("reranker"),
         rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1),
         rewriter=rewriter,
+        rewrite=bool(options.get("rewrite", True)),
         log=bool(options.get("log", True)),
     )
 
