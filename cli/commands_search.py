@@ -61,13 +61,15 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--boost", is_flag=True, help="Apply authority boosts (tier, evidence, peer review).")
 @click.option("--no-gate", is_flag=True, help="Return hits even below the answerability threshold.")
 @click.option("--explain", is_flag=True, help="Show each method's rank and score and the citation.")
+@click.option("--no-rewrite", is_flag=True,
+              help="Search the words as typed: no typo correction, no acronym expansion.")
 @json_option
 @handle_errors
 def search_command(
     query: str, store_path: Path, snapshot: str | None, strategy: str, limit: int, offset: int,
     filters: tuple[str, ...], truth_levels: str, fusion: str | None, preset: str | None,
     min_score: float | None,
-    diversify: bool, boost: bool, no_gate: bool, explain: bool, as_json: bool,
+    diversify: bool, boost: bool, no_gate: bool, explain: bool, no_rewrite: bool, as_json: bool,
 ) -> None:
     """Search the store; every hit comes with its citation (document, offsets, truth level)."""
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
@@ -82,6 +84,8 @@ def search_command(
             del options["min_score"]  # a preset may carry one
         if no_gate:
             options["answerability_threshold"] = None
+        if no_rewrite:
+            options["rewrite"] = False
         response = store.search(query, **options)
     if as_json:
         emit_json(response_json(response))
@@ -101,6 +105,9 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
         "offset": response.offset,
         "truth_levels": list(response.truth_levels),
         "execution_time_ms": round(response.execution_time_ms, 3),
+        "sub_queries": list(response.sub_queries),
+        "corrections": dict(response.corrections),
+        "expansions": dict(response.expansions),
         "hits": [
             {
                 "rank": h.rank,
@@ -154,7 +161,16 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
     }
 
 
+def _print_understanding(response: SearchResponse) -> None:
+    """What the query became (search/rewrite.py), so a corrected typo is never silent."""
+    if response.corrections:
+        click.echo("corrected: " + ", ".join(f"{k} -> {v}" for k, v in response.corrections.items()))
+    if response.expansions:
+        click.echo("acronyms: " + ", ".join(f"{k} = {v}" for k, v in response.expansions.items()))
+
+
 def print_response(response: SearchResponse, *, explain: bool) -> None:
+    _print_understanding(response)
     if not response.ok:
         click.echo(f"NO_RELEVANT_SOURCES: {response.reason}")
         click.echo(f"(strategy {response.strategy_used}, truth levels {','.join(response.truth_levels)})")

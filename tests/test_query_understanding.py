@@ -325,3 +325,37 @@ def test_an_empty_rewrite_list_runs_the_question_alone(regulatory: Store) -> Non
     response = regulatory.search("erasure", rewriter=lambda q: [], answerability_threshold=None)
     assert response.sub_queries == ("erasure",) and response.hits
     assert response.to_dict()["sub_queries"] == ["erasure"]
+
+
+# -- CLI -----------------------------------------------------------------------------------
+
+
+def test_cli_says_what_it_corrected_and_can_search_as_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "gdpr.md").write_text(
+        "# Right to erasure\n\nThe data subject has the right to obtain erasure of personal "
+        "data. A data protection impact assessment (DPIA) comes first.\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+    runner.invoke(main, ["ingest", str(folder), "--store", store, "--no-progress"],
+                  catch_exceptions=False)
+    text = runner.invoke(main, ["search", "erasre of DPIA", "--store", store, "--no-gate",
+                                "--strategy", "fulltext"], catch_exceptions=False).output
+    assert text.splitlines()[:2] == [
+        "corrected: erasre -> erasure", "acronyms: DPIA = data protection impact assessment",
+    ]
+    out = json.loads(runner.invoke(main, ["search", "erasre", "--store", store, "--json",
+                                          "--no-gate"], catch_exceptions=False).output)
+    assert out["corrections"] == {"erasre": "erasure"} and out["sub_queries"] == ["erasure"]
+    literal = json.loads(runner.invoke(main, ["search", "erasre", "--store", store, "--json",
+                                              "--no-rewrite", "--strategy", "fulltext"],
+                                       catch_exceptions=False).output)
+    assert literal["corrections"] == {} and literal["status"] == "NO_RELEVANT_SOURCES"
