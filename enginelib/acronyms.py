@@ -22,6 +22,7 @@ a sub-query with both ("DPIA" and "data protection impact assessment" each becom
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -144,6 +145,15 @@ class AcronymTable:
     expansion_of: dict[str, str]  # folded acronym -> expansion (the most documented one)
     acronym_of: dict[tuple[str, ...], str]  # folded expansion words -> acronym
 
+    @functools.cached_property
+    def _by_first_word(self) -> dict[str, list[tuple[tuple[str, ...], str]]]:
+        # A corpus defines thousands of acronyms: look up only the expansions that start
+        # with a word of the query.
+        index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for words, acronym in self.acronym_of.items():
+            index.setdefault(words[0], []).append((words, acronym))
+        return index
+
     @classmethod
     def build(cls, rows: Iterable[tuple[str, str, int]]) -> AcronymTable:
         """``rows``: (acronym, expansion, documents defining it). Ambiguous acronyms (no
@@ -189,9 +199,9 @@ class AcronymTable:
             edits.append((match.start(), match.end(), f"{expansion} ({token})"))
             used[token] = expansion
         spans = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(folded)]
-        for words, acronym in self.acronym_of.items():
-            size = len(words)
-            for k in range(len(spans) - size + 1):
+        for k, (_, _, first_word) in enumerate(spans):
+            for words, acronym in self._by_first_word.get(first_word, ()):
+                size = len(words)
                 if tuple(s[2] for s in spans[k:k + size]) != words:
                     continue
                 start, end = spans[k][0], spans[k + size - 1][1]

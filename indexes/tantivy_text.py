@@ -366,7 +366,7 @@ class TantivyTextIndex:
                 f"{TEXT_FIELD}_{suffix}": self._analyzers[analyzer_name(suffix)]
                 for suffix in (*self.languages, PLAIN)
             }
-            self._lexicon = TantivyLexicon(self._index.searcher(), self._index.schema, fields,
+            self._lexicon = TantivyLexicon(self._index.searcher(), fields,
                                            words_field=WORDS_FIELD,
                                            fold=self._analyzers[analyzer_name(PLAIN)])
         return self._lexicon
