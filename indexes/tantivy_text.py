@@ -76,6 +76,10 @@ class TantivyTextIndex:
     ``lenient``: when True, a malformed query (unbalanced quote or parenthesis, dangling
     operator) is searched as plain words instead of raising InvalidQueryError. The
     default is strict; ``search(..., lenient=True)`` overrides per call.
+
+    ``read_only``: never change the files (a reader, a snapshot). An index built by another
+    format or with other languages then opens as an empty in-memory index with no
+    generation, which tells the store to search a private rebuild instead.
     """
 
     def __init__(
@@ -86,12 +90,14 @@ class TantivyTextIndex:
         boosts: dict[str, float] | None = None,
         heap_size: int = DEFAULT_HEAP_SIZE,
         lenient: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.languages = check_languages(tuple(languages))
         self.boosts = {**DEFAULT_BOOSTS, **(boosts or {})}
         self.heap_size = heap_size
         self.lenient = lenient
+        self.read_only = read_only
         suffixes = (*self.languages, PLAIN)
         self._field_map = {f: [f"{f}_{s}" for s in suffixes] for f in USER_FIELDS}
         self._default_fields = [f"{TEXT_FIELD}_{suffix}" for suffix in suffixes]
@@ -135,6 +141,9 @@ class TantivyTextIndex:
         same_config = stamp is not None and all(
             stamp.get(key) == value for key, value in self._config().items()
         )
+        if self.read_only and not (same_config and path.exists()):
+            self._index = self._make_index(None)  # in memory: the files stay as they are
+            return
         if path.exists() and not same_config:
             # Built with other languages or by another format: derived data, rebuild.
             shutil.rmtree(path)
@@ -151,8 +160,9 @@ class TantivyTextIndex:
             if stamp.get("opstamp") == self._disk_opstamp():
                 self._generation = generation
 
-    def _make_index(self, path: Path) -> tantivy.Index:
-        index = tantivy.Index(self._schema(), path=str(path), reuse=True)
+    def _make_index(self, path: Path | None) -> tantivy.Index:
+        index = tantivy.Index(self._schema(), path=None if path is None else str(path),
+                              reuse=True)
         for name, analyzer in self._analyzers.items():
             index.register_tokenizer(name, analyzer)
         index.reload()

@@ -359,3 +359,30 @@ def test_cli_says_what_it_corrected_and_can_search_as_typed(
                                               "--no-rewrite", "--strategy", "fulltext"],
                                        catch_exceptions=False).output)
     assert literal["corrections"] == {} and literal["status"] == "NO_RELEVANT_SOURCES"
+
+
+def test_a_snapshot_with_an_older_text_index_is_searched_without_being_rewritten(
+    tmp_path: Path,
+) -> None:
+    import hashlib
+
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([GLOSSARY])
+    store.create_snapshot("v1")
+    store.close()
+    folder = tmp_path / "s" / "snapshots" / "v1"
+    stamp = folder / "indexes" / "text" / "stamp.json"
+    data = json.loads(stamp.read_text())
+    stamp.write_text(json.dumps({**data, "format": 2}))  # as written before the words field
+
+    def digest() -> dict[str, str]:
+        return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = digest()
+    frozen = enginelib.open(tmp_path / "s", snapshot="v1", embedder=HashingEmbedder(32))
+    response = frozen.search("asessment", strategy="fulltext", answerability_threshold=None)
+    assert response.corrections == {"asessment": "assessment"}
+    assert [h.document_id for h in response.hits] == ["glossary-dpia"]
+    frozen.close()
+    assert digest() == before
