@@ -96,7 +96,7 @@ class TantivyLexicon:
         if not found:
             return None
         term, _, _ = min(found, key=lambda item: (item[1], -item[2], item[0]))
-        return Correction(word, term)
+        return Correction(word, _same_case(word, term))
 
     def _near(self, typed: str, distance: int) -> list[tuple[str, int, int]]:
         """Vocabulary words within ``distance`` edits of ``typed``: (word, edits, docs)."""
@@ -134,6 +134,17 @@ class TantivyLexicon:
             if len(out) == MAX_PREFIX_TERMS:
                 break
         return out
+
+
+def _same_case(typed: str, word: str) -> str:
+    """The vocabulary word cased like the typed one ("GPDR" -> "GDPR", "Erasre" ->
+    "Erasure"), so the embedding sees what the user meant to type. Accents folded away
+    by the words field stay folded ("délégé" -> "delegue")."""
+    if typed.isupper():
+        return word.upper()
+    if typed[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
 
 
 def _is_name(word: str) -> bool:
