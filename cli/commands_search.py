@@ -66,6 +66,8 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--vector-file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               default=None, help="The query's own vector (JSON list or .npy) for vector/hybrid "
               "search, e.g. on a store without a model; QUERY may then be left out (vector only).")
+@click.option("--no-rewrite", is_flag=True,
+              help="Search the words as typed: no typo correction, no acronym expansion.")
 @json_option
 @handle_errors
 def search_command(
@@ -73,7 +75,7 @@ def search_command(
     offset: int, filters: tuple[str, ...], truth_levels: str, fusion: str | None,
     preset: str | None, min_score: float | None,
     diversify: bool, boost: bool, no_gate: bool, explain: bool, vector_file: Path | None,
-    as_json: bool,
+    no_rewrite: bool, as_json: bool,
 ) -> None:
     """Search the store; every hit comes with its citation (document, offsets, truth level).
 
@@ -109,6 +111,8 @@ def search_command(
             from .vector_input import check_dimension
 
             options["query_vector"] = check_dimension(vector, store, vector_file or Path())
+        if no_rewrite:
+            options["rewrite"] = False
         response = store.search(query, **options)
     if as_json:
         emit_json(response_json(response))
@@ -132,6 +136,9 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
         "offset": response.offset,
         "truth_levels": list(response.truth_levels),
         "execution_time_ms": round(response.execution_time_ms, 3),
+        "sub_queries": list(response.sub_queries),
+        "corrections": dict(response.corrections),
+        "expansions": dict(response.expansions),
         "hits": [
             {
                 "rank": h.rank,
@@ -201,9 +208,16 @@ def gate_json(response: SearchResponse) -> dict[str, Any]:
         "confidence": response.context.confidence,
         **numbers,
     }
+def _print_understanding(response: SearchResponse) -> None:
+    """What the query became (search/rewrite.py), so a corrected typo is never silent."""
+    if response.corrections:
+        click.echo("corrected: " + ", ".join(f"{k} -> {v}" for k, v in response.corrections.items()))
+    if response.expansions:
+        click.echo("acronyms: " + ", ".join(f"{k} = {v}" for k, v in response.expansions.items()))
 
 
 def print_response(response: SearchResponse, *, explain: bool) -> None:
+    _print_understanding(response)
     if not response.ok:
         click.echo(f"NO_RELEVANT_SOURCES: {response.reason}")
         click.echo(f"(strategy {response.strategy_used}, truth levels {','.join(response.truth_levels)})")

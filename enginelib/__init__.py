@@ -22,6 +22,7 @@ from .errors import (
     InvalidVectorError,
     LoaderError,
     ReadOnlyStoreError,
+    RewriterError,
     SnapshotError,
     StoreError,
     StoreLockedError,
@@ -81,6 +82,7 @@ __all__ = [
     "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",
+    "RewriterError",
     "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store", "StoreError", "StoreLockedError",
     "StoreNotFoundError", "check_answer_citations", "memory", "open",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .errors import DocumentNotFoundError, IncompatibleStoreError, StoreError, StoreLockedError
-from .schema import CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
+from .schema import ACRONYMS_DDL, CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
 
 
 def utcnow() -> datetime:
@@ -112,6 +112,7 @@ class Catalog:
             version = int(self.get_meta("schema_version") or 0)
             if version < SCHEMA_VERSION:
                 migrate(self.con, version, self.dim)
+            self.con.execute(ACRONYMS_DDL)
 
     def _check_schema_version(self) -> None:
         version = int(self.get_meta("schema_version") or 0)
@@ -254,6 +255,7 @@ class Catalog:
                 [labels.tolist(), generation],
             )
         self.con.execute("DELETE FROM chunks WHERE document_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
+        self.con.execute(_DELETE_ACRONYMS_SQL, [ids])
         self.con.execute(
             "DELETE FROM documents WHERE document_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
         )
@@ -306,6 +308,21 @@ class Catalog:
             }
         )
         self._insert_arrow("chunks", list(CHUNK_COLUMNS), table)
+
+    def insert_acronyms(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """(document_id, acronym, expansion) rows; a replaced document's rows went with
+        ``delete_documents``."""
+        if rows:
+            self.con.executemany(_INSERT_ACRONYM_SQL, [list(row) for row in rows])
+
+    def acronym_counts(self) -> list[tuple[str, str, int]]:
+        """(acronym, expansion, documents defining it); empty for a store or snapshot made
+        before acronyms were learned."""
+        try:
+            rows = self.con.execute(_ACRONYM_COUNTS_SQL).fetchall()
+        except duckdb.CatalogException:
+            return []
+        return [(str(a), str(e), int(n)) for a, e, n in rows]
 
     def _insert_arrow(self, table_name: str, columns: Sequence[str], data: pa.Table) -> None:
         # Table and column names come from our own schema constants, never from the caller.
@@ -485,6 +502,14 @@ _DOCUMENT_ARROW_TYPES: dict[str, pa.DataType] = {
     "retrieval_count": pa.int64(),
     "generation": pa.int64(),
 }
+
+
+_INSERT_ACRONYM_SQL = "INSERT INTO acronyms (document_id, acronym, expansion) VALUES (?, ?, ?)"
+_DELETE_ACRONYMS_SQL = "DELETE FROM acronyms WHERE document_id IN (SELECT unnest(?::VARCHAR[]))"
+_ACRONYM_COUNTS_SQL = """
+SELECT acronym, expansion, count(DISTINCT document_id) FROM acronyms
+GROUP BY acronym, expansion ORDER BY acronym, expansion
+"""
 
 
 def _fixed_list(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:

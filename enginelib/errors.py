@@ -18,6 +18,7 @@
      |    +-- InvalidQueryError          empty query, syntax error in the query language
      |    +-- InvalidVectorError         wrong dimension, NaN / inf
      +-- EmbeddingError                the embedding model could not be loaded or run
+     +-- RewriterError                 the caller's query rewriter hook failed or returned garbage
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
      +-- ExportError                   the Postgres export failed (server message attached)
  +-- NoRelevantSourcesError        the gate refused, raised where a caller asked for it (.reason)
@@ -108,6 +109,10 @@ class InvalidQueryError(InvalidInputError):
 
 class InvalidVectorError(InvalidInputError):
     pass
+
+
+class RewriterError(EngineError):
+    """The ``rewriter`` search hook raised, or did not return a list of query strings."""
 
 
 class EmbeddingError(EngineError):

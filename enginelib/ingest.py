@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import faults
+from .acronyms import catalog_rows as acronym_rows
 from .catalog import ChunkRow, utcnow
 from .embedder import check_vectors
 from .errors import IngestError, InvalidInputError
@@ -304,6 +305,8 @@ class Ingestor:
                 new_chunks.extend(chunk_rows(item.spans, item.document.pages))
             vectors = np.vstack([item.vectors for item in prepared if item.vectors is not None])
             catalog.insert_chunks(doc_ids, labels, new_chunks, vectors, generation)
+            catalog.insert_acronyms([row for item in prepared
+                                     for row in acronym_rows(item.document.id, item.document.text)])
             faults.crash_point("before_catalog_commit")
         faults.crash_point("after_catalog_commit")
         store.committed()

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from . import faults
 from . import manifest as mf
+from .acronyms import catalog_rows as acronym_rows
 from .catalog import Catalog, first
 from .chunker import Chunker, ChunkingConfig
 from .durable import write_atomic
@@ -338,6 +339,7 @@ def _reindex_store(
         catalog.con.execute(statement)
     ids = [r[0] for r in catalog.con.execute("SELECT document_id FROM documents ORDER BY 1").fetchall()]
     chunks_before, embedded = catalog.chunk_count(), 0
+    acronyms: list[tuple[str, str, str]] = []  # relearned: a store may predate them
     with IngestProgress(enabled=progress) as bar:
         for start in range(0, len(ids), _BATCH):
             rows = catalog.con.execute(
@@ -349,6 +351,7 @@ def _reindex_store(
             staged, docs = [], []
             for doc_id, title, content, pages in rows:
                 spans = chunker.chunk(content)
+                acronyms.extend(acronym_rows(doc_id, content))
                 pages_t = tuple(tuple(p) for p in json.loads(pages)) if pages else ()
                 texts = ["\n".join(p for p in (title, s.heading_path, s.content) if p) for s in spans]
                 staged.append((doc_id, chunk_rows(spans, pages_t), texts))  # type: ignore[arg-type]
@@ -378,6 +381,8 @@ def _reindex_store(
         catalog.con.execute("INSERT INTO embedding_cache SELECT DISTINCT ON (cache_key) cache_key, "
                     "embedding FROM reindex_chunks ON CONFLICT DO NOTHING")
         catalog.con.execute(_UPDATE_DOCUMENTS_SQL, [generation, index_version])
+        catalog.con.execute("DELETE FROM acronyms")
+        catalog.insert_acronyms(acronyms)
         catalog.con.execute("DROP TABLE reindex_chunks")
         catalog.con.execute("DROP TABLE reindex_documents")
         catalog.set_meta("reindexed_generation", str(generation))

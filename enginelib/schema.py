@@ -28,6 +28,15 @@ CHUNK_COLUMNS: tuple[str, ...] = (
 )
 
 
+# Acronym/expansion pairs learned from each document at ingest (enginelib/acronyms.py).
+# Created on every writable open as well, so stores made before it gain it without a
+# schema version bump; readers of a store that lacks it see no pairs.
+ACRONYMS_DDL = """CREATE TABLE IF NOT EXISTS acronyms (
+    document_id VARCHAR NOT NULL,
+    acronym VARCHAR NOT NULL,
+    expansion VARCHAR NOT NULL)"""
+
+
 def _ddl_v1(dim: int) -> list[str]:
     if not isinstance(dim, int) or dim <= 0:
         raise ValueError(f"embedding dimension must be a positive int, got {dim!r}")
@@ -139,6 +148,7 @@ def _ddl_v1(dim: int) -> list[str]:
             text_weight DOUBLE NOT NULL,
             min_score DOUBLE,
             description VARCHAR)""",
+        ACRONYMS_DDL,
     ]
 
 

@@ -79,6 +79,11 @@ def restore_into(store: Store, folder: Path, name: str) -> RestoreReport:
             con.unregister("_restore_versions")
         con.execute("INSERT INTO chunks BY NAME SELECT * REPLACE (? AS generation) "
                     "FROM read_parquet(?)", [generation, chunks])
+        # The acronyms learned from the restored documents (none in an older snapshot).
+        con.execute("DELETE FROM acronyms")
+        if (tables / "acronyms.parquet").exists():
+            con.execute("INSERT INTO acronyms BY NAME SELECT * FROM read_parquet(?)",
+                        [str(tables / "acronyms.parquet")])
         # Labels are never reused: keep the allocator past every label ever handed out.
         top = first(con.execute("SELECT coalesce(max(label) + 1, 0) FROM chunks").fetchall())[0]
         catalog.set_meta("next_label", str(max(int(catalog.get_meta("next_label") or 0), int(top))))

@@ -53,8 +53,10 @@ FORMAT_VERSION = 1
 # The catalog tables a snapshot holds. The query log, the embedding cache and label
 # tombstones are left out: telemetry, a cache, and replay bookkeeping of the live store.
 TABLES: tuple[str, ...] = (
-    "meta", "sources", "documents", "chunks", "document_versions", "search_config",
+    "meta", "sources", "documents", "chunks", "document_versions", "search_config", "acronyms",
 )
+# Tables added after snapshots first shipped: an older snapshot without them still loads.
+OPTIONAL_TABLES: frozenset[str] = frozenset({"acronyms"})
 # Steps of snapshot create/restore where the fault-injection tests kill the process.
 SNAPSHOT_STEPS: tuple[str, ...] = (
     "snapshot_before_rename",
@@ -444,6 +446,9 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
     try:
         with catalog.transaction() as con:
             for table in TABLES:
+                path = folder / TABLES_DIR / f"{table}.parquet"
+                if table in OPTIONAL_TABLES and not path.exists():
+                    continue
                 # Replace the defaults the empty schema was created with (meta, presets).
                 con.execute(f"DELETE FROM {table}")
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)",

@@ -262,8 +262,10 @@ class Store:
         vector = VECTOR_BACKENDS[self.manifest.vector_backend](
             self._index_root / "vectors", self.manifest.embedding_dim, **self._index_options("vector")
         )
+        # A reader never rewrites the shared text index, even one of an older format.
+        readonly = {"read_only": True} if self.read_only else {}
         text = TEXT_BACKENDS[self.manifest.text_backend](
-            self._index_root / "text", **self._index_options("text")
+            self._index_root / "text", **self._index_options("text"), **readonly
         )
         return vector, text
 

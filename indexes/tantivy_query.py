@@ -10,6 +10,11 @@ double quotes (so ``?``, ``:``, ``^``, ``'``, ``<`` ... can never reach tantivy'
 user field names are expanded to the per-language internal fields, and code-like words
 (``1K0615301M``, ``JWT_token``) also target the exact-match code field.
 
+``word*`` is a prefix: it matches every indexed word that starts like ``word`` (expanded
+through a ``Lexicon`` to at most a few dozen terms, each scored by BM25). With a lexicon,
+a bare word the index does not know is replaced by its closest indexed word (a typo:
+``GPDR`` -> ``gdpr``); the translation lists those corrections.
+
 A query with no operator, phrase, prefix or field (the common natural-language case)
 is "plain": parentheses are treated as punctuation, so it never fails. A query that does
 use the syntax must be well formed (balanced quotes and parentheses, operators with
@@ -21,7 +26,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from enginelib.indexes.analyzers import code_tokens, word_parts
 
@@ -34,16 +40,33 @@ class QuerySyntaxError(ValueError):
     """The query uses the query language but is malformed (message says how to fix)."""
 
 
+class Lexicon(Protocol):
+    """What the translator may ask of the index's vocabulary (see tantivy_lexicon)."""
+
+    def correct(self, word: str) -> _Correction | None: ...
+
+    def expand_prefix(self, prefix: str) -> list[str]: ...
+
+
+class _Correction(Protocol):
+    @property
+    def word(self) -> str: ...
+
+    @property
+    def replacement(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Translation:
     text: str  # tantivy query string
     terms: tuple[str, ...]  # words and phrases the query looks for (not the excluded ones)
     uses_syntax: bool
+    corrections: Mapping[str, str] = field(default_factory=dict)  # typed word -> searched word
 
 
 @dataclass(frozen=True)
 class _Tok:
-    kind: str  # WORD PHRASE LP RP OP PREFIX FIELD
+    kind: str  # WORD STAR PHRASE LP RP OP PREFIX FIELD  (STAR: a ``word*`` prefix query)
     value: str = ""
 
 
@@ -53,20 +76,21 @@ def translate(
     field_map: Mapping[str, Sequence[str]],
     code_field: str,
     plain: bool = False,
+    lexicon: Lexicon | None = None,
 ) -> Translation:
     """Translate ``query``; raise QuerySyntaxError when it is malformed."""
     tokens = _lex(query, plain=plain)
-    uses_syntax = any(t.kind in ("PHRASE", "OP", "PREFIX", "FIELD") for t in tokens)
+    uses_syntax = any(t.kind in ("PHRASE", "OP", "PREFIX", "FIELD", "STAR") for t in tokens)
     if not uses_syntax:
         tokens = [t for t in tokens if t.kind not in ("LP", "RP")]
-    parser = _Parser(tokens, field_map, code_field, query)
+    parser = _Parser(tokens, field_map, code_field, query, lexicon)
     text = parser.parse()
     if not text.strip():
         raise QuerySyntaxError(
             f"query {query!r} has no searchable words; type at least one word or code"
         )
     return Translation(text=text, terms=tuple(dict.fromkeys(parser.terms)),
-                       uses_syntax=uses_syntax)
+                       uses_syntax=uses_syntax, corrections=parser.corrections)
 
 
 def _lex(query: str, *, plain: bool) -> list[_Tok]:
@@ -119,7 +143,9 @@ def _lex_run(run: str, next_opens: bool) -> list[_Tok]:
         out.append(_Tok("FIELD", match.group(1).lower()))
         run = match.group(2)
     if run:
-        out.append(_Tok("WORD", run))
+        # "word*" is a prefix query; a "*" alone (or after punctuation) is just punctuation.
+        star = run.endswith("*") and bool(word_parts(run))
+        out.append(_Tok("STAR", run.rstrip("*")) if star else _Tok("WORD", run))
     return out
 
 
@@ -136,13 +162,16 @@ class _Parser:
         field_map: Mapping[str, Sequence[str]],
         code_field: str,
         query: str,
+        lexicon: Lexicon | None = None,
     ) -> None:
         self.tokens = tokens
         self.pos = 0
         self.field_map = field_map
         self.code_field = code_field
         self.query = query
+        self.lexicon = lexicon
         self.terms: list[str] = []
+        self.corrections: dict[str, str] = {}
 
     def parse(self) -> str:
         text = self._sequence(depth=0, fields=None, negated=False)
@@ -215,6 +244,8 @@ class _Parser:
             atom = f"({inner})" if inner else ""
         elif tok.kind == "PHRASE":
             atom = self._phrase(tok.value, fields, child_negated)
+        elif tok.kind == "STAR":
+            atom = self._prefix_word(tok.value, fields, child_negated)
         else:
             atom = self._word(tok.value, fields, child_negated, whole=bool(prefix))
         return f"{prefix}{atom}" if atom else ""
@@ -236,8 +267,38 @@ class _Parser:
             return self._in_fields(_quote(word), fields)
         # A prefixed word must match as written (a phrase over its parts); a bare word
         # contributes each part on its own, as a BM25 bag of words would.
-        pieces = [_quote(word)] if whole else [_quote(part) for part in parts]
+        if whole:
+            pieces = [_quote(word)]
+        else:
+            pieces = [_quote(self._corrected(part, negated)) for part in parts]
         pieces += [f"{self.code_field}:{_quote(code)}" for code in code_tokens(word)]
+        return pieces[0] if len(pieces) == 1 else "(" + " ".join(pieces) + ")"
+
+    def _corrected(self, part: str, negated: bool) -> str:
+        """The part, or the indexed word that replaces it when the index does not know it
+        (never for excluded words: excluding a guessed word would be surprising)."""
+        if self.lexicon is None or negated:
+            return part
+        correction = self.lexicon.correct(part)
+        if correction is None:
+            return part
+        self.corrections[part] = correction.replacement
+        self.terms.append(correction.replacement)
+        return correction.replacement
+
+    def _prefix_word(self, word: str, fields: Sequence[str] | None, negated: bool) -> str:
+        """``word*``: the leading parts as words, the last one expanded to indexed terms."""
+        parts = word_parts(word)
+        if not negated:
+            self.terms.append(word)
+        *leading, last = parts
+        expansions = self.lexicon.expand_prefix(last) if self.lexicon is not None else []
+        # No expansion: the prefix itself as a word, which matches what it matches.
+        alternatives = [_quote(term) for term in expansions] or [_quote(last)]
+        group = alternatives[0] if len(alternatives) == 1 else "(" + " ".join(alternatives) + ")"
+        if fields is not None:
+            group = self._in_fields(group, fields)
+        pieces = [self._in_fields(_quote(part), fields) for part in leading] + [group]
         return pieces[0] if len(pieces) == 1 else "(" + " ".join(pieces) + ")"
 
     @staticmethod

@@ -9,6 +9,10 @@ analyzer; a chunk fills the fields of its own language, and queries search them 
                                                     queries; ``plain`` suffix for languages
                                                     without a stemmer here
     codes                                           code-like tokens of the chunk, exact
+    words                                           every word as written (lowercased,
+                                                    accents folded, not stemmed), documents
+                                                    only: the vocabulary typo correction and
+                                                    ``word*`` prefixes are matched against
     label                                           i64, indexed + fast: delete and filter
 
 Why one combined field for plain words: BM25 summed over separate title/heading/content
@@ -49,13 +53,15 @@ from enginelib.indexes.analyzers import (
     word_parts,
 )
 from enginelib.indexes.base import Labels, SearchResult, TextDocument
+from enginelib.indexes.tantivy_lexicon import TantivyLexicon
 from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
 
-FORMAT_VERSION = 2  # 2: the combined text_<lang> field
+FORMAT_VERSION = 3  # 2: the combined text_<lang> field; 3: the words field
 STAMP = "stamp.json"
 INDEX_DIR = "tantivy"
 LABEL_FIELD = "label"
 CODE_FIELD = "codes"
+WORDS_FIELD = "words"
 TEXT_FIELD = "text"
 # Boosts apply to explicit field queries (``title:word``) and to the code field. Codes at
 # 1.0: on the train/dev qrels 2.0 scored lower (SciFact 0.698 vs 0.708), and an exact
@@ -70,6 +76,10 @@ class TantivyTextIndex:
     ``lenient``: when True, a malformed query (unbalanced quote or parenthesis, dangling
     operator) is searched as plain words instead of raising InvalidQueryError. The
     default is strict; ``search(..., lenient=True)`` overrides per call.
+
+    ``read_only``: never change the files (a reader, a snapshot). An index built by another
+    format or with other languages then opens as an empty in-memory index with no
+    generation, which tells the store to search a private rebuild instead.
     """
 
     def __init__(
@@ -80,12 +90,14 @@ class TantivyTextIndex:
         boosts: dict[str, float] | None = None,
         heap_size: int = DEFAULT_HEAP_SIZE,
         lenient: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.languages = check_languages(tuple(languages))
         self.boosts = {**DEFAULT_BOOSTS, **(boosts or {})}
         self.heap_size = heap_size
         self.lenient = lenient
+        self.read_only = read_only
         suffixes = (*self.languages, PLAIN)
         self._field_map = {f: [f"{f}_{s}" for s in suffixes] for f in USER_FIELDS}
         self._default_fields = [f"{TEXT_FIELD}_{suffix}" for suffix in suffixes]
@@ -97,7 +109,8 @@ class TantivyTextIndex:
         self._field_boosts[CODE_FIELD] = self.boosts.get(CODE_FIELD, 1.0)
         self._analyzers = build_analyzers(self.languages)
         self._stopwords = stopword_analyzers(self.languages)
-        self._translations: dict[tuple[str, bool], Translation] = {}
+        self._translations: dict[tuple[str, bool, bool], Translation] = {}
+        self._lexicon: TantivyLexicon | None = None
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
         self._generation: int | None = None
@@ -111,6 +124,9 @@ class TantivyTextIndex:
             for field in (TEXT_FIELD, *USER_FIELDS):
                 builder.add_text_field(f"{field}_{lang}", tokenizer_name=analyzer_name(lang))
         builder.add_text_field(CODE_FIELD, tokenizer_name=CODE_ANALYZER, index_option="freq")
+        # Never searched for scoring, so no frequencies or positions: only its dictionary.
+        builder.add_text_field(WORDS_FIELD, tokenizer_name=analyzer_name(PLAIN),
+                               index_option="basic")
         # i64, not u64: tantivy-py turns a Python int into an i64 term, so deleting by
         # term on a u64 field silently matches nothing.
         builder.add_integer_field(LABEL_FIELD, indexed=True, fast=True)
@@ -125,6 +141,9 @@ class TantivyTextIndex:
         same_config = stamp is not None and all(
             stamp.get(key) == value for key, value in self._config().items()
         )
+        if self.read_only and not (same_config and path.exists()):
+            self._index = self._make_index(None)  # in memory: the files stay as they are
+            return
         if path.exists() and not same_config:
             # Built with other languages or by another format: derived data, rebuild.
             shutil.rmtree(path)
@@ -141,8 +160,9 @@ class TantivyTextIndex:
             if stamp.get("opstamp") == self._disk_opstamp():
                 self._generation = generation
 
-    def _make_index(self, path: Path) -> tantivy.Index:
-        index = tantivy.Index(self._schema(), path=str(path), reuse=True)
+    def _make_index(self, path: Path | None) -> tantivy.Index:
+        index = tantivy.Index(self._schema(), path=None if path is None else str(path),
+                              reuse=True)
         for name, analyzer in self._analyzers.items():
             index.register_tokenizer(name, analyzer)
         index.reload()
@@ -207,6 +227,7 @@ class TantivyTextIndex:
                 out.add_text(f"{field}_{suffix}", text)
         combined = "\n".join(part for part in (doc.title, doc.headings, doc.content) if part)
         out.add_text(f"{TEXT_FIELD}_{suffix}", combined)
+        out.add_text(WORDS_FIELD, combined)
         codes = code_tokens(" ".join((doc.title, doc.headings, doc.content)))
         if codes:
             out.add_text(CODE_FIELD, " ".join(codes))
@@ -235,6 +256,9 @@ class TantivyTextIndex:
         self._writer.commit()
         self._index.reload()
         self._pending = False
+        # Typo corrections and prefix expansions depend on the vocabulary just changed.
+        self._translations.clear()
+        self._lexicon = None
 
     def _refresh(self) -> None:
         """Make pending writes visible to searches (read-your-writes)."""
@@ -286,14 +310,17 @@ class TantivyTextIndex:
         allowed: Labels | None = None,
         *,
         lenient: bool | None = None,
+        correct: bool = True,
     ) -> list[SearchResult]:
+        """``correct=False`` searches words exactly as typed (no typo fallback)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         if isinstance(queries, str):
             raise InvalidInputError("search takes a list of query strings; wrap one in [...]")
         lenient = self.lenient if lenient is None else lenient
-        parsed = [self._parse(text, lenient) for text in queries]  # fail before searching
+        # Refresh first: typo corrections and prefixes are read from the current vocabulary.
         self._refresh()
+        parsed = [self._parse(text, lenient, correct) for text in queries]  # fail before searching
         restriction = None
         if allowed is not None:
             allowed_labels = sorted({int(x) for x in np.asarray(allowed).ravel() if x >= 0})
@@ -329,29 +356,53 @@ class TantivyTextIndex:
                        for (score, _), label in zip(hits, labels))
         return [(label, -neg) for neg, label in pairs[:k]]
 
-    def _translate(self, text: str, *, plain: bool) -> Translation:
+    def _translate(self, text: str, *, plain: bool, correct: bool = True) -> Translation:
         # A search translates its query twice (to parse it, then for highlights): keep
         # the last few translations rather than redo the work.
-        key = (text, plain)
+        key = (text, plain, correct)
         cached = self._translations.get(key)
         if cached is None:
-            cached = translate(text, field_map=self._field_map, code_field=CODE_FIELD, plain=plain)
+            lexicon = self._get_lexicon()
+            cached = translate(text, field_map=self._field_map, code_field=CODE_FIELD, plain=plain,
+                               lexicon=lexicon if correct else _PrefixesOnly(lexicon))
             if len(self._translations) >= 256:
                 self._translations.clear()
             self._translations[key] = cached
         return cached
 
-    def _parse(self, text: str, lenient: bool) -> tantivy.Query:
+    def _get_lexicon(self) -> TantivyLexicon:
+        if self._lexicon is None:
+            fields = {
+                f"{TEXT_FIELD}_{suffix}": self._analyzers[analyzer_name(suffix)]
+                for suffix in (*self.languages, PLAIN)
+            }
+            self._lexicon = TantivyLexicon(self._index.searcher(), fields,
+                                           words_field=WORDS_FIELD,
+                                           fold=self._analyzers[analyzer_name(PLAIN)])
+        return self._lexicon
+
+    def corrections(self, query: str) -> dict[str, str]:
+        """Words of ``query`` the index does not know, each with the indexed word searched
+        in its place (``{"GPDR": "gdpr"}``). Never raises on malformed queries."""
+        self._refresh()
+        for plain in (False, True):
+            try:
+                return dict(self._translate(query, plain=plain).corrections)
+            except QuerySyntaxError:
+                continue
+        return {}
+
+    def _parse(self, text: str, lenient: bool, correct: bool = True) -> tantivy.Query:
         if not isinstance(text, str) or not text.strip():
             raise InvalidQueryError("empty query: pass at least one word to search for")
         try:
-            translation = self._translate(text, plain=False)
+            translation = self._translate(text, plain=False, correct=correct)
             return self._parse_translated(translation.text, text)
         except (QuerySyntaxError, InvalidQueryError) as exc:
             if not lenient:
                 raise InvalidQueryError(str(exc)) from exc
         try:
-            translation = self._translate(text, plain=True)
+            translation = self._translate(text, plain=True, correct=correct)
         except QuerySyntaxError as exc:
             raise InvalidQueryError(str(exc)) from exc
         return self._parse_translated(translation.text, text)
@@ -398,3 +449,16 @@ class TantivyTextIndex:
                 for lang in self.languages:
                     out.extend(self._analyzers[analyzer_name(lang)].analyze(part))
         return list(dict.fromkeys(token for token in out if token))
+
+
+class _PrefixesOnly:
+    """A lexicon that expands ``word*`` but corrects nothing (``search(correct=False)``)."""
+
+    def __init__(self, lexicon: TantivyLexicon) -> None:
+        self._lexicon = lexicon
+
+    def correct(self, word: str) -> None:
+        return None
+
+    def expand_prefix(self, prefix: str) -> list[str]:
+        return self._lexicon.expand_prefix(prefix)

@@ -10,6 +10,7 @@ PUBLIC = {
     "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
     "InvalidVectorError", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError",
+    "RewriterError",
     "Scores", "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store",
     "StoreError", "StoreLockedError", "StoreNotFoundError", "check_answer_citations", "memory", "open",
 }

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import fusion, paging, post
+from . import fusion, paging, post, rewrite
 from .cache import response_key
 from .citations import make_citation
 from .presets import apply_preset
@@ -58,6 +59,12 @@ def _run(
 ) -> list[SearchResponse]:
     started = time.perf_counter()
     view = store.view()
+    # Query understanding first: rewriter hook, typo corrections, learned acronyms.
+    asked = [r.queries[0] for r in requests]
+    plan_started = time.perf_counter()
+    plans = [rewrite.plan(store, r, view.generation) for r in requests]
+    rewrite_ms = (time.perf_counter() - plan_started) * 1000.0 / len(requests)
+    requests = [dataclasses.replace(r, queries=p.sub_queries) for r, p in zip(requests, plans, strict=True)]
     strategies = [
         choose_strategy(r.queries[0]) if r.strategy == "auto" else r.strategy for r in requests
     ]
@@ -88,11 +95,17 @@ def _run(
         retrieval_ms = (time.perf_counter() - t0) * 1000.0
         share = embed_ms / len(requests) if any(needs_vectors) else 0.0
         response = _with_timing(response, share, retrieval_ms)
+        response = dataclasses.replace(
+            response, query=asked[i], sub_queries=request.queries,
+            timings={**response.timings, "rewrite_ms": rewrite_ms},
+            execution_time_ms=response.execution_time_ms + rewrite_ms,
+            corrections=dict(plans[i].corrections), expansions=dict(plans[i].expansions),
+        )
         responses.append(response)
         if request.log and store.snapshot is None:
             store.query_log.record(
                 {
-                    "query_text": request.queries[0],
+                    "query_text": asked[i],
                     "strategy": response.strategy_used,
                     "filters": request.raw_filters,
                     "latency_ms": response.execution_time_ms,
@@ -140,13 +153,16 @@ def _query_vectors(
     if not any(needs):
         return None
     # Row i of the result is request i's first query, zeros where a request needs none (a
-    # full-text one, as when searched alone, or one answered from the response cache);
-    # rewrites are embedded again in _one (they hit the per-process query-vector cache).
-    if all(needs):
-        return store.query_embeddings.embed([r.queries[0] for r in requests])
-    out = np.zeros((len(requests), dim), dtype=np.float32)
+    # full-text one, as when searched alone, or one answered from the response cache). The
+    # other sub-queries are embedded in the same batch; _one finds them in the per-process cache.
     todo = [i for i, need in enumerate(needs) if need]
-    out[todo] = store.query_embeddings.embed([requests[i].queries[0] for i in todo])
+    firsts = [requests[i].queries[0] for i in todo]
+    rest = [q for i in todo for q in requests[i].queries[1:]]
+    embedded = store.query_embeddings.embed(firsts + rest)[: len(firsts)]
+    if len(todo) == len(requests):
+        return embedded
+    out = np.zeros((len(requests), dim), dtype=np.float32)
+    out[todo] = embedded
     return out
 
 
@@ -178,7 +194,8 @@ def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.
 def _retrieve_vector(
     store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
     allowed: np.ndarray | None, depth: int | None = None,
-) -> Ranking:
+) -> list[Ranking]:
+    """One ranking per sub-query."""
     depth = request.depth if depth is None else depth
     rankings = []
     for i, text in enumerate(request.queries):
@@ -193,17 +210,28 @@ def _retrieve_vector(
             rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), depth)[0])
         else:
             rankings.append(store.vector_index.search(vec.reshape(1, -1), depth, allowed)[0])
-    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[:depth]
+    return rankings
 
 
 def _retrieve_text(
     store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int | None = None
-) -> Ranking:
+) -> list[Ranking]:
+    """One ranking per sub-query (one batch call)."""
     depth = request.depth if depth is None else depth
-    results = store.text_index.search(list(request.queries), depth, allowed)
-    if len(results) == 1:
-        return results[0]
-    return fusion.best_per_label(results)[:depth]
+    if not request.rewrite:  # words as typed: the index must not correct them either
+        return store.text_index.search(list(request.queries), depth, allowed,
+                                       correct=False)  # type: ignore[call-arg]
+    return store.text_index.search(list(request.queries), depth, allowed)
+
+
+def _fuse(request: SearchRequest, strategy: str, vector: Ranking, text: Ranking) -> dict[int, float]:
+    if strategy == "hybrid":
+        rankings = {"vector": vector, "bm25": text}
+        if request.fusion == "rrf":
+            return fusion.rrf(rankings, request.rrf_k)
+        weights = {"vector": request.weights[0], "bm25": request.weights[1]}
+        return fusion.weighted(rankings, weights)
+    return dict(vector if strategy == "vector" else text)
 
 
 @dataclass(frozen=True)
@@ -226,28 +254,26 @@ def _ranked(
     store: Store, view: ChunkView, request: SearchRequest, strategy: str,
     qvec: np.ndarray | None, allowed: np.ndarray | None, depth: int,
 ) -> _Ranked:
-    vector_ranking: Ranking = []
-    text_ranking: Ranking = []
+    no_rankings: list[Ranking] = [[] for _ in request.queries]
+    vector_rankings, text_rankings = no_rankings, no_rankings
     if strategy in ("vector", "hybrid"):
         assert qvec is not None
-        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed, depth)
+        vector_rankings = _retrieve_vector(store, view, request, qvec, allowed, depth)
     if strategy in ("fulltext", "hybrid"):
-        text_ranking = _retrieve_text(store, request, allowed, depth)
+        text_rankings = _retrieve_text(store, request, allowed, depth)
     exhausted = all(
         len(ranking) < depth
-        for method, ranking in (("vector", vector_ranking), ("fulltext", text_ranking))
+        for method, rankings in (("vector", vector_rankings), ("fulltext", text_rankings))
         if strategy in (method, "hybrid")
+        for ranking in rankings
     )
-
-    if strategy == "hybrid":
-        rankings = {"vector": vector_ranking, "bm25": text_ranking}
-        if request.fusion == "rrf":
-            fused = fusion.rrf(rankings, request.rrf_k)
-        else:
-            weights = {"vector": request.weights[0], "bm25": request.weights[1]}
-            fused = fusion.weighted(rankings, weights)
-    else:
-        fused = dict(vector_ranking if strategy == "vector" else text_ranking)
+    # Each sub-query fused on its own, then every chunk keeps its best fused score.
+    fused = rewrite.merge_by_chunk(
+        [_fuse(request, strategy, v, t) for v, t in zip(vector_rankings, text_rankings, strict=True)],
+        comparable=strategy == "hybrid", k=request.rrf_k,
+    )
+    vector_ranking = rewrite.per_method(vector_rankings, depth)
+    text_ranking = rewrite.per_method(text_rankings, depth)
     ordered = fusion.order(fused)
 
     # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.

@@ -47,6 +47,10 @@ class SearchRequest:
     exact: bool = False
     reranker: Reranker | None = None
     rerank_top: int = 50
+    # Query rewriter hook: question -> a few sub-queries, run beside it (search/rewrite.py).
+    rewriter: Callable[[str], Sequence[str]] | None = None
+    # False: search the words as typed (no typo correction, no acronym twins).
+    rewrite: bool = True
     log: bool = True
     cache: bool = True  # answer from the store's response cache when it holds this request
 
@@ -98,6 +102,11 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     for name in ("per_source_cap", "chunks_per_doc"):
         if options.get(name) is not None:
             _int(name, options[name], minimum=1)
+    rewriter = options.get("rewriter")
+    if rewriter is not None and not callable(rewriter):
+        raise InvalidInputError(
+            f"rewriter must be a callable question -> list of sub-queries, got {rewriter!r}"
+        )
     min_score = options.get("min_score")
     if min_score is not None and not math.isfinite(float(min_score)):
         raise InvalidInputError(f"min_score must be a finite number, got {min_score}")
@@ -123,6 +132,8 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
         exact=bool(options.get("exact", False)),
         reranker=options.get("reranker"),
         rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1),
+        rewriter=rewriter,
+        rewrite=bool(options.get("rewrite", True)),
         log=bool(options.get("log", True)),
         cache=bool(options.get("cache", True)),
     )

@@ -121,6 +121,10 @@ class SearchResponse:
     timings: dict[str, float] = field(default_factory=dict)
     # True when ``total`` counts the hits ranked so far and more may lie deeper
     total_is_lower_bound: bool = False
+    # Query understanding (search/rewrite.py): what ran, words corrected, acronyms used.
+    sub_queries: tuple[str, ...] = ()
+    corrections: dict[str, str] = field(default_factory=dict)
+    expansions: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -148,6 +152,9 @@ class SearchResponse:
             "truth_levels": list(self.truth_levels),
             "execution_time_ms": round(self.execution_time_ms, 3),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "sub_queries": list(self.sub_queries),
+            "corrections": dict(self.corrections),
+            "expansions": dict(self.expansions),
             "hits": [h.to_dict() for h in self.hits],
             "context": self.context.to_dict(),
         }

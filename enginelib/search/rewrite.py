@@ -1,0 +1,162 @@
+"""Query understanding before retrieval, with no server: one question becomes the
+sub-queries that run, and their results merge by chunk.
+
+Where sub-queries come from, in order:
+
+1. the question itself (and any rewrites the caller passed as a list);
+2. the caller's ``rewriter`` hook (e.g. an LLM): ``rewriter(question) -> 2-3 sub-queries``;
+3. typo corrections: a word the full-text index does not know is replaced by its nearest
+   indexed word in every sub-query, so both retrievers (BM25 and the embedding) see
+   "gdpr" when "GPDR" was typed; the response lists them (``corrections``);
+4. learned acronyms: a sub-query naming an acronym or an expansion the corpus defines
+   gets a twin naming both ("DPIA" -> "data protection impact assessment (DPIA)").
+
+Merging: each sub-query is retrieved and fused on its own (RRF or weighted, as asked),
+then every chunk keeps its best fused score over the sub-queries (a chunk found by two
+sub-queries is not counted twice, so a paraphrase cannot outvote the question). A
+single-method search (vector or fulltext) has no fused score to compare: its raw scores
+are not comparable across queries (BM25 grows with the number of query words, so a longer
+sub-query would win every chunk), so each sub-query's ranking scores ``1 / (k + rank)``
+first, which is RRF over that one method; a chunk then keeps its best rank. Measured on
+SciFact full text (300 queries): raw BM25 maxima 0.682 nDCG@10, ranks 0.691, the question
+alone 0.692 (benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..acronyms import AcronymTable
+from ..errors import RewriterError
+from .fusion import Ranking, best_per_label, order
+
+if TYPE_CHECKING:
+    from ..store import Store
+    from .request import SearchRequest
+
+# A rewriter maps the question to a few sub-queries (the question itself always runs too).
+Rewriter = Callable[[str], Sequence[str]]
+MAX_REWRITES = 5
+MAX_REWRITE_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """What runs for one request, and why."""
+
+    sub_queries: tuple[str, ...]  # the (corrected) question first
+    corrections: Mapping[str, str] = field(default_factory=dict)  # typed -> searched word
+    expansions: Mapping[str, str] = field(default_factory=dict)  # acronym <-> expansion
+
+
+def plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
+    """The sub-queries of ``request`` (see the module docstring for the order)."""
+    queries = list(request.queries)
+    if request.rewriter is not None:
+        queries.extend(call_rewriter(request.rewriter, request.queries[0]))
+    if not request.rewrite:
+        return QueryPlan(tuple(dict.fromkeys(queries)))
+    corrections: dict[str, str] = {}
+    corrected = []
+    for query in queries:
+        fixes = _corrections(store, query)
+        corrections.update(fixes)
+        corrected.append(apply_corrections(query, fixes))
+    table = acronym_table(store, generation)
+    expansions: dict[str, str] = {}
+    out: list[str] = []
+    for query in corrected:
+        out.append(query)
+        variant, used = table.expand(query)
+        if variant is not None:
+            out.append(variant)
+            expansions.update(used)
+    return QueryPlan(tuple(dict.fromkeys(out)), corrections, expansions)
+
+
+def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
+    """Run the caller's hook and check what it returned; a failure names the fix."""
+    name = getattr(rewriter, "__name__", type(rewriter).__name__)
+    try:
+        result = rewriter(question)
+    except Exception as exc:  # the hook is the caller's code: any failure is theirs
+        raise RewriterError(
+            f"the rewriter {name!r} failed on {question!r}: {type(exc).__name__}: {exc}; "
+            "fix the hook or search without rewriter="
+        ) from exc
+    if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
+        raise RewriterError(
+            f"the rewriter {name!r} returned {type(result).__name__}; it must return a list "
+            f"of up to {MAX_REWRITES} query strings"
+        )
+    if len(result) > MAX_REWRITES:
+        raise RewriterError(
+            f"the rewriter {name!r} returned {len(result)} sub-queries; at most "
+            f"{MAX_REWRITES} run (2-3 is the useful range)"
+        )
+    out = []
+    for item in result:
+        if not isinstance(item, str) or not item.strip():
+            raise RewriterError(
+                f"the rewriter {name!r} returned {item!r} among its sub-queries; each must be "
+                "a non-empty string"
+            )
+        if len(item) > MAX_REWRITE_CHARS:
+            raise RewriterError(
+                f"the rewriter {name!r} returned a sub-query of {len(item)} characters; "
+                f"keep each under {MAX_REWRITE_CHARS}"
+            )
+        out.append(item.strip())
+    return out
+
+
+def _corrections(store: Store, query: str) -> dict[str, str]:
+    corrections = getattr(store.text_index, "corrections", None)
+    return dict(corrections(query)) if corrections is not None else {}
+
+
+def apply_corrections(query: str, corrections: Mapping[str, str]) -> str:
+    """``query`` with each corrected word replaced where it stands as a whole word."""
+    for word, replacement in corrections.items():
+        query = re.sub(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", replacement, query)
+    return query
+
+
+_TABLES: weakref.WeakKeyDictionary[Store, tuple[int, AcronymTable]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def acronym_table(store: Store, generation: int) -> AcronymTable:
+    """The store's learned pairs, read from the catalog once per generation."""
+    cached = _TABLES.get(store)
+    if cached is None or cached[0] != generation:
+        rows = store.catalog.acronym_counts()
+        store.catalog.release()
+        cached = (generation, AcronymTable.build(rows))
+        _TABLES[store] = cached
+    return cached[1]
+
+
+def merge_by_chunk(
+    fused: Sequence[Mapping[int, float]], *, comparable: bool = True, k: int = 60
+) -> dict[int, float]:
+    """Every chunk's best fused score over the sub-queries; scores that are not
+    ``comparable`` across sub-queries are first turned into ``1 / (k + rank)``."""
+    if len(fused) == 1:
+        return dict(fused[0])
+    if not comparable:
+        fused = [{label: 1.0 / (k + rank) for rank, (label, _) in enumerate(order(f), 1)}
+                 for f in fused]
+    return dict(best_per_label([list(f.items()) for f in fused]))
+
+
+def per_method(rankings: Sequence[Ranking], depth: int) -> list[tuple[int, float]]:
+    """One method's rankings over the sub-queries as one (for per-method ranks shown)."""
+    if len(rankings) == 1:
+        return list(rankings[0])
+    return best_per_label(rankings)[:depth]

@@ -1,0 +1,390 @@
+"""Query understanding: typo fallback, word* prefixes, learned acronyms, the rewriter hook.
+
+The regulatory corpus (GDPR + AI Act, English) is searched as users type; a small French
+text of the same law checks the French analyzers. Stores use the hashing embedder (the
+Protocol seam); the assertions that need a ranking use the full-text strategy, whose BM25
+is real, and the hybrid strategy is checked for the plan (what ran and what was corrected).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder, InvalidInputError, InvalidQueryError, RewriterError, Store
+from enginelib.acronyms import AcronymTable, find_pairs
+from enginelib.types import LoadedDocument
+from tests.helpers import DATASETS
+
+REGULATORY = DATASETS / "regulatory" / "corpus.jsonl"
+
+# A compliance team's glossary note: the only place the corpus spells the acronym out.
+GLOSSARY = LoadedDocument(
+    id="glossary-dpia",
+    text="Glossary. A data protection impact assessment (DPIA) is the assessment a "
+         "controller carries out before processing that is likely to result in a high risk.",
+    title="Glossary",
+)
+
+# Articles of the GDPR in French (the official French text, abridged).
+FRENCH = [
+    ("rgpd-fr-art-17", "Article 17 - Droit à l'effacement (« droit à l'oubli »)",
+     "La personne concernée a le droit d'obtenir du responsable du traitement l'effacement, "
+     "dans les meilleurs délais, de données à caractère personnel la concernant et le "
+     "responsable du traitement a l'obligation d'effacer ces données dans les meilleurs "
+     "délais, lorsque les données ne sont plus nécessaires au regard des finalités."),
+    ("rgpd-fr-art-35", "Article 35 - Analyse d'impact relative à la protection des données",
+     "Lorsqu'un type de traitement est susceptible d'engendrer un risque élevé pour les "
+     "droits et libertés des personnes physiques, le responsable du traitement effectue, "
+     "avant le traitement, une analyse d'impact relative à la protection des données (AIPD) "
+     "des opérations de traitement envisagées."),
+    ("rgpd-fr-art-20", "Article 20 - Droit à la portabilité des données",
+     "Les personnes concernées ont le droit de recevoir les données à caractère personnel "
+     "les concernant qu'elles ont fournies à un responsable du traitement, dans un format "
+     "structuré, couramment utilisé et lisible par machine."),
+    ("rgpd-fr-art-37", "Article 37 - Désignation du délégué à la protection des données",
+     "Le responsable du traitement et le sous-traitant désignent en tout état de cause un "
+     "délégué à la protection des données lorsque le traitement est effectué par une "
+     "autorité publique ou un organisme public."),
+    ("rgpd-fr-art-33", "Article 33 - Notification à l'autorité de contrôle d'une violation",
+     "En cas de violation de données à caractère personnel, le responsable du traitement "
+     "en notifie la violation en question à l'autorité de contrôle compétente dans les "
+     "meilleurs délais et, si possible, 72 heures au plus tard après en avoir pris "
+     "connaissance."),
+]
+
+
+def _regulatory_documents() -> list[LoadedDocument]:
+    with REGULATORY.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    return [LoadedDocument(id=r["_id"], text=r["text"], title=r["title"], language="en")
+            for r in rows]
+
+
+@pytest.fixture(scope="module")
+def regulatory(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    store = enginelib.open(tmp_path_factory.mktemp("qu") / "s", embedder=HashingEmbedder(64))
+    store.ingest_documents([*_regulatory_documents(), GLOSSARY])
+    return store
+
+
+@pytest.fixture(scope="module")
+def french(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """French over French: the French text of the law in its own store."""
+    store = enginelib.open(tmp_path_factory.mktemp("qu") / "fr", embedder=HashingEmbedder(64))
+    store.ingest_documents([
+        LoadedDocument(id=doc_id, text=f"{title}\n\n{text}", title=title, language="fr")
+        for doc_id, title, text in FRENCH
+    ])
+    return store
+
+
+@pytest.fixture()
+def stores(regulatory: Store, french: Store) -> dict[str, Store]:
+    return {"en": regulatory, "fr": french}
+
+
+def _top(store: Store, query: str, n: int = 3, **options: object) -> list[str]:
+    options = {"strategy": "fulltext", "answerability_threshold": None, "limit": 20, **options}
+    response = store.search(query, **options)
+    return list(dict.fromkeys(h.document_id for h in response.hits))[:n]
+
+
+# -- typos ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("lang", "typed", "correct", "article", "fixes"), [
+    ("en", "GPDR administrative fines", "GDPR administrative fines", "gdpr-art-83",
+     {"GPDR": "GDPR"}),
+    ("en", "right to erasre of personal data", "right to erasure of personal data",
+     "gdpr-art-17", {"erasre": "erasure"}),
+    # "erasur" stems like "erasure": the index knows it, nothing to correct.
+    ("en", "right to erasur", "right to erasure", "gdpr-art-17", {}),
+    ("en", "tasks of the data protecton oficer", "tasks of the data protection officer",
+     "gdpr-art-39", {"protecton": "protection", "oficer": "officer"}),
+    ("en", "remote biometrik identification", "remote biometric identification",
+     "euaiact-art-3", {"biometrik": "biometric"}),
+    # French over French: a missing letter, a missing accented letter.
+    ("fr", "droit à l'efacement des données", "droit à l'effacement des données",
+     "rgpd-fr-art-17", {"efacement": "effacement"}),
+    ("fr", "désignation du délégé à la protection des données",
+     "désignation du délégué à la protection des données", "rgpd-fr-art-37",
+     {"délégé": "delegue"}),
+])
+def test_a_typo_finds_the_same_article_as_the_correct_question(
+    stores: dict[str, Store], lang: str, typed: str, correct: str, article: str,
+    fixes: dict[str, str],
+) -> None:
+    store = stores[lang]
+    expected = _top(store, correct)
+    assert article in expected
+    assert _top(store, typed) == expected
+    response = store.search(typed, answerability_threshold=None)  # hybrid, the default
+    assert response.corrections == fixes
+    assert response.query == typed  # the question as asked; what ran is in sub_queries
+    assert all(word not in response.sub_queries[0] for word in fixes)
+    if response.sub_queries[0] == correct:  # (accents are not restored: "delegue")
+        assert _top(store, typed, strategy="hybrid") == _top(store, correct, strategy="hybrid")
+
+
+def test_a_known_word_is_never_corrected_and_a_code_never_guessed(regulatory: Store) -> None:
+    for query in ("supervisory authority", "1K0615301N brake pads", "Article 17"):
+        assert regulatory.search(query, answerability_threshold=None).corrections == {}
+    # Negated words are excluded as typed: excluding a guessed word would surprise.
+    assert regulatory.text_index.corrections("erasure -gpdr") == {}
+
+
+def test_rewrite_false_searches_the_words_as_typed(regulatory: Store) -> None:
+    response = regulatory.search("GPDR administrative fines", strategy="fulltext",
+                                 answerability_threshold=None, rewrite=False)
+    assert response.corrections == {} and response.sub_queries == ("GPDR administrative fines",)
+    assert _top(regulatory, "GPDR administrative fines", rewrite=False) == \
+        _top(regulatory, "administrative fines")
+
+
+# -- prefixes ------------------------------------------------------------------------------
+
+
+def test_a_star_word_is_a_prefix(regulatory: Store) -> None:
+    assert "euaiact-art-57" in _top(regulatory, "regulat* sandbox*", n=5)
+    assert _top(regulatory, "portabilit*") == _top(regulatory, "portability")
+    # A prefix that no word starts with matches nothing rather than failing.
+    assert _top(regulatory, "qqqzz*") == []
+
+
+def test_a_french_prefix_matches_the_words_as_written(french: Store) -> None:
+    assert _top(french, "effac*", n=1) == ["rgpd-fr-art-17"]
+    assert _top(french, "délég*", n=1) == _top(french, "delegu*", n=1) == ["rgpd-fr-art-37"]
+
+
+def test_strict_syntax_stays_correct_with_corrections_and_prefixes(regulatory: Store) -> None:
+    both = regulatory.search("erasure AND GPDR", strategy="fulltext",
+                             answerability_threshold=None, limit=50)
+    assert both.corrections == {"GPDR": "GDPR"}
+    assert {h.document_id for h in both.hits} == {
+        h.document_id for h in regulatory.search(
+            "erasure AND gdpr", strategy="fulltext", answerability_threshold=None, limit=50).hits
+    }
+    excluded = _top(regulatory, "erasure -sandbox", n=20)
+    assert excluded and not {"euaiact-art-57", "euaiact-art-58"} & set(excluded)
+    # A phrase is matched as written: no correction inside quotes.
+    assert regulatory.text_index.corrections('"right to erasre"') == {}
+    for malformed in ('erasure AND "right', "(erasure OR portability", "erasure AND"):
+        with pytest.raises(InvalidQueryError):
+            regulatory.search(malformed, strategy="fulltext")
+
+
+@pytest.mark.parametrize("query", ["*", "?!", "** ?", "-*"])
+def test_punctuation_and_a_lone_star_are_a_defined_error(regulatory: Store, query: str) -> None:
+    with pytest.raises(InvalidQueryError, match="no searchable words"):
+        regulatory.search(query, strategy="fulltext")
+
+
+@pytest.mark.parametrize("query", [
+    "x" * 300, "gdpr" + "a" * 60, "eras" + "u" * 45 + "re", "a*", "erasure*" * 3, "GPDR*",
+    "données***", "é*",
+])
+def test_odd_terms_never_crash(regulatory: Store, query: str) -> None:
+    for strategy in ("fulltext", "hybrid"):
+        response = regulatory.search(query, strategy=strategy, answerability_threshold=None)
+        assert response.status in ("ok", "NO_RELEVANT_SOURCES")
+
+
+# -- acronyms ------------------------------------------------------------------------------
+
+
+def test_pairs_are_learned_in_both_orders_and_in_french() -> None:
+    pairs = {(p.acronym, p.expansion) for p in find_pairs(
+        "The controller shall carry out a data protection impact assessment (DPIA). "
+        "A DPIA (data protection impact assessment) is needed. Une analyse d'impact relative "
+        "à la protection des données (AIPD) est effectuée. The Treaty on the Functioning of "
+        "the European Union (TFEU) applies."
+    )}
+    assert pairs == {
+        ("DPIA", "data protection impact assessment"),
+        ("AIPD", "analyse d'impact relative à la protection des données"),
+        ("TFEU", "Treaty on the Functioning of the European Union"),
+    }
+
+
+@pytest.mark.parametrize("text", [
+    "Regulation (EU) 2016/679 of the European Parliament",
+    "as laid down in Article 5 (GDPR) and",
+    "deoxyribonucleic acid (DNA)",  # letters inside words: missed rather than guessed
+    "the X (Y) and (ab)",
+])
+def test_no_pair_is_guessed(text: str) -> None:
+    assert find_pairs(text) == []
+
+
+def test_a_query_names_both_forms() -> None:
+    table = AcronymTable.build([("DPIA", "data protection impact assessment", 2),
+                                ("AI", "artificial intelligence", 5)])
+    twin = "when is a data protection impact assessment (DPIA) required"
+    assert table.expand("when is a DPIA required") == (
+        twin, {"DPIA": "data protection impact assessment"})
+    assert table.expand("when is a Data Protection Impact Assessment required")[0] == (
+        "when is a Data Protection Impact Assessment (DPIA) required")
+    assert table.expand("when is a dpia required")[1] == {"dpia": "data protection impact assessment"}
+    # A short lowercase word is an ordinary word ("ai" is French for "have").
+    assert table.expand("j'ai une question") == (None, {})
+    assert table.expand("AI literacy")[0] == "artificial intelligence (AI) literacy"
+
+
+@pytest.mark.parametrize(("lang", "acronym_query", "expanded_query", "article"), [
+    # The GDPR never writes "DPIA": only the glossary note defines it.
+    ("en", "When is a DPIA required?", "When is a data protection impact assessment required?",
+     "gdpr-art-35"),
+    ("fr", "Quand une AIPD est-elle requise ?",
+     "Quand une analyse d'impact relative à la protection des données est-elle requise ?",
+     "rgpd-fr-art-35"),
+])
+def test_an_acronym_finds_the_article_of_its_expansion(
+    stores: dict[str, Store], lang: str, acronym_query: str, expanded_query: str, article: str
+) -> None:
+    store = stores[lang]
+    by_acronym = store.search(acronym_query, answerability_threshold=None, limit=20,
+                              strategy="fulltext")
+    assert by_acronym.expansions and len(by_acronym.sub_queries) == 2
+    assert article in _top(store, acronym_query)
+    assert article in _top(store, expanded_query)
+    if lang == "en":  # (the French article itself writes "AIPD")
+        # Without the learned pair the acronym alone does not reach the article.
+        assert article not in _top(store, acronym_query, rewrite=False)
+
+
+def test_pairs_follow_documents_snapshots_and_reindex(tmp_path: Path) -> None:
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([GLOSSARY])
+    assert ("DPIA", "data protection impact assessment", 1) in store.catalog.acronym_counts()
+    store.create_snapshot("v1")
+    store.ingest_documents([LoadedDocument(id=GLOSSARY.id, text="Glossary: nothing here.")])
+    assert store.catalog.acronym_counts() == []
+    assert store.search("DPIA", strategy="fulltext", answerability_threshold=None).expansions == {}
+    frozen = enginelib.open(tmp_path / "s", snapshot="v1", embedder=HashingEmbedder(32))
+    assert frozen.search("DPIA", strategy="fulltext", answerability_threshold=None).expansions \
+        == {"DPIA": "data protection impact assessment"}
+    frozen.close()
+    store.restore_snapshot("v1")
+    assert store.catalog.acronym_counts() == [("DPIA", "data protection impact assessment", 1)]
+    store.catalog.con.execute("DELETE FROM acronyms")  # a store from before acronyms
+    store.reindex(embedder=HashingEmbedder(32))
+    assert store.catalog.acronym_counts() == [("DPIA", "data protection impact assessment", 1)]
+    store.delete_document(GLOSSARY.id)
+    assert store.catalog.acronym_counts() == []
+    store.close()
+
+
+# -- rewriter hook -------------------------------------------------------------------------
+
+
+def test_rewriter_sub_queries_run_and_merge_keeping_the_best_fused_score(
+    regulatory: Store,
+) -> None:
+    question = "erasure"
+    subs = ["data portability", "administrative fines"]
+    options = {"strategy": "hybrid", "answerability_threshold": None, "limit": 100,
+               "candidates": 100}
+    merged = regulatory.search(question, rewriter=lambda q: subs, **options)
+    assert merged.sub_queries == (question, *subs)
+    alone = [regulatory.search(q, **options) for q in (question, *subs)]
+    best: dict[int, float] = {}
+    for response in alone:
+        for hit in response.hits:
+            best[hit.label] = max(best.get(hit.label, 0.0), hit.scores.fused)
+    expected = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:100]
+    assert [h.label for h in merged.hits] == [label for label, _ in expected]
+    assert [h.scores.fused for h in merged.hits] == pytest.approx([s for _, s in expected])
+
+
+def _fails(question: str) -> list[str]:
+    raise TimeoutError("the LLM did not answer")
+
+
+@pytest.mark.parametrize(("rewriter", "message"), [
+    (_fails, "failed on 'erasure': TimeoutError"),
+    (lambda q: "one string", "returned str"),
+    (lambda q: None, "returned NoneType"),
+    (lambda q: ["ok", 3], "returned 3"),
+    (lambda q: ["ok", "  "], "non-empty"),
+    (lambda q: [f"q{i}" for i in range(9)], "at most 5"),
+])
+def test_a_broken_rewriter_is_a_clear_error(regulatory: Store, rewriter: object,
+                                            message: str) -> None:
+    with pytest.raises(RewriterError, match=message):
+        regulatory.search("erasure", rewriter=rewriter)
+
+
+def test_a_rewriter_must_be_callable(regulatory: Store) -> None:
+    with pytest.raises(InvalidInputError, match="rewriter must be a callable"):
+        regulatory.search("erasure", rewriter="gpt")
+
+
+def test_an_empty_rewrite_list_runs_the_question_alone(regulatory: Store) -> None:
+    response = regulatory.search("erasure", rewriter=lambda q: [], answerability_threshold=None)
+    assert response.sub_queries == ("erasure",) and response.hits
+    assert response.to_dict()["sub_queries"] == ["erasure"]
+
+
+# -- CLI -----------------------------------------------------------------------------------
+
+
+def test_cli_says_what_it_corrected_and_can_search_as_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "gdpr.md").write_text(
+        "# Right to erasure\n\nThe data subject has the right to obtain erasure of personal "
+        "data. A data protection impact assessment (DPIA) comes first.\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+    runner.invoke(main, ["ingest", str(folder), "--store", store, "--no-progress"],
+                  catch_exceptions=False)
+    text = runner.invoke(main, ["search", "erasre of DPIA", "--store", store, "--no-gate",
+                                "--strategy", "fulltext"], catch_exceptions=False).output
+    assert text.splitlines()[:2] == [
+        "corrected: erasre -> erasure", "acronyms: DPIA = data protection impact assessment",
+    ]
+    out = json.loads(runner.invoke(main, ["search", "erasre", "--store", store, "--json",
+                                          "--no-gate"], catch_exceptions=False).output)
+    assert out["corrections"] == {"erasre": "erasure"} and out["sub_queries"] == ["erasure"]
+    literal = json.loads(runner.invoke(main, ["search", "erasre", "--store", store, "--json",
+                                              "--no-rewrite", "--strategy", "fulltext"],
+                                       catch_exceptions=False).output)
+    assert literal["corrections"] == {} and literal["status"] == "NO_RELEVANT_SOURCES"
+
+
+def test_a_snapshot_with_an_older_text_index_is_searched_without_being_rewritten(
+    tmp_path: Path,
+) -> None:
+    import hashlib
+
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([GLOSSARY])
+    store.create_snapshot("v1")
+    store.close()
+    folder = tmp_path / "s" / "snapshots" / "v1"
+    stamp = folder / "indexes" / "text" / "stamp.json"
+    data = json.loads(stamp.read_text())
+    stamp.write_text(json.dumps({**data, "format": 2}))  # as written before the words field
+
+    def digest() -> dict[str, str]:
+        return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = digest()
+    frozen = enginelib.open(tmp_path / "s", snapshot="v1", embedder=HashingEmbedder(32))
+    response = frozen.search("asessment", strategy="fulltext", answerability_threshold=None)
+    assert response.corrections == {"asessment": "assessment"}
+    assert [h.document_id for h in response.hits] == ["glossary-dpia"]
+    frozen.close()
+    assert digest() == before
