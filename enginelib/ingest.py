@@ -22,6 +22,7 @@ from .manifest import next_index_version
 from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
+from .validation import check_ingest_options, check_record
 
 if TYPE_CHECKING:
     from .store import Store
@@ -59,6 +60,7 @@ class IngestOptions:
                 f"unknown ingest option(s) {sorted(unknown)}; expected some of "
                 f"{sorted(cls.__dataclass_fields__)}"
             )
+        check_ingest_options(options)
         if "truth_level" in options and options["truth_level"] is not None:
             options["truth_level"] = validate_truth_level(options["truth_level"])
         elif "truth_level" in options:
@@ -88,8 +90,13 @@ class _Prepared:
 class Ingestor:
     """Runs one ingest call: documents -> prepared batches -> one transaction per batch."""
 
-    def __init__(self, store: Store, options: IngestOptions, *, batch_size: int = 64) -> None:
+    def __init__(
+        self, store: Store, options: IngestOptions, *, batch_size: int = 64, strict: bool = False
+    ) -> None:
         self.store = store
+        # strict: the first bad input raises before anything is written (all-or-nothing
+        # needs one batch: see run_ingest).
+        self.strict = strict
         self.options = options
         self.batch_size = max(1, batch_size)
         self.added: list[str] = []
@@ -106,6 +113,10 @@ class Ingestor:
         with IngestProgress(enabled=progress) as bar:
             for batch in self._batches(items):
                 self._commit(batch, bar)
+        return self.report()
+
+    def report(self) -> IngestReport:
+        """What this ingest has committed so far (exactly: a batch counts once committed)."""
         return IngestReport(
             added=tuple(self.added),
             updated=tuple(self.updated),
@@ -122,7 +133,11 @@ class Ingestor:
         batch: dict[str, LoadedDocument] = {}
         for item in items:
             if isinstance(item, SkippedInput):
-                self.skipped.append(item)
+                self._skip(item)
+                continue
+            if not isinstance(item.id, str):
+                self._skip(SkippedInput(str(item.source_path or item.id),
+                                        f"document id must be a string, got {item.id!r}"))
                 continue
             if item.id in batch:  # the later copy of an id replaces the earlier one
                 yield list(batch.values())
@@ -134,6 +149,14 @@ class Ingestor:
         if batch:
             yield list(batch.values())
 
+    def _skip(self, item: SkippedInput) -> None:
+        if self.strict:
+            raise IngestError(
+                f"--strict: {item.path}: {item.reason}; nothing was ingested (fix the input "
+                "or drop strict to skip bad records)", path=item.path,
+            )
+        self.skipped.append(item)
+
     # -- one batch -------------------------------------------------------------------------
 
     def _commit(self, documents: list[LoadedDocument], bar: IngestProgress) -> None:
@@ -143,8 +166,11 @@ class Ingestor:
         for document in documents:
             try:
                 item = self._prepare(document)
-            except IngestError as exc:
-                self.skipped.append(SkippedInput(document.source_path or document.id, str(exc)))
+            except (IngestError, InvalidInputError) as exc:
+                # One bad record is reported with its id and skipped; the batch goes on.
+                self._skip(SkippedInput(
+                    document.source_path or str(document.id), f"document {document.id!r}: {exc}"
+                ))
                 bar.advance_documents(1)
                 continue
             state = states.get(document.id)
@@ -166,8 +192,9 @@ class Ingestor:
         bar.advance_documents(len(prepared))
 
     def _prepare(self, document: LoadedDocument) -> _Prepared:
-        if not document.id or not document.id.strip():
+        if not isinstance(document.id, str) or not document.id.strip():
             raise IngestError("document has an empty id", path=document.source_path)
+        check_record(document)
         if not document.text.strip():
             raise IngestError(
                 f"document {document.id!r} has no text: nothing to index", path=document.source_path

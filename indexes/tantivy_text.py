@@ -131,7 +131,11 @@ class TantivyTextIndex:
         path.mkdir(parents=True, exist_ok=True)
         try:
             self._index = self._make_index(path)
-        except (OSError, ValueError):
+        except BaseException as exc:
+            # Half-written segments or a stale meta.json: tantivy raises OSError/ValueError
+            # or panics (PanicException derives from BaseException). Derived data: rebuild.
+            if not isinstance(exc, (OSError, ValueError)) and type(exc).__name__ != "PanicException":
+                raise
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True, exist_ok=True)
             self._index = self._make_index(path)
