@@ -22,6 +22,7 @@ from .validation import (
     MAX_NAME_CHARS,
     check_bool,
     check_document_id,
+    check_index_options,
     check_int,
     check_metadata,
     check_name,
@@ -207,6 +208,7 @@ def _wrap_open(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def open_store(cls: Any, path: Any, **kwargs: Any) -> Any:
         root = check_store_path(path)
+        check_index_options(kwargs.get("index_options"))
         with guard("open store", root):
             return method(cls, root, **kwargs)
 

@@ -364,3 +364,34 @@ def check_ingest_options(options: Mapping[str, Any]) -> None:
                 check_text(f"a value of {name}", item, max_chars=MAX_ID_CHARS)
         elif name == "keywords_limit":
             check_int(name, value, minimum=0, maximum=MAX_LIMIT)
+
+
+# -- index options -------------------------------------------------------------------------
+
+MAX_M = 128
+MAX_EXACT_THRESHOLD = 10_000_000
+_INDEX_INTS: dict[str, dict[str, tuple[int, int]]] = {
+    "vector": {"ef_search": (1, MAX_EF), "ef_construction": (1, MAX_EF), "M": (2, MAX_M),
+               "exact_threshold": (0, MAX_EXACT_THRESHOLD), "num_threads": (1, MAX_THREADS)},
+    "text": {"heap_size": (15_000_000, 4_000_000_000)},
+}
+
+
+def check_index_options(options: Any) -> None:
+    """``index_options={'vector': {...}, 'text': {...}}``: known numbers within bounds."""
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise InvalidInputError(f"index_options must be a mapping like {{'vector': {{...}}}}, "
+                                f"got {type(options).__name__}")
+    for kind, values in options.items():
+        if not isinstance(values, Mapping):
+            raise InvalidInputError(f"index_options[{kind!r}] must be a mapping, "
+                                    f"got {type(values).__name__}")
+        for name, value in values.items():
+            bounds = _INDEX_INTS.get(kind, {}).get(name)
+            if bounds is not None:
+                check_int(f"index_options[{kind!r}][{name!r}]", value,
+                          minimum=bounds[0], maximum=bounds[1])
+            elif name == "lenient":
+                check_bool(f"index_options[{kind!r}]['lenient']", value)

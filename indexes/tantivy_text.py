@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from enginelib.durable import write_atomic
+from enginelib.durable import chmod_like_umask, write_atomic
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
 from enginelib.indexes.analyzers import (
@@ -239,6 +239,9 @@ class TantivyTextIndex:
         self._writer.commit()
         self._index.reload()
         self._pending = False
+        # tantivy writes these through 0600 temp files: give them the user's umask.
+        folder = self.directory / INDEX_DIR
+        chmod_like_umask(folder / "meta.json", folder / ".managed.json")
 
     def _refresh(self) -> None:
         """Make pending writes visible to searches (read-your-writes)."""
@@ -258,6 +261,8 @@ class TantivyTextIndex:
             self._writer.wait_merging_threads()
             self._writer = None
             self._index.reload()
+            folder = self.directory / INDEX_DIR  # merges rewrite meta.json (0600): see _commit
+            chmod_like_umask(folder / "meta.json", folder / ".managed.json")
         crash_point("mid_text_save")
         self._write_stamp(generation)
 

@@ -95,26 +95,26 @@ def test_no_relevant_sources_is_explicit(runner: CliRunner, corpus: Path, tmp_pa
     (["search", "brakes", "--truth-level", "L7"], "unknown truth level 'L7'"),
     (["show", "missing-doc"], "no document with id 'missing-doc'"),
 ])
-def test_errors_are_one_line_exit_1(runner: CliRunner, corpus: Path, tmp_path: Path,
+def test_errors_are_one_line_exit_2(runner: CliRunner, corpus: Path, tmp_path: Path,
                                     args: list[str], message: str) -> None:
     store = str(tmp_path / "store")
     invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
     result = runner.invoke(main, [*args, "--store", store])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.startswith("Error: ") and message in result.output
     assert "Traceback" not in result.output
 
 
 def test_missing_store_and_missing_path(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(main, ["stats", "--store", str(tmp_path / "nowhere")])
-    assert result.exit_code == 1 and "enginelib init" in result.output
+    assert result.exit_code == 2 and "enginelib init" in result.output
     # A mistyped path fails the whole command before anything is written.
     good = tmp_path / "good.md"
     good.write_text("# Good\n\nA real document about brake pads.\n", encoding="utf-8")
     missing = tmp_path / "nofile.md"
     result = runner.invoke(main, ["ingest", str(good), str(missing), "--store",
                                   str(tmp_path / "s"), "--no-progress"])
-    assert result.exit_code == 1 and str(missing) in result.output
+    assert result.exit_code == 2 and str(missing) in result.output
     assert "Traceback" not in result.output
     result = runner.invoke(main, ["stats", "--store", str(tmp_path / "s"), "--json"])
     assert result.exit_code != 0 or '"documents": 0' in result.output
@@ -166,4 +166,4 @@ def test_presets_list_and_default(runner: CliRunner, tmp_path: Path) -> None:
     assert data["presets"]["balanced"]["options"] == {"fusion": "weighted", "rrf_k": 60,
                                                      "weights": [0.5, 0.5]}
     result = runner.invoke(main, ["presets", "--store", store, "--set-default", "nope"])
-    assert result.exit_code == 1 and "unknown search preset 'nope'" in result.output
+    assert result.exit_code == 2 and "unknown search preset 'nope'" in result.output
