@@ -39,8 +39,20 @@ class QueryLog:
         self._writable = writable
         self._buffer: list[tuple[dict[str, Any], list[int]]] = []
         self._unwritable = False
+        if not writable and not _can_write(store_path):
+            self._disable("the store is on a read-only medium or not writable by this user")
+
+    def _disable(self, reason: str) -> None:
+        self._unwritable = True
+        self._buffer = []
+        warnings.warn(
+            f"enginelib: the query log of {self._dir.parent} cannot be written ({reason}); "
+            "searches from this process are not logged", RuntimeWarning, stacklevel=4,
+        )
 
     def record(self, entry: dict[str, Any], labels: list[int], catalog: Catalog) -> None:
+        if self._unwritable:
+            return
         entry.setdefault("created_at", utcnow())
         self._buffer.append((entry, labels))
         if len(self._buffer) >= FLUSH_EVERY:
@@ -58,13 +70,8 @@ class QueryLog:
         try:
             self._append(entries)
         except OSError as exc:
-            # Read-only medium, no permission, disk full: searching goes on unlogged.
-            self._unwritable = True
-            warnings.warn(
-                f"enginelib: the query log of {self._dir.parent} cannot be written "
-                f"({exc.strerror or exc}); searches from this process are not logged",
-                RuntimeWarning, stacklevel=3,
-            )
+            # No permission, disk full: searching goes on unlogged.
+            self._disable(exc.strerror or str(exc))
 
     def _append(self, entries: list[tuple[dict[str, Any], list[int]]]) -> None:
         self._dir.mkdir(exist_ok=True)
@@ -148,6 +155,15 @@ class QueryLog:
             claimed.unlink()
         imported += len(entries)
         return imported
+
+
+def _can_write(store_path: Path) -> bool:
+    try:
+        if os.statvfs(store_path).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(store_path, os.W_OK)
 
 
 def _newest_within(folder: Path, budget: int) -> tuple[list[Path], list[Path]]:

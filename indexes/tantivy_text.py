@@ -27,7 +27,10 @@ generation the index content does not match.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -125,7 +128,11 @@ class TantivyTextIndex:
         same_config = stamp is not None and all(
             stamp.get(key) == value for key, value in self._config().items()
         )
-        if path.exists() and not same_config:
+        if path.exists() and same_config and not _writable(self.directory):
+            # A read-only medium: tantivy wants to create its lock files even to read, so
+            # a reader searches a private copy (the stamp and meta are the same files).
+            path = self._private_copy(path)
+        elif path.exists() and not same_config:
             # Built with other languages or by another format: derived data, rebuild.
             shutil.rmtree(path)
         path.mkdir(parents=True, exist_ok=True)
@@ -144,6 +151,14 @@ class TantivyTextIndex:
         if isinstance(generation, int) and stamp is not None:
             if stamp.get("opstamp") == self._disk_opstamp():
                 self._generation = generation
+
+    def _private_copy(self, path: Path) -> Path:
+        folder = tempfile.mkdtemp(prefix="enginelib-ro-text-")
+        # Removed with this object (or at exit), silently: no ResourceWarning to catch.
+        weakref.finalize(self, shutil.rmtree, folder, True)
+        target = Path(folder) / INDEX_DIR
+        shutil.copytree(path, target, ignore=shutil.ignore_patterns(".tantivy-*.lock"))
+        return target
 
     def _make_index(self, path: Path) -> tantivy.Index:
         index = tantivy.Index(self._schema(), path=str(path), reuse=True)
@@ -407,3 +422,13 @@ class TantivyTextIndex:
                 for lang in self.languages:
                     out.extend(self._analyzers[analyzer_name(lang)].analyze(part))
         return list(dict.fromkeys(token for token in out if token))
+
+
+def _writable(directory: Path) -> bool:
+    """False on a read-only mount or a folder this user cannot write."""
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK)
