@@ -176,6 +176,9 @@ class Store:
         finally:
             if self._view is not None:
                 self._view.close()
+            release = getattr(self.text_index, "release", None)
+            if release is not None:  # a failed save must not keep tantivy's writer lock
+                release()
             self.catalog.close()
             if self._scratch is not None:
                 self._scratch.cleanup()

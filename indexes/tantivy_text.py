@@ -281,6 +281,12 @@ class TantivyTextIndex:
         crash_point("mid_text_save")
         self._write_stamp(generation)
 
+    def release(self) -> None:
+        """Drop the writer and its lock without committing (the store is closing after a
+        failure; what was not saved replays from the catalog at the next open)."""
+        self._writer = None
+        self._pending = False
+
     def _write_stamp(self, generation: int | None) -> None:
         stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp()}
         self.directory.mkdir(parents=True, exist_ok=True)
