@@ -22,7 +22,7 @@ from .manifest import next_index_version
 from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
-from .validation import check_ingest_options, check_record
+from .validation import check_document_id, check_ingest_options, check_record
 
 if TYPE_CHECKING:
     from .store import Store
@@ -135,9 +135,11 @@ class Ingestor:
             if isinstance(item, SkippedInput):
                 self._skip(item)
                 continue
-            if not isinstance(item.id, str):
-                self._skip(SkippedInput(str(item.source_path or item.id),
-                                        f"document id must be a string, got {item.id!r}"))
+            try:
+                check_document_id(item.id)
+            except InvalidInputError as exc:
+                self._skip(SkippedInput(str(item.source_path or ascii(item.id)),
+                                        f"document {ascii(item.id)}: {exc}"))
                 continue
             if item.id in batch:  # the later copy of an id replaces the earlier one
                 yield list(batch.values())

@@ -143,6 +143,14 @@ def _export(dsn: Any, **options: Any) -> None:
 
 def _to_sql(path: Any, **options: Any) -> None:
     _path("path", path)
+    target = Path(path)
+    # The file is written beside the target and renamed over it: over a device (/dev/full)
+    # or a folder that would replace the thing itself, so refuse anything but a file.
+    if target.exists() and not target.is_file():
+        raise InvalidInputError(
+            f"{target} exists and is not a regular file (a device, folder or pipe): "
+            "export to a .sql file path"
+        )
 
 
 # Public method -> its argument check (None: no arguments to check).

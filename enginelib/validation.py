@@ -201,6 +201,10 @@ _FLOAT_OPTIONS: dict[str, tuple[float, float]] = {
 }
 _BOOL_OPTIONS = ("boosts", "mmr", "exact", "log", "lenient")
 _STR_OPTIONS = ("strategy", "fusion", "preset")
+# None means something for these (no cap, no gate, the default levels...).
+_NULLABLE_OPTIONS = frozenset({"min_score", "per_source_cap", "chunks_per_doc",
+                               "answerability_threshold", "truth_levels", "filters", "preset",
+                               "query_vector", "query_vectors", "reranker"})
 
 
 def check_query(query: Any) -> None:
@@ -223,8 +227,10 @@ def check_search_options(options: Mapping[str, Any]) -> None:
     for name, value in options.items():
         if not isinstance(name, str):
             raise InvalidInputError(f"search option names are strings, got {_show(name)}")
-        if value is None:
+        if value is None and name in _NULLABLE_OPTIONS:
             continue
+        if value is None:
+            raise InvalidInputError(f"{name} cannot be None; leave it out for the default")
         if name in _INT_OPTIONS:
             low, high = _INT_OPTIONS[name]
             check_int(name, value, minimum=low, maximum=high)
