@@ -325,12 +325,14 @@ class Ingestor:
             vectors = np.vstack([item.vectors for item in prepared if item.vectors is not None])
             catalog.insert_chunks(doc_ids, labels, new_chunks, vectors, generation)
             faults.crash_point("before_catalog_commit")
+        # Committed: count it now, so a failure after this point reports it as committed.
+        for item in prepared:
+            (self.updated if item.status == "updated" else self.added).append(item.document.id)
+            self.chunks_written += len(item.spans)
         faults.crash_point("after_catalog_commit")
         store.committed()
         added: list[tuple[np.ndarray, np.ndarray, list[TextDocument]]] = []
         for item, row, lo, hi in zip(prepared, rows, bounds[:-1], bounds[1:], strict=True):
-            (self.updated if item.status == "updated" else self.added).append(item.document.id)
-            self.chunks_written += len(item.spans)
             texts = [
                 TextDocument(int(lb), span.content, span.heading_path,
                              item.document.title or "", row["language"])
