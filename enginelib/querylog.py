@@ -27,10 +27,11 @@ FLUSH_EVERY = 64
 _ROW_KEYS = ("query_text", "strategy", "filters", "status", "result_count", "chunks_retrieved",
              "reranked_count", "latency_ms")
 PENDING_DIR = "querylog"
-# ~3,000 entries per file at ~300 bytes each: a reader keeps at most two files.
+# ~2,000 entries per file at ~450 bytes each: a reader keeps at most two files.
 MAX_PENDING_BYTES = 1 << 20
-# What a writer imports when it opens (newest files first); the rest is dropped.
-MAX_IMPORT_BYTES = 2 << 20
+# What a writer imports when it opens (newest files first, ~2,000 entries, ~0.3 s); the
+# rest is dropped and counted: an open must not grow with how much readers searched.
+MAX_IMPORT_BYTES = 1 << 20
 
 
 class QueryLog:
