@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from enginelib.cli.main import main
+from tests.reporting import say
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {"ENGINELIB_EMBEDDER": "hashing-32"}
@@ -32,11 +33,8 @@ def store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
                                               "--no-progress"])
     assert result.exit_code == 0, result.output
     yield path
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(
-            "hostile CLI runs: " + ", ".join(f"{k} {v}" for k, v in sorted(OUTCOMES.items()))
-        )
+    say(request, "hostile CLI runs: " + ", ".join(f"{k} {v}" for k, v in sorted(OUTCOMES.items()))
+        + f"; raw exceptions {OUTCOMES['raw exception']}")
 
 
 def run_cli(args: list[str]) -> tuple[int, str]:

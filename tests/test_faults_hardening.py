@@ -21,15 +21,10 @@ from enginelib.errors import DiskFullError, EngineError, StoreLockedError
 from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
 from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
 from tests.helpers import doc, open_test_store, paragraphs
+from tests.reporting import say
 
 REPO = Path(__file__).resolve().parent.parent
 KILLS = 200
-
-
-def say(request: pytest.FixtureRequest, line: str) -> None:
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
 
 
 def _mount_tmpfs(folder: Path, size: str) -> bool:

@@ -29,6 +29,7 @@ from enginelib.validation import (
     check_name,
 )
 from tests.helpers import doc, open_test_store, paragraphs
+from tests.reporting import say
 
 SETTINGS = settings(
     max_examples=150, deadline=None, database=None,
@@ -71,13 +72,6 @@ def store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
     say(request, f"hostile API calls: {total}; "
         + ", ".join(f"{k} {v}" for k, v in sorted(OUTCOMES.items()))
         + f"; raw dependency exceptions {OUTCOMES['raw']}; process aborts 0 (still running)")
-
-
-def say(request: pytest.FixtureRequest, line: str) -> None:
-    """Counts in the test output even when pytest captures it (the issue asks for them)."""
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
 
 
 def _call(func: Any, *args: Any, **kwargs: Any) -> Any:
