@@ -28,9 +28,10 @@ _hits: dict[str, int] = {}
 
 
 def crash_point(step: str) -> None:
-    """SIGKILL this process when $ENGINELIB_CRASH_AT is ``step`` or ``step:N`` (N-th time).
+    """SIGKILL this process when $ENGINELIB_CRASH_AT is ``step`` or ``step:N`` (N-th time);
+    raise OSError(ENOSPC) when $ENGINELIB_ENOSPC_AT is (a disk that fills up there).
 
-    A no-op unless the variable is set: only the fault-injection tests set it.
+    A no-op unless a variable is set: only the fault-injection tests set them.
     """
     full = os.environ.get(ENOSPC_VAR)
     if full and _due(full, f"enospc:{step}", step):
