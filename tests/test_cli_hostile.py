@@ -132,6 +132,7 @@ def _subprocess(args: list[bytes | str], debug: bool = False) -> subprocess.Comp
                           env={**os.environ, **ENV, "PYTHONPATH": str(REPO)})
 
 
+@pytest.mark.slow
 def test_real_process_never_aborts_or_prints_a_traceback(store: Path) -> None:
     cases: list[list[bytes | str]] = [
         ["search", "brake", "--store", str(store), "--offset", str(10**10)],

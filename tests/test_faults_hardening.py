@@ -25,6 +25,8 @@ from tests.reporting import say
 
 REPO = Path(__file__).resolve().parent.parent
 KILLS = 200
+# Real processes killed and racing, file systems mounted: the slow tier (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 def _mount_tmpfs(folder: Path, size: str) -> bool:

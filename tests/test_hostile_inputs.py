@@ -178,6 +178,7 @@ RECORD_FIELDS = st.dictionaries(
 _EXAMPLE = iter(range(10**9))
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=100)
 @given(records=st.lists(st.tuples(st.one_of(st.text(max_size=6), NASTY_TEXT, st.integers()),
                                   st.one_of(st.just("a normal paragraph about pads"), NASTY_TEXT),
