@@ -23,7 +23,8 @@ from .options import (
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="enginelib")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of an error (for bug reports).")
+def main(debug: bool) -> None:
     """enginelib: hybrid search with citations, in a folder, offline."""
 
 
@@ -50,12 +51,14 @@ def init(store_path: Path, vector_dim: int | None) -> None:
 @click.option("--exclude", multiple=True, help="Glob of files to skip when walking a folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 @vector_dim_option
+@click.option("--strict", is_flag=True,
+              help="All or nothing: the first bad file or record fails the call, nothing is written.")
 @json_option
 @handle_errors
 def ingest(
     store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
-    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool,
+    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, strict: bool,
     vector_dim: int | None, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
@@ -66,7 +69,7 @@ def ingest(
         report = store.ingest_path(
             *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
-            metadata=parse_key_values(metadata, "--metadata"),
+            metadata=parse_key_values(metadata, "--metadata"), strict=strict,
         )
     data = {
         "added": len(report.added), "updated": len(report.updated),

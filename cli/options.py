@@ -84,6 +84,7 @@ def open_store(
 # 2 usage or library error.
 EXIT_NOTHING_RELEVANT = 1
 EXIT_ERROR = 2
+ENV_DEBUG = "ENGINELIB_DEBUG"
 
 
 class CommandError(click.ClickException):
@@ -92,15 +93,37 @@ class CommandError(click.ClickException):
     exit_code = EXIT_ERROR
 
 
+def debug_enabled() -> bool:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    flag = bool(root.params.get("debug")) if root is not None else False
+    return flag or os.environ.get(ENV_DEBUG, "") not in ("", "0")
+
+
 def handle_errors(func: F) -> F:
-    """Library errors become `Error: ...` and exit 2, never a traceback."""
+    """Any error becomes `Error: ...` and exit 2, never a traceback (unless --debug)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
         except EngineError as exc:
+            if debug_enabled():
+                raise
             raise CommandError(str(exc)) from exc
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)) or debug_enabled():
+                raise
+            from enginelib.edge import map_error
+
+            mapped = map_error(exc, "the command", None)
+            message = str(mapped) if mapped is not None else (
+                f"unexpected {type(exc).__name__}: {exc} (this is a bug in enginelib: run the "
+                "command again with --debug and report the traceback)"
+            )
+            raise CommandError(message) from exc
 
     return wrapper  # type: ignore[return-value]
 

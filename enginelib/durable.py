@@ -16,6 +16,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        follow_umask(fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -47,3 +48,36 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the platform allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no way to read it but to set it: put it straight back
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(fd: int, mode: int = 0o666) -> None:
+    """mkstemp creates files 0600 whatever the umask; give them the mode open() would."""
+    try:
+        os.fchmod(fd, mode & ~current_umask())
+    except OSError:
+        pass  # a file system without modes (FAT, some FUSE): nothing to follow
+
+
+def chmod_like_umask(*paths: Path, mode: int = 0o666) -> None:
+    """Files a dependency wrote 0600 through its own temp files (tantivy's meta.json)."""
+    wanted = mode & ~current_umask()
+    for path in paths:
+        try:
+            if path.stat().st_mode & 0o777 != wanted:
+                os.chmod(path, wanted)
+        except OSError:
+            continue

@@ -8,6 +8,9 @@
      |    +-- IncompatibleStoreError     model, dimension, chunking or schema changed: reindex
      |    +-- SnapshotError              unknown / duplicate / pinned snapshot
      |    +-- IntegrityError             catalog and indexes disagree (run `enginelib repair`)
+     |    +-- StorageError               the file system refused a read or write  (.errno)
+     |    |    +-- DiskFullError           no space left (ENOSPC / EDQUOT)
+     |    +-- BackendError               DuckDB / Tantivy / hnswlib failed inside an operation
      +-- IngestError                   a document could not be ingested  (.path)
      |    +-- LoaderError                unreadable, empty, binary, no text layer, bad JSONL line
      |    +-- UnsupportedFormatError     no loader for this file type
@@ -34,6 +37,10 @@ from pathlib import Path
 
 class EngineError(Exception):
     """Root of every error enginelib raises on purpose."""
+
+    # What an interrupted batch operation had committed before it failed (an IngestReport
+    # for ingest), so a caller never has to guess: None when nothing applies.
+    report: object | None = None
 
 
 class StoreError(EngineError):
@@ -64,6 +71,24 @@ class SnapshotError(StoreError):
 
 class IntegrityError(StoreError):
     pass
+
+
+class StorageError(StoreError):
+    """The file system refused an operation (read-only medium, permissions, I/O error)."""
+
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, errno: int | None = None
+    ) -> None:
+        super().__init__(message, path=path)
+        self.errno = errno
+
+
+class DiskFullError(StorageError):
+    pass
+
+
+class BackendError(StoreError):
+    """A storage engine failed in a way no argument explains; the message says the way out."""
 
 
 class IngestError(EngineError):

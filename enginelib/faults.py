@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 
 ENV_VAR = "ENGINELIB_CRASH_AT"
+# Same syntax: raise OSError(ENOSPC) at that step instead of dying (a disk that fills up
+# exactly there), for machines where the tests cannot mount a tiny file system.
+ENOSPC_VAR = "ENGINELIB_ENOSPC_AT"
 
 # The steps of a commit, in order; tests kill the writer at each of them.
 COMMIT_STEPS: tuple[str, ...] = (
@@ -24,16 +28,22 @@ _hits: dict[str, int] = {}
 
 
 def crash_point(step: str) -> None:
-    """SIGKILL this process when $ENGINELIB_CRASH_AT is ``step`` or ``step:N`` (N-th time).
+    """SIGKILL this process when $ENGINELIB_CRASH_AT is ``step`` or ``step:N`` (N-th time);
+    raise OSError(ENOSPC) when $ENGINELIB_ENOSPC_AT is (a disk that fills up there).
 
-    A no-op unless the variable is set: only the fault-injection tests set it.
+    A no-op unless a variable is set: only the fault-injection tests set them.
     """
+    full = os.environ.get(ENOSPC_VAR)
+    if full and _due(full, f"enospc:{step}", step):
+        raise OSError(errno.ENOSPC, "No space left on device (injected)", step)
     wanted = os.environ.get(ENV_VAR)
-    if not wanted:
-        return
+    if wanted and _due(wanted, step, step):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _due(wanted: str, key: str, step: str) -> bool:
     name, _, nth = wanted.partition(":")
     if name != step:
-        return
-    _hits[step] = _hits.get(step, 0) + 1
-    if _hits[step] >= int(nth or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+        return False
+    _hits[key] = _hits.get(key, 0) + 1
+    return _hits[key] >= int(nth or 1)

@@ -24,6 +24,7 @@ from .own_vectors import own_vectors, vectors_digest
 from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
+from .validation import check_document_id, check_ingest_options, check_record
 
 if TYPE_CHECKING:
     from .store import Store
@@ -61,6 +62,7 @@ class IngestOptions:
                 f"unknown ingest option(s) {sorted(unknown)}; expected some of "
                 f"{sorted(cls.__dataclass_fields__)}"
             )
+        check_ingest_options(options)
         if "truth_level" in options and options["truth_level"] is not None:
             options["truth_level"] = validate_truth_level(options["truth_level"])
         elif "truth_level" in options:
@@ -90,8 +92,13 @@ class _Prepared:
 class Ingestor:
     """Runs one ingest call: documents -> prepared batches -> one transaction per batch."""
 
-    def __init__(self, store: Store, options: IngestOptions, *, batch_size: int = 64) -> None:
+    def __init__(
+        self, store: Store, options: IngestOptions, *, batch_size: int = 64, strict: bool = False
+    ) -> None:
         self.store = store
+        # strict: the first bad input raises before anything is written (all-or-nothing
+        # needs one batch: see run_ingest).
+        self.strict = strict
         self.options = options
         self.batch_size = max(1, batch_size)
         self.added: list[str] = []
@@ -108,6 +115,10 @@ class Ingestor:
         with IngestProgress(enabled=progress) as bar:
             for batch in self._batches(items):
                 self._commit(batch, bar)
+        return self.report()
+
+    def report(self) -> IngestReport:
+        """What this ingest has committed so far (exactly: a batch counts once committed)."""
         return IngestReport(
             added=tuple(self.added),
             updated=tuple(self.updated),
@@ -124,7 +135,13 @@ class Ingestor:
         batch: dict[str, LoadedDocument] = {}
         for item in items:
             if isinstance(item, SkippedInput):
-                self.skipped.append(item)
+                self._skip(item)
+                continue
+            try:
+                check_document_id(item.id)
+            except InvalidInputError as exc:
+                self._skip(SkippedInput(str(item.source_path or ascii(item.id)),
+                                        f"document {ascii(item.id)}: {exc}"))
                 continue
             if item.id in batch:  # the later copy of an id replaces the earlier one
                 yield list(batch.values())
@@ -136,6 +153,14 @@ class Ingestor:
         if batch:
             yield list(batch.values())
 
+    def _skip(self, item: SkippedInput) -> None:
+        if self.strict:
+            raise IngestError(
+                f"--strict: {item.path}: {item.reason}; nothing was ingested (fix the input "
+                "or drop strict to skip bad records)", path=item.path,
+            )
+        self.skipped.append(item)
+
     # -- one batch -------------------------------------------------------------------------
 
     def _commit(self, documents: list[LoadedDocument], bar: IngestProgress) -> None:
@@ -145,8 +170,11 @@ class Ingestor:
         for document in documents:
             try:
                 item = self._prepare(document)
-            except IngestError as exc:
-                self.skipped.append(SkippedInput(document.source_path or document.id, str(exc)))
+            except (IngestError, InvalidInputError) as exc:
+                # One bad record is reported with its id and skipped; the batch goes on.
+                self._skip(SkippedInput(
+                    document.source_path or str(document.id), f"document {document.id!r}: {exc}"
+                ))
                 bar.advance_documents(1)
                 continue
             state = states.get(document.id)
@@ -168,8 +196,9 @@ class Ingestor:
         bar.advance_documents(len(prepared))
 
     def _prepare(self, document: LoadedDocument) -> _Prepared:
-        if not document.id or not document.id.strip():
+        if not isinstance(document.id, str) or not document.id.strip():
             raise IngestError("document has an empty id", path=document.source_path)
+        check_record(document)
         if not document.text.strip():
             raise IngestError(
                 f"document {document.id!r} has no text: nothing to index", path=document.source_path
@@ -308,12 +337,14 @@ class Ingestor:
             catalog.insert_acronyms([row for item in prepared
                                      for row in acronym_rows(item.document.id, item.document.text)])
             faults.crash_point("before_catalog_commit")
+        # Committed: count it now, so a failure after this point reports it as committed.
+        for item in prepared:
+            (self.updated if item.status == "updated" else self.added).append(item.document.id)
+            self.chunks_written += len(item.spans)
         faults.crash_point("after_catalog_commit")
         store.committed()
         added: list[tuple[np.ndarray, np.ndarray, list[TextDocument]]] = []
         for item, row, lo, hi in zip(prepared, rows, bounds[:-1], bounds[1:], strict=True):
-            (self.updated if item.status == "updated" else self.added).append(item.document.id)
-            self.chunks_written += len(item.spans)
             texts = [
                 TextDocument(int(lb), span.content, span.heading_path,
                              item.document.title or "", row["language"])

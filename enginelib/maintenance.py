@@ -26,7 +26,13 @@ from .catalog import Catalog, first
 from .chunker import Chunker, ChunkingConfig
 from .durable import write_atomic
 from .embedder import Embedder, check_vectors, default_embedder
-from .errors import EmbeddingError, StoreError, StoreNotFoundError
+from .errors import (
+    EmbeddingError,
+    IncompatibleStoreError,
+    StoreError,
+    StoreLockedError,
+    StoreNotFoundError,
+)
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
@@ -238,7 +244,20 @@ def repair(target: StoreLike) -> IntegrityReport:
     if isinstance(target, Store):
         target.rebuild_indexes()
         return check(target, snapshots=False)
-    store = open_for_maintenance(target)
+    try:
+        store = open_for_maintenance(target)
+    except (StoreLockedError, StoreNotFoundError, IncompatibleStoreError):
+        raise
+    except StoreError:
+        # Opening replays the derived indexes; if even that fails, they are what is
+        # broken: throw them away (under the writer lock) and open on the catalog alone.
+        root = Path(target.path if isinstance(target, Store) else target)
+        lock = _acquire_writer_lock(root, 0.0)
+        try:
+            discard_index_files(root / "indexes")
+        finally:
+            lock.release()
+        store = open_for_maintenance(target)
     try:
         store.rebuild_indexes()
         return check(store, snapshots=False)

@@ -4,12 +4,19 @@ A writable store flushes its buffer into the catalog's ``query_log`` table (and 
 retrieval counters) in one transaction. A read-only store cannot write the catalog, so it
 appends JSON lines to ``querylog/pending-<pid>.jsonl``; the next writer imports them.
 Losing the last few entries of a killed process is accepted: the log is telemetry.
+
+Bounded so a writer's open never grows with how much readers searched: a reader's file
+rotates once it passes ``MAX_PENDING_BYTES`` (the previous rotation is dropped), and a
+writer imports at most ``MAX_IMPORT_BYTES`` of the newest files, deleting the rest (their
+count goes to the catalog meta ``query_log_dropped``). A reader on a read-only medium
+logs nothing and says so once (a RuntimeWarning).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +27,11 @@ FLUSH_EVERY = 64
 _ROW_KEYS = ("query_text", "strategy", "filters", "status", "result_count", "chunks_retrieved",
              "reranked_count", "latency_ms")
 PENDING_DIR = "querylog"
+# ~2,000 entries per file at ~450 bytes each: a reader keeps at most two files.
+MAX_PENDING_BYTES = 1 << 20
+# What a writer imports when it opens (newest files first, ~2,000 entries, ~0.3 s); the
+# rest is dropped and counted: an open must not grow with how much readers searched.
+MAX_IMPORT_BYTES = 1 << 20
 
 
 class QueryLog:
@@ -27,8 +39,21 @@ class QueryLog:
         self._dir = store_path / PENDING_DIR
         self._writable = writable
         self._buffer: list[tuple[dict[str, Any], list[int]]] = []
+        self._unwritable = False
+        if not writable and not _can_write(store_path):
+            self._disable("the store is on a read-only medium or not writable by this user")
+
+    def _disable(self, reason: str) -> None:
+        self._unwritable = True
+        self._buffer = []
+        warnings.warn(
+            f"enginelib: the query log of {self._dir.parent} cannot be written ({reason}); "
+            "searches from this process are not logged", RuntimeWarning, stacklevel=4,
+        )
 
     def record(self, entry: dict[str, Any], labels: list[int], catalog: Catalog) -> None:
+        if self._unwritable:
+            return
         entry.setdefault("created_at", utcnow())
         self._buffer.append((entry, labels))
         if len(self._buffer) >= FLUSH_EVERY:
@@ -41,20 +66,38 @@ class QueryLog:
         if self._writable:
             catalog.log_queries(entries)
             return
+        if self._unwritable:
+            return
+        try:
+            self._append(entries)
+        except OSError as exc:
+            # No permission, disk full: searching goes on unlogged.
+            self._disable(exc.strerror or str(exc))
+
+    def _append(self, entries: list[tuple[dict[str, Any], list[int]]]) -> None:
         self._dir.mkdir(exist_ok=True)
-        with open(self._dir / f"pending-{os.getpid()}.jsonl", "a", encoding="utf-8") as handle:
-            for entry, labels in entries:
-                handle.write(json.dumps({"entry": entry, "labels": labels}, default=str) + "\n")
+        path = self._dir / f"pending-{os.getpid()}.jsonl"
+        try:
+            if path.stat().st_size >= MAX_PENDING_BYTES:
+                # Rotate: the previous rotation (older entries) is dropped.
+                os.replace(path, self._dir / f"pending-{os.getpid()}.1.jsonl")
+        except FileNotFoundError:
+            pass
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write("".join(
+                json.dumps({"entry": entry, "labels": labels}, default=str) + "\n"
+                for entry, labels in entries
+            ))
 
     def pending(self) -> list[dict[str, Any]]:
         """Entries that read-only processes logged and no writer has imported yet (and
         this process's unflushed buffer), as rows shaped like the query_log table's."""
         items = [entry for entry, _ in self._buffer]
         if self._dir.exists():
-            for path in sorted(self._dir.glob("pending-*.jsonl")):
+            for path in _newest_within(self._dir, MAX_IMPORT_BYTES)[0]:
                 try:
-                    lines = path.read_text(encoding="utf-8").splitlines()
-                except FileNotFoundError:
+                    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
                     continue  # a writer claimed it meanwhile
                 for line in lines:
                     try:
@@ -76,20 +119,71 @@ class QueryLog:
         if not self._dir.exists():
             return 0
         imported = 0
-        for path in sorted(self._dir.glob("pending-*.jsonl")):
+        # Files left by a writer killed mid-import are imported again (telemetry).
+        for stale in self._dir.glob("*.importing"):
+            stale.rename(stale.with_suffix(".jsonl"))
+        keep, drop = _newest_within(self._dir, MAX_IMPORT_BYTES)
+        dropped = 0
+        for path in drop:
+            claimed = path.with_suffix(".importing")
+            try:
+                os.replace(path, claimed)
+                with open(claimed, "rb") as handle:
+                    dropped += sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+                claimed.unlink()
+            except FileNotFoundError:
+                continue
+        entries = []
+        claimed_paths = []
+        for path in keep:
             claimed = path.with_suffix(".importing")
             try:
                 os.replace(path, claimed)  # a reader appending now starts a fresh file
             except FileNotFoundError:
                 continue
-            entries = []
-            for line in claimed.read_text(encoding="utf-8").splitlines():
+            claimed_paths.append(claimed)
+            for line in claimed.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
                     item = json.loads(line)
-                except ValueError:
+                    entries.append((dict(item["entry"]), list(item["labels"])))
+                except (ValueError, KeyError, TypeError):
                     continue  # a line cut by a killed reader
-                entries.append((item["entry"], item["labels"]))
-            catalog.log_queries(entries)
+        catalog.log_queries(entries)
+        if dropped:
+            total = int(catalog.get_meta("query_log_dropped") or 0) + dropped
+            catalog.set_meta("query_log_dropped", str(total))
+        for claimed in claimed_paths:
             claimed.unlink()
-            imported += len(entries)
+        imported += len(entries)
         return imported
+
+
+def _can_write(store_path: Path) -> bool:
+    try:
+        if os.statvfs(store_path).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(store_path, os.W_OK)
+
+
+def _newest_within(folder: Path, budget: int) -> tuple[list[Path], list[Path]]:
+    """Pending files, newest first, split into those within ``budget`` bytes and the rest."""
+    stamped = []
+    for path in folder.glob("pending-*.jsonl"):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        stamped.append((st.st_mtime_ns, st.st_size, path))
+    stamped.sort(key=lambda item: (-item[0], item[2].name))
+    keep: list[Path] = []
+    drop: list[Path] = []
+    used = 0
+    for _, size, path in stamped:
+        if used + size <= budget:
+            keep.append(path)
+            used += size
+        else:
+            drop.append(path)
+    return keep, drop

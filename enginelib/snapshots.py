@@ -141,7 +141,7 @@ def snapshots_dir(target: StoreLike) -> Path:
 
 def validate_name(name: str) -> str:
     # Names become folder names: no separators, no dot-prefixed (temporary) names.
-    if not isinstance(name, str) or not _NAME.match(name) or name == LIVE:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name == LIVE:
         raise InvalidInputError(
             f"snapshot name {name!r} is not allowed: use letters, digits, '.', '_' or '-' "
             f"(up to 100, not starting with '.' or '-', and not {LIVE!r})"

@@ -28,7 +28,6 @@ from .errors import (
 )
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from .indexes.base import TextDocument, TextIndex, VectorIndex
-from .ingest import IngestOptions, Ingestor
 from .own_vectors import embedder_for_model
 from .querylog import QueryLog
 from .schema import SCHEMA_VERSION
@@ -141,7 +140,10 @@ class Store:
                 mf.write_manifest(root, manifest)
             else:
                 from .maintenance import finish_interrupted_reindex
+                from .recovery import recover_files
 
+                if not read_only:  # we hold the lock: clear what a dead writer left
+                    recover_files(root)
                 overrides = _runtime_index_options(index_options)
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 _check_compatible(root, manifest, embedder, chunking)
@@ -180,6 +182,9 @@ class Store:
         finally:
             if self._view is not None:
                 self._view.close()
+            release = getattr(self.text_index, "release", None)
+            if release is not None:  # a failed save must not keep tantivy's writer lock
+                release()
             self.catalog.close()
             if self._scratch is not None:
                 self._scratch.cleanup()
@@ -381,14 +386,13 @@ class Store:
 
         Options (applied to every document unless its own metadata says otherwise):
         truth_level, domain, source_type, tags, metadata, author, language, tenant_id,
-        source_id, validated_by, parent_document_id, entities.
+        source_id, validated_by, parent_document_id, entities; ``strict=True`` makes the
+        call all-or-nothing (the first bad record raises, nothing is written).
         """
+        from .ingest_run import run_ingest
+
         self._require_writable()
-        ingestor = Ingestor(self, IngestOptions.build(**options), batch_size=batch_size)
-        try:
-            return ingestor.run(documents, progress=progress)
-        finally:
-            self.persist()
+        return run_ingest(self, documents, options, batch_size=batch_size, progress=progress)
 
     def ingest_path(
         self,
@@ -405,11 +409,9 @@ class Store:
         items = iter_load(
             paths, include=include, exclude=exclude, max_bytes=max_bytes or DEFAULT_MAX_BYTES
         )
-        ingestor = Ingestor(self, IngestOptions.build(**options), batch_size=DEFAULT_BATCH)
-        try:
-            return ingestor.run(items, progress=progress)
-        finally:
-            self.persist()
+        from .ingest_run import run_ingest
+
+        return run_ingest(self, items, options, batch_size=DEFAULT_BATCH, progress=progress)
 
     def delete_document(self, document_id: str) -> None:
         self._require_writable()
@@ -742,3 +744,10 @@ def remove_store(path: str | Path) -> None:
     root = Path(path)
     if (root / mf.MANIFEST_NAME).exists():
         shutil.rmtree(root)
+
+
+# The edge of the API (argument checks, error mapping, readers releasing the catalog):
+# enginelib/store_guard.py wraps the public methods above.
+from .store_guard import install as _install_guards  # noqa: E402
+
+_install_guards(Store)

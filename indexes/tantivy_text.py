@@ -31,14 +31,17 @@ generation the index content does not match.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import tantivy
 
-from enginelib.durable import write_atomic
+from enginelib.durable import chmod_like_umask, write_atomic
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
 from enginelib.indexes.analyzers import (
@@ -144,13 +147,21 @@ class TantivyTextIndex:
         if self.read_only and not (same_config and path.exists()):
             self._index = self._make_index(None)  # in memory: the files stay as they are
             return
-        if path.exists() and not same_config:
+        if path.exists() and same_config and not _writable(self.directory):
+            # A read-only medium: tantivy wants to create its lock files even to read, so
+            # a reader searches a private copy (the stamp and meta are the same files).
+            path = self._private_copy(path)
+        elif path.exists() and not same_config:
             # Built with other languages or by another format: derived data, rebuild.
             shutil.rmtree(path)
         path.mkdir(parents=True, exist_ok=True)
         try:
             self._index = self._make_index(path)
-        except (OSError, ValueError):
+        except BaseException as exc:
+            # Half-written segments or a stale meta.json: tantivy raises OSError/ValueError
+            # or panics (PanicException derives from BaseException). Derived data: rebuild.
+            if not isinstance(exc, (OSError, ValueError)) and type(exc).__name__ != "PanicException":
+                raise
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True, exist_ok=True)
             self._index = self._make_index(path)
@@ -159,6 +170,14 @@ class TantivyTextIndex:
         if isinstance(generation, int) and stamp is not None:
             if stamp.get("opstamp") == self._disk_opstamp():
                 self._generation = generation
+
+    def _private_copy(self, path: Path) -> Path:
+        folder = tempfile.mkdtemp(prefix="enginelib-ro-text-")
+        # Removed with this object (or at exit), silently: no ResourceWarning to catch.
+        weakref.finalize(self, shutil.rmtree, folder, True)
+        target = Path(folder) / INDEX_DIR
+        shutil.copytree(path, target, ignore=shutil.ignore_patterns(".tantivy-*.lock"))
+        return target
 
     def _make_index(self, path: Path | None) -> tantivy.Index:
         index = tantivy.Index(self._schema(), path=None if path is None else str(path),
@@ -259,6 +278,9 @@ class TantivyTextIndex:
         # Typo corrections and prefix expansions depend on the vocabulary just changed.
         self._translations.clear()
         self._lexicon = None
+        # tantivy writes these through 0600 temp files: give them the user's umask.
+        folder = self.directory / INDEX_DIR
+        chmod_like_umask(folder / "meta.json", folder / ".managed.json")
 
     def _refresh(self) -> None:
         """Make pending writes visible to searches (read-your-writes)."""
@@ -278,8 +300,16 @@ class TantivyTextIndex:
             self._writer.wait_merging_threads()
             self._writer = None
             self._index.reload()
+            folder = self.directory / INDEX_DIR  # merges rewrite meta.json (0600): see _commit
+            chmod_like_umask(folder / "meta.json", folder / ".managed.json")
         crash_point("mid_text_save")
         self._write_stamp(generation)
+
+    def release(self) -> None:
+        """Drop the writer and its lock without committing (the store is closing after a
+        failure; what was not saved replays from the catalog at the next open)."""
+        self._writer = None
+        self._pending = False
 
     def _write_stamp(self, generation: int | None) -> None:
         stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp()}
@@ -462,3 +492,11 @@ class _PrefixesOnly:
 
     def expand_prefix(self, prefix: str) -> list[str]:
         return self._lexicon.expand_prefix(prefix)
+def _writable(directory: Path) -> bool:
+    """False on a read-only mount or a folder this user cannot write."""
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK)

@@ -15,6 +15,7 @@ import enginelib
 from enginelib import HashingEmbedder
 from enginelib.errors import (
     IncompatibleStoreError,
+    IngestError,
     InvalidInputError,
     InvalidTruthLevelError,
     ReadOnlyStoreError,
@@ -144,8 +145,12 @@ def test_bad_truth_level_is_rejected_and_store_unchanged(tmp_path: Path) -> None
     before = store.stats()
     with pytest.raises(InvalidTruthLevelError, match="L5"):
         store.ingest_documents([doc("b", paragraphs(3))], truth_level="L5")
-    with pytest.raises(InvalidTruthLevelError):
-        store.ingest_documents([doc("c", paragraphs(3), metadata={"truth_level": "gold"})])
+    # A record's own bad level skips that record (reported), not the call (issue 11).
+    report = store.ingest_documents([doc("c", paragraphs(3), metadata={"truth_level": "gold"})])
+    assert report.added == () and "gold" in report.skipped[0].reason
+    with pytest.raises(IngestError, match="gold"):
+        store.ingest_documents([doc("c", paragraphs(3), metadata={"truth_level": "gold"})],
+                               strict=True)
     after = store.stats()
     assert after["documents"] == before["documents"] and after["chunks"] == before["chunks"]
     store.close()

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ..durable import follow_umask
 from ..errors import ExportError
 from .copy_text import encode_rows
 from .options import ExportOptions
@@ -38,6 +39,7 @@ def write_sql(
     # Written beside the target and renamed, so a crash never leaves half a file there.
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        follow_umask(fd)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out, read_store(store) as reader:
             meta = reader.meta
             _header(out, meta.path, meta.embedding_model, meta.embedding_dim, meta.generation)

@@ -10,13 +10,13 @@ from typing import Any
 
 from ..errors import InvalidInputError, InvalidQueryError
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, FUSION_METHODS, STRATEGIES, validate_truth_level
+from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK_TOP
 from .filters import CompiledFilter, compile_filters
 from .fusion import RRF_K, validate_rrf_k
 
 DEFAULT_LIMIT = 10
 DEFAULT_CANDIDATES = 100
-MAX_LIMIT = 10_000
-MAX_QUERY_CHARS = 20_000
+# MAX_LIMIT, MAX_OFFSET, MAX_CANDIDATES...: the documented bounds live in validation.py.
 ANSWERABILITY_THRESHOLD = 0.45
 GATE_TOP_N = 3
 
@@ -78,8 +78,9 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     if fusion not in FUSION_METHODS:
         raise InvalidInputError(f"fusion {fusion!r} is not one of {', '.join(FUSION_METHODS)}")
     limit = _int("limit", options.get("limit", DEFAULT_LIMIT), minimum=1, maximum=MAX_LIMIT)
-    offset = _int("offset", options.get("offset", 0), minimum=0)
-    candidates = _int("candidates", options.get("candidates", DEFAULT_CANDIDATES), minimum=1)
+    offset = _int("offset", options.get("offset", 0), minimum=0, maximum=MAX_OFFSET)
+    candidates = _int("candidates", options.get("candidates", DEFAULT_CANDIDATES), minimum=1,
+                      maximum=MAX_CANDIDATES)
     levels = options.get("truth_levels")
     if levels is None:
         levels = DEFAULT_SEARCH_TRUTH_LEVELS
@@ -131,7 +132,8 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
         answerability_threshold=None if threshold is None else float(threshold),
         exact=bool(options.get("exact", False)),
         reranker=options.get("reranker"),
-        rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1),
+        rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1,
+                        maximum=MAX_RERANK_TOP),
         rewriter=rewriter,
         rewrite=bool(options.get("rewrite", True)),
         log=bool(options.get("log", True)),

@@ -1,0 +1,103 @@
+"""Dependency errors mapped to enginelib errors at the edge of each public operation.
+
+DuckDB, Tantivy (a Rust ``PanicException`` that derives from BaseException), hnswlib
+(RuntimeError) and the file system (OSError) each fail in their own words. A public
+operation runs inside ``guard``, which re-raises them as the error tree of
+``enginelib.errors`` with what to do next; enginelib's own errors pass through untouched.
+"""
+
+from __future__ import annotations
+
+import errno as errno_codes
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from .errors import BackendError, DiskFullError, EngineError, StorageError
+
+_FULL = {errno_codes.ENOSPC, errno_codes.EDQUOT, errno_codes.EFBIG}
+_DENIED = {errno_codes.EROFS, errno_codes.EACCES, errno_codes.EPERM}
+
+
+def map_error(exc: BaseException, operation: str, path: str | Path | None) -> EngineError | None:
+    """The enginelib error for a dependency's exception, or None to let it through."""
+    if isinstance(exc, EngineError):
+        return None
+    where = f" ({path})" if path is not None else ""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return os_error(exc, operation, path)
+    if isinstance(exc, duckdb.Error):
+        text = str(exc)
+        if any(word in text for word in ("No space left", "disk is full", "Disk full")):
+            return DiskFullError(
+                f"{operation} failed: the disk is full{where}; nothing past the last complete "
+                "commit was written: free some space and retry", path=path,
+                errno=errno_codes.ENOSPC,
+            )
+        if "Read-only file system" in text or "Permission denied" in text:
+            return StorageError(
+                f"{operation} failed: the store cannot be written{where}: {text.splitlines()[0]}; "
+                "open it with read_only=True or move it to a writable place", path=path,
+            )
+        return BackendError(
+            f"{operation} failed in the catalog (DuckDB){where}: {text.splitlines()[0] if text else exc!r}; "
+            "run `enginelib check` and `enginelib repair` if it happens again", path=path,
+        )
+    if type(exc).__name__ == "PanicException" or (
+        isinstance(exc, (ValueError, RuntimeError)) and _from_module(exc, ("tantivy", "hnswlib"))
+    ):
+        return BackendError(
+            f"{operation} failed inside the search index{where}: {exc}; "
+            "run `enginelib repair` to rebuild the indexes from the catalog", path=path,
+        )
+    if isinstance(exc, MemoryError):
+        return BackendError(
+            f"{operation} ran out of memory{where}: ask for fewer results (limit, offset, "
+            "candidates) or smaller batches", path=path,
+        )
+    return None
+
+
+def os_error(exc: OSError, operation: str, path: str | Path | None) -> EngineError:
+    """ENOSPC, EROFS, EACCES and the rest, as errors that say what to do."""
+    target = exc.filename or path
+    where = f" ({target})" if target is not None else ""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _FULL:
+        return DiskFullError(
+            f"{operation} failed: no space left on the device{where}; nothing past the last "
+            "complete commit was kept: free some space and retry", path=target, errno=exc.errno,
+        )
+    if exc.errno in _DENIED:
+        return StorageError(
+            f"{operation} failed: {reason}{where}; the file system is read-only or not yours: "
+            "open the store with read_only=True (CLI: read commands) or fix the permissions",
+            path=target, errno=exc.errno,
+        )
+    return StorageError(f"{operation} failed: {reason}{where}", path=target, errno=exc.errno)
+
+
+def _from_module(exc: BaseException, prefixes: tuple[str, ...]) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module.startswith(prefixes) or module.startswith("enginelib.indexes"):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+@contextmanager
+def guard(operation: str, path: str | Path | None = None) -> Iterator[None]:
+    """Run a public operation; dependency errors come out as enginelib errors."""
+    try:
+        yield
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            raise
+        mapped = map_error(exc, operation, path)
+        if mapped is None:
+            raise
+        raise mapped from exc

@@ -1,0 +1,97 @@
+"""An ingest call from start to finish: strict or skipping, and always an exact report.
+
+The report counts exactly what was committed. When a batch fails (disk full, a dependency
+error), the error carries ``.report`` with the batches committed before it and says so;
+when only saving the derived indexes fails after the catalog commits, the documents are
+in the store (the indexes replay from the catalog at the next open) and the error says
+that too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .edge import map_error
+from .errors import EngineError
+from .ingest import IngestOptions, Ingestor
+from .types import IngestReport, LoadedDocument, SkippedInput
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def run_ingest(
+    store: Store,
+    items: Iterable[LoadedDocument | SkippedInput],
+    options: dict[str, Any],
+    *,
+    batch_size: int,
+    progress: bool,
+) -> IngestReport:
+    strict = options.pop("strict", False)
+    if not isinstance(strict, bool):
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(f"strict must be True or False, got {strict!r}")
+    ingestor = Ingestor(store, IngestOptions.build(**options), batch_size=batch_size,
+                        strict=strict)
+    if strict:
+        # All-or-nothing is one catalog transaction: one batch, the later copy of an id
+        # replacing the earlier one as the batched path does.
+        unique: dict[str, LoadedDocument | SkippedInput] = {}
+        for n, item in enumerate(items):
+            key = item.id if isinstance(item, LoadedDocument) and isinstance(item.id, str) else f"\0{n}"
+            unique.pop(key, None)
+            unique[key] = item
+        items = list(unique.values())
+        ingestor.batch_size = max(1, len(items))
+    try:
+        report = ingestor.run(items, progress=progress)
+    except BaseException as exc:
+        committed = ingestor.report()
+        _persist_quietly(store)
+        _raise_with_report(exc, committed, "ingest", store, saved=False)
+        raise
+    try:
+        store.persist()
+    except BaseException as exc:
+        _raise_with_report(exc, report, "ingest", store, saved=True)
+        raise
+    return report
+
+
+def _persist_quietly(store: Store) -> None:
+    # Save what the committed batches put in the indexes; if even that fails the indexes
+    # replay from the catalog at the next open, so the first error is the one to report.
+    try:
+        store.persist()
+    except Exception:
+        pass
+
+
+def _raise_with_report(
+    exc: BaseException, report: IngestReport, operation: str, store: Store, *, saved: bool
+) -> None:
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+        return
+    error = exc if isinstance(exc, EngineError) else map_error(exc, operation, store.path)
+    if error is None:
+        return
+    committed = len(report.added) + len(report.updated)
+    if saved:
+        note = (f"; the {committed} document(s) of this call ARE committed (the catalog is "
+                "the truth): the search indexes could not be saved and will be rebuilt from "
+                "the catalog at the next writable open")
+    elif committed:
+        note = (f"; {committed} document(s) from earlier batches were committed before the "
+                "failure (error.report lists them), the failing batch was not")
+    else:
+        note = "; nothing from this call was committed"
+    if error is exc:
+        exc.args = (f"{exc.args[0] if exc.args else exc}{note}", *exc.args[1:])
+        exc.report = report
+        return
+    error.args = (f"{error.args[0]}{note}", *error.args[1:])
+    error.report = report
+    raise error from exc

@@ -1,0 +1,236 @@
+"""The edge of the Python API: each public Store method checks its arguments, maps
+dependency errors, and (read-only stores) lets go of the catalog file when it returns.
+
+Installed once on ``Store`` (see the end of store.py) so the methods themselves stay about
+what they do. Why release after every read-only call: DuckDB lets one process hold a file
+for writing or several hold it for reading, never both; a reader whose last call was
+``get_document`` used to keep the file open and make the writer wait for its lock timeout.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .edge import guard
+from .errors import InvalidInputError, InvalidQueryError
+from .validation import (
+    MAX_ID_CHARS,
+    MAX_LIMIT,
+    MAX_NAME_CHARS,
+    check_bool,
+    check_document_id,
+    check_index_options,
+    check_int,
+    check_metadata,
+    check_name,
+    check_query,
+    check_search_options,
+    check_store_path,
+    check_text,
+)
+
+MAX_BATCH_SIZE = 100_000
+MAX_LOGGED_ROWS = 100_000
+MAX_KEEP = 100_000
+MAX_FILE_BYTES = 1 << 40
+
+
+def _search(query: Any, **options: Any) -> None:
+    check_query(query)
+    check_search_options(options)
+
+
+def _search_batch(queries: Any, **options: Any) -> None:
+    if isinstance(queries, str) or not isinstance(queries, Sequence):
+        raise InvalidQueryError(
+            f"search_batch takes a list of query strings, got {type(queries).__name__}"
+        )
+    if len(queries) > MAX_LIMIT * 10:
+        raise InvalidInputError(f"search_batch got {len(queries):,} queries; the maximum per "
+                                f"call is {MAX_LIMIT * 10:,}")
+    for query in queries:
+        check_query(query)
+    check_search_options(options)
+
+
+def _document(document_id: Any) -> None:
+    check_document_id(document_id)
+
+
+def _version_text(document_id: Any, version: Any) -> None:
+    check_document_id(document_id)
+    check_text("version", version, max_chars=MAX_NAME_CHARS, empty=False)
+
+
+def _source(source_id: Any, **fields: Any) -> None:
+    check_document_id(source_id, "source id")
+    check_metadata(fields, "source fields")
+
+
+def _preset(name: Any, **values: Any) -> None:
+    check_text("preset name", name, max_chars=MAX_NAME_CHARS, empty=False)
+    check_metadata(values, "preset values")
+
+
+def _preset_name(name: Any) -> None:
+    check_text("preset name", name, max_chars=MAX_NAME_CHARS, empty=False)
+
+
+def _logged(*, limit: Any = 100, zero_results: Any = False) -> None:
+    check_int("limit", limit, minimum=1, maximum=MAX_LOGGED_ROWS)
+    check_bool("zero_results", zero_results)
+
+
+def _create_snapshot(name: Any = None, *, keep: Any = None, pin: Any = False) -> None:
+    if name is not None:
+        check_name("snapshot", name)
+    if keep is not None:
+        check_int("keep", keep, minimum=0, maximum=MAX_KEEP)
+    check_bool("pin", pin)
+
+
+def _snapshot(name: Any) -> None:
+    check_name("snapshot", name)
+
+
+def _pin(name: Any, pinned: Any = True) -> None:
+    check_name("snapshot", name)
+    check_bool("pinned", pinned)
+
+
+def _diff(a: Any, b: Any = "live") -> None:
+    check_text("snapshot name", a, max_chars=MAX_NAME_CHARS, empty=False)
+    check_text("snapshot name", b, max_chars=MAX_NAME_CHARS, empty=False)
+
+
+def _ingest_documents(documents: Any, *, progress: Any = False, batch_size: Any = 256,
+                      **options: Any) -> None:
+    if isinstance(documents, (str, bytes)):
+        raise InvalidInputError("ingest_documents takes LoadedDocument objects; use "
+                                "ingest_path for files")
+    check_bool("progress", progress)
+    check_int("batch_size", batch_size, minimum=1, maximum=MAX_BATCH_SIZE)
+
+
+def _ingest_path(*paths: Any, include: Any = (), exclude: Any = (), max_bytes: Any = None,
+                 progress: Any = False, **options: Any) -> None:
+    if not paths:
+        raise InvalidInputError("ingest_path needs at least one file or folder")
+    for path in paths:
+        _path("path", path)
+    for name, globs in (("include", include), ("exclude", exclude)):
+        if isinstance(globs, str) or not isinstance(globs, Sequence):
+            raise InvalidInputError(f"{name} must be a list of glob patterns, got {globs!r}")
+        for pattern in globs:
+            check_text(f"an {name} pattern", pattern, max_chars=MAX_ID_CHARS)
+    if max_bytes is not None:
+        check_int("max_bytes", max_bytes, minimum=1, maximum=MAX_FILE_BYTES)
+    check_bool("progress", progress)
+
+
+def _path(name: str, value: Any) -> None:
+    if not isinstance(value, (str, Path)):
+        raise InvalidInputError(f"{name} must be a str or Path, got {type(value).__name__}")
+    check_text(name, str(value), empty=False)
+
+
+def _export(dsn: Any, **options: Any) -> None:
+    check_text("dsn", dsn, empty=False)
+
+
+def _to_sql(path: Any, **options: Any) -> None:
+    _path("path", path)
+    target = Path(path)
+    # The file is written beside the target and renamed over it: over a device (/dev/full)
+    # or a folder that would replace the thing itself, so refuse anything but a file.
+    if target.exists() and not target.is_file():
+        raise InvalidInputError(
+            f"{target} exists and is not a regular file (a device, folder or pipe): "
+            "export to a .sql file path"
+        )
+
+
+# Public method -> its argument check (None: no arguments to check).
+CHECKS: dict[str, Callable[..., None] | None] = {
+    "search": _search,
+    "search_batch": _search_batch,
+    "get_document": _document,
+    "show": _document,
+    "history": _document,
+    "version_text": _version_text,
+    "delete_document": _document,
+    "add_source": _source,
+    "save_search_preset": _preset,
+    "set_default_search_preset": _preset_name,
+    "search_presets": None,
+    "default_search_preset": None,
+    "logged_queries": _logged,
+    "stats": None,
+    "create_snapshot": _create_snapshot,
+    "list_snapshots": None,
+    "restore_snapshot": _snapshot,
+    "delete_snapshot": _snapshot,
+    "pin_snapshot": _pin,
+    "diff": _diff,
+    "check": None,
+    "repair": None,
+    "reindex": None,
+    "rebuild_indexes": None,
+    "ingest_documents": _ingest_documents,
+    "ingest_path": _ingest_path,
+    "export_postgres": _export,
+    "to_sql": _to_sql,
+    "persist": None,
+    "close": None,
+}
+
+
+def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | None) -> Callable[..., Any]:
+    operation = name.replace("_", " ")
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if check is not None:
+            try:
+                check(*args, **kwargs)
+            except TypeError as exc:  # wrong arguments for the signature
+                raise InvalidInputError(f"{name}(): {exc}") from exc
+        depth = getattr(self, "_edge_depth", 0)
+        self._edge_depth = depth + 1
+        try:
+            with guard(operation, getattr(self, "path", None)):
+                return method(self, *args, **kwargs)
+        finally:
+            self._edge_depth = depth
+            if depth == 0 and self.read_only and name != "close":
+                # The outermost call of a reader lets go of the catalog (see module doc).
+                self.catalog.release()
+
+    return wrapper
+
+
+def _wrap_open(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def open_store(cls: Any, path: Any, **kwargs: Any) -> Any:
+        root = check_store_path(path)
+        check_index_options(kwargs.get("index_options"))
+        with guard("open store", root):
+            return method(cls, root, **kwargs)
+
+    return open_store
+
+
+def install(store_class: type) -> None:
+    """Wrap ``store_class``'s public methods (idempotent)."""
+    if getattr(store_class, "_edge_installed", False):
+        return
+    for name, check in CHECKS.items():
+        method = store_class.__dict__.get(name)
+        if method is not None:
+            setattr(store_class, name, _wrap(name, method, check))
+    opener = store_class.__dict__["open"]
+    store_class.open = classmethod(_wrap_open(opener.__func__))  # type: ignore[attr-defined]
+    store_class._edge_installed = True  # type: ignore[attr-defined]

@@ -1,0 +1,403 @@
+"""Types and bounds for everything a caller passes in, checked at the edge (Store, CLI).
+
+Every public entry point runs its arguments through these checks before DuckDB, Tantivy
+or hnswlib sees them: an out-of-range number there is not an error but a process abort
+(``offset=10**9`` asks numpy for gigabytes, ``10**18`` panics inside Tantivy). The
+bounds are named once here so that every layer (search request, pagination, CLI help)
+uses the same figures.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidInputError, InvalidQueryError, InvalidVectorError
+
+# -- documented maxima -------------------------------------------------------------------
+
+# Hits per page: a page is read by a person or put in a prompt; 1,000 is far past both.
+MAX_LIMIT = 1_000
+# Deepest page start: paging further than this is a crawl, use export instead.
+MAX_OFFSET = 10_000
+# Candidates each retriever returns. The retrieval depth is max(candidates, offset +
+# limit), so it never exceeds MAX_DEPTH.
+MAX_CANDIDATES = 10_000
+MAX_DEPTH = max(MAX_CANDIDATES, MAX_OFFSET + MAX_LIMIT)
+# hnswlib's search breadth: its cost grows linearly, 10,000 is exhaustive for our sizes.
+MAX_EF = 10_000
+MAX_RERANK_TOP = 1_000
+MAX_RRF_K = 1_000_000
+# Query text (characters); the request module refuses longer queries with a hint.
+MAX_QUERY_CHARS = 20_000
+# Ids, names and metadata keys become SQL values, folder names and Postgres columns.
+MAX_ID_CHARS = 1_024
+MAX_NAME_CHARS = 100
+MAX_KEY_CHARS = 256
+MAX_THREADS = 256
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# fullmatch, never match + "$": "$" also matches before a trailing newline.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+
+
+# -- scalars -------------------------------------------------------------------------------
+
+
+def check_int(name: str, value: Any, *, minimum: int, maximum: int) -> int:
+    """An int (not a bool) within ``minimum..maximum``; the error names the bound."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidInputError(f"{name} must be an integer, got {_show(value)}")
+    number = int(value)
+    if not minimum <= number <= maximum:
+        raise InvalidInputError(
+            f"{name} must be within {minimum}..{maximum} (the documented maximum is "
+            f"{maximum:,}), got {_show(number)}"
+        )
+    return number
+
+
+def check_float(name: str, value: Any, *, minimum: float, maximum: float) -> float:
+    """A finite real number within ``minimum..maximum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidInputError(f"{name} must be a number, got {_show(value)}")
+    number = float(value)
+    if not math.isfinite(number) or not minimum <= number <= maximum:
+        raise InvalidInputError(f"{name} must be a finite number within {minimum}..{maximum}, "
+                                f"got {_show(value)}")
+    return number
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {_show(value)}")
+    return bool(value)
+
+
+# -- text ----------------------------------------------------------------------------------
+
+
+def check_text(name: str, value: Any, *, max_chars: int | None = None, empty: bool = True) -> str:
+    """A str without NUL or lone surrogates: both are stored silently by DuckDB and then
+    break Postgres (NUL) or every UTF-8 encoder (surrogates) far from where they came in."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} contains a NUL character (\\x00): remove it")
+    match = _LONE_SURROGATE.search(value)
+    if match is not None:
+        raise InvalidInputError(
+            f"{name} contains a lone surrogate {match.group()!r} at position {match.start()}: "
+            "it is not valid Unicode text (decode the source as UTF-8)"
+        )
+    if not empty and not value.strip():
+        raise InvalidInputError(f"{name} is empty")
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidInputError(f"{name} is {len(value):,} characters; the maximum is {max_chars:,}")
+    return value
+
+
+def check_document_id(value: Any, name: str = "document id") -> str:
+    return check_text(name, value, max_chars=MAX_ID_CHARS, empty=False)
+
+
+def check_name(what: str, value: Any) -> str:
+    """A snapshot or preset name: it becomes a folder name or a key, so no separators, no
+    whitespace (a trailing newline would make two names that print alike), no dot start."""
+    check_text(f"{what} name", value)
+    if not _NAME.fullmatch(value):
+        raise InvalidInputError(
+            f"{what} name {value!r} is not allowed: use letters, digits, '.', '_' or '-' "
+            f"(up to {MAX_NAME_CHARS} characters, not starting with '.' or '-')"
+        )
+    return str(value)
+
+
+def check_metadata(value: Any, name: str = "metadata") -> dict[str, Any]:
+    """A JSON-like mapping: str keys, values of JSON types, no NUL / lone surrogates."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{name} must be a mapping of str keys, got {type(value).__name__}")
+    for key, item in value.items():
+        check_text(f"{name} key", key, max_chars=MAX_KEY_CHARS, empty=False)
+        check_json_value(f"{name}[{key!r}]", item)
+    return dict(value)
+
+
+def check_json_value(name: str, value: Any, depth: int = 0) -> None:
+    if depth > 32:
+        raise InvalidInputError(f"{name} is nested more than 32 levels deep")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{name} is {value}: JSON has no NaN or infinity")
+        return
+    if isinstance(value, str):
+        check_text(name, value)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_text(f"{name} key", key, max_chars=MAX_KEY_CHARS)
+            check_json_value(f"{name}[{key!r}]", item, depth + 1)
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_json_value(f"{name}[{i}]", item, depth + 1)
+        return
+    if hasattr(value, "isoformat"):  # dates and datetimes are stored as text
+        return
+    raise InvalidInputError(f"{name} has type {type(value).__name__}; use str, number, bool, "
+                            "list or mapping")
+
+
+def check_store_path(value: Any) -> Path:
+    if isinstance(value, Path):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise InvalidInputError(f"a store path must be a str or Path, got {type(value).__name__}")
+    check_text("store path", text, empty=False)
+    if "\\" in text and not _windows():
+        # DuckDB reads a backslash as a folder separator on every platform: the catalog
+        # would land in another folder than the indexes (two half stores).
+        raise InvalidInputError(
+            f"store path {text!r} contains a backslash, which DuckDB reads as a folder "
+            "separator: choose a path without one"
+        )
+    return Path(text)
+
+
+def _windows() -> bool:
+    import os
+
+    return os.name == "nt"
+
+
+# -- search --------------------------------------------------------------------------------
+
+# Options whose type and range are checked here before the request is built (the request
+# module then applies its own rules, e.g. the strategy names).
+_INT_OPTIONS: dict[str, tuple[int, int]] = {
+    "limit": (1, MAX_LIMIT),
+    "offset": (0, MAX_OFFSET),
+    "candidates": (1, MAX_CANDIDATES),
+    "rerank_top": (1, MAX_RERANK_TOP),
+    "rrf_k": (1, MAX_RRF_K),
+    "per_source_cap": (1, MAX_DEPTH),
+    "chunks_per_doc": (1, MAX_DEPTH),
+    "ef": (1, MAX_EF),
+    "ef_search": (1, MAX_EF),
+}
+_FLOAT_OPTIONS: dict[str, tuple[float, float]] = {
+    "min_score": (-1e9, 1e9),
+    "mmr_lambda": (0.0, 1.0),
+    "answerability_threshold": (-1.0, 1.0),
+}
+_BOOL_OPTIONS = ("boosts", "mmr", "exact", "log", "lenient")
+_STR_OPTIONS = ("strategy", "fusion", "preset")
+# None means something for these (no cap, no gate, the default levels...).
+_NULLABLE_OPTIONS = frozenset({"min_score", "per_source_cap", "chunks_per_doc",
+                               "answerability_threshold", "truth_levels", "filters", "preset",
+                               "query_vector", "query_vectors", "reranker"})
+
+
+def check_query(query: Any) -> None:
+    """A query string, or a non-empty sequence of them (the query and its rewrites)."""
+    items = [query] if isinstance(query, str) else query
+    if isinstance(items, (bytes, Mapping)) or not isinstance(items, Sequence):
+        raise InvalidQueryError(
+            f"a query must be a string (or a list of strings), got {type(query).__name__}"
+        )
+    if not items:
+        raise InvalidQueryError("no query given")
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidQueryError(f"a query must be a string, got {type(item).__name__}")
+        check_text("the query", item)
+
+
+def check_search_options(options: Mapping[str, Any]) -> None:
+    """Types and bounds of the search options a caller passed (None means the default)."""
+    for name, value in options.items():
+        if not isinstance(name, str):
+            raise InvalidInputError(f"search option names are strings, got {_show(name)}")
+        if value is None and name in _NULLABLE_OPTIONS:
+            continue
+        if value is None:
+            raise InvalidInputError(f"{name} cannot be None; leave it out for the default")
+        if name in _INT_OPTIONS:
+            low, high = _INT_OPTIONS[name]
+            check_int(name, value, minimum=low, maximum=high)
+        elif name in _FLOAT_OPTIONS:
+            low_f, high_f = _FLOAT_OPTIONS[name]
+            check_float(name, value, minimum=low_f, maximum=high_f)
+        elif name in _BOOL_OPTIONS:
+            check_bool(name, value)
+        elif name in _STR_OPTIONS:
+            check_text(name, value, max_chars=MAX_NAME_CHARS)
+        elif name == "weights":
+            _check_weights(value)
+        elif name == "truth_levels":
+            _check_truth_levels(value)
+        elif name == "filters":
+            check_filters(value)
+        elif name in ("query_vector", "query_vectors"):
+            check_vectors(value, name)
+        elif name == "reranker" and not callable(value):
+            raise InvalidInputError(f"reranker must be callable (query, passages) -> scores, "
+                                    f"got {type(value).__name__}")
+
+
+def _check_weights(value: Any) -> None:
+    if isinstance(value, Mapping):
+        items = list(value.values())
+        for key in value:
+            check_text("weights key", key, max_chars=MAX_KEY_CHARS)
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise InvalidInputError(f"weights must be (vector, bm25) or a mapping, got {_show(value)}")
+    if len(items) != 2:
+        raise InvalidInputError(f"weights must be two numbers (vector, bm25), got {len(items)}")
+    for item in items:
+        check_float("a weight", item, minimum=0.0, maximum=1e6)
+
+
+def _check_truth_levels(value: Any) -> None:
+    if isinstance(value, str):
+        check_text("truth_levels", value, max_chars=MAX_NAME_CHARS)
+        return
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise InvalidInputError(f"truth_levels must be a list like ['L1', 'L2'], got {_show(value)}")
+    if len(value) > 16:
+        raise InvalidInputError(f"truth_levels lists {len(value)} levels; there are 4 (L1..L4)")
+    for item in value:
+        if isinstance(item, str):
+            check_text("a truth level", item, max_chars=16)
+        elif isinstance(item, bool) or not isinstance(item, int):
+            raise InvalidInputError(f"a truth level is 'L1'..'L4' or 1..4, got {_show(item)}")
+
+
+def check_filters(value: Any) -> None:
+    """Filters: a mapping of field -> value / list / operator mapping, all JSON-like."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"filters must be a mapping, got {type(value).__name__}")
+    for key, item in value.items():
+        check_text("a filter field", key, max_chars=MAX_KEY_CHARS, empty=False)
+        check_json_value(f"filters[{key!r}]", item)
+        if isinstance(item, (list, tuple)) and len(item) > MAX_CANDIDATES:
+            raise InvalidInputError(f"filters[{key!r}] lists {len(item):,} values; the maximum "
+                                    f"is {MAX_CANDIDATES:,}")
+
+
+def check_vectors(value: Any, name: str = "vectors", dim: int | None = None) -> np.ndarray:
+    """A finite float matrix (a single vector becomes one row), of ``dim`` columns if given."""
+    try:
+        array = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidVectorError(f"{name} must be numbers: {exc}") from exc
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise InvalidVectorError(f"{name} must be a vector or a matrix, got shape {array.shape}")
+    if dim is not None and array.shape[1] != dim:
+        raise InvalidVectorError(f"{name} have {array.shape[1]} dimensions; this store needs {dim}")
+    if not np.isfinite(array).all():
+        raise InvalidVectorError(f"{name} contain NaN or infinite values")
+    return array
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- records -------------------------------------------------------------------------------
+
+# Columns a record's metadata may set (see ingest._LIFTED_KEYS) that hold one short text.
+_TEXT_COLUMNS = ("domain", "source_type", "author", "language", "tenant_id", "source_id",
+                 "document_type", "validated_by", "parent_document_id")
+
+
+def check_record(document: Any) -> None:
+    """A loaded document before it is chunked: id, text, title and metadata are clean text.
+
+    Raises InvalidInputError naming the field; the ingest loop reports the record as
+    skipped with this reason and goes on with the next one.
+    """
+    check_document_id(document.id)
+    check_text("text", document.text)
+    if document.title is not None:
+        check_text("title", document.title, max_chars=MAX_ID_CHARS * 4)
+    for name in ("source_path", "source_url"):
+        value = getattr(document, name, None)
+        if value is not None:
+            check_text(name, value)
+    metadata = check_metadata(document.metadata)
+    for column in _TEXT_COLUMNS:
+        value = metadata.get(column)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+            raise InvalidInputError(f"{column} must be a string, got {type(value).__name__} "
+                                    f"{_show(value)}")
+    for column in ("tags", "entities"):
+        value = metadata.get(column)
+        if value is None or isinstance(value, str):
+            continue
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise InvalidInputError(f"{column} must be a list of strings, got {_show(value)}")
+
+
+def check_ingest_options(options: Mapping[str, Any]) -> None:
+    """Call-level ingest options (applied to every document): same rules as a record's."""
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name == "metadata":
+            check_metadata(value)
+        elif name in _TEXT_COLUMNS:
+            check_text(name, value, max_chars=MAX_ID_CHARS)
+        elif name in ("tags", "entities"):
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, (list, tuple, set, frozenset)):
+                raise InvalidInputError(f"{name} must be a list of strings, got {_show(value)}")
+            for item in items:
+                check_text(f"a value of {name}", item, max_chars=MAX_ID_CHARS)
+        elif name == "keywords_limit":
+            check_int(name, value, minimum=0, maximum=MAX_LIMIT)
+
+
+# -- index options -------------------------------------------------------------------------
+
+MAX_M = 128
+MAX_EXACT_THRESHOLD = 10_000_000
+_INDEX_INTS: dict[str, dict[str, tuple[int, int]]] = {
+    "vector": {"ef_search": (1, MAX_EF), "ef_construction": (1, MAX_EF), "M": (2, MAX_M),
+               "exact_threshold": (0, MAX_EXACT_THRESHOLD), "num_threads": (1, MAX_THREADS)},
+    "text": {"heap_size": (15_000_000, 4_000_000_000)},
+}
+
+
+def check_index_options(options: Any) -> None:
+    """``index_options={'vector': {...}, 'text': {...}}``: known numbers within bounds."""
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise InvalidInputError(f"index_options must be a mapping like {{'vector': {{...}}}}, "
+                                f"got {type(options).__name__}")
+    for kind, values in options.items():
+        if not isinstance(values, Mapping):
+            raise InvalidInputError(f"index_options[{kind!r}] must be a mapping, "
+                                    f"got {type(values).__name__}")
+        for name, value in values.items():
+            bounds = _INDEX_INTS.get(kind, {}).get(name)
+            if bounds is not None:
+                check_int(f"index_options[{kind!r}][{name!r}]", value,
+                          minimum=bounds[0], maximum=bounds[1])
+            elif name == "lenient":
+                check_bool(f"index_options[{kind!r}]['lenient']", value)

@@ -1,0 +1,149 @@
+"""Hostile input through the command line: every failure is one `Error: ...` line and exit
+status 2, never a traceback (unless --debug), never a dead process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from enginelib.cli.main import main
+from tests.reporting import say
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {"ENGINELIB_EMBEDDER": "hashing-32"}
+OUTCOMES: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("cli")
+    corpus = folder / "corpus.md"
+    corpus.write_text("# Brakes\n\nBrake pads wear and rotors warp under heat.\n\n"
+                      "## Fluid\n\nBrake fluid absorbs water over two years.\n", encoding="utf-8")
+    path = folder / "store"
+    result = CliRunner(env=ENV).invoke(main, ["ingest", str(corpus), "--store", str(path),
+                                              "--no-progress"])
+    assert result.exit_code == 0, result.output
+    yield path
+    say(request, "hostile CLI runs: " + ", ".join(f"{k} {v}" for k, v in sorted(OUTCOMES.items()))
+        + f"; raw exceptions {OUTCOMES['raw exception']}")
+
+
+def run_cli(args: list[str]) -> tuple[int, str]:
+    result = CliRunner(env=ENV).invoke(main, args)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        OUTCOMES["raw exception"] += 1
+        raise AssertionError(f"{args}: raw {result.exception!r}")
+    return result.exit_code, result.output
+
+
+BAD_SEARCHES = [
+    ["--offset", str(10**9)], ["--offset", str(10**10)], ["--offset", str(10**18)],
+    ["--offset", "-1"], ["--limit", "0"], ["--limit", str(10**30)], ["--min-score", "nan"],
+    ["--min-score", "inf"], ["--truth-level", "L9"], ["--truth-level", ""],
+    ["--filter", "nope=1"], ["--filter", "created_at>=yesterday"], ["--preset", "nope"],
+    ["--filter", "domain"], ["--snapshot", "bad\nname"], ["--snapshot", "../../etc"],
+]
+
+
+@pytest.mark.parametrize("extra", BAD_SEARCHES, ids=lambda a: " ".join(a)[:40])
+def test_bad_search_options_fail_cleanly(store: Path, extra: list[str]) -> None:
+    code, output = run_cli(["search", "brake pads", "--store", str(store), *extra])
+    assert code == 2, output
+    assert output.startswith(("Error: ", "Usage: ")) and "Traceback" not in output
+    OUTCOMES["exit 2"] += 1
+
+
+@pytest.mark.parametrize("query", ["", "   ", '"unbalanced', "(", "NOT pads", "a" * 30_000])
+def test_bad_queries(store: Path, query: str) -> None:
+    code, output = run_cli(["search", query, "--store", str(store)])
+    assert code == 2 and output.startswith("Error: ") and "Traceback" not in output
+    OUTCOMES["exit 2"] += 1
+
+
+@pytest.mark.parametrize("args", [
+    ["snapshot", "create", "bad\n"], ["snapshot", "create", "a/b"], ["snapshot", "delete", "nope"],
+    ["snapshot", "restore", "..\x01"], ["show", "no-such-doc"], ["history", "no-such-doc"],
+    ["export", "postgres", "--sql-file", "/proc/version"],
+    ["export", "postgres", "--sql-file", "/proc/nonexistent/dir/out.sql"],
+    ["presets", "--set-default", "nope"], ["queries", "--limit", "0"],
+])
+def test_bad_commands_fail_cleanly(store: Path, args: list[str]) -> None:
+    code, output = run_cli([*args[:2], "--store", str(store), *args[2:]] if args[0] in
+                           ("snapshot", "export") else [args[0], "--store", str(store), *args[1:]])
+    assert code == 2, output
+    assert output.startswith(("Error: ", "Usage: ")) and "Traceback" not in output
+    OUTCOMES["exit 2"] += 1
+
+
+def test_store_path_with_backslash(tmp_path: Path) -> None:
+    code, output = run_cli(["init", "--store", str(tmp_path / "a\\b")])
+    assert code == 2 and "backslash" in output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ingest_reports_bad_records_and_strict_is_all_or_nothing(tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    lines = [
+        {"_id": "ok1", "text": "Brake pads wear."},
+        {"_id": "lone", "text": "a lone surrogate \ud800 here"},
+        {"_id": "level", "text": "truth level nine", "metadata": {"truth_level": "L9"}},
+        {"_id": "date", "text": "a bad date", "metadata": {"created_at": "not a date"}},
+        {"_id": "tags", "text": "tags as a number", "metadata": {"tags": 7}},
+        {"_id": "domain", "text": "domain as an object", "metadata": {"domain": {"a": 1}}},
+        {"_id": "id\ud800", "text": "surrogate in the id"},
+        {"_id": "nul", "text": "a NUL in a metadata value", "metadata": {"note": "a\x00b"}},
+        {"_id": "nulid\x00", "text": "a NUL in the id"},
+        {"_id": "ok2", "text": "Rotors warp under heat."},
+    ]
+    body = "\n".join(json.dumps(line) for line in lines) + "\n{not json\n"
+    records.write_text(body, encoding="utf-8")
+    store = tmp_path / "s"
+    code, output = run_cli(["ingest", str(records), "--store", str(store), "--strict",
+                            "--no-progress"])
+    assert code == 2 and output.startswith("Error: ") and "nothing was ingested" in output
+    code, output = run_cli(["stats", "--store", str(store), "--json"])
+    assert code == 0 and json.loads(output)["documents"] == 0
+    code, output = run_cli(["ingest", str(records), "--store", str(store), "--json"])
+    assert code == 0, output
+    report = json.loads(output)
+    assert report["added"] == 2 and report["skipped"] == 9, report["skipped_inputs"]
+    reasons = " | ".join(s["reason"] for s in report["skipped_inputs"])
+    for needle in ("'lone'", "'level'", "'date'", "'tags'", "'domain'", "\\ud800", "'nul'",
+                   "nulid", "line 11"):
+        assert needle in reasons, needle
+    code, output = run_cli(["stats", "--store", str(store), "--json"])
+    assert json.loads(output)["documents"] == 2  # the report's count is what was committed
+
+
+def _subprocess(args: list[bytes | str], debug: bool = False) -> subprocess.CompletedProcess[bytes]:
+    cmd: list[bytes | str] = [sys.executable, "-m", "enginelib.cli.main"]
+    if debug:
+        cmd.append("--debug")
+    return subprocess.run([*cmd, *args], cwd=REPO, capture_output=True, timeout=120,
+                          env={**os.environ, **ENV, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.slow
+def test_real_process_never_aborts_or_prints_a_traceback(store: Path) -> None:
+    cases: list[list[bytes | str]] = [
+        ["search", "brake", "--store", str(store), "--offset", str(10**10)],
+        ["search", "brake", "--store", str(store), "--offset", str(10**18)],
+        ["show", b"id\xff\xfe", "--store", str(store)],  # undecodable bytes: lone surrogates
+        ["snapshot", "create", "--store", str(store), b"name\xff"],
+    ]
+    for args in cases:
+        done = _subprocess(args)
+        assert done.returncode == 2, (args, done.stderr[-2000:])
+        assert done.stderr.startswith(b"Error: ") and b"Traceback" not in done.stderr
+        OUTCOMES["exit 2 (subprocess)"] += 1
+    done = _subprocess(cases[0], debug=True)
+    assert done.returncode != 0 and b"Traceback" in done.stderr  # --debug shows it

@@ -1,0 +1,353 @@
+"""Faults a store must survive: kills during writes, a full disk, a read-only medium, an
+idle reader in another process, what a dead writer leaves behind, and the user's umask."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder, LoadedDocument
+from enginelib.errors import DiskFullError, EngineError, StoreLockedError
+from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
+from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
+from tests.helpers import doc, open_test_store, paragraphs
+from tests.reporting import say
+
+REPO = Path(__file__).resolve().parent.parent
+KILLS = 200
+# Real processes killed and racing, file systems mounted: the slow tier (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
+
+def _mount_tmpfs(folder: Path, size: str) -> bool:
+    """A real small file system (needs root and CAP_SYS_ADMIN); False where not allowed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") is None:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def _umount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path | None]:
+    folder = tmp_path / "tiny"
+    mounted = _mount_tmpfs(folder, "8m")
+    yield folder if mounted else None
+    if mounted:
+        _umount(folder)
+
+
+def _docs(prefix: str, count: int, words: int = 400) -> list[LoadedDocument]:
+    return [LoadedDocument(id=f"{prefix}{i}", text=f"new words about rotor {i} " * words)
+            for i in range(count)]
+
+
+# -- kills during writes -------------------------------------------------------------------
+
+
+def test_kill_loop_over_ingest_delete_snapshot_reindex(tmp_path: Path,
+                                                       request: pytest.FixtureRequest) -> None:
+    shm = Path("/dev/shm")
+    base = Path(os.environ.get("ENGINELIB_KILL_DIR", shm if shm.is_dir() else tmp_path))
+    work = Path(os.path.realpath(base)) / f"kill-{os.getpid()}-{tmp_path.name}"
+    work.mkdir(parents=True)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.kill_driver", str(work / "s"), str(KILLS), "11"],
+            cwd=REPO, capture_output=True, text=True, timeout=1500,
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(REPO)},
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    say(request, f"kill loop: {counts['kills']} kills in {counts['runs']} runs "
+        f"(by operation {counts['by_op']}; {counts['crash_point_kills']} at crash points, "
+        f"{counts['random_kills']} at random moments); stores that neither open nor repair "
+        f"{counts['stores_unopenable']}, repaired {counts['repaired']}, committed documents "
+        f"lost {counts['documents_lost']}, integrity problems {len(counts['problems'])}, "
+        f"raw tracebacks {len(counts['raw'])}, failed runs {counts['failed_ops']}")
+    assert counts["raw"] == []
+    assert counts["kills"] >= KILLS
+    assert set(counts["by_op"]) == {"ingest", "delete", "snapshot", "reindex"}
+    assert counts["stores_unopenable"] == 0
+    assert counts["documents_lost"] == 0
+    assert counts["problems"] == []
+    assert counts["failed_ops"] == 0
+
+
+def test_orphan_tantivy_delete_files_do_not_wedge_the_store(tmp_path: Path) -> None:
+    """What a writer killed between writing a delete file and publishing meta.json leaves:
+    the next commit reaching that opstamp used to fail with FileAlreadyExists, forever."""
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(2, f"t{i}")) for i in range(6)])
+    store.close()
+    folder = path / "indexes" / "text" / "tantivy"
+    meta = json.loads((folder / "meta.json").read_text())
+    segment = meta["segments"][0]["segment_id"].replace("-", "")
+    opstamp = int(meta["opstamp"])
+    orphans = [folder / f"{segment}.{n}.del" for n in range(opstamp, opstamp + 200)]
+    orphans.append(folder / ("0" * 32 + ".idx"))  # a half-written segment nobody published
+    for orphan in orphans:
+        orphan.write_bytes(b"\0" * 16)
+    store = open_test_store(path)
+    store.delete_document("d1")
+    store.ingest_documents([doc("d1", paragraphs(3, "again"))])
+    store.delete_document("d2")
+    assert store.check().ok
+    store.close()
+    # What remains of those names is a file tantivy wrote and published itself since.
+    meta = json.loads((folder / "meta.json").read_text())
+    published = {f"{seg['segment_id'].replace('-', '')}.{seg['deletes']['opstamp']}.del"
+                 for seg in meta["segments"] if seg.get("deletes")}
+    assert {o.name for o in orphans if o.exists()} <= published
+
+
+def test_half_written_tantivy_segment_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(2, f"t{i}")) for i in range(4)])
+    store.close()
+    for segment_file in (path / "indexes" / "text" / "tantivy").glob("*.term"):
+        segment_file.write_bytes(segment_file.read_bytes()[:7])  # cut short
+    store = open_test_store(path)
+    assert store.search("paragraph", strategy="fulltext", answerability_threshold=None).hits
+    assert store.check().ok
+    store.close()
+
+
+# -- disk full -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", COMMIT_STEPS)
+def test_disk_full_at_each_commit_step(tmp_path: Path, step: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC injected where each step writes: the commit happens whole and is reported,
+    or does not happen and is reported; the next open is clean."""
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents(_docs("base", 3, 30))
+    monkeypatch.setenv(ENOSPC_VAR, step)
+    try:
+        report = store.ingest_documents(_docs("new", 4, 30), batch_size=2)
+        committed = set(report.added)
+    except DiskFullError as exc:
+        assert exc.report is not None and "free some space" in str(exc)
+        committed = set(exc.report.added)  # type: ignore[attr-defined]
+    finally:
+        monkeypatch.delenv(ENOSPC_VAR)
+        try:
+            store.close()
+        except DiskFullError:
+            pass
+    store = open_test_store(path)
+    stored = {d["document_id"] for d in store.catalog.list_documents()}
+    assert {d for d in stored if d.startswith("new")} == committed
+    assert store.check().ok
+    assert not list((path / "indexes" / "vectors").glob(".tmp-gen-*"))
+    store.close()
+
+
+def test_real_disk_full_on_a_tiny_file_system(tiny_disk: Path | None,
+                                              request: pytest.FixtureRequest) -> None:
+    if tiny_disk is None:
+        say(request, "disk full: no tmpfs mount allowed here; covered by the injected ENOSPC "
+            "test at every commit step")
+        pytest.skip("mount not permitted on this machine (ENOSPC injected instead)")
+    outcomes = {"committed whole": 0, "refused, reported": 0, "partly (earlier batches)": 0}
+    for free_kb in range(150, 2700, 300):
+        for entry in tiny_disk.iterdir():
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        store = enginelib.open(tiny_disk / "s", embedder=HashingEmbedder(32))
+        store.ingest_documents(_docs("base", 5, 50))
+        store.close()
+        stat = os.statvfs(tiny_disk)
+        filler = stat.f_bavail * stat.f_frsize - free_kb * 1024
+        if filler > 0:
+            (tiny_disk / "filler").write_bytes(b"\0" * filler)
+        store = enginelib.open(tiny_disk / "s", embedder=HashingEmbedder(32))
+        try:
+            report = store.ingest_documents(_docs("new", 40), batch_size=10)
+            committed = set(report.added)
+            outcomes["committed whole"] += 1
+        except DiskFullError as exc:
+            committed = set(exc.report.added)  # type: ignore[attr-defined]
+            outcomes["partly (earlier batches)" if committed else "refused, reported"] += 1
+        try:
+            store.close()
+        except DiskFullError:
+            pass
+        (tiny_disk / "filler").unlink(missing_ok=True)
+        store = enginelib.open(tiny_disk / "s", embedder=HashingEmbedder(32))
+        stored = {d["document_id"] for d in store.catalog.list_documents()}
+        assert {d for d in stored if d.startswith("new")} == committed, free_kb
+        assert store.check().ok
+        store.close()
+        assert not list((tiny_disk / "s" / "indexes" / "vectors").glob(".tmp-gen-*"))
+    say(request, f"disk full on an 8 MB tmpfs: {outcomes}; reported == committed every time")
+
+
+def test_leftover_temporary_generations_are_cleaned_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    open_test_store(path).close()
+    leftover = path / "indexes" / "vectors" / ".tmp-gen-00000009-deadbeef"
+    leftover.mkdir(parents=True)
+    (leftover / "vectors.npy").write_bytes(b"half")
+    stray = path / ".manifest.json.abc123.tmp"
+    stray.write_bytes(b"{")
+    open_test_store(path).close()
+    assert not leftover.exists() and not stray.exists()
+
+
+# -- readers and writers -------------------------------------------------------------------
+
+_IDLE_READER = textwrap.dedent(
+    """
+    import sys, time
+    import enginelib
+    store = enginelib.open(sys.argv[1], embedder=enginelib.HashingEmbedder(64), read_only=True)
+    store.search("pads", answerability_threshold=None)
+    store.get_document("d1"); store.show("d1"); store.history("d1"); store.stats()
+    print("idle", flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def test_idle_reader_in_another_process_does_not_block_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(2)) for i in range(3)])
+    store.close()
+    reader = subprocess.Popen([sys.executable, "-c", _IDLE_READER, str(path)], cwd=REPO,
+                              stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "idle"
+        store = open_test_store(path)
+        # The writer gives the catalog 1 s: a reader holding it would make this raise
+        # StoreLockedError instead of committing.
+        store.catalog.lock_timeout = 1.0
+        try:
+            report = store.ingest_documents([doc("new", paragraphs(2))])
+            store.delete_document("d0")
+        except StoreLockedError as exc:
+            pytest.fail(f"an idle reader blocked the writer: {exc}")
+        assert report.added == ("new",)
+        store.close()
+    finally:
+        reader.kill()
+        reader.wait()
+        if reader.stdout is not None:
+            reader.stdout.close()
+
+
+def _same_results(a: enginelib.Store, b: enginelib.Store) -> None:
+    for query, options in (("brake pads torque", {}), ("rotor", {"strategy": "fulltext"}),
+                           ("caliper fluid", {"strategy": "vector"}),
+                           ("wear", {"filters": {"domain": "d1"}})):
+        left = a.search(query, answerability_threshold=None, **options)
+        right = b.search(query, answerability_threshold=None, **options)
+        assert [(h.document_id, h.chunk_index, h.scores.fused) for h in left.hits] == \
+               [(h.document_id, h.chunk_index, h.scores.fused) for h in right.hits]
+    assert a.get_document("d1")["content"] == b.get_document("d1")["content"]
+
+
+def test_store_on_a_read_only_mount_answers_the_same(tmp_path: Path,
+                                                     request: pytest.FixtureRequest) -> None:
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(3, f"topic{i}"), metadata={"domain": f"d{i % 2}"})
+                            for i in range(8)])
+    store.close()
+    media = tmp_path / "media"
+    mounted = _mount_tmpfs(media, "64m")
+    try:
+        shutil.copytree(path, media / "s", ignore=shutil.ignore_patterns(".writer.lock"))
+        if mounted:
+            ro = subprocess.run(["mount", "-o", "remount,ro", str(media)], capture_output=True)
+            assert ro.returncode == 0, ro.stderr
+            how = "a tmpfs remounted read-only"
+        else:
+            for entry in [media / "s", *(media / "s").rglob("*")]:
+                entry.chmod(0o555 if entry.is_dir() else 0o444)
+            how = "chmod a-w (mounts are not permitted here)"
+        # As root, chmod does not stop writes: only a mount makes the medium read-only.
+        enforced = mounted or os.geteuid() != 0
+        say(request, f"read-only medium: {how}" + ("" if enforced else " (not enforced for root)"))
+        expect = pytest.warns(RuntimeWarning, match="query log") if enforced else nullcontext()
+        with expect:
+            copy = enginelib.open(media / "s", embedder=HashingEmbedder(64), read_only=True)
+        original = enginelib.open(path, embedder=HashingEmbedder(64), read_only=True)
+        _same_results(original, copy)
+        copy.close()
+        original.close()
+        if enforced:
+            assert not (media / "s" / ".writer.lock").exists()
+            assert not (media / "s" / "querylog").exists()
+            with pytest.raises(EngineError):  # writing there is refused with a typed error
+                enginelib.open(media / "s", embedder=HashingEmbedder(64))
+    finally:
+        if mounted:
+            _umount(media)
+
+
+def test_reader_query_logs_stay_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc("d1", paragraphs(2))])
+    store.close()
+    log = QueryLog(path, writable=False)
+    entry = {"query_text": "pads " * 20, "strategy": "hybrid", "filters": None, "status": "ok",
+             "result_count": 3, "chunks_retrieved": 3, "reranked_count": 0, "latency_ms": 1.0}
+    for _ in range(40):  # about 3x what one file holds
+        for _ in range(256):
+            log._buffer.append((dict(entry), [0, 1, 2]))
+        log.flush(None)  # type: ignore[arg-type]  # a reader never touches the catalog
+    files = list((path / "querylog").glob("pending-*"))
+    assert 1 <= len(files) <= 2
+    assert sum(f.stat().st_size for f in files) <= 2 * MAX_PENDING_BYTES + 256 * 1024
+    store = open_test_store(path)  # imports at most MAX_IMPORT_BYTES, drops the rest
+    assert not list((path / "querylog").glob("pending-*"))
+    logged = store.catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
+    assert logged is not None and 0 < logged[0] <= MAX_IMPORT_BYTES // 100
+    store.close()
+
+
+def test_files_and_folders_follow_the_umask(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import os, sys
+        os.umask(0o027)
+        import enginelib
+        from tests.helpers import doc, paragraphs
+        store = enginelib.open(sys.argv[1], embedder=enginelib.HashingEmbedder(16))
+        store.ingest_documents([doc("a", paragraphs(3)), doc("b", paragraphs(2))])
+        store.delete_document("b")
+        store.create_snapshot("one")
+        store.close()
+        """
+    )
+    path = tmp_path / "s"
+    subprocess.run([sys.executable, "-c", script, str(path)], cwd=REPO, check=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO)})
+    modes = {p.relative_to(path): p.stat().st_mode & 0o777 for p in [path, *path.rglob("*")]}
+    wrong = {str(p): oct(m) for p, m in modes.items()
+             if m != (0o750 if (path / p).is_dir() else 0o640)}
+    assert wrong == {}

@@ -1,0 +1,272 @@
+"""Hostile input through the Python API: property-based over search options, filters,
+records, ids and names. Every call either works or raises an enginelib error; nothing
+aborts the process, leaks a dependency's exception, or is stored silently wrong."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from enginelib import Store
+from enginelib.errors import (
+    DocumentNotFoundError,
+    EngineError,
+    InvalidInputError,
+)
+from enginelib.search.results import SearchResponse
+from enginelib.types import LoadedDocument
+from enginelib.validation import (
+    MAX_CANDIDATES,
+    MAX_LIMIT,
+    MAX_OFFSET,
+    check_name,
+)
+from tests.helpers import doc, open_test_store, paragraphs
+from tests.reporting import say
+
+SETTINGS = settings(
+    max_examples=150, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# Values a careless or hostile caller passes: huge and negative ints, NaN, text with NUL
+# and lone surrogates, wrong containers.
+HUGE = st.sampled_from([10**9, 10**10, 10**12, 10**18, 2**63, -(2**63), -1, 0, 10**100])
+NASTY_TEXT = st.sampled_from(["", " ", "\x00", "a\x00b", "\ud800", "x\udfffy", "L9", "\n",
+                              "名前", "'; DROP TABLE documents; --", "*", '"', "(", "a" * 5000])
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), HUGE,
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20), NASTY_TEXT,
+)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(st.text(max_size=8) | NASTY_TEXT, inner, max_size=3),
+                      max_leaves=8)
+OPTION_NAMES = st.sampled_from([
+    "limit", "offset", "candidates", "strategy", "fusion", "rrf_k", "weights", "truth_levels",
+    "filters", "min_score", "boosts", "mmr", "mmr_lambda", "per_source_cap", "chunks_per_doc",
+    "answerability_threshold", "exact", "rerank_top", "log", "preset", "query_vector",
+    "lenient", "ef", "nonsense",
+])
+
+OUTCOMES: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Store]:
+    path = tmp_path_factory.mktemp("hostile") / "s"
+    store = open_test_store(path)
+    store.ingest_documents(
+        [doc(f"d{i}", paragraphs(3, f"topic{i}"), metadata={"domain": "brakes" if i % 2 else "privacy"})
+         for i in range(12)]
+    )
+    yield store
+    store.close()
+    total = sum(OUTCOMES.values())
+    say(request, f"hostile API calls: {total}; "
+        + ", ".join(f"{k} {v}" for k, v in sorted(OUTCOMES.items()))
+        + f"; raw dependency exceptions {OUTCOMES['raw']}; process aborts 0 (still running)")
+
+
+def _call(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run an API call; count the outcome; a non-enginelib exception fails the test."""
+    try:
+        result = func(*args, **kwargs)
+    except EngineError as exc:
+        OUTCOMES["typed error"] += 1
+        assert str(exc), "an error must say something"
+        return exc
+    except BaseException as exc:  # noqa: BLE001 - the point: nothing else may come out
+        OUTCOMES["raw"] += 1
+        raise AssertionError(f"raw {type(exc).__name__} leaked: {exc!r}") from exc
+    OUTCOMES["ok"] += 1
+    return result
+
+
+@SETTINGS
+@given(options=st.dictionaries(OPTION_NAMES, VALUES, max_size=4))
+def test_search_options_never_crash(store: Store, options: dict[str, Any]) -> None:
+    result = _call(store.search, "brake pads", **options)
+    if isinstance(result, SearchResponse):
+        # Whatever was accepted was within the documented bounds.
+        assert options.get("limit", 10) is None or 1 <= options.get("limit", 10) <= MAX_LIMIT
+        assert len(result.hits) <= MAX_LIMIT
+        offset = options.get("offset")
+        assert offset is None or 0 <= offset <= MAX_OFFSET
+        candidates = options.get("candidates")
+        assert candidates is None or 1 <= candidates <= MAX_CANDIDATES
+
+
+@SETTINGS
+@given(query=VALUES)
+def test_any_query_value(store: Store, query: Any) -> None:
+    result = _call(store.search, query, answerability_threshold=None)
+    if isinstance(result, SearchResponse):
+        assert isinstance(query, (str, list))
+
+
+@pytest.mark.parametrize("name,value", [
+    ("offset", 10**9), ("offset", 10**10), ("offset", 10**18), ("candidates", 10**12),
+    ("limit", 10**6), ("limit", 0), ("offset", -1), ("candidates", 0),
+])
+def test_out_of_range_names_the_bound(store: Store, name: str, value: int) -> None:
+    with pytest.raises(InvalidInputError, match=name) as caught:
+        store.search("brake pads", **{name: value})
+    assert "maximum" in str(caught.value) or "within" in str(caught.value)
+
+
+def test_bounds_themselves_are_accepted(store: Store) -> None:
+    page = store.search("brake pads", limit=MAX_LIMIT, offset=MAX_OFFSET,
+                        candidates=MAX_CANDIDATES, answerability_threshold=None)
+    assert page.hits == ()  # far past the 36 chunks, but no crash and no error
+
+
+@SETTINGS
+@given(filters=st.dictionaries(st.sampled_from(["domain", "truth_level", "tags", "document_id",
+                                                "created_at", "custom.x", "\x00", "nope"]),
+                               VALUES, max_size=3))
+def test_filters_never_crash(store: Store, filters: dict[str, Any]) -> None:
+    result = _call(store.search, "brake pads", filters=filters, answerability_threshold=None)
+    if isinstance(result, SearchResponse) and filters.get("domain") == "brakes":
+        assert all(store.get_document(h.document_id)["domain"] == "brakes" for h in result.hits)
+
+
+@SETTINGS
+@given(document_id=VALUES)
+def test_document_lookups(store: Store, document_id: Any) -> None:
+    for method in (store.get_document, store.show, store.history):
+        result = _call(method, document_id)
+        if isinstance(result, EngineError):
+            assert isinstance(result, (DocumentNotFoundError, InvalidInputError))
+
+
+@SETTINGS
+@given(name=VALUES)
+def test_snapshot_names(store: Store, name: Any) -> None:
+    result = _call(store.delete_snapshot, name)
+    assert isinstance(result, EngineError)  # no snapshot exists in this store
+    try:
+        check_name("snapshot", name)
+    except InvalidInputError:
+        assert isinstance(result, InvalidInputError)
+
+
+@pytest.mark.parametrize("name", ["ok\n", "ok\r", "\nok", "a/b", "..", ".hidden", "a\x00", "\ud800",
+                                  "x" * 101, "-dash", "with space", "live", ""])
+def test_bad_snapshot_names_are_refused(tmp_path: Path, name: str) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(2))])
+    with pytest.raises(InvalidInputError):
+        store.create_snapshot(name)
+    assert store.list_snapshots() == []
+    store.close()
+
+
+RECORD_FIELDS = st.dictionaries(
+    st.sampled_from(["truth_level", "domain", "tags", "created_at", "author", "custom",
+                     "entities", "tenant_id", "source_type", "language", "\x00key", "k\ud800"]),
+    VALUES, max_size=3,
+)
+
+
+_EXAMPLE = iter(range(10**9))
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=100)
+@given(records=st.lists(st.tuples(st.one_of(st.text(max_size=6), NASTY_TEXT, st.integers()),
+                                  st.one_of(st.just("a normal paragraph about pads"), NASTY_TEXT),
+                                  RECORD_FIELDS), min_size=1, max_size=6))
+def test_records_bad_ones_skipped_counts_exact(store: Store,
+                                              records: list[tuple[Any, str, dict[str, Any]]]) -> None:
+    prefix = f"e{next(_EXAMPLE)}-"  # ids unique to this example in the shared store
+    docs = [LoadedDocument(id=prefix + i if isinstance(i, str) else i, text=t, metadata=m)
+            for i, t, m in records]
+    before = {d["document_id"] for d in store.catalog.list_documents()}
+    report = _call(store.ingest_documents, docs)
+    assert not isinstance(report, EngineError), report
+    after = {d["document_id"] for d in store.catalog.list_documents()}
+    # Exactly what the report says was committed is new in the store, and nothing else;
+    # every record has exactly one outcome.
+    assert after - before == set(report.added) and not set(report.updated) - after
+    outcomes = len(report.added) + len(report.updated) + len(report.unchanged) + len(report.skipped)
+    assert outcomes == len(records)
+    for document_id in after - before:  # nothing silently wrong: clean text everywhere
+        document = store.get_document(document_id)
+        for value in (document["document_id"], document["content"], str(document["custom"])):
+            assert "\x00" not in value
+            assert not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    for skipped in report.skipped:
+        assert skipped.reason
+        skipped.reason.encode("utf-8")  # printable and storable as it is
+
+
+def test_strict_ingest_is_all_or_nothing(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    docs = [doc("good1", paragraphs(2)), doc("bad", paragraphs(2), metadata={"truth_level": "L9"}),
+            doc("good2", paragraphs(2))]
+    with pytest.raises(EngineError, match="L9") as caught:
+        store.ingest_documents(docs, strict=True, batch_size=1)
+    assert "nothing was ingested" in str(caught.value)
+    assert store.catalog.list_documents() == []
+    report = store.ingest_documents(docs, batch_size=1)
+    assert report.added == ("good1", "good2") and "'bad'" in report.skipped[0].reason
+    store.close()
+
+
+@pytest.mark.parametrize("metadata", [{"k": "a\x00b"}, {"k\x00": "v"}, {"k": "\udc80"},
+                                      {"domain": {"nested": 1}}, {"tags": 5},
+                                      {"created_at": "yesterday"}, {"truth_level": "L9"},
+                                      {"k": float("nan")}])
+def test_bad_metadata_is_reported_never_stored(tmp_path: Path, metadata: dict[str, Any]) -> None:
+    store = open_test_store(tmp_path / "s")
+    report = store.ingest_documents([doc("before", paragraphs(2)), doc("bad", paragraphs(2), metadata=metadata),
+                                     doc("after", paragraphs(2))])
+    assert set(report.added) == {"before", "after"}
+    assert len(report.skipped) == 1 and "'bad'" in report.skipped[0].reason
+    with pytest.raises(DocumentNotFoundError):
+        store.get_document("bad")
+    if any(bad in repr(metadata) for bad in ("\\x00", "\\udc80", "nan")):
+        with pytest.raises(InvalidInputError):  # the same metadata for the whole call
+            store.ingest_documents([doc("x", paragraphs(2))], metadata=metadata)
+    store.close()
+
+
+@pytest.mark.parametrize("path", ["a\\b", "a\x00b"])
+def test_store_path_refused_with_reason(tmp_path: Path, path: str) -> None:
+    with pytest.raises(InvalidInputError, match="backslash|NUL"):
+        open_test_store(tmp_path / path)
+    assert list(tmp_path.iterdir()) == []  # nothing half-created
+
+
+@pytest.mark.parametrize("options", [{"vector": {"ef_search": 10**9}}, {"vector": {"num_threads": 0}},
+                                     {"vector": {"ef_search": "x"}}, {"text": {"lenient": "yes"}}])
+def test_index_options_bounded(tmp_path: Path, options: dict[str, Any]) -> None:
+    import enginelib
+    from enginelib import HashingEmbedder
+
+    with pytest.raises(InvalidInputError):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(8), index_options=options)
+
+
+def test_query_vector_bad_shapes(store: Store) -> None:
+    for vector in ([1.0] * 3, [float("nan")] * 64, [[0.0] * 64], "abc", [[1.0] * 64] * 2):
+        result = _call(store.search, "pads", query_vector=vector)
+        assert isinstance(result, InvalidInputError)
+
+
+def test_exports_to_unwritable_places(store: Store, tmp_path: Path) -> None:
+    # Special files stand for /dev/full: a fifo and a folder here, never the real device
+    # (a bug would replace it, and the tests may run as root).
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in ("/proc/version", str(fifo), str(tmp_path), "/proc/nonexistent/x.sql"):
+        result = _call(store.to_sql, target)
+        assert isinstance(result, EngineError), target
+    assert fifo.exists() and not fifo.is_file()
