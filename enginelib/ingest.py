@@ -24,6 +24,7 @@ from .own_vectors import own_vectors, vectors_digest
 from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
+from .validation import TEXT_COLUMNS as _TEXT_KEYS
 from .validation import check_document_id, check_ingest_options, check_record
 
 if TYPE_CHECKING:
@@ -217,6 +218,9 @@ class Ingestor:
         meta = dict(opts.metadata)
         meta.update(document.metadata)
         lifted = {k: meta.pop(k) for k in _LIFTED_KEYS if k in meta}
+        for key in _TEXT_KEYS:  # a number where a short text belongs (domain 7) is its text
+            if isinstance(lifted.get(key), int) and not isinstance(lifted[key], bool):
+                lifted[key] = str(lifted[key])
         truth_level = validate_truth_level(lifted.get("truth_level", opts.truth_level))
         tags = _as_str_tuple(lifted.get("tags", ()), "tags") or opts.tags
         entities = _as_str_tuple(lifted.get("entities", ()), "entities") or opts.entities

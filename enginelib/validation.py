@@ -321,7 +321,7 @@ def _show(value: Any) -> str:
 # -- records -------------------------------------------------------------------------------
 
 # Columns a record's metadata may set (see ingest._LIFTED_KEYS) that hold one short text.
-_TEXT_COLUMNS = ("domain", "source_type", "author", "language", "tenant_id", "source_id",
+TEXT_COLUMNS = ("domain", "source_type", "author", "language", "tenant_id", "source_id",
                  "document_type", "validated_by", "parent_document_id")
 
 
@@ -340,7 +340,7 @@ def check_record(document: Any) -> None:
         if value is not None:
             check_text(name, value)
     metadata = check_metadata(document.metadata)
-    for column in _TEXT_COLUMNS:
+    for column in TEXT_COLUMNS:
         value = metadata.get(column)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
             raise InvalidInputError(f"{column} must be a string, got {type(value).__name__} "
@@ -360,7 +360,7 @@ def check_ingest_options(options: Mapping[str, Any]) -> None:
             continue
         if name == "metadata":
             check_metadata(value)
-        elif name in _TEXT_COLUMNS:
+        elif name in TEXT_COLUMNS:
             check_text(name, value, max_chars=MAX_ID_CHARS)
         elif name in ("tags", "entities"):
             items = [value] if isinstance(value, str) else value

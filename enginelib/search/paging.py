@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ..errors import InvalidInputError
+from ..validation import MAX_DEPTH
 
 # Deepest rank a search may reach (offset + limit), like a search engine's result window:
-# beyond it each page would re-rank ten thousand candidates per method.
-MAX_RESULT_WINDOW = 10_000
+# beyond it each page would re-rank ten thousand candidates per method. One bound for the
+# whole package (validation.py): the largest offset plus the largest page.
+MAX_RESULT_WINDOW = MAX_DEPTH
 
 T = TypeVar("T")
 
