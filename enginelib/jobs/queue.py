@@ -77,8 +77,8 @@ class JobQueue:
         now = self.clock()
         with self.catalog.transaction() as con:
             rows = con.execute(t.EXPIRE_LEASES, [now, now]).fetchall()
-            for job_id, attempt in rows:
-                con.execute(t.CLOSE_LOST_ATTEMPT, [now, job_id, attempt])
+            for job_id, _ in rows:
+                con.execute(t.CLOSE_LOST_ATTEMPT, [now, job_id])
         return [int(r[0]) for r in rows]
 
     def claim(self, owner: str) -> dict[str, Any] | None:
@@ -93,7 +93,7 @@ class JobQueue:
             if row is None:
                 return None
             job = t.job_row(row)
-            con.execute(t.OPEN_ATTEMPT, [job["job_id"], job["attempts"], owner, now])
+            con.execute(t.OPEN_ATTEMPT, [job["job_id"], job["attempts"], owner, now, job["job_id"]])
         job["options"] = json.loads(job["options"])
         return job
 
@@ -101,7 +101,7 @@ class JobQueue:
         now = self.clock()
         with self.catalog.transaction() as con:
             con.execute(t.FINISH_DONE, [now, now, list(documents), job["job_id"], owner])
-            con.execute(t.CLOSE_ATTEMPT, [now, t.DONE, None, None, job["job_id"], job["attempts"]])
+            con.execute(t.CLOSE_ATTEMPT, [now, t.DONE, None, None, job["job_id"]])
 
     def fail(self, job: dict[str, Any], owner: str, error: str) -> str:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
@@ -116,7 +116,7 @@ class JobQueue:
         with self.catalog.transaction() as con:
             con.execute(t.FINISH_FAILED, [status, error, next_at, now, now, job["job_id"], owner])
             con.execute(t.CLOSE_ATTEMPT, [
-                now, status, error, None if status == t.DLQ else next_at, job["job_id"], attempts,
+                now, status, error, None if status == t.DLQ else next_at, job["job_id"],
             ])
         return status
 

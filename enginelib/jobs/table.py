@@ -46,8 +46,10 @@ DDL: tuple[str, ...] = (
         documents VARCHAR[])""",
     "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status)",
     # One row per attempt: the schedule a retry followed stays visible after the fact.
+    # seq counts every run of the job; attempt restarts at 1 after a Retry DLQ.
     """CREATE TABLE IF NOT EXISTS job_attempts (
         job_id BIGINT NOT NULL,
+        seq INTEGER NOT NULL,
         attempt INTEGER NOT NULL,
         lease_owner VARCHAR,
         started_at TIMESTAMP NOT NULL,
@@ -55,7 +57,7 @@ DDL: tuple[str, ...] = (
         outcome VARCHAR,                  -- DONE | FAILED | DLQ; NULL while running or if killed
         error VARCHAR,
         next_attempt_at TIMESTAMP,
-        PRIMARY KEY (job_id, attempt))""",
+        PRIMARY KEY (job_id, seq))""",
     """CREATE TABLE IF NOT EXISTS jobs_history (
         job_id BIGINT PRIMARY KEY,
         kind VARCHAR, source VARCHAR, document_id VARCHAR, options JSON, status VARCHAR,
@@ -82,7 +84,7 @@ EXPIRE_LEASES = (
 CLOSE_LOST_ATTEMPT = (
     "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', "
     "error = 'worker lease expired (worker stopped mid-job)' "
-    "WHERE job_id = ? AND attempt = ? AND finished_at IS NULL"
+    "WHERE job_id = ? AND finished_at IS NULL"
 )
 
 NEXT_DUE = (
@@ -97,7 +99,8 @@ CLAIM = (
     "WHERE job_id = ? AND status IN ('PENDING', 'FAILED') RETURNING " + ", ".join(JOB_COLUMNS)
 )
 OPEN_ATTEMPT = (
-    "INSERT INTO job_attempts (job_id, attempt, lease_owner, started_at) VALUES (?, ?, ?, ?)"
+    "INSERT INTO job_attempts (job_id, seq, attempt, lease_owner, started_at) "
+    "SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM job_attempts WHERE job_id = ?"
 )
 FINISH_DONE = (
     "UPDATE jobs SET status = 'DONE', lease_owner = NULL, lease_until = NULL, last_error = NULL, "
@@ -109,7 +112,7 @@ FINISH_FAILED = (
 )
 CLOSE_ATTEMPT = (
     "UPDATE job_attempts SET finished_at = ?, outcome = ?, error = ?, next_attempt_at = ? "
-    "WHERE job_id = ? AND attempt = ?"
+    "WHERE job_id = ? AND finished_at IS NULL"
 )
 RETRY_DLQ = (
     "UPDATE jobs SET status = 'PENDING', attempts = 0, next_attempt_at = ?, updated_at = ? "
@@ -127,8 +130,8 @@ LIST_JOBS = (
 )
 GET_JOB = "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs WHERE job_id = ?"
 ATTEMPTS_OF = (
-    "SELECT job_id, attempt, lease_owner, started_at, finished_at, outcome, error, "
-    "next_attempt_at FROM job_attempts WHERE job_id = ? ORDER BY attempt"
+    "SELECT job_id, seq, attempt, lease_owner, started_at, finished_at, outcome, error, "
+    "next_attempt_at FROM job_attempts WHERE job_id = ? ORDER BY seq"
 )
 HISTORY_COUNT = "SELECT count(*) FROM jobs_history"
 TABLE_EXISTS = (
