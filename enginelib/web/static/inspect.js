@@ -46,7 +46,7 @@ function renderHit(hit) {
   const tier = a.tier || "bronze";
   return el("li", {class: "hit", "data-document": hit.document_id, "data-chunk": hit.chunk_index},
     el("div", {},
-      el("strong", {}, "[" + hit.citation.number + "] ", hit.citation.display_text), " ",
+      el("strong", {}, hit.citation.display_text), " ",
       el("span", {class: "badge tier-" + tier, title: "tier " + tier}, hit.truth_level + " · " + tier), " ",
       bar(a.authority_score), " ",
       el("span", {class: "muted"}, a.authority_score === null || a.authority_score === undefined ? "no authority score" : "authority " + a.authority_score)),
