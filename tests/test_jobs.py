@@ -30,7 +30,7 @@ class Clock:
     """A settable clock (from now on): the schedule is checked exactly without waiting."""
 
     def __init__(self) -> None:
-        self.now = utcnow() + timedelta(seconds=1)
+        self.now = utcnow() + timedelta(seconds=60)
 
     def __call__(self) -> datetime:
         return self.now
@@ -211,3 +211,17 @@ def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Pat
         assert [r["document_id"] for r in rows] == ["tyres.txt"]
         assert rows[0]["tier"] == "gold" and rows[0]["word_count"] > 10
         assert store.list_documents(truth_levels=["L2"]) == []
+
+
+def test_a_source_gone_before_its_turn_fails_with_the_reason(tmp_path: Path, corpus: Path) -> None:
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        (corpus / "tyres.txt").unlink()
+        queue = store.jobs(clock=clock)
+        outcome = Worker(store, queue).run_once()
+        assert outcome is not None and outcome.status == FAILED
+        assert "no such file" in (outcome.error or "")
+        job = queue.jobs()[0]
+        low, high = delay_bounds(1)
+        assert low <= (job["next_attempt_at"] - clock.now).total_seconds() <= high

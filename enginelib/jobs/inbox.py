@@ -31,6 +31,12 @@ def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
     return path
 
 
+def pending_files(store_path: Path) -> bool:
+    """Cheap: is there anything to import? (one directory listing, no parsing)"""
+    folder = store_path / INBOX_DIR
+    return folder.is_dir() and any(folder.glob("*.json"))
+
+
 def pending(store_path: Path) -> int:
     folder = store_path / INBOX_DIR
     if not folder.is_dir():

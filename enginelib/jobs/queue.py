@@ -141,6 +141,13 @@ class JobQueue:
             found = {s: int(n) for s, n in self.catalog.con.execute(t.COUNTS).fetchall()}
         return {status: found.get(status, 0) for status in t.STATUSES}
 
+    def next_wake(self) -> datetime | None:
+        """The earliest time a job falls due or a lease runs out; None when nothing waits."""
+        if not self._exists():
+            return None
+        row = first(self.catalog.con.execute(t.NEXT_WAKE).fetchall())
+        return row[0] if row else None
+
     def history_count(self) -> int:
         if not self._exists():
             return 0

@@ -133,6 +133,11 @@ ATTEMPTS_OF = (
     "SELECT job_id, seq, attempt, lease_owner, started_at, finished_at, outcome, error, "
     "next_attempt_at FROM job_attempts WHERE job_id = ? ORDER BY seq"
 )
+# When the worker next has something to do: a retry falling due, or a lease running out.
+NEXT_WAKE = (
+    "SELECT min(CASE WHEN status = 'RUNNING' THEN lease_until ELSE next_attempt_at END) "
+    "FROM jobs WHERE status IN ('PENDING', 'FAILED', 'RUNNING')"
+)
 HISTORY_COUNT = "SELECT count(*) FROM jobs_history"
 TABLE_EXISTS = (
     "SELECT count(*) FROM information_schema.tables WHERE table_name = 'jobs'"

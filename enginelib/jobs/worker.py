@@ -9,12 +9,15 @@ unchanged document is a no-op (its fingerprint matches), so nothing is done twic
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +51,9 @@ class Worker:
         self.queue = queue
         self.lock = lock
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
+        self.wake = threading.Event()
+        self._idle_until = 0.0  # monotonic time before which no job can fall due
 
     def _guard(self) -> Any:
         return self.lock if self.lock is not None else nullcontext()
@@ -59,6 +65,7 @@ class Worker:
             self.queue.expire_leases()
             job = self.queue.claim(self.owner)
             if job is None:
+                self._sleep_until(self.queue.next_wake())
                 self.store.catalog.release()  # let readers in while idle
                 return None
             try:
@@ -80,11 +87,35 @@ class Worker:
             outcomes.append(outcome)
         return outcomes
 
-    def run_forever(self, stop: threading.Event, poll_s: float = 1.0) -> None:
-        """Process jobs as they become due until ``stop`` is set."""
+    def run_forever(
+        self, stop: threading.Event, poll_s: float = 1.0,
+        on_idle: Callable[[], None] | None = None,
+    ) -> None:
+        """Process jobs as they become due until ``stop`` is set.
+
+        While idle it opens the catalog only when a job can be due (the earliest retry or
+        lease end, an inbox file, or ``wake``): reopening DuckDB costs tens of milliseconds,
+        which searches served by the same process would otherwise pay.
+        """
         while not stop.is_set():
-            if self.run_once() is None:
-                stop.wait(poll_s)
+            if self._has_work() and self.run_once() is not None:
+                continue
+            if on_idle is not None:
+                on_idle()
+            self.wake.wait(poll_s)
+
+    def _has_work(self) -> bool:
+        if self.wake.is_set():
+            self.wake.clear()
+            return True
+        return time.monotonic() >= self._idle_until or inbox.pending_files(self.store.path)
+
+    def _sleep_until(self, moment: datetime | None) -> None:
+        if moment is None:
+            self._idle_until = math.inf
+            return
+        seconds = (moment - self.queue.clock()).total_seconds()
+        self._idle_until = time.monotonic() + max(0.0, seconds)
 
     def _process(self, job: dict[str, Any]) -> list[str]:
         from ..loaders import load_file
