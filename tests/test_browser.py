@@ -23,6 +23,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.test_web import build_store
 
+pytestmark = pytest.mark.slow  # a real browser and a real server process
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",

@@ -21,6 +21,8 @@ from enginelib.jobs import delay_bounds
 from tests.helpers import paragraphs
 from tests.test_loaders import pdf_bytes
 
+pytestmark = pytest.mark.slow  # real worker processes, killed and racing
+
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = 0.01  # one backoff second lasts 10 ms here: the schedule's shape, 100x faster
 

@@ -199,6 +199,7 @@ def test_token_is_checked_on_every_request(store_path: Path) -> None:
         assert client.get("/api/jobs").status_code == 200  # the cookie set by ?token=
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
     env.pop("ENGINELIB_TOKEN", None)
