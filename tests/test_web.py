@@ -140,6 +140,12 @@ def test_uploads_are_size_limited_plain_named_and_stay_in_the_store(
         assert bad.status_code == 400, name
         assert "not a plain file name" in bad.json()["error"]
     assert not (store_path.parent / "escape.md").exists()
+    def chunks() -> Iterator[bytes]:
+        yield b"--x\r\n"
+
+    chunked = client.post("/api/upload", content=chunks(),
+                          headers={"content-type": "multipart/form-data; boundary=x"})
+    assert chunked.status_code == 411 and "Content-Length" in chunked.json()["error"]
     odd = client.post("/api/upload", files={"file": ("tool.exe", b"MZ")})
     assert odd.status_code == 415
     ok = client.post("/api/upload", files={"file": ("pads.md", b"# Pads\n\nBrake pads wear "

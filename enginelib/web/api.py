@@ -32,6 +32,10 @@ class PayloadTooLargeError(InvalidInputError):
     pass
 
 
+class LengthRequiredError(InvalidInputError):
+    pass
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
@@ -51,6 +55,8 @@ def error_reply(exc: Exception) -> Response:
         status = 404
     elif isinstance(exc, PayloadTooLargeError):
         status = 413
+    elif isinstance(exc, LengthRequiredError):
+        status = 411
     elif isinstance(exc, UnsupportedFormatError):
         status = 415
     elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError)):
@@ -95,7 +101,11 @@ async def upload(request: Request) -> Response:
     service: Service = request.app.state.service
     limit = service.max_upload_bytes
     try:
-        declared = int(request.headers.get("content-length") or 0)
+        # The size is known before anything is parsed or spooled; a body of unknown length
+        # (chunked) could be any size, so it is refused.
+        if not request.headers.get("content-length", "").isdigit():
+            raise LengthRequiredError("upload needs a Content-Length header (no chunked bodies)")
+        declared = int(request.headers["content-length"])
         if declared > limit + 64 * 1024:  # multipart framing on top of the file itself
             raise PayloadTooLargeError(_too_large(declared, limit))
         if "multipart/form-data" not in request.headers.get("content-type", ""):
