@@ -2,7 +2,9 @@
 
 Chromium comes from Debian (`apt-get install chromium`, see .ci/run): Playwright's own browser
 download is not reachable here. Set $ENGINELIB_SCREENSHOTS to a folder to keep the pages'
-screenshots (docs/images/ holds the README's).
+screenshots. The README's (docs/images/) show the same pages over the GDPR and AI Act with
+the default model: `serve` on the serve-latency benchmark's store, plus the GDPR recitals and
+a truncated PDF queued with `ingest --queue`.
 """
 
 from __future__ import annotations
