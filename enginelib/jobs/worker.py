@@ -70,8 +70,8 @@ class Worker:
                 return None
             try:
                 documents = self._process(job)
-            except (EngineError, OSError, ValueError) as exc:
-                error = str(exc) or type(exc).__name__
+            except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded, retried
+                error = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
                 status = self.queue.fail(job, self.owner, error)
                 self.store.catalog.release()
                 return JobOutcome(job["job_id"], job["source"], status, job["attempts"], error)
