@@ -34,6 +34,7 @@ def build_store(path: Path, src: Path) -> None:
                 metadata={"source_id": "eur-lex"}),
             doc("tyres", paragraphs(3, "tyres"), title="Tyres"),
         ], truth_level="L1")
+        store.create_snapshot("before-brakes")
         store.enqueue_paths(src / "empty.md", max_attempts=1)
         store.enqueue_paths(src / "brakes.md")
         from enginelib.jobs import Worker
@@ -89,6 +90,18 @@ def test_search_gives_scores_authority_and_the_gate(client: TestClient) -> None:
     assert [h["scores"] for h in same["hits"]] == [h["scores"] for h in data["hits"]]
     refused = client.post("/api/search", json={"query": "quantum chromodynamics lattice"}).json()
     assert refused["gate"]["decision"] == "refuse" and refused["gate"]["reason"]
+
+
+def test_search_a_snapshot_through_the_api(client: TestClient) -> None:
+    body = {"query": "brake pads caliper", "truth_levels": "L1,L2", "no_gate": True}
+    live = client.post("/api/search", json=body).json()
+    assert "brakes.md" in {h["document_id"] for h in live["hits"]}
+    old = client.post("/api/search", json={**body, "snapshot": "before-brakes"}).json()
+    assert old["snapshot"] == "before-brakes"
+    assert "brakes.md" not in {h["document_id"] for h in old["hits"]} and old["hits"]
+    for name in ("nope", "../../etc"):
+        bad = client.post("/api/search", json={**body, "snapshot": name})
+        assert bad.status_code == 400 and "snapshot" in bad.json()["error"], name
 
 
 def test_check_answer_flags_a_fabricated_reference(client: TestClient) -> None:

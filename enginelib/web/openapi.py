@@ -19,6 +19,7 @@ _SEARCH_BODY = {
         "fusion": {"enum": ["rrf", "weighted"]}, "preset": {"type": "string"},
         "min_score": {"type": "number"}, "diversify": {"type": "boolean"},
         "boost": {"type": "boolean"}, "no_gate": {"type": "boolean"},
+        "snapshot": {"type": "string", "description": "search this snapshot, read-only"},
     },
 }
 

@@ -32,7 +32,7 @@ DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
 # The search options the API takes: the CLI's, by the CLI's names.
 SEARCH_OPTIONS = ("query", "strategy", "limit", "offset", "filters", "truth_levels", "fusion",
-                  "preset", "min_score", "diversify", "boost", "no_gate")
+                  "preset", "min_score", "diversify", "boost", "no_gate", "snapshot")
 
 
 class Service:
@@ -53,6 +53,7 @@ class Service:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_use = time.monotonic()
+        self._snapshots: dict[str, Store] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -75,6 +76,8 @@ class Service:
         if self._thread is not None:
             self._thread.join(timeout=60)
         with self.lock:
+            for snapshot in self._snapshots.values():
+                snapshot.close()
             self.store.close()
 
     def _locked(self, action: Callable[[], Any]) -> Any:
@@ -91,11 +94,29 @@ class Service:
 
     # -- search ----------------------------------------------------------------------------
 
+    def _target(self, snapshot: str | None) -> Store:
+        """The live store, or a snapshot of it (opened once, read-only, same warm model)."""
+        if not snapshot:
+            return self.store
+        if snapshot not in self._snapshots:
+            from ..snapshots import open_snapshot
+
+            self._snapshots[snapshot] = open_snapshot(self.store.path, snapshot,
+                                                      embedder=self.store.embedder)
+        return self._snapshots[snapshot]
+
     def search(self, params: dict[str, Any]) -> dict[str, Any]:
         query, options = search_options(params)
-        response = self._locked(lambda: self.store.search(query, **options))
+        snapshot = options.pop("snapshot", None)
+
+        def run() -> tuple[Any, dict[str, dict[str, Any]]]:
+            target = self._target(snapshot)
+            found = target.search(query, **options)
+            return found, _authority(target, [h.document_id for h in found])
+
+        response, authority = self._locked(run)
         data = response.to_dict()
-        authority = self._locked(lambda: _authority(self.store, [h.document_id for h in response]))
+        data["snapshot"] = snapshot
         for hit in data["hits"]:
             hit["authority"] = authority.get(hit["document_id"], {})
             hit["document_url"] = document_url(hit["document_id"], hit["start_offset"],
@@ -113,7 +134,8 @@ class Service:
         if not isinstance(search, dict):
             raise InvalidInputError("search must be the search request the answer was written from")
         query, options = search_options(search)
-        response = self._locked(lambda: self.store.search(query, **options))
+        snapshot = options.pop("snapshot", None)
+        response = self._locked(lambda: self._target(snapshot).search(query, **options))
         citations = [hit.citation for hit in response.hits]
         check = check_answer_citations(answer, citations)
         return {
@@ -249,6 +271,8 @@ def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             raise InvalidInputError(f"min_score must be a number, got {params['min_score']!r}") from exc
     if _bool_param(params, "no_gate"):
         options["answerability_threshold"] = None
+    if params.get("snapshot"):
+        options["snapshot"] = str(params["snapshot"])
     return query, options
 
 

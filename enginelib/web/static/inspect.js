@@ -16,6 +16,8 @@ function searchRequest() {
   };
   const preset = document.getElementById("preset").value;
   if (preset) request.preset = preset;
+  const snapshot = document.getElementById("snapshot").value.trim();
+  if (snapshot) request.snapshot = snapshot;
   const filters = document.getElementById("filters").value.trim();
   if (filters) request.filters = filters;  // sent as text: the API explains bad JSON
   return request;
