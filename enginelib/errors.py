@@ -17,6 +17,9 @@
      |    +-- InvalidFilterError         unknown field or wrong type  (.field)
      |    +-- InvalidQueryError          empty query, syntax error in the query language
      |    +-- InvalidVectorError         wrong dimension, NaN / inf
+     |    +-- PayloadTooLargeError       an upload over `serve`'s size limit (HTTP 413)
+     |    +-- LengthRequiredError        an upload of unknown length (HTTP 411)
+     |    +-- UnsafeBindError            `serve` on a public address without a token
      +-- EmbeddingError                the embedding model could not be loaded or run
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
      +-- ExportError                   the Postgres export failed (server message attached)
@@ -106,6 +109,18 @@ class InvalidQueryError(InvalidInputError):
 
 
 class InvalidVectorError(InvalidInputError):
+    pass
+
+
+class PayloadTooLargeError(InvalidInputError):
+    pass
+
+
+class LengthRequiredError(InvalidInputError):
+    pass
+
+
+class UnsafeBindError(InvalidInputError):
     pass
 
 

@@ -17,6 +17,8 @@ from ..errors import (
     DocumentNotFoundError,
     EngineError,
     InvalidInputError,
+    LengthRequiredError,
+    PayloadTooLargeError,
     ReadOnlyStoreError,
     StoreLockedError,
     UnsupportedFormatError,
@@ -26,14 +28,6 @@ from .security import safe_upload_name
 from .service import Service
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-class PayloadTooLargeError(InvalidInputError):
-    pass
-
-
-class LengthRequiredError(InvalidInputError):
-    pass
 
 
 def _default(value: Any) -> Any:

@@ -9,7 +9,7 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, UnsafeBindError
 
 ENV_TOKEN = "ENGINELIB_TOKEN"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -17,10 +17,6 @@ TOKEN_COOKIE = "enginelib_token"
 TOKEN_HEADER = "x-enginelib-token"
 # A plain file name: no folder part, no leading dot, no control characters.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}$")
-
-
-class UnsafeBindError(InvalidInputError):
-    """`serve` asked to listen beyond this machine without a token."""
 
 
 def require_token_for(host: str, token: str | None) -> None:
