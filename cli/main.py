@@ -53,18 +53,31 @@ def init(store_path: Path, vector_dim: int | None) -> None:
 @vector_dim_option
 @click.option("--strict", is_flag=True,
               help="All or nothing: the first bad file or record fails the call, nothing is written.")
+@click.option("--queue", is_flag=True, help="Enqueue one job per file and return; "
+              "`enginelib worker` (or `serve`) ingests them, retrying failures.")
 @json_option
 @handle_errors
 def ingest(
     store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
     include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, strict: bool,
-    vector_dim: int | None, as_json: bool,
+    vector_dim: int | None, queue: bool, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
 
     JSONL records may carry their own embedding in `vector` (or `embedding`; `vectors` for
     one per chunk): it is used instead of the model."""
+    if queue:
+        from .commands_jobs import enqueue_paths
+
+        queued = enqueue_paths(store_path, paths, include=include, exclude=exclude, options=dict(
+            truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
+            metadata=parse_key_values(metadata, "--metadata")))
+        if as_json:
+            emit_json(queued)
+        else:
+            click.echo(f"queued {queued['queued']} job(s) ({queued['via']})")
+        return
     with open_store(store_path, create=True, vector_dim=vector_dim) as store:
         report = store.ingest_path(
             *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
@@ -218,6 +231,12 @@ def _register_optional() -> None:
         ("enginelib.cli.commands_maintenance", "reindex"),
         ("enginelib.cli.commands_export", "export"),
         ("enginelib.cli.commands_eval", "eval_command"),
+        ("enginelib.cli.commands_jobs", "worker"),
+        ("enginelib.cli.commands_jobs", "jobs"),
+        ("enginelib.cli.commands_documents", "list_command"),
+        ("enginelib.cli.commands_documents", "delete"),
+        ("enginelib.cli.commands_documents", "update"),
+        ("enginelib.cli.commands_serve", "serve"),
     ):
         try:
             mod = importlib.import_module(module)

@@ -20,6 +20,9 @@
      |    +-- InvalidFilterError         unknown field or wrong type  (.field)
      |    +-- InvalidQueryError          empty query, syntax error in the query language
      |    +-- InvalidVectorError         wrong dimension, NaN / inf
+     |    +-- PayloadTooLargeError       an upload over `serve`'s size limit (HTTP 413)
+     |    +-- LengthRequiredError        an upload of unknown length (HTTP 411)
+     |    +-- UnsafeBindError            `serve` on a public address without a token
      +-- EmbeddingError                the embedding model could not be loaded or run
      +-- RewriterError                 the caller's query rewriter hook failed or returned garbage
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
@@ -138,6 +141,16 @@ class InvalidVectorError(InvalidInputError):
 
 class RewriterError(EngineError):
     """The ``rewriter`` search hook raised, or did not return a list of query strings."""
+class PayloadTooLargeError(InvalidInputError):
+    pass
+
+
+class LengthRequiredError(InvalidInputError):
+    pass
+
+
+class UnsafeBindError(InvalidInputError):
+    pass
 
 
 class EmbeddingError(EngineError):

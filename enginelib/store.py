@@ -36,6 +36,7 @@ from .types import IngestReport, LoadedDocument
 
 if TYPE_CHECKING:
     from .export import ExportReport
+    from .jobs import JobQueue
     from .maintenance import IntegrityReport, ReindexReport
     from .snapshots import RestoreReport, SnapshotDiff, SnapshotInfo
 
@@ -451,6 +452,43 @@ class Store:
         self.committed()
         self.persist()
 
+    def update_document(
+        self, document_id: str, *, truth_level: str | None = None,
+        tags: Sequence[str] | None = None, metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Change a document's truth level, tags or custom metadata; nothing is re-embedded."""
+        from .documents import update_metadata
+
+        self._require_writable()
+        doc = update_metadata(self.catalog, document_id, truth_level=truth_level, tags=tags,
+                              metadata=metadata)
+        self.committed()
+        self.persist()
+        return doc
+
+    # -- jobs (implemented in enginelib.jobs) ----------------------------------------------
+
+    def jobs(self, **options: Any) -> JobQueue:
+        """This store's ingestion job queue (max_attempts, lease_s, time_unit, clock)."""
+        from .jobs import JobQueue
+
+        return JobQueue(self.catalog, **options)
+
+    def enqueue_paths(self, *paths: str | Path, include: Sequence[str] = (),
+                      exclude: Sequence[str] = (), max_attempts: int | None = None,
+                      **options: Any) -> list[int]:
+        """One PENDING job per file (folders walked); a worker ingests them later."""
+        from .jobs import DEFAULT_MAX_ATTEMPTS, jobs_for_paths
+
+        self._require_writable()
+        from .ingest import IngestOptions
+
+        IngestOptions.build(**dict(options))  # refuse bad options now, not in the worker
+        queue = self.jobs(max_attempts=max_attempts or DEFAULT_MAX_ATTEMPTS)
+        ids = queue.enqueue(jobs_for_paths(paths, options, include=include, exclude=exclude))
+        self.catalog.release()
+        return ids
+
     # -- reading ---------------------------------------------------------------------------
 
     def search_presets(self) -> dict[str, dict[str, Any]]:
@@ -471,6 +509,15 @@ class Store:
         self._presets = load_presets(self.catalog)
         self._default_preset = default_preset(self.catalog)
         self.catalog.release()
+
+    def list_documents(self, **filters: Any) -> list[dict[str, Any]]:
+        """Documents with their source's tier and authority (truth_levels, domain,
+        source_type, tag, prefix, limit, offset)."""
+        from .documents import list_documents
+
+        rows = list_documents(self.catalog, **filters)
+        self.catalog.release()
+        return rows
 
     def get_document(self, document_id: str) -> dict[str, Any]:
         return self.catalog.require_document(document_id)

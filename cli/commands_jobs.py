@@ -1,0 +1,129 @@
+"""`enginelib worker` and `enginelib jobs`, and the `--queue` path of `enginelib ingest`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from enginelib import StoreLockedError
+from enginelib.jobs import (
+    DEFAULT_LEASE_S,
+    DEFAULT_MAX_ATTEMPTS,
+    JobQueue,
+    Worker,
+    inbox,
+    jobs_for_paths,
+)
+
+from .options import ENV_STORE, emit_json, handle_errors, json_option, open_store
+
+
+def store_argument(func: Any) -> Any:
+    return click.argument("store_path", type=click.Path(path_type=Path), envvar=ENV_STORE)(func)
+
+
+def enqueue_paths(
+    store_path: Path, paths: Sequence[Path], *, include: Sequence[str], exclude: Sequence[str],
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Enqueue and return; into the jobs table, or the inbox while another process writes."""
+    try:
+        store = open_store(store_path, create=True)
+    except StoreLockedError:
+        jobs = jobs_for_paths(paths, options, include=include, exclude=exclude)
+        inbox.drop(store_path, jobs)
+        return {"queued": len(jobs), "job_ids": [], "via": "inbox"}
+    with store:
+        ids = store.enqueue_paths(*paths, include=include, exclude=exclude, **options)
+    return {"queued": len(ids), "job_ids": ids, "via": "catalog"}
+
+
+@click.command("worker")
+@store_argument
+@click.option("--forever", is_flag=True, help="Keep polling for jobs instead of stopping when idle.")
+@click.option("--max-attempts", type=click.IntRange(min=1), default=DEFAULT_MAX_ATTEMPTS,
+              show_default=True, help="Attempts before a job goes to the DLQ (new jobs).")
+@click.option("--lease", "lease_s", type=click.FloatRange(min=0.01), default=DEFAULT_LEASE_S,
+              show_default=True, help="Seconds a claimed job stays ours; a dead worker's job "
+              "returns to PENDING after it.")
+@click.option("--poll", "poll_s", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+              help="Seconds between polls when idle (--forever).")
+@click.option("--time-unit", type=click.FloatRange(min=1e-6), default=1.0, hidden=True,
+              help="Length of one backoff second (tests shrink it).")
+@json_option
+@handle_errors
+def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, poll_s: float,
+           time_unit: float, as_json: bool) -> None:
+    """Process queued ingestion jobs (until none is due, or --forever)."""
+    with open_store(store_path) as store:
+        queue = store.jobs(max_attempts=max_attempts, lease_s=lease_s, time_unit=time_unit)
+        runner = Worker(store, queue)
+        if forever:
+            stop = threading.Event()
+            try:
+                runner.run_forever(stop, poll_s)
+            except KeyboardInterrupt:
+                stop.set()
+            return
+        outcomes = runner.run_until_idle()
+        counts = queue.counts()
+    if as_json:
+        emit_json({"processed": [o.__dict__ for o in outcomes], "counts": counts})
+        return
+    for o in outcomes:
+        tail = f": {o.error}" if o.error else ""
+        click.echo(f"job {o.job_id} {o.status} (attempt {o.attempts}) {o.source}{tail}")
+    click.echo(_counts_line(counts))
+
+
+@click.command("jobs")
+@store_argument
+@click.option("--retry-dlq", is_flag=True, help="Put DLQ jobs back to PENDING (fresh attempts).")
+@click.option("--purge-done", is_flag=True, help="Move DONE jobs to the history table.")
+@click.option("--status", type=click.Choice(["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"]),
+              default=None, help="Only jobs with this status.")
+@json_option
+@handle_errors
+def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None,
+         as_json: bool) -> None:
+    """Job counts by status and the jobs; --retry-dlq and --purge-done act first."""
+    actions: dict[str, int] = {}
+    if retry_dlq or purge_done:
+        try:
+            store = open_store(store_path)
+        except StoreLockedError as exc:
+            raise click.ClickException(
+                f"{exc}; while `enginelib serve` runs, use its console buttons or "
+                "POST /api/jobs/retry-dlq and /api/jobs/purge-done"
+            ) from exc
+        with store:
+            queue = store.jobs()
+            if retry_dlq:
+                actions["retried"] = queue.retry_dlq()
+            if purge_done:
+                actions["purged"] = queue.purge_done()
+    with open_store(store_path, read_only=True) as store:
+        queue = JobQueue(store.catalog)
+        counts, rows, history = queue.counts(), queue.jobs(status=status), queue.history_count()
+    waiting = inbox.pending(store_path)
+    if as_json:
+        emit_json({**actions, "counts": counts, "inbox": waiting, "history": history,
+                   "jobs": rows})
+        return
+    for name, value in actions.items():
+        click.echo(f"{name} {value}")
+    click.echo(_counts_line(counts) + (f" | inbox {waiting}" if waiting else "")
+               + f" | history {history}")
+    for job in rows:
+        when = f" next {job['next_attempt_at']:%H:%M:%S}" if job["status"] == "FAILED" else ""
+        error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
+        click.echo(f"{job['job_id']:>5} {job['status']:<7} {job['attempts']}/{job['max_attempts']}"
+                   f"{when}  {job['source']}{error}")
+
+
+def _counts_line(counts: dict[str, int]) -> str:
+    return "  ".join(f"{status} {count}" for status, count in counts.items())

@@ -1,0 +1,175 @@
+"""The job queue over the catalog: enqueue, claim with a lease, finish, retry, DLQ, purge."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..catalog import Catalog, first, utcnow
+from ..errors import InvalidInputError
+from . import table as t
+from .backoff import DEFAULT_MAX_ATTEMPTS, retry_delay
+
+DEFAULT_LEASE_S = 300.0
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """One source to ingest: a file (or an uploaded file) and the options to ingest it with."""
+
+    source: str
+    document_id: str
+    options: dict[str, Any]
+    kind: str = "file"
+
+
+class JobQueue:
+    """Jobs of one store. Writers only mutate; ``time_unit`` scales every delay (tests)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        lease_s: float = DEFAULT_LEASE_S,
+        time_unit: float = 1.0,
+        clock: Callable[[], datetime] = utcnow,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        if max_attempts < 1:
+            raise InvalidInputError(f"max_attempts must be >= 1, got {max_attempts}")
+        if lease_s <= 0 or time_unit <= 0:
+            raise InvalidInputError("lease and time unit must be positive")
+        self.catalog = catalog
+        self.max_attempts = max_attempts
+        self.lease_s = lease_s
+        self.time_unit = time_unit
+        self.clock = clock
+        self.rand = rand
+        if not catalog.read_only:
+            with catalog.transaction() as con:
+                t.create_tables(con)
+
+    def _exists(self) -> bool:
+        return self.catalog.read_only is False or t.tables_exist(self.catalog.con)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
+        now = self.clock()
+        ids: list[int] = []
+        with self.catalog.transaction() as con:
+            for job in jobs:
+                row = first(con.execute(t.INSERT_JOB, [
+                    job.kind, job.source, job.document_id, json.dumps(job.options, default=str),
+                    self.max_attempts, now, now, now,
+                ]).fetchall())
+                assert row is not None
+                ids.append(int(row[0]))
+        return ids
+
+    def expire_leases(self) -> list[int]:
+        """RUNNING jobs whose lease ran out go back to PENDING (their worker died)."""
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            rows = con.execute(t.EXPIRE_LEASES, [now, now]).fetchall()
+            for job_id, _ in rows:
+                con.execute(t.CLOSE_LOST_ATTEMPT, [now, job_id])
+        return [int(r[0]) for r in rows]
+
+    def claim(self, owner: str) -> dict[str, Any] | None:
+        """The next due job, now RUNNING under ``owner``'s lease; None when nothing is due."""
+        now = self.clock()
+        lease_until = now + timedelta(seconds=self.lease_s)
+        with self.catalog.transaction() as con:
+            due = first(con.execute(t.NEXT_DUE, [now]).fetchall())
+            if due is None:
+                return None
+            row = first(con.execute(t.CLAIM, [owner, lease_until, now, now, due[0]]).fetchall())
+            if row is None:
+                return None
+            job = t.job_row(row)
+            con.execute(t.OPEN_ATTEMPT, [job["job_id"], job["attempts"], owner, now, job["job_id"]])
+        job["options"] = json.loads(job["options"])
+        return job
+
+    def complete(self, job: dict[str, Any], owner: str, documents: Sequence[str]) -> None:
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            con.execute(t.FINISH_DONE, [now, now, list(documents), job["job_id"], owner])
+            con.execute(t.CLOSE_ATTEMPT, [now, t.DONE, None, None, job["job_id"]])
+
+    def fail(self, job: dict[str, Any], owner: str, error: str) -> str:
+        """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
+        job has used its attempts. Returns the new status."""
+        now = self.clock()
+        attempts = int(job["attempts"])
+        if attempts >= int(job["max_attempts"]):
+            status, next_at = t.DLQ, now
+        else:
+            status = t.FAILED
+            next_at = now + timedelta(seconds=retry_delay(attempts, self.rand) * self.time_unit)
+        with self.catalog.transaction() as con:
+            con.execute(t.FINISH_FAILED, [status, error, next_at, now, now, job["job_id"], owner])
+            con.execute(t.CLOSE_ATTEMPT, [
+                now, status, error, None if status == t.DLQ else next_at, job["job_id"],
+            ])
+        return status
+
+    def retry_dlq(self) -> int:
+        """DLQ jobs back to PENDING with a fresh set of attempts; returns how many."""
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            return len(con.execute(t.RETRY_DLQ, [now, now]).fetchall())
+
+    def purge_done(self) -> int:
+        """Move DONE jobs to ``jobs_history``; returns how many moved."""
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            con.execute(t.COPY_DONE_TO_HISTORY, [now])
+            return len(con.execute(t.DELETE_DONE).fetchall())
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        if self._exists():
+            found = {s: int(n) for s, n in self.catalog.con.execute(t.COUNTS).fetchall()}
+        return {status: found.get(status, 0) for status in t.STATUSES}
+
+    def next_wake(self) -> datetime | None:
+        """The earliest time a job falls due or a lease runs out; None when nothing waits."""
+        if not self._exists():
+            return None
+        row = first(self.catalog.con.execute(t.NEXT_WAKE).fetchall())
+        return row[0] if row else None
+
+    def history_count(self) -> int:
+        if not self._exists():
+            return 0
+        row = first(self.catalog.con.execute(t.HISTORY_COUNT).fetchall())
+        return int(row[0]) if row else 0
+
+    def jobs(self, *, status: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        if status is not None and status not in t.STATUSES:
+            raise InvalidInputError(f"job status {status!r} is not one of {list(t.STATUSES)}")
+        if not self._exists():
+            return []
+        rows = self.catalog.con.execute(t.LIST_JOBS, [status, status, limit]).fetchall()
+        jobs = [t.job_row(r) for r in rows]
+        for job in jobs:
+            job["options"] = json.loads(job["options"])
+        return jobs
+
+    def attempts(self, job_id: int) -> list[dict[str, Any]]:
+        if not self._exists():
+            return []
+        return t.rows_as_dicts(self.catalog.con.execute(t.ATTEMPTS_OF, [job_id]))
+
+    def active(self) -> bool:
+        counts = self.counts()
+        return bool(counts[t.PENDING] or counts[t.RUNNING] or counts[t.FAILED])

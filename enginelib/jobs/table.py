@@ -1,0 +1,173 @@
+"""The jobs tables in the catalog: every statement the job queue runs, values as parameters.
+
+The tables are created on first use by a writer (``CREATE ... IF NOT EXISTS``), so a store
+made before the queue existed needs no migration; a read-only open of such a store simply
+sees no jobs. They are operational state, not corpus data: snapshots and the Postgres
+export leave them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+# Statuses, in the order the console shows their counters.
+PENDING, RUNNING, DONE, FAILED, DLQ = "PENDING", "RUNNING", "DONE", "FAILED", "DLQ"
+STATUSES: tuple[str, ...] = (PENDING, RUNNING, DONE, FAILED, DLQ)
+
+JOB_COLUMNS = (
+    "job_id", "kind", "source", "document_id", "options", "status", "attempts",
+    "max_attempts", "last_error", "next_attempt_at", "lease_owner", "lease_until",
+    "created_at", "updated_at", "started_at", "finished_at", "documents",
+)
+
+DDL: tuple[str, ...] = (
+    "CREATE SEQUENCE IF NOT EXISTS jobs_id_seq START 1",
+    """CREATE TABLE IF NOT EXISTS jobs (
+        job_id BIGINT PRIMARY KEY DEFAULT nextval('jobs_id_seq'),
+        kind VARCHAR NOT NULL,            -- file | upload
+        source VARCHAR NOT NULL,          -- absolute path read by the worker
+        document_id VARCHAR NOT NULL,     -- the id the loader gives the file's document(s)
+        options JSON NOT NULL,            -- ingest options (truth level, tags, metadata...)
+        status VARCHAR NOT NULL CHECK (status IN ('PENDING','RUNNING','DONE','FAILED','DLQ')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        last_error VARCHAR,
+        next_attempt_at TIMESTAMP NOT NULL,
+        lease_owner VARCHAR,
+        lease_until TIMESTAMP,
+        created_at TIMESTAMP NOT NULL,
+        updated_at TIMESTAMP NOT NULL,
+        started_at TIMESTAMP,
+        finished_at TIMESTAMP,
+        documents VARCHAR[])""",
+    "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status)",
+    # One row per attempt: the schedule a retry followed stays visible after the fact.
+    # seq counts every run of the job; attempt restarts at 1 after a Retry DLQ.
+    """CREATE TABLE IF NOT EXISTS job_attempts (
+        job_id BIGINT NOT NULL,
+        seq INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        lease_owner VARCHAR,
+        started_at TIMESTAMP NOT NULL,
+        finished_at TIMESTAMP,
+        outcome VARCHAR,                  -- DONE | FAILED | DLQ; NULL while running or if killed
+        error VARCHAR,
+        next_attempt_at TIMESTAMP,
+        PRIMARY KEY (job_id, seq))""",
+    """CREATE TABLE IF NOT EXISTS jobs_history (
+        job_id BIGINT PRIMARY KEY,
+        kind VARCHAR, source VARCHAR, document_id VARCHAR, options JSON, status VARCHAR,
+        attempts INTEGER, max_attempts INTEGER, last_error VARCHAR, next_attempt_at TIMESTAMP,
+        lease_owner VARCHAR, lease_until TIMESTAMP, created_at TIMESTAMP, updated_at TIMESTAMP,
+        started_at TIMESTAMP, finished_at TIMESTAMP, documents VARCHAR[],
+        purged_at TIMESTAMP NOT NULL)""",
+)
+
+INSERT_JOB = (
+    "INSERT INTO jobs (kind, source, document_id, options, status, attempts, max_attempts, "
+    "next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'PENDING', 0, ?, ?, ?, ?) "
+    "RETURNING job_id"
+)
+
+# A RUNNING job whose lease ran out belongs to a worker that died: it goes back to the queue.
+# Its attempt stays counted (the work may have been half done) and its open attempt row is
+# closed, so the history shows the lost run.
+EXPIRE_LEASES = (
+    "UPDATE jobs SET status = 'PENDING', lease_owner = NULL, lease_until = NULL, "
+    "last_error = 'worker lease expired (worker stopped mid-job)', updated_at = ? "
+    "WHERE status = 'RUNNING' AND lease_until < ? RETURNING job_id, attempts"
+)
+CLOSE_LOST_ATTEMPT = (
+    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', "
+    "error = 'worker lease expired (worker stopped mid-job)' "
+    "WHERE job_id = ? AND finished_at IS NULL"
+)
+
+NEXT_DUE = (
+    "SELECT job_id FROM jobs WHERE status IN ('PENDING', 'FAILED') AND next_attempt_at <= ? "
+    "ORDER BY next_attempt_at, job_id LIMIT 1"
+)
+# The status test in the WHERE clause makes the claim a compare-and-set: of two claimers
+# only one sees its UPDATE return a row.
+CLAIM = (
+    "UPDATE jobs SET status = 'RUNNING', attempts = attempts + 1, lease_owner = ?, "
+    "lease_until = ?, started_at = ?, updated_at = ? "
+    "WHERE job_id = ? AND status IN ('PENDING', 'FAILED') RETURNING " + ", ".join(JOB_COLUMNS)
+)
+OPEN_ATTEMPT = (
+    "INSERT INTO job_attempts (job_id, seq, attempt, lease_owner, started_at) "
+    "SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM job_attempts WHERE job_id = ?"
+)
+FINISH_DONE = (
+    "UPDATE jobs SET status = 'DONE', lease_owner = NULL, lease_until = NULL, last_error = NULL, "
+    "finished_at = ?, updated_at = ?, documents = ? WHERE job_id = ? AND lease_owner = ?"
+)
+FINISH_FAILED = (
+    "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ?, "
+    "next_attempt_at = ?, finished_at = ?, updated_at = ? WHERE job_id = ? AND lease_owner = ?"
+)
+CLOSE_ATTEMPT = (
+    "UPDATE job_attempts SET finished_at = ?, outcome = ?, error = ?, next_attempt_at = ? "
+    "WHERE job_id = ? AND finished_at IS NULL"
+)
+RETRY_DLQ = (
+    "UPDATE jobs SET status = 'PENDING', attempts = 0, next_attempt_at = ?, updated_at = ? "
+    "WHERE status = 'DLQ' RETURNING job_id"
+)
+COPY_DONE_TO_HISTORY = (
+    "INSERT INTO jobs_history SELECT " + ", ".join(JOB_COLUMNS) + ", ? FROM jobs "
+    "WHERE status = 'DONE'"
+)
+DELETE_DONE = "DELETE FROM jobs WHERE status = 'DONE' RETURNING job_id"
+COUNTS = "SELECT status, count(*) FROM jobs GROUP BY status"
+LIST_JOBS = (
+    "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs "
+    "WHERE (? IS NULL OR status = ?) ORDER BY job_id LIMIT ?"
+)
+GET_JOB = "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs WHERE job_id = ?"
+ATTEMPTS_OF = (
+    "SELECT job_id, seq, attempt, lease_owner, started_at, finished_at, outcome, error, "
+    "next_attempt_at FROM job_attempts WHERE job_id = ? ORDER BY seq"
+)
+# When the worker next has something to do: a retry falling due, or a lease running out.
+NEXT_WAKE = (
+    "SELECT min(CASE WHEN status = 'RUNNING' THEN lease_until ELSE next_attempt_at END) "
+    "FROM jobs WHERE status IN ('PENDING', 'FAILED', 'RUNNING')"
+)
+HISTORY_COUNT = "SELECT count(*) FROM jobs_history"
+TABLE_EXISTS = (
+    "SELECT count(*) FROM information_schema.tables WHERE table_name = 'jobs'"
+)
+
+
+def create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for statement in DDL:
+        con.execute(statement)
+
+
+def tables_exist(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute(TABLE_EXISTS).fetchall()
+    row = rows[0] if rows else None
+    return bool(row and row[0])
+
+
+def rows_as_dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def job_row(values: Sequence[Any]) -> dict[str, Any]:
+    return dict(zip(JOB_COLUMNS, values, strict=True))
+
+
+def as_naive(moment: datetime) -> datetime:
+    """DuckDB TIMESTAMP is naive UTC: drop tzinfo after converting."""
+    if moment.tzinfo is not None:
+        from datetime import UTC
+
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment

@@ -1,0 +1,156 @@
+"""The worker: claims due jobs and runs each through the store's normal atomic ingest.
+
+The store has one writer at a time (its file lock), and the worker is that writer: only the
+process holding the lock claims jobs, so a job never runs twice at once. A worker that dies
+mid-job leaves its job RUNNING with a lease; when the lease runs out the next worker puts it
+back to PENDING. Re-running a job is harmless: the ingest is atomic per batch and an
+unchanged document is a no-op (its fingerprint matches), so nothing is done twice.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import faults
+from ..errors import EngineError
+from . import inbox
+from . import table as t
+from .queue import JobQueue, NewJob
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    job_id: int
+    source: str
+    status: str  # DONE | FAILED | DLQ
+    attempts: int
+    error: str | None = None
+
+
+class Worker:
+    """Processes a store's jobs. ``lock`` serializes store access with other threads (serve)."""
+
+    def __init__(
+        self, store: Store, queue: JobQueue, *, lock: threading.RLock | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.lock = lock
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
+        self.wake = threading.Event()
+        self._idle_until = 0.0  # monotonic time before which no job can fall due
+
+    def _guard(self) -> Any:
+        return self.lock if self.lock is not None else nullcontext()
+
+    def run_once(self) -> JobOutcome | None:
+        """Process one due job; None when nothing is due."""
+        with self._guard():
+            inbox.import_into(self.store.path, self.queue)
+            self.queue.expire_leases()
+            job = self.queue.claim(self.owner)
+            if job is None:
+                self._sleep_until(self.queue.next_wake())
+                self.store.catalog.release()  # let readers in while idle
+                return None
+            try:
+                documents = self._process(job)
+            except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded, retried
+                error = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+                status = self.queue.fail(job, self.owner, error)
+                self.store.catalog.release()
+                return JobOutcome(job["job_id"], job["source"], status, job["attempts"], error)
+            faults.crash_point("after_job_ingest")
+            self.queue.complete(job, self.owner, documents)
+            self.store.catalog.release()
+            return JobOutcome(job["job_id"], job["source"], t.DONE, job["attempts"])
+
+    def run_until_idle(self) -> list[JobOutcome]:
+        """Process every job that is due now (retries scheduled later are left for later)."""
+        outcomes: list[JobOutcome] = []
+        while (outcome := self.run_once()) is not None:
+            outcomes.append(outcome)
+        return outcomes
+
+    def run_forever(
+        self, stop: threading.Event, poll_s: float = 1.0,
+        on_idle: Callable[[], None] | None = None,
+    ) -> None:
+        """Process jobs as they become due until ``stop`` is set.
+
+        While idle it opens the catalog only when a job can be due (the earliest retry or
+        lease end, an inbox file, or ``wake``): reopening DuckDB costs tens of milliseconds,
+        which searches served by the same process would otherwise pay.
+        """
+        while not stop.is_set():
+            if self._has_work() and self.run_once() is not None:
+                continue
+            if on_idle is not None:
+                on_idle()
+            self.wake.wait(poll_s)
+
+    def _has_work(self) -> bool:
+        if self.wake.is_set():
+            self.wake.clear()
+            return True
+        return time.monotonic() >= self._idle_until or inbox.pending_files(self.store.path)
+
+    def _sleep_until(self, moment: datetime | None) -> None:
+        if moment is None:
+            self._idle_until = math.inf
+            return
+        seconds = (moment - self.queue.clock()).total_seconds()
+        self._idle_until = time.monotonic() + max(0.0, seconds)
+
+    def _process(self, job: dict[str, Any]) -> list[str]:
+        from ..loaders import load_file
+
+        documents = load_file(job["source"], doc_id=job["document_id"])
+        report = self.store.ingest_documents(documents, **job["options"])
+        if report.skipped:
+            raise EngineError("; ".join(s.reason for s in report.skipped))
+        return [*report.added, *report.updated, *report.unchanged]
+
+
+def jobs_for_paths(
+    paths: Sequence[str | Path], options: dict[str, Any], *, include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> list[NewJob]:
+    """One job per file: a file named directly, or each file found walking a folder, with
+    the same document id a plain ingest would give it."""
+    from ..loaders.walk import fail, matches, walk
+    from ..types import SkippedInput
+
+    jobs: list[NewJob] = []
+    for given in paths:
+        root = Path(given).resolve()
+        if not root.exists():
+            raise fail(Path(given), "no such file or folder")
+        if not root.is_dir():
+            jobs.append(NewJob(str(root), root.name, dict(options)))
+            continue
+        for found in walk(root, exclude):
+            if isinstance(found, SkippedInput):
+                continue
+            path, relative = found
+            if include and not matches(relative, include):
+                continue
+            if matches(relative, exclude):
+                continue
+            jobs.append(NewJob(str(path), relative, dict(options)))
+    return jobs

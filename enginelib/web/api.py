@@ -1,0 +1,190 @@
+"""The JSON API under /api/: thin handlers over the Service, errors as 4xx JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..errors import (
+    DocumentNotFoundError,
+    EngineError,
+    InvalidInputError,
+    LengthRequiredError,
+    PayloadTooLargeError,
+    ReadOnlyStoreError,
+    StoreLockedError,
+    UnsupportedFormatError,
+)
+from .openapi import OPENAPI
+from .security import safe_upload_name
+from .service import Service
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def reply(data: Any, status: int = 200) -> Response:
+    body = json.dumps(data, default=_default, ensure_ascii=False)
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def error_reply(exc: Exception) -> Response:
+    status = 400
+    if isinstance(exc, DocumentNotFoundError):
+        status = 404
+    elif isinstance(exc, PayloadTooLargeError):
+        status = 413
+    elif isinstance(exc, LengthRequiredError):
+        status = 411
+    elif isinstance(exc, UnsupportedFormatError):
+        status = 415
+    elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError)):
+        status = 409
+    elif not isinstance(exc, (InvalidInputError, EngineError)):
+        status = 500
+    return JSONResponse({"error": str(exc), "type": type(exc).__name__}, status_code=status)
+
+
+def endpoint(action: Callable[[Service, Request], Any], status: int = 200) -> Handler:
+    """A handler that runs ``action`` in the thread pool (it blocks on the store)."""
+
+    async def handle(request: Request) -> Response:
+        service: Service = request.app.state.service
+        try:
+            body = await _body(request) if request.method == "POST" else None
+            request.state.body = body
+            data = await run_in_threadpool(action, service, request)
+        except (EngineError, ValueError) as exc:
+            return error_reply(exc)
+        return reply(data, status)
+
+    return handle
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    if "multipart/form-data" in request.headers.get("content-type", ""):
+        return {}
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidInputError("request body must be a JSON object")
+    return data
+
+
+async def upload(request: Request) -> Response:
+    service: Service = request.app.state.service
+    limit = service.max_upload_bytes
+    try:
+        # The size is known before anything is parsed or spooled; a body of unknown length
+        # (chunked) could be any size, so it is refused.
+        if not request.headers.get("content-length", "").isdigit():
+            raise LengthRequiredError("upload needs a Content-Length header (no chunked bodies)")
+        declared = int(request.headers["content-length"])
+        if declared > limit + 64 * 1024:  # multipart framing on top of the file itself
+            raise PayloadTooLargeError(_too_large(declared, limit))
+        if "multipart/form-data" not in request.headers.get("content-type", ""):
+            raise InvalidInputError("upload with multipart/form-data: a 'file' field "
+                                    "(and optional truth_level, domain, source_type, tags)")
+        async with request.form(max_files=1, max_fields=20) as form:
+            item = form.get("file")
+            if item is None or isinstance(item, str):
+                raise InvalidInputError("the form has no 'file' field with a file in it")
+            name = safe_upload_name(item.filename or "")
+            data = await item.read(limit + 1)
+            if len(data) > limit:
+                raise PayloadTooLargeError(_too_large(len(data), limit))
+            options: dict[str, Any] = {"truth_level": str(form.get("truth_level") or "L2")}
+            for key in ("domain", "source_type"):
+                if form.get(key):
+                    options[key] = str(form.get(key))
+            if form.get("tags"):
+                options["tags"] = [t.strip() for t in str(form.get("tags")).split(",") if t.strip()]
+        result = await run_in_threadpool(service.upload, name, data, options)
+    except (EngineError, ValueError) as exc:
+        return error_reply(exc)
+    return reply(result, 202)
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (f"upload of {size} bytes exceeds the limit of {limit} bytes; split the file or "
+            "restart serve with a larger --max-upload-mb")
+
+
+def _search(service: Service, request: Request) -> Any:
+    if request.method == "POST":
+        return service.search(request.state.body)
+    params = dict(request.query_params)
+    if "q" in params:
+        params["query"] = params.pop("q")
+    params.pop("token", None)
+    return service.search(params)
+
+
+def _document(service: Service, request: Request) -> Any:
+    data = service.document(request.path_params["document_id"])
+    doc = dict(data["document"])
+    doc["text"] = doc.pop("content")
+    chunks = [{k: c[k] for k in ("chunk_index", "start_offset", "end_offset", "token_count",
+                                   "heading_path", "page_start", "page_end", "label")}
+              for c in data["chunks"]]
+    return {"document": doc, "versions": data["versions"], "chunks": chunks}
+
+
+def _delete(service: Service, request: Request) -> Any:
+    service.delete(request.path_params["document_id"])
+    return {"deleted": request.path_params["document_id"]}
+
+
+def _jobs(service: Service, request: Request) -> Any:
+    return service.jobs(request.query_params.get("status") or None)
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if request.url.path.startswith("/api/"):
+        message = (f"no API route {request.method} {request.url.path}; see /api/openapi.json"
+                   if exc.status_code in (404, 405) else str(exc.detail))
+        return JSONResponse({"error": message, "type": "NotFound"}, status_code=exc.status_code)
+    return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+
+
+ROUTES = [
+    Route("/api/health", endpoint(lambda s, r: {"ok": True}), methods=["GET"]),
+    Route("/api/openapi.json", endpoint(lambda s, r: OPENAPI), methods=["GET"]),
+    Route("/api/search", endpoint(_search), methods=["GET", "POST"]),
+    Route("/api/check-answer",
+          endpoint(lambda s, r: s.check_answer(r.state.body)), methods=["POST"]),
+    Route("/api/documents",
+          endpoint(lambda s, r: s.documents(dict(r.query_params))), methods=["GET"]),
+    Route("/api/documents/{document_id:path}", endpoint(_document), methods=["GET"]),
+    Route("/api/documents/{document_id:path}", endpoint(_delete), methods=["DELETE"]),
+    Route("/api/upload", upload, methods=["POST"]),
+    Route("/api/jobs", endpoint(_jobs), methods=["GET"]),
+    Route("/api/jobs/retry-dlq",
+          endpoint(lambda s, r: {"retried": s.retry_dlq()}), methods=["POST"]),
+    Route("/api/jobs/purge-done",
+          endpoint(lambda s, r: {"purged": s.purge_done()}), methods=["POST"]),
+    Route("/api/sources", endpoint(lambda s, r: s.sources()), methods=["GET"]),
+    Route("/api/stats", endpoint(lambda s, r: s.stats()), methods=["GET"]),
+    Route("/api/presets", endpoint(lambda s, r: s.presets()), methods=["GET"]),
+]

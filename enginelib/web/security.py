@@ -1,0 +1,67 @@
+"""What keeps `serve` safe by default: the token check and the rules for uploaded names."""
+
+from __future__ import annotations
+
+import hmac
+import re
+
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..errors import InvalidInputError, UnsafeBindError
+
+ENV_TOKEN = "ENGINELIB_TOKEN"
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+TOKEN_COOKIE = "enginelib_token"
+TOKEN_HEADER = "x-enginelib-token"
+# A plain file name: no folder part, no leading dot, no control characters.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}$")
+
+
+def require_token_for(host: str, token: str | None) -> None:
+    if host not in LOCAL_HOSTS and not token:
+        raise UnsafeBindError(
+            f"binding {host} exposes the store beyond this machine: pass --token SECRET "
+            f"(or set ${ENV_TOKEN}); every request must then carry it"
+        )
+
+
+def safe_upload_name(name: str) -> str:
+    """The name an upload is stored under, or InvalidInputError if it names a path."""
+    if not name or "/" in name or "\\" in name or ".." in name or not _SAFE_NAME.match(name):
+        raise InvalidInputError(
+            f"upload name {name!r} is not a plain file name: use letters, digits, '.', '-', "
+            "'_' and spaces, no folders and no '..'"
+        )
+    return name
+
+
+def presented_token(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    return (request.headers.get(TOKEN_HEADER) or request.query_params.get("token")
+            or request.cookies.get(TOKEN_COOKIE))
+
+
+class TokenMiddleware(BaseHTTPMiddleware):
+    """Every request carries the token (header, bearer, ?token= or the cookie it sets)."""
+
+    def __init__(self, app: object, token: str) -> None:
+        super().__init__(app)  # type: ignore[arg-type]
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        given = presented_token(request)
+        if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
+            return JSONResponse(
+                {"error": "missing or wrong token: send 'Authorization: Bearer TOKEN' "
+                          "(or open the page once with ?token=TOKEN)", "type": "Unauthorized"},
+                status_code=401,
+            )
+        response = await call_next(request)
+        if request.query_params.get("token"):
+            # Pages opened with ?token= keep working for the JavaScript's API calls.
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        return response

@@ -1,0 +1,63 @@
+// Ingestion console: counters, sources table, Retry DLQ / Purge DONE, upload; refreshes
+// every 5 s while jobs are active (PENDING, RUNNING or FAILED awaiting a retry).
+"use strict";
+const STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"];
+let timer = null;
+
+function say(text, isError) {
+  const node = document.getElementById("message");
+  node.textContent = text; node.className = isError ? "error" : "muted";
+}
+
+async function refresh() {
+  try {
+    const [jobs, sources] = await Promise.all([api("/api/jobs"), api("/api/sources")]);
+    for (const status of STATUSES) {
+      document.getElementById("count-" + status).textContent = jobs.counts[status];
+    }
+    document.getElementById("count-HISTORY").textContent = jobs.history;
+    renderSources(sources);
+    schedule(jobs.active);
+  } catch (error) { say(error.message, true); }
+}
+
+function schedule(active) {
+  document.getElementById("refresh-state").textContent = active ? "auto-refresh every 5 s" : "";
+  if (active && timer === null) { timer = setInterval(refresh, 5000); }
+  if (!active && timer !== null) { clearInterval(timer); timer = null; }
+}
+
+function renderSources(rows) {
+  const body = document.querySelector("#sources tbody");
+  body.replaceChildren(...rows.map((row) => el("tr", {"data-status": row.status},
+    el("td", {}, row.source, row.error ? el("div", {class: "muted"}, row.error) : null),
+    el("td", {}, el("span", {class: "badge st-" + row.status}, row.status)),
+    el("td", {}, row.tier ? el("span", {class: "badge tier-" + row.tier}, row.tier + " · " + row.truth_level)
+                          : (row.truth_level || "")),
+    el("td", {}, row.word_count === null ? "" : row.word_count),
+    el("td", {}, row.status === "INDEXED" ? bar(row.authority_score) : "", " ",
+       row.authority_score === null || row.authority_score === undefined ? "" : row.authority_score),
+    el("td", {}, row.evidence_level || ""),
+    el("td", {}, row.last_ingested ? row.last_ingested.replace("T", " ").slice(0, 19) : ""))));
+}
+
+async function act(path, key, verb) {
+  try {
+    const result = await api(path, {method: "POST"});
+    say(verb + " " + result[key] + " job" + (result[key] === 1 ? "" : "s"));
+  } catch (error) { say(error.message, true); }
+  await refresh();
+}
+
+document.getElementById("retry-dlq").addEventListener("click", () => act("/api/jobs/retry-dlq", "retried", "retried"));
+document.getElementById("purge-done").addEventListener("click", () => act("/api/jobs/purge-done", "purged", "purged"));
+document.getElementById("upload-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  try {
+    const result = await api("/api/upload", {method: "POST", body: new FormData(event.target)});
+    say("queued " + result.document_id + " as job " + result.job_id);
+    event.target.reset();
+  } catch (error) { say(error.message, true); }
+  await refresh();
+});
+refresh();

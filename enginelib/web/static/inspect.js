@@ -1,0 +1,110 @@
+// Evidence inspector: runs /api/search and shows, per hit, every score the API returned,
+// the citation with highlights and offsets, and the gate's decision; checks an answer.
+"use strict";
+let lastSearch = null;
+
+function searchRequest() {
+  const levels = [...document.querySelectorAll("input[name=truth_levels]:checked")].map((n) => n.value);
+  const request = {
+    query: document.getElementById("query").value,
+    strategy: document.getElementById("strategy").value,
+    truth_levels: levels.join(","),
+    limit: Number(document.getElementById("limit").value || 10),
+    diversify: document.getElementById("diversify").checked,
+    boost: document.getElementById("boost").checked,
+    no_gate: document.getElementById("no_gate").checked,
+  };
+  const preset = document.getElementById("preset").value;
+  if (preset) request.preset = preset;
+  const snapshot = document.getElementById("snapshot").value.trim();
+  if (snapshot) request.snapshot = snapshot;
+  const filters = document.getElementById("filters").value.trim();
+  if (filters) request.filters = filters;  // sent as text: the API explains bad JSON
+  return request;
+}
+
+function showError(message) {
+  const node = document.getElementById("error");
+  node.hidden = !message; node.textContent = message || "";
+}
+
+function quote(hit) {
+  // The chunk text with the query terms marked; highlights carry global offsets.
+  const node = el("blockquote");
+  let cursor = 0;
+  const text = hit.content;
+  for (const h of hit.highlights) {
+    const start = h.start_offset - hit.start_offset, end = h.end_offset - hit.start_offset;
+    if (start < cursor || end > text.length) continue;
+    node.append(text.slice(cursor, start), el("mark", {}, text.slice(start, end)));
+    cursor = end;
+  }
+  node.append(text.slice(cursor));
+  return node;
+}
+
+function renderHit(hit) {
+  const s = hit.scores, a = hit.authority || {};
+  const tier = a.tier || "bronze";
+  return el("li", {class: "hit", "data-document": hit.document_id, "data-chunk": hit.chunk_index},
+    el("div", {},
+      el("strong", {}, hit.citation.display_text), " ",
+      el("span", {class: "badge tier-" + tier, title: "tier " + tier}, hit.truth_level + " · " + tier), " ",
+      bar(a.authority_score), " ",
+      el("span", {class: "muted"}, a.authority_score === null || a.authority_score === undefined ? "no authority score" : "authority " + a.authority_score)),
+    el("div", {class: "scores"},
+      el("span", {}, "fused (RRF) ", el("b", {class: "score-fused"}, fixed(s.fused, 6))),
+      el("span", {}, "vector rank ", el("b", {class: "score-vector-rank"}, s.vector_rank ?? "–"),
+         " score ", el("b", {class: "score-vector"}, fixed(s.vector_score, 4))),
+      el("span", {}, "BM25 rank ", el("b", {class: "score-bm25-rank"}, s.bm25_rank ?? "–"),
+         " score ", el("b", {class: "score-bm25"}, fixed(s.bm25_score, 4))),
+      el("span", {}, "similarity ", el("b", {class: "score-similarity"},
+         s.similarity === null || s.similarity === undefined ? "–" : (s.similarity * 100).toFixed(1) + "%"))),
+    quote(hit),
+    el("div", {class: "muted"}, hit.document_id + " chunk " + hit.chunk_index + ", chars "
+       + hit.start_offset + "–" + hit.end_offset + " · ",
+       el("a", {href: hit.document_url, class: "doc-link"}, "open the document at the cited span")));
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  showError(null);
+  const request = searchRequest();
+  try {
+    const data = await api("/api/search", {method: "POST", headers: {"content-type": "application/json"},
+                                           body: JSON.stringify(request)});
+    lastSearch = request;
+    const gate = document.getElementById("gate");
+    gate.hidden = false;
+    gate.className = "gate " + data.gate.decision;
+    gate.replaceChildren(el("strong", {id: "gate-decision"}, data.gate.decision === "answer" ? "Answerable" : "Refused: NO_RELEVANT_SOURCES"),
+      " · ", el("span", {id: "gate-reason"}, data.gate.reason || "evidence passes the gate"),
+      " · confidence " + fixed(data.gate.confidence, 3) + " · " + data.strategy_used + " · "
+      + data.execution_time_ms.toFixed(1) + " ms");
+    document.getElementById("hits").replaceChildren(...data.hits.map(renderHit));
+  } catch (error) { showError(error.message); }
+}
+
+async function checkAnswer() {
+  showError(null);
+  if (lastSearch === null) { showError("run a search first: the answer is checked against its citations"); return; }
+  try {
+    const data = await api("/api/check-answer", {method: "POST", headers: {"content-type": "application/json"},
+      body: JSON.stringify({answer: document.getElementById("answer").value, search: lastSearch})});
+    const summary = el("p", {id: "claims-summary"}, data.fabricated.length
+      ? "Fabricated references: " + data.fabricated.join(", ")
+      : "Every reference points to a returned citation.",
+      data.unsupported_sentences.length ? " · " + data.unsupported_sentences.length + " claim(s) without a reference" : "");
+    const claims = data.claims.map((claim) => el("div", {class: "claim " + claim.verdict, "data-verdict": claim.verdict},
+      el("div", {}, claim.claim),
+      el("div", {class: "muted"}, claim.verdict === "unsupported" ? "unsupported: no reference" : null,
+        ...claim.references.map((ref) => el("span", {class: "ref " + ref.status},
+          " " + ref.ref + " → " + (ref.citation ? ref.citation.document_id + " chunk " + ref.citation.chunk_index
+                                                 + " (chars " + ref.citation.start_offset + "–" + ref.citation.end_offset + ")"
+                                               : "FABRICATED: no such citation"))))));
+    document.getElementById("claims").replaceChildren(summary, ...claims);
+  } catch (error) { showError(error.message); }
+}
+
+document.getElementById("search-form").addEventListener("submit", runSearch);
+document.getElementById("check").addEventListener("click", checkAnswer);

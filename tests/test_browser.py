@@ -1,0 +1,187 @@
+"""`enginelib serve` in a real process, driven by Chromium through Playwright.
+
+Chromium comes from Debian (`apt-get install chromium`, see .ci/run): Playwright's own browser
+download is not reachable here. Set $ENGINELIB_SCREENSHOTS to a folder to keep the pages'
+screenshots. The README's (docs/images/) show the same pages over the GDPR and AI Act with
+the default model: `serve` on the serve-latency benchmark's store, plus the GDPR recitals and
+a truncated PDF queued with `ingest --queue`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.test_web import build_store
+
+pytestmark = pytest.mark.slow  # a real browser and a real server process
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+QUERY = "right to erasure of personal data"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def call(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data,
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture()
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    store, src = tmp_path / "store", tmp_path / "src"
+    build_store(store, src)
+    port = free_port()
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing-64", "PYTHONPATH": str(ROOT)}
+    env.pop("ENGINELIB_TOKEN", None)
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [sys.executable, "-m", "enginelib.cli.main", "serve", str(store), "--port", str(port),
+         "--poll", "0.1"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                call(base, "/api/health")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "serve did not come up"
+                time.sleep(0.2)
+        yield base, src
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture()
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} is missing: install Debian's Chromium (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def screenshot(page: Page, tmp_path: Path, name: str) -> None:
+    folder = Path(os.environ.get("ENGINELIB_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / name), full_page=True)
+    assert (folder / name).stat().st_size > 1000
+
+
+def test_console_counters_follow_retry_dlq_and_purge_done(
+    served: tuple[str, Path], browser: Browser, tmp_path: Path
+) -> None:
+    base, src = served
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(base + "/")
+    expect(page.locator("#count-DONE")).to_have_text("1")
+    expect(page.locator("#count-DLQ")).to_have_text("1")
+    expect(page.locator("#sources tbody tr")).to_have_count(4)
+    expect(page.locator("#sources tr[data-status=DLQ]")).to_contain_text("empty.md")
+    expect(page.locator("#sources .badge.tier-gold")).to_have_count(2)  # L1: gold
+
+    page.click("#purge-done")
+    expect(page.locator("#message")).to_have_text("purged 1 job")
+    expect(page.locator("#count-DONE")).to_have_text("0")
+    expect(page.locator("#count-HISTORY")).to_have_text("1")
+
+    # Fix the failing source, then bring its job back from the DLQ: the worker ingests it.
+    (src / "empty.md").write_text("# Wipers\n\nWiper blades streak when the rubber hardens.",
+                                  encoding="utf-8")
+    page.click("#retry-dlq")
+    expect(page.locator("#message")).to_have_text("retried 1 job")
+    expect(page.locator("#count-DLQ")).to_have_text("0")
+    expect(page.locator("#count-DONE")).to_have_text("1", timeout=20_000)  # 5 s auto-refresh
+    expect(page.locator("#sources tr[data-status=INDEXED]")).to_have_count(4)
+
+    page.set_input_files("#upload-file", files=[{
+        "name": "../../escape.md", "mimeType": "text/markdown", "buffer": b"# x\n\ntext"}])
+    page.click("#upload-form button[type=submit]")
+    expect(page.locator("#message")).to_contain_text("not a plain file name")
+    page.set_input_files("#upload-file", files=[{
+        "name": "lights.md", "mimeType": "text/markdown",
+        "buffer": b"# Lights\n\nHeadlights must be aimed after a bulb change."}])
+    page.click("#upload-form button[type=submit]")
+    expect(page.locator("#message")).to_contain_text("queued lights.md")
+    expect(page.locator("#sources tr[data-status=INDEXED]")).to_have_count(5, timeout=20_000)
+    screenshot(page, tmp_path, "console.png")
+
+
+def test_inspector_shows_the_api_scores_and_flags_a_fabricated_reference(
+    served: tuple[str, Path], browser: Browser, tmp_path: Path
+) -> None:
+    base, _ = served
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(base + "/inspect")
+    page.fill("#query", QUERY)
+    page.check("input[name=truth_levels][value=L3]")
+    page.check("#no_gate")
+    page.click("#search-button")
+    hits = page.locator("#hits > li")
+    expect(hits.first).to_be_visible()
+    api = call(base, "/api/search", {"query": QUERY, "strategy": "hybrid",
+                                     "truth_levels": "L1,L2,L3", "limit": 10,
+                                     "diversify": False, "boost": False, "no_gate": True})
+    assert hits.count() == len(api["hits"]) > 1
+    for i, hit in enumerate(api["hits"]):
+        row = hits.nth(i)
+        assert row.get_attribute("data-document") == hit["document_id"]
+        s = hit["scores"]
+        assert abs(float(row.locator(".score-fused").inner_text()) - s["fused"]) <= 5e-7
+        for css, value in ((".score-vector", s["vector_score"]), (".score-bm25", s["bm25_score"])):
+            shown = row.locator(css).inner_text()
+            assert (shown == "–") if value is None else abs(float(shown) - value) <= 5e-5
+        for css, value in ((".score-vector-rank", s["vector_rank"]),
+                           (".score-bm25-rank", s["bm25_rank"])):
+            assert row.locator(css).inner_text() == ("–" if value is None else str(value))
+        similarity = row.locator(".score-similarity").inner_text()
+        assert abs(float(similarity.rstrip("%")) - 100 * s["similarity"]) <= 0.05
+    top = hits.first
+    expect(top.locator(".badge.tier-gold")).to_contain_text("L1")
+    expect(top.locator("mark").first).to_be_visible()
+    expect(page.locator("#gate-decision")).to_have_text(
+        "Answerable" if api["gate"]["decision"] == "answer" else "Refused: NO_RELEVANT_SOURCES")
+
+    page.fill("#answer", "The data subject can have personal data erased without undue "
+                         "delay [1]. Controllers must also erase data about cars [42].")
+    page.click("#check")
+    expect(page.locator("#claims-summary")).to_contain_text("Fabricated references: [42]")
+    expect(page.locator(".claim[data-verdict=fabricated]")).to_have_count(1)
+    expect(page.locator(".claim[data-verdict=supported]")).to_contain_text("gdpr-17")
+    screenshot(page, tmp_path, "inspector.png")
+
+    with page.expect_navigation():
+        top.locator(".doc-link").click()
+    expect(page.locator("mark#cited")).to_have_text(api["hits"][0]["content"])
+
+    page.goto(base + "/inspect")
+    page.fill("#query", QUERY)
+    page.fill("#filters", "{domain: privacy")
+    page.click("#search-button")
+    expect(page.locator("#error")).to_contain_text("filters is not valid JSON")

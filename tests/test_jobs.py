@@ -1,0 +1,227 @@
+"""The job queue in process: backoff formula, retry schedule, DLQ, retry, purge, leases."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from enginelib.catalog import utcnow
+from enginelib.errors import InvalidInputError, LoaderError
+from enginelib.jobs import (
+    DLQ,
+    DONE,
+    FAILED,
+    PENDING,
+    RUNNING,
+    JobQueue,
+    NewJob,
+    Worker,
+    delay_bounds,
+    inbox,
+    retry_delay,
+)
+from tests.helpers import open_test_store, paragraphs
+
+
+class Clock:
+    """A settable clock (from now on): the schedule is checked exactly without waiting."""
+
+    def __init__(self) -> None:
+        self.now = utcnow() + timedelta(seconds=60)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "src"
+    (folder / "guides").mkdir(parents=True)
+    (folder / "guides" / "brakes.md").write_text("# Brakes\n\n" + paragraphs(4), encoding="utf-8")
+    (folder / "tyres.txt").write_text(paragraphs(3, "tyres"), encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a pdf")
+    return folder
+
+
+def test_retry_delay_is_the_seed_formula() -> None:
+    assert retry_delay(1, lambda: 0.0) == 30
+    assert retry_delay(1, lambda: 0.999) == 39
+    assert retry_delay(2, lambda: 0.5) == 65
+    assert retry_delay(8, lambda: 0.0) == 3600  # 15 * 256 = 3840, capped
+    assert retry_delay(20, lambda: 0.99) == 3600  # doublings stop at 8
+    assert retry_delay(0, lambda: 0.0) == 15
+    for attempts in range(0, 12):
+        low, high = delay_bounds(attempts)
+        samples = {retry_delay(attempts) for _ in range(200)}
+        assert all(low <= s <= high for s in samples)
+    with pytest.raises(ValueError):
+        retry_delay(-1)
+
+
+def test_folder_becomes_one_job_per_file_with_plain_ingest_ids(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        ids = store.enqueue_paths(corpus, truth_level="L1", tags=["car"])
+        jobs = store.jobs().jobs()
+    assert len(ids) == 3
+    assert [j["document_id"] for j in jobs] == ["broken.pdf", "guides/brakes.md", "tyres.txt"]
+    assert all(j["status"] == PENDING and j["attempts"] == 0 for j in jobs)
+    assert jobs[0]["options"] == {"truth_level": "L1", "tags": ["car"]}
+
+
+def test_bad_options_and_missing_paths_are_refused_at_enqueue(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError, match="truth level"):
+            store.enqueue_paths(corpus, truth_level="L9")
+        with pytest.raises(LoaderError, match="no such file"):
+            store.enqueue_paths(corpus / "missing.md")
+        assert store.jobs().counts()[PENDING] == 0
+
+
+def test_failures_follow_the_schedule_then_dlq_then_retry(tmp_path: Path, corpus: Path) -> None:
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "broken.pdf", max_attempts=4)
+        queue = store.jobs(clock=clock)
+        worker = Worker(store, queue, owner="w1")
+        statuses = []
+        for attempt in range(1, 5):
+            outcome = worker.run_once()
+            assert outcome is not None and outcome.attempts == attempt
+            statuses.append(outcome.status)
+            job = queue.jobs()[0]
+            if outcome.status == FAILED:
+                # Not due before its time, due exactly at it.
+                delay = (job["next_attempt_at"] - clock.now).total_seconds()
+                low, high = delay_bounds(attempt)
+                assert low <= delay <= high
+                clock.advance(delay - 1)
+                assert worker.run_once() is None
+                clock.advance(1)
+        assert statuses == [FAILED, FAILED, FAILED, DLQ]
+        job = queue.jobs()[0]
+        assert job["status"] == DLQ and "cannot read PDF" in job["last_error"]
+        history = queue.attempts(job["job_id"])
+        assert [a["outcome"] for a in history] == [FAILED, FAILED, FAILED, DLQ]
+        for before, after in itertools.pairwise(history):
+            low, high = delay_bounds(before["attempt"])
+            assert low <= (before["next_attempt_at"] - before["finished_at"]).total_seconds() <= high
+            assert after["started_at"] >= before["next_attempt_at"]
+        clock.advance(10_000)
+        assert worker.run_once() is None  # DLQ is never picked up by itself
+
+        assert queue.retry_dlq() == 1
+        job = queue.jobs()[0]
+        assert (job["status"], job["attempts"]) == (PENDING, 0)
+        (corpus / "broken.pdf").unlink()
+        from tests.test_loaders import pdf_bytes
+
+        (corpus / "broken.pdf").write_bytes(pdf_bytes([["Brake fluid boils at 230 degrees."]]))
+        outcome = worker.run_once()
+        assert outcome is not None and outcome.status == DONE
+        assert store.get_document("broken.pdf")["total_chunks"] == 1
+
+
+def test_purge_done_moves_rows_to_history_and_counts(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus)
+        queue = store.jobs()
+        Worker(store, queue).run_until_idle()
+        assert queue.counts() == {PENDING: 0, RUNNING: 0, DONE: 2, FAILED: 1, DLQ: 0}
+        assert queue.purge_done() == 2
+        assert queue.purge_done() == 0
+        assert queue.counts()[DONE] == 0 and queue.history_count() == 2
+        assert [j["status"] for j in queue.jobs()] == [FAILED]
+        rows = store.catalog.con.execute(
+            "SELECT document_id, status FROM jobs_history ORDER BY job_id").fetchall()
+    assert rows == [("guides/brakes.md", DONE), ("tyres.txt", DONE)]
+
+
+def test_an_expired_lease_returns_the_job_and_the_rerun_changes_nothing(
+    tmp_path: Path, corpus: Path
+) -> None:
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        queue = store.jobs(clock=clock, lease_s=60)
+        job = queue.claim("dead-worker")
+        assert job is not None
+        # The dead worker had ingested the file but not recorded it.
+        store.ingest_documents(
+            __import__("enginelib.loaders", fromlist=["load_file"]).load_file(
+                job["source"], doc_id=job["document_id"]))
+        clock.advance(59)
+        assert queue.expire_leases() == [] and queue.claim("w2") is None
+        clock.advance(2)
+        assert queue.expire_leases() == [job["job_id"]]
+        outcome = Worker(store, queue, owner="w2").run_once()
+        assert outcome is not None and (outcome.status, outcome.attempts) == (DONE, 2)
+        assert [a["outcome"] for a in queue.attempts(job["job_id"])] == ["LOST", DONE]
+        doc = store.get_document("tyres.txt")
+        assert doc["version"] == "1.0.0"
+        assert store.catalog.versions("tyres.txt") == []
+
+
+def test_a_claimed_job_cannot_be_claimed_again(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        queue = store.jobs()
+        assert queue.claim("a") is not None
+        assert queue.claim("b") is None
+        assert queue.counts()[RUNNING] == 1
+
+
+def test_inbox_jobs_are_imported_by_the_worker(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        inbox.drop(store.path, [NewJob(str(corpus / "tyres.txt"), "tyres.txt", {})])
+        assert inbox.pending(store.path) == 1
+        outcomes = Worker(store, store.jobs()).run_until_idle()
+        assert [o.status for o in outcomes] == [DONE]
+        assert inbox.pending(store.path) == 0
+
+
+def test_queue_validates_its_settings(tmp_path: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError):
+            JobQueue(store.catalog, max_attempts=0)
+        with pytest.raises(InvalidInputError, match="job status"):
+            store.jobs().jobs(status="LOST")
+
+
+def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_path(corpus / "tyres.txt", truth_level="L2")
+        before = store.catalog.con.execute(
+            "SELECT label, embedding FROM chunks ORDER BY label").fetchall()
+        doc = store.update_document("tyres.txt", truth_level="L1", tags=["winter"],
+                                    metadata={"reviewed": "yes"})
+        after = store.catalog.con.execute(
+            "SELECT label, embedding FROM chunks ORDER BY label").fetchall()
+        assert (doc["truth_level"], doc["tags"], doc["custom"], doc["version"]) == (
+            "L1", ["winter"], {"reviewed": "yes"}, "1.0.1")
+        assert before == after
+        hits = store.search("tyres wear", truth_levels=["L1"], answerability_threshold=None)
+        assert hits.hits and {h.truth_level for h in hits} == {"L1"}
+        rows = store.list_documents(truth_levels=["L1"], tag="winter")
+        assert [r["document_id"] for r in rows] == ["tyres.txt"]
+        assert rows[0]["tier"] == "gold" and rows[0]["word_count"] > 10
+        assert store.list_documents(truth_levels=["L2"]) == []
+
+
+def test_a_source_gone_before_its_turn_fails_with_the_reason(tmp_path: Path, corpus: Path) -> None:
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        (corpus / "tyres.txt").unlink()
+        queue = store.jobs(clock=clock)
+        outcome = Worker(store, queue).run_once()
+        assert outcome is not None and outcome.status == FAILED
+        assert "no such file" in (outcome.error or "")
+        job = queue.jobs()[0]
+        low, high = delay_bounds(1)
+        assert low <= (job["next_attempt_at"] - clock.now).total_seconds() <= high

@@ -1,0 +1,65 @@
+"""The document and job commands through click's CliRunner: exact output, exit statuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from enginelib.cli.main import main
+from tests.helpers import paragraphs
+
+ENV = {"ENGINELIB_EMBEDDER": "hashing"}
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), env=ENV)
+    return result.exit_code, result.output
+
+
+def make(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "brakes.md").write_text("# Brakes\n\n" + paragraphs(3), encoding="utf-8")
+    (src / "tyres.md").write_text("# Tyres\n\n" + paragraphs(2, "tyres"), encoding="utf-8")
+    store = tmp_path / "store"
+    code, out = run("ingest", "--store", str(store), "--queue", str(src))
+    assert (code, out) == (0, "queued 2 job(s) (catalog)\n")
+    return store
+
+
+def test_queue_worker_jobs_list_update_delete(tmp_path: Path) -> None:
+    store = make(tmp_path)
+    code, out = run("jobs", str(store))
+    assert code == 0 and out.splitlines()[0] == (
+        "PENDING 2  RUNNING 0  DONE 0  FAILED 0  DLQ 0 | history 0")
+    code, out = run("worker", str(store))
+    assert code == 0 and out.splitlines()[-1] == "PENDING 0  RUNNING 0  DONE 2  FAILED 0  DLQ 0"
+    code, out = run("list", str(store), "--json")
+    rows = json.loads(out)
+    assert [r["document_id"] for r in rows] == ["brakes.md", "tyres.md"]
+    assert {r["truth_level"] for r in rows} == {"L2"} and {r["tier"] for r in rows} == {"silver"}
+
+    code, out = run("update", str(store), "tyres.md", "--truth-level", "L1", "--tag", "winter",
+                    "--meta", "reviewed=yes")
+    assert (code, out) == (0, "updated tyres.md: truth level L1, tags winter, version 1.0.1\n")
+    code, out = run("list", str(store), "--truth-level", "L1")
+    assert code == 0 and out.startswith("tyres.md  L1 gold")
+    code, out = run("update", str(store), "tyres.md")
+    assert code == 1 and "nothing to update" in out
+    code, out = run("update", str(store), "tyres.md", "--truth-level", "L9")
+    assert code == 1 and "L9" in out
+
+    code, out = run("delete", str(store), "brakes.md", "nope")
+    assert code == 1 and "no document with id 'nope'" in out
+    code, out = run("delete", str(store), "brakes.md")
+    assert (code, out) == (0, "deleted 1 document\n")
+    code, out = run("jobs", str(store), "--purge-done", "--json")
+    assert json.loads(out)["purged"] == 2
+
+
+def test_every_new_command_has_help() -> None:
+    for name in ("worker", "jobs", "list", "delete", "update", "serve"):
+        code, out = run(name, "--help")
+        assert code == 0 and len(out.split("\n\n")[1].strip()) > 20, name

@@ -1,0 +1,150 @@
+"""The job queue with real processes: the CLI's worker retrying on schedule, the DLQ, a
+worker SIGKILLed mid-job, and two workers on one store."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from enginelib.jobs import delay_bounds
+from tests.helpers import paragraphs
+from tests.test_loaders import pdf_bytes
+
+pytestmark = pytest.mark.slow  # real worker processes, killed and racing
+
+ROOT = Path(__file__).resolve().parents[1]
+UNIT = 0.01  # one backoff second lasts 10 ms here: the schedule's shape, 100x faster
+
+
+def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "ENGINELIB_CRASH_AT"}
+    full_env.update({"ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT), **(env or {})})
+    result = subprocess.run([sys.executable, "-m", "enginelib.cli.main", *args], cwd=ROOT,
+                            env=full_env, capture_output=True, text=True, timeout=120)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{args} exited {result.returncode}: {result.stderr}")
+    return result
+
+
+def jobs_json(store: Path, *flags: str) -> dict[str, Any]:
+    return json.loads(cli("jobs", str(store), "--json", *flags).stdout)  # type: ignore[no-any-return]
+
+
+def catalog_rows(store: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(store / "catalog.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture()
+def sources(tmp_path: Path) -> Path:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 truncated, not a PDF")
+    (folder / "brakes.md").write_text("# Brakes\n\n" + paragraphs(6), encoding="utf-8")
+    (folder / "tyres.md").write_text("# Tyres\n\n" + paragraphs(5, "tyres"), encoding="utf-8")
+    return folder
+
+
+def test_failing_source_retried_on_schedule_then_dlq_then_back(tmp_path: Path, sources: Path) -> None:
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "broken.pdf"))
+    deadline = time.monotonic() + 120
+    while jobs_json(store)["counts"]["DLQ"] == 0:
+        assert time.monotonic() < deadline, "the job never reached the DLQ"
+        cli("worker", str(store), "--time-unit", str(UNIT))
+        time.sleep(0.05)
+    attempts = catalog_rows(store, "SELECT attempt, started_at, finished_at, outcome, "
+                                   "next_attempt_at, error FROM job_attempts ORDER BY seq")
+    assert [a[3] for a in attempts] == ["FAILED"] * 4 + ["DLQ"]
+    assert all("cannot read PDF" in a[5] for a in attempts)
+    for before, after in itertools.pairwise(attempts):
+        low, high = delay_bounds(before[0])
+        waited = before[4] - before[2]
+        assert timedelta(seconds=low * UNIT) <= waited <= timedelta(seconds=high * UNIT)
+        assert after[1] >= before[4], "a retry ran before its scheduled time"
+    job = jobs_json(store)["jobs"][0]
+    assert (job["status"], job["attempts"], job["max_attempts"]) == ("DLQ", 5, 5)
+
+    data = jobs_json(store, "--retry-dlq")
+    assert data["retried"] == 1 and data["counts"]["PENDING"] == 1
+    (sources / "broken.pdf").write_bytes(pdf_bytes([["Brake fluid boils at 230 degrees."]]))
+    out = cli("worker", str(store), "--time-unit", str(UNIT)).stdout
+    assert "DONE" in out
+    data = jobs_json(store, "--purge-done")
+    assert data["purged"] == 1 and data["history"] == 1 and data["counts"]["DONE"] == 0
+    assert catalog_rows(store, "SELECT count(*) FROM documents") == [(1,)]
+
+
+@pytest.mark.parametrize("crash_at", ["before_catalog_commit", "after_catalog_commit",
+                                      "after_job_ingest"])
+def test_worker_killed_mid_job_loses_nothing_and_does_nothing_twice(
+    tmp_path: Path, sources: Path, crash_at: str
+) -> None:
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"),
+        str(sources / "tyres.md"))
+    killed = cli("worker", str(store), "--lease", "1", env={"ENGINELIB_CRASH_AT": crash_at},
+                 check=False)
+    assert killed.returncode == -signal.SIGKILL
+    counts = jobs_json(store)["counts"]
+    assert (counts["RUNNING"], counts["PENDING"]) == (1, 1)
+    time.sleep(1.2)  # the dead worker's lease runs out
+    cli("worker", str(store))
+    data = jobs_json(store)
+    assert data["counts"]["DONE"] == 2 and data["counts"]["RUNNING"] == 0
+    assert sorted(j["attempts"] for j in data["jobs"]) == [1, 2]
+    outcomes = catalog_rows(store, "SELECT outcome FROM job_attempts WHERE job_id = 1 ORDER BY seq")
+    assert outcomes == [("LOST",), ("DONE",)]
+    # Each document once, first version, no archived copy, its chunks once.
+    docs = catalog_rows(store, "SELECT document_id, version, total_chunks FROM documents "
+                               "ORDER BY 1")
+    assert [(d, v) for d, v, _ in docs] == [("brakes.md", "1.0.0"), ("tyres.md", "1.0.0")]
+    assert catalog_rows(store, "SELECT count(*) FROM document_versions") == [(0,)]
+    chunks = catalog_rows(store, "SELECT count(*) FROM chunks")[0][0]
+    assert chunks == sum(n for _, _, n in docs)
+    assert "is healthy" in cli("check", "--store", str(store)).stdout
+
+
+def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources: Path) -> None:
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    env.pop("ENGINELIB_CRASH_AT", None)
+    forever = subprocess.Popen(
+        [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
+         "--poll", "0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while jobs_json(store)["counts"]["DONE"] < 1:
+            assert time.monotonic() < deadline and forever.poll() is None
+            time.sleep(0.2)
+        second = cli("worker", str(store), check=False)
+        assert second.returncode == 1 and "another process is writing" in second.stderr
+        queued = json.loads(cli("ingest", "--store", str(store), "--queue", "--json",
+                                str(sources / "tyres.md")).stdout)
+        assert queued == {"queued": 1, "job_ids": [], "via": "inbox"}
+        while jobs_json(store)["counts"]["DONE"] < 2:
+            assert time.monotonic() < deadline and forever.poll() is None
+            time.sleep(0.2)
+        refused = cli("jobs", str(store), "--purge-done", check=False)
+        assert refused.returncode == 1 and "/api/jobs/purge-done" in refused.stderr
+    finally:
+        forever.send_signal(signal.SIGINT)
+        _, errors = forever.communicate(timeout=30)
+    assert forever.returncode == 0, errors
+    assert jobs_json(store, "--purge-done")["purged"] == 2

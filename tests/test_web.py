@@ -1,0 +1,230 @@
+"""The `serve` app in process (Starlette's TestClient): API answers, 4xx messages, token."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from enginelib.web import Service, create_app
+from tests.helpers import doc, open_test_store, paragraphs
+
+ROOT = Path(__file__).resolve().parents[1]
+GDPR = ("Article 17. Right to erasure. The data subject shall have the right to obtain from "
+        "the controller the erasure of personal data concerning him or her without undue "
+        "delay where the personal data are no longer necessary.")
+
+
+def build_store(path: Path, src: Path) -> None:
+    """Three documents (one with a gold source), one DONE job and one DLQ job."""
+    src.mkdir()
+    (src / "empty.md").write_text("", encoding="utf-8")
+    (src / "brakes.md").write_text("# Brakes\n\n" + paragraphs(4), encoding="utf-8")
+    with open_test_store(path) as store:
+        store.add_source("eur-lex", name="EUR-Lex", tier="gold", evidence_level="regulation",
+                         authority_score=95)
+        store.ingest_documents([
+            doc("gdpr-17", GDPR, title="GDPR Article 17",
+                metadata={"source_id": "eur-lex"}),
+            doc("tyres", paragraphs(3, "tyres"), title="Tyres"),
+        ], truth_level="L1")
+        store.create_snapshot("before-brakes")
+        store.enqueue_paths(src / "empty.md", max_attempts=1)
+        store.enqueue_paths(src / "brakes.md")
+        from enginelib.jobs import Worker
+
+        Worker(store, store.jobs()).run_until_idle()
+
+
+@pytest.fixture()
+def store_path(tmp_path: Path) -> Path:
+    build_store(tmp_path / "store", tmp_path / "src")
+    return tmp_path / "store"
+
+
+def make_client(store_path: Path, **options: object) -> TestClient:
+    token = options.pop("token", None)
+    service = Service(open_test_store(store_path), poll_s=0.05, time_unit=0.001,
+                      **options)  # type: ignore[arg-type]
+    return TestClient(create_app(service, token=token))  # type: ignore[arg-type]
+
+
+@pytest.fixture()
+def client(store_path: Path) -> Iterator[TestClient]:
+    with make_client(store_path, max_upload_bytes=4096) as test_client:
+        yield test_client
+
+
+def wait_for(client: TestClient, predicate: object, timeout: float = 30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        data = client.get("/api/jobs").json()
+        if predicate(data):  # type: ignore[operator]
+            return data  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, data
+        time.sleep(0.05)
+
+
+def test_search_gives_scores_authority_and_the_gate(client: TestClient) -> None:
+    body = {"query": "right to erasure of personal data", "truth_levels": "L1,L2",
+            "no_gate": True, "limit": 5}
+    data = client.post("/api/search", json=body).json()
+    top = data["hits"][0]
+    assert top["document_id"] == "gdpr-17"
+    assert set(top["scores"]) >= {"fused", "vector_rank", "vector_score", "bm25_rank",
+                                  "bm25_score", "similarity"}
+    assert top["authority"] == {"tier": "gold", "evidence_level": "regulation",
+                                "authority_score": 95.0, "source_id": "eur-lex"}
+    assert top["document_url"] == (f"/documents/gdpr-17?start={top['start_offset']}"
+                                   f"&end={top['end_offset']}")
+    assert {h["term"].lower() for h in top["highlights"]} >= {"erasure"}
+    assert data["gate"]["decision"] == "answer"
+    same = client.get("/api/search", params={"q": body["query"], "truth_levels": "L1,L2",
+                                             "no_gate": "true", "limit": 5}).json()
+    assert [h["scores"] for h in same["hits"]] == [h["scores"] for h in data["hits"]]
+    refused = client.post("/api/search", json={"query": "quantum chromodynamics lattice"}).json()
+    assert refused["gate"]["decision"] == "refuse" and refused["gate"]["reason"]
+
+
+def test_search_a_snapshot_through_the_api(client: TestClient) -> None:
+    body = {"query": "brake pads caliper", "truth_levels": "L1,L2", "no_gate": True}
+    live = client.post("/api/search", json=body).json()
+    assert "brakes.md" in {h["document_id"] for h in live["hits"]}
+    old = client.post("/api/search", json={**body, "snapshot": "before-brakes"}).json()
+    assert old["snapshot"] == "before-brakes"
+    assert "brakes.md" not in {h["document_id"] for h in old["hits"]} and old["hits"]
+    for name in ("nope", "../../etc"):
+        bad = client.post("/api/search", json={**body, "snapshot": name})
+        assert bad.status_code == 400 and "snapshot" in bad.json()["error"], name
+
+
+def test_check_answer_flags_a_fabricated_reference(client: TestClient) -> None:
+    search = {"query": "right to erasure of personal data", "no_gate": True, "limit": 3}
+    answer = ("The data subject may obtain erasure without undue delay [1]. "
+              "Erasure is also guaranteed for robots [9]. Nobody disputes it.")
+    data = client.post("/api/check-answer", json={"answer": answer, "search": search}).json()
+    assert data["fabricated"] == ["[9]"] and data["supported"] == ["[1]"]
+    assert [c["verdict"] for c in data["claims"]] == ["supported", "fabricated", "unsupported"]
+    assert data["claims"][0]["references"][0]["citation"]["document_id"] == "gdpr-17"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "message"), [
+    ("get", "/api/documents/nope", None, 404, "no document with id 'nope'"),
+    ("delete", "/api/documents/nope", None, 404, "no document with id 'nope'"),
+    ("post", "/api/search", {"query": "x", "filters": "{domain: privacy"}, 400,
+     "filters is not valid JSON"),
+    ("post", "/api/search", {"query": "x", "filters": {"colour": "red"}}, 400, "colour"),
+    ("post", "/api/search", {"query": "x", "fuzzy": True}, 400, "unknown search parameter"),
+    ("post", "/api/search", {"query": "  "}, 400, "query must be a non-empty string"),
+    ("post", "/api/search", {"query": "x", "limit": "ten"}, 400, "limit must be an integer"),
+    ("post", "/api/search", {"query": "x", "truth_levels": "L7"}, 400, "L7"),
+    ("get", "/api/jobs?status=LOST", None, 400, "job status 'LOST'"),
+    ("get", "/api/nothing-here", None, 404, "no API route GET /api/nothing-here"),
+    ("post", "/api/check-answer", {"answer": "x [1]."}, 400, "search must be"),
+])
+def test_bad_requests_get_4xx_with_a_clear_message(
+    client: TestClient, method: str, path: str, body: object, status: int, message: str
+) -> None:
+    kwargs = {"json": body} if body is not None else {}
+    response = getattr(client, method)(path, **kwargs)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+def test_bad_json_body(client: TestClient) -> None:
+    response = client.post("/api/search", content=b"{not json",
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
+
+
+def test_uploads_are_size_limited_plain_named_and_stay_in_the_store(
+    client: TestClient, store_path: Path
+) -> None:
+    big = client.post("/api/upload", files={"file": ("big.md", b"x" * 5000)})
+    assert big.status_code == 413 and "exceeds the limit of 4096 bytes" in big.json()["error"]
+    for name in ("../escape.md", "..", "/etc/passwd", "sub/dir.md", ".hidden.md", "a\\b.md"):
+        bad = client.post("/api/upload", files={"file": (name, b"# hi\n\nsome text")})
+        assert bad.status_code == 400, name
+        assert "not a plain file name" in bad.json()["error"]
+    assert not (store_path.parent / "escape.md").exists()
+    def chunks() -> Iterator[bytes]:
+        yield b"--x\r\n"
+
+    chunked = client.post("/api/upload", content=chunks(),
+                          headers={"content-type": "multipart/form-data; boundary=x"})
+    assert chunked.status_code == 411 and "Content-Length" in chunked.json()["error"]
+    odd = client.post("/api/upload", files={"file": ("tool.exe", b"MZ")})
+    assert odd.status_code == 415
+    ok = client.post("/api/upload", files={"file": ("pads.md", b"# Pads\n\nBrake pads wear "
+                                                     b"down and must be replaced in time.")},
+                     data={"truth_level": "L1", "tags": "brakes,pads"})
+    assert ok.status_code == 202
+    job_id = ok.json()["job_id"]
+    wait_for(client, lambda d: any(j["job_id"] == job_id and j["status"] == "DONE"
+                                   for j in d["jobs"]))
+    saved = [p for p in (store_path / "uploads").rglob("pads.md")]
+    assert len(saved) == 1 and store_path.resolve() in saved[0].resolve().parents
+    pads = client.get("/api/documents/pads.md").json()["document"]
+    assert (pads["truth_level"], pads["tags"]) == ("L1", ["brakes", "pads"])
+
+
+def test_documents_jobs_sources_and_stats(client: TestClient) -> None:
+    listed = client.get("/api/documents", params={"truth_levels": "L1"}).json()
+    assert [d["document_id"] for d in listed] == ["gdpr-17", "tyres"]
+    shown = client.get("/api/documents/gdpr-17").json()
+    assert shown["document"]["text"] == GDPR and shown["chunks"][0]["start_offset"] == 0
+    jobs = client.get("/api/jobs").json()
+    assert (jobs["counts"]["DONE"], jobs["counts"]["DLQ"]) == (1, 1)
+    sources = client.get("/api/sources").json()
+    by_status = {row["document_id"]: row["status"] for row in sources}
+    assert by_status == {"brakes.md": "INDEXED", "gdpr-17": "INDEXED", "tyres": "INDEXED",
+                         "empty.md": "DLQ"}
+    gdpr = next(r for r in sources if r["document_id"] == "gdpr-17")
+    assert (gdpr["tier"], gdpr["authority_score"], gdpr["word_count"]) == ("gold", 95.0, len(GDPR.split()))
+    assert client.post("/api/jobs/purge-done").json() == {"purged": 1}
+    assert client.post("/api/jobs/retry-dlq").json() == {"retried": 1}
+    # The empty file fails again (max 1 attempt) and returns to the DLQ.
+    wait_for(client, lambda d: d["counts"]["DLQ"] == 1 and d["history"] == 1)
+    assert client.delete("/api/documents/tyres").json() == {"deleted": "tyres"}
+    assert client.get("/api/stats").json()["documents"] == 2
+    paths = client.get("/api/openapi.json").json()["paths"]
+    assert {"/api/search", "/api/upload", "/api/jobs/retry-dlq"} <= set(paths)
+
+
+def test_pages_render_and_the_document_view_marks_the_span(client: TestClient) -> None:
+    assert "Retry DLQ" in client.get("/").text
+    assert 'id="answer"' in client.get("/inspect").text
+    page = client.get("/documents/gdpr-17", params={"start": 12, "end": 28}).text
+    assert f'<mark id="cited">{GDPR[12:28]}</mark>' in page
+    assert client.get("/documents/nope").status_code == 404
+    for probe in ("/static/../../../../etc/passwd", "/static/%2e%2e/%2e%2e/catalog.duckdb"):
+        assert client.get(probe).status_code == 404, probe
+
+
+def test_token_is_checked_on_every_request(store_path: Path) -> None:
+    with make_client(store_path, token="s3cret") as client:
+        for path in ("/api/jobs", "/", "/inspect", "/static/app.css"):
+            denied = client.get(path)
+            assert denied.status_code == 401 and "token" in denied.json()["error"]
+        assert client.get("/api/jobs", headers={"authorization": "Bearer wrong"}).status_code == 401
+        assert client.get("/api/jobs", headers={"authorization": "Bearer s3cret"}).status_code == 200
+        assert client.get("/", params={"token": "s3cret"}).status_code == 200
+        assert client.get("/api/jobs").status_code == 200  # the cookie set by ?token=
+
+
+@pytest.mark.slow
+def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    env.pop("ENGINELIB_TOKEN", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "enginelib.cli.main", "serve", str(tmp_path / "s"), "--host",
+         "0.0.0.0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "binding 0.0.0.0 exposes the store" in result.stderr and "--token" in result.stderr
+    assert not (tmp_path / "s").exists()
