@@ -134,7 +134,7 @@ def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources:
             assert time.monotonic() < deadline and forever.poll() is None
             time.sleep(0.2)
         second = cli("worker", str(store), check=False)
-        assert second.returncode == 1 and "another process is writing" in second.stderr
+        assert second.returncode == 2 and "another process is writing" in second.stderr
         queued = json.loads(cli("ingest", "--store", str(store), "--queue", "--json",
                                 str(sources / "tyres.md")).stdout)
         assert queued == {"queued": 1, "job_ids": [], "via": "inbox"}
@@ -142,7 +142,7 @@ def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources:
             assert time.monotonic() < deadline and forever.poll() is None
             time.sleep(0.2)
         refused = cli("jobs", str(store), "--purge-done", check=False)
-        assert refused.returncode == 1 and "/api/jobs/purge-done" in refused.stderr
+        assert refused.returncode == 2 and "/api/jobs/purge-done" in refused.stderr
     finally:
         forever.send_signal(signal.SIGINT)
         _, errors = forever.communicate(timeout=30)
