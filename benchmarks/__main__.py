@@ -21,6 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--passes", type=int, default=3, help="timed passes over the queries")
     run.add_argument("--no-report", action="store_true", help="skip RESULTS.md and the plot")
 
+    embed = sub.add_parser("embed", help="fill the vector cache for datasets (long; run it early)")
+    embed.add_argument("--dataset", action="append", required=True)
+    embed.add_argument("--embedder", action="append", required=True,
+                       help="e5-small, all-MiniLM-L6-v2, ... (repeatable)")
+    embed.add_argument("--split", default="test")
+    embed.add_argument("--max-docs", type=int, default=0,
+                       help="a deterministic subset of this many documents (0: all)")
+
     sub.add_parser("report", help="rewrite results/*.md, the plot and RESULTS.md from the JSON")
 
     scaling = sub.add_parser("scaling", help="synthetic 10k/100k/1M-chunk scaling benchmark")
@@ -50,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
             run_dataset(dataset, split=args.split, peers=peers, passes=args.passes)
         if not args.no_report:
             print(f"wrote {write_reports()}")
+    elif args.command == "embed":
+        from .embed_cache import fill_cache
+
+        for name in args.embedder:
+            for dataset in args.dataset:
+                fill_cache(dataset, name, split=args.split, max_docs=args.max_docs)
     elif args.command == "report":
         from .report import write_reports
 
