@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,8 @@ def search_command(
     diversify: bool, boost: bool, no_gate: bool, explain: bool, as_json: bool,
 ) -> None:
     """Search the store; every hit comes with its citation (document, offsets, truth level)."""
+    # One query: threads cannot pay for themselves, and on a busy machine they cost seconds.
+    os.environ.setdefault("ENGINELIB_EMBED_THREADS", "1")
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         options: dict[str, Any] = dict(
             strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,

