@@ -283,7 +283,8 @@ def _measure_ours(
         )
         eval_ms.append(response.timings["retrieval_ms"])
         run[qid] = documents_by_best_chunk((h.document_id, h.scores.fused) for h in response.hits)
-    quality = evaluate_run(run, data.qrels).summary()
+    evaluation = evaluate_run(run, data.qrels)
+    quality = evaluation.summary()
 
     engine_ms: list[float] = []
     wall_ms: list[float] = []
@@ -307,6 +308,8 @@ def _measure_ours(
         "wall_ms": percentiles(wall_ms),  # the same calls timed from outside (validation etc.)
         "latency_ms_at_depth_100": percentiles(eval_ms),
         "qps_single_thread": round(1000.0 / float(np.mean(wall_ms)), 1),
+        # Per query, for paired tests between configurations (benchmarks/embedders_report.py).
+        "ndcg@10_per_query": {q: round(v["ndcg@10"], 4) for q, v in evaluation.per_query.items()},
         "_top10": top10,
     }
 
