@@ -196,3 +196,19 @@ def test_cli_init_records_embedder_used_by_later_commands_and_reindex_switches(
     assert read_manifest(Path(store)).embedding_dim == 16  # type: ignore[union-attr]
     unknown = runner.invoke(main, ["init", "--store", str(tmp_path / "t"), "--embedder", "e5"])
     assert unknown.exit_code != 0 and "unknown embedder 'e5'" in unknown.output
+
+
+def test_the_cli_starts_without_torch_psycopg_or_rich(tmp_path: Path) -> None:
+    """Cold start: a search process imports none of the heavy optional stacks."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    probe = ("import sys, enginelib.cli.main, enginelib.embedders; "
+             "enginelib.embedders.make_embedder('e5-small'); "
+             "print(sorted(m for m in ('torch', 'sentence_transformers', 'psycopg', 'rich') "
+             "if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout
