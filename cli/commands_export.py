@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from enginelib.export import INDEX_METHODS, ExportOptions, ExportReport, export_postgres, write_sql
-from enginelib.export.options import HNSW_EF_CONSTRUCTION, HNSW_M
+from enginelib.export.options import HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_METHODS, ExportOptions
 
 from .options import emit_json, handle_errors, json_option, open_store, store_option
+
+if TYPE_CHECKING:
+    from enginelib.export import ExportReport
 
 
 @click.group("export")
@@ -53,9 +56,13 @@ def postgres(
     progress = not no_progress and not as_json
     with open_store(store_path, read_only=True) as store:
         if sql_file is not None:
+            from enginelib.export import write_sql  # psycopg and rich load here, not at start
+
             report = write_sql(store, sql_file, options=options, progress=progress)
         else:
             assert dsn is not None
+            from enginelib.export import export_postgres
+
             report = export_postgres(store, dsn, options=options, progress=progress)
     if as_json:
         emit_json(report.to_dict())

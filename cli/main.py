@@ -9,6 +9,7 @@ import click
 
 from .commands_search import search_command
 from .options import (
+    embedder_option,
     emit_json,
     emit_mapping,
     handle_errors,
@@ -31,10 +32,11 @@ def main(debug: bool) -> None:
 @main.command()
 @store_option
 @vector_dim_option
+@embedder_option
 @handle_errors
-def init(store_path: Path, vector_dim: int | None) -> None:
-    """Create an empty store (the default embedding model, default chunking)."""
-    store = open_store(store_path, create=True, vector_dim=vector_dim)
+def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) -> None:
+    """Create an empty store (the default embedding model unless --embedder, default chunking)."""
+    store = open_store(store_path, create=True, vector_dim=vector_dim, embedder=embedder_name)
     store.close()
     click.echo(f"initialized store at {store_path}")
 
@@ -51,6 +53,7 @@ def init(store_path: Path, vector_dim: int | None) -> None:
 @click.option("--exclude", multiple=True, help="Glob of files to skip when walking a folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 @vector_dim_option
+@embedder_option
 @click.option("--strict", is_flag=True,
               help="All or nothing: the first bad file or record fails the call, nothing is written.")
 @click.option("--queue", is_flag=True, help="Enqueue one job per file and return; "
@@ -61,7 +64,7 @@ def ingest(
     store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
     include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, strict: bool,
-    vector_dim: int | None, queue: bool, as_json: bool,
+    vector_dim: int | None, embedder_name: str | None, queue: bool, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
 
@@ -78,7 +81,8 @@ def ingest(
         else:
             click.echo(f"queued {queued['queued']} job(s) ({queued['via']})")
         return
-    with open_store(store_path, create=True, vector_dim=vector_dim) as store:
+    with open_store(store_path, create=True, vector_dim=vector_dim,
+                    embedder=embedder_name) as store:
         report = store.ingest_path(
             *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunker import Chunker, ChunkingConfig
-from .embedder import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from .embedder import E5SmallEmbedder, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     DocumentNotFoundError,
     EngineError,
@@ -47,7 +47,8 @@ def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> St
     """Open the store at ``path`` (created if missing), or one of its snapshots read-only.
 
     ``":memory:"`` gives an in-memory store (see ``memory()``).
-    Options: ``embedder`` (default: all-MiniLM-L6-v2 shipped offline), ``chunking``
+    Options: ``embedder`` (an Embedder or a built-in name: "e5-small", the default, or
+    "all-MiniLM-L6-v2"; an existing store uses the one it recorded), ``chunking``
     (ChunkingConfig, new stores only), ``read_only``, ``create``, ``lock_timeout``.
     """
     if isinstance(path, str) and path == ":memory:":
@@ -78,7 +79,7 @@ def memory(
 
 __all__ = [
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
-    "DocumentNotFoundError", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
+    "DocumentNotFoundError", "E5SmallEmbedder", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
     "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",

@@ -23,6 +23,7 @@
      |    +-- PayloadTooLargeError       an upload over `serve`'s size limit (HTTP 413)
      |    +-- LengthRequiredError        an upload of unknown length (HTTP 411)
      |    +-- UnsafeBindError            `serve` on a public address without a token
+     |    +-- UnknownEmbedderError       no built-in embedder by that name
      +-- EmbeddingError                the embedding model could not be loaded or run
      +-- RewriterError                 the caller's query rewriter hook failed or returned garbage
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
@@ -141,6 +142,8 @@ class InvalidVectorError(InvalidInputError):
 
 class RewriterError(EngineError):
     """The ``rewriter`` search hook raised, or did not return a list of query strings."""
+
+
 class PayloadTooLargeError(InvalidInputError):
     pass
 
@@ -150,6 +153,10 @@ class LengthRequiredError(InvalidInputError):
 
 
 class UnsafeBindError(InvalidInputError):
+    pass
+
+
+class UnknownEmbedderError(InvalidInputError):
     pass
 
 

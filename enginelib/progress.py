@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+if TYPE_CHECKING:  # rich loads with the first bar shown, not with every search process
+    from rich.progress import Progress, TaskID
 
 
 class IngestProgress:
@@ -28,6 +21,16 @@ class IngestProgress:
 
     def __enter__(self) -> IngestProgress:
         if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("[bold]{task.description}"),
