@@ -14,10 +14,11 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import fusion, post
+from . import answerability, fusion, gate, post
 from .citations import make_citation
 from .presets import apply_preset
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
+from .gate import GateDecision
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
 
 if TYPE_CHECKING:
@@ -250,18 +251,11 @@ def _one(
     if qvec is not None and total:
         similarity = view.vectors[positions[order_idx[: max(GATE_TOP_N, request.offset + request.limit)]]] @ qvec
 
-    gate_reason = None
-    if total == 0:
-        gate_reason = "no chunk matched the query"
-    elif request.answerability_threshold is not None and similarity is not None:
-        top_mean = float(np.mean(similarity[:GATE_TOP_N]))
-        if top_mean < request.answerability_threshold:
-            gate_reason = (
-                f"mean similarity of the top hits is {top_mean:.3f}, below the answerability "
-                f"threshold {request.answerability_threshold}"
-            )
-    if gate_reason is not None:
-        return _empty(store, request, strategy, gate_reason, total=total)
+    decision = answerability.assess(
+        store, view, request, qvec, positions[order_idx[: gate.TOP_N]], vector_ranking, text_ranking
+    )
+    if not decision.answerable:
+        return _empty(store, request, strategy, decision.message, total=total, decision=decision)
 
     page = order_idx[request.offset : request.offset + request.limit]
     if len(page) == 0:
@@ -320,6 +314,7 @@ def _one(
         context=context,
         truth_levels=request.truth_levels,
         timings={"reranked": float(reranked)},
+        gate=decision,
     )
 
 
@@ -360,7 +355,8 @@ def _context(
 
 
 def _empty(
-    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0
+    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0,
+    decision: GateDecision | None = None,
 ) -> SearchResponse:
     return SearchResponse(
         query=request.queries[0],
@@ -374,4 +370,5 @@ def _empty(
         context=_context(store, [], strategy, None),
         reason=reason,
         truth_levels=request.truth_levels,
+        gate=decision,
     )

@@ -6,6 +6,8 @@ import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .gate import GateDecision
+
 Status = Literal["ok", "NO_RELEVANT_SOURCES"]
 OK: Status = "ok"
 NO_RELEVANT_SOURCES: Status = "NO_RELEVANT_SOURCES"
@@ -116,6 +118,7 @@ class SearchResponse:
     reason: str | None = None
     truth_levels: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
+    gate: GateDecision | None = None  # the answerability gate's decision, reason code, numbers
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -144,4 +147,5 @@ class SearchResponse:
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "hits": [h.to_dict() for h in self.hits],
             "context": self.context.to_dict(),
+            "gate": None if self.gate is None else self.gate.to_dict(),
         }
