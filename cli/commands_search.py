@@ -144,6 +144,7 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
             }
             for h in response.hits
         ],
+        "gate": None if response.gate is None else response.gate.to_dict(),
         "context": {
             "document_ids": list(response.context.document_ids),
             "lowest_truth_level": response.context.lowest_truth_level,
@@ -158,12 +159,16 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
     if not response.ok:
         click.echo(f"NO_RELEVANT_SOURCES: {response.reason}")
         click.echo(f"(strategy {response.strategy_used}, truth levels {','.join(response.truth_levels)})")
+        if explain and response.gate is not None:
+            click.echo(gate_line(response))
         return
     click.echo(
         f"{response.total} result{'' if response.total == 1 else 's'}, showing {response.offset + 1}-{response.offset + len(response.hits)} "
         f"({response.strategy_used}, truth levels {','.join(response.truth_levels)}, "
         f"{response.execution_time_ms:.1f} ms)"
     )
+    if explain and response.gate is not None:
+        click.echo(gate_line(response))
     for hit in response.hits:
         c = hit.citation
         level = TRUTH_LEVELS[hit.truth_level].name
@@ -185,6 +190,20 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
                 + (f" | boost {s.boost:+.2f}" if s.boost else "")
                 + (f" | similarity {s.similarity:.3f}" if s.similarity is not None else "")
             )
+
+
+def gate_line(response: SearchResponse) -> str:
+    """The answerability gate's decision, reason code and the numbers behind it."""
+    g = response.gate
+    assert g is not None
+    e = g.evidence
+    threshold = "off" if g.threshold is None else f"{g.threshold:.2f}"
+    return (
+        f"gate: {g.decision} ({g.reason_code}) score {g.score:.2f} / threshold {threshold} | "
+        f"similarity {_fmt(e.similarity)} z {_fmt(e.similarity_z)} semantic {_fmt(e.semantic)} | "
+        f"coverage {_fmt(e.coverage)} agreement {_fmt(e.agreement)}"
+        + (f" | missing: {', '.join(e.missing_words)}" if e.missing_words else "")
+    )
 
 
 def _fmt(value: float | None) -> str:

@@ -16,9 +16,9 @@ from ..indexes.exact import exact_topk
 from ..types import truth_rank
 from . import answerability, fusion, gate, post
 from .citations import make_citation
+from .gate import GateDecision
 from .presets import apply_preset
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
-from .gate import GateDecision
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
 
 if TYPE_CHECKING:
