@@ -167,8 +167,6 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
         f"({response.strategy_used}, truth levels {','.join(response.truth_levels)}, "
         f"{response.execution_time_ms:.1f} ms)"
     )
-    if explain and response.gate is not None:
-        click.echo(gate_line(response))
     for hit in response.hits:
         c = hit.citation
         level = TRUTH_LEVELS[hit.truth_level].name
@@ -190,6 +188,9 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
                 + (f" | boost {s.boost:+.2f}" if s.boost else "")
                 + (f" | similarity {s.similarity:.3f}" if s.similarity is not None else "")
             )
+    if explain and response.gate is not None:
+        click.echo("")
+        click.echo(gate_line(response))
 
 
 def gate_line(response: SearchResponse) -> str:
