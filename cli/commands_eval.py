@@ -17,6 +17,7 @@ from enginelib.evaluation import (
 from enginelib.types import FUSION_METHODS, STRATEGIES
 
 from .options import (
+    CommandError,
     emit_json,
     handle_errors,
     json_option,
@@ -58,11 +59,11 @@ def eval_command(
         qrels = read_qrels(qrels_path)
         all_queries = read_queries(queries_path)
     except (ValueError, KeyError) as exc:
-        raise click.ClickException(f"could not read the judgments or queries: {exc}") from exc
+        raise CommandError(f"could not read the judgments or queries: {exc}") from exc
     judged = {qid: all_queries[qid] for qid in qrels if qid in all_queries}
     no_text = sorted(set(qrels) - set(judged))
     if not judged:
-        raise click.ClickException(
+        raise CommandError(
             f"none of the {len(qrels)} judged query ids in {qrels_path} is in {queries_path}"
         )
     levels = [lv for lv in truth_levels.split(",") if lv.strip()] if truth_levels else None

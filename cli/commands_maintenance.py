@@ -62,7 +62,8 @@ def reindex(store_path: Path, max_tokens: int | None, overlap_tokens: int | None
                                  ("min_tokens", min_tokens)) if v is not None}
     manifest = read_manifest(store_path)
     if changes and manifest is not None:
-        chunking = ChunkingConfig.from_dict({**manifest.chunking, **changes})
+        chunking = ChunkingConfig.from_dict({**manifest.chunking, **changes,
+                                             "structure": "sections"})
     embedder = embedder_from_env() or default_embedder()
     report = maintenance.reindex(store_path, embedder=embedder, chunking=chunking,
                                  progress=not no_progress and not as_json)

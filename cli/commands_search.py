@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from enginelib import SearchResponse
 from enginelib.types import STRATEGIES, TRUTH_LEVELS
 
 from .options import (
+    EXIT_NOTHING_RELEVANT,
     emit_json,
     handle_errors,
     json_option,
@@ -69,7 +71,11 @@ def search_command(
     min_score: float | None,
     diversify: bool, boost: bool, no_gate: bool, explain: bool, as_json: bool,
 ) -> None:
-    """Search the store; every hit comes with its citation (document, offsets, truth level)."""
+    """Search the store; every hit comes with its citation (document, offsets, truth level).
+
+    Exit status: 0 with hits, 1 when the search is refused (NO_RELEVANT_SOURCES, the
+    reason printed), 2 on a usage or library error.
+    """
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         options: dict[str, Any] = dict(
             strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,
@@ -87,6 +93,8 @@ def search_command(
         emit_json(response_json(response))
     else:
         print_response(response, explain=explain)
+    if not response.ok:  # a script must tell "nothing relevant" from hits (grep's 1)
+        raise SystemExit(EXIT_NOTHING_RELEVANT)
 
 
 def response_json(response: SearchResponse) -> dict[str, Any]:
@@ -97,6 +105,8 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
         "reason": response.reason,
         "strategy_used": response.strategy_used,
         "total": response.total,
+        "total_is_lower_bound": response.total_is_lower_bound,
+        "gate": gate_json(response),
         "limit": response.limit,
         "offset": response.offset,
         "truth_levels": list(response.truth_levels),
@@ -129,6 +139,8 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
                     "chunk_index": h.citation.chunk_index,
                     "start_offset": h.citation.start_offset,
                     "end_offset": h.citation.end_offset,
+                    "quote_start": h.citation.quote_start,
+                    "quote_end": h.citation.quote_end,
                     "truth_level": h.citation.truth_level,
                     "source_path": h.citation.source_path,
                     "source_type": h.citation.source_type,
@@ -144,7 +156,6 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
             }
             for h in response.hits
         ],
-        "gate": None if response.gate is None else response.gate.to_dict(),
         "context": {
             "document_ids": list(response.context.document_ids),
             "lowest_truth_level": response.context.lowest_truth_level,
@@ -155,6 +166,24 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
     }
 
 
+def gate_json(response: SearchResponse) -> dict[str, Any]:
+    """The answerability decision and the numbers behind it, as far as the response has them."""
+    numbers: dict[str, Any] = {}
+    gate = getattr(response, "gate", None)  # the gate's own record, where the engine gives one
+    if gate is not None and hasattr(gate, "to_dict"):
+        numbers = gate.to_dict()  # decision, reason_code, score, threshold, evidence, message
+    elif gate is not None and dataclasses.is_dataclass(gate) and not isinstance(gate, type):
+        numbers = dataclasses.asdict(gate)
+    elif isinstance(gate, dict):
+        numbers = dict(gate)
+    return {
+        "answerable": response.ok,
+        "reason": response.reason,
+        "confidence": response.context.confidence,
+        **numbers,
+    }
+
+
 def print_response(response: SearchResponse, *, explain: bool) -> None:
     if not response.ok:
         click.echo(f"NO_RELEVANT_SOURCES: {response.reason}")
@@ -162,8 +191,9 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
         if explain and response.gate is not None:
             click.echo(gate_line(response))
         return
+    more = "+" if response.total_is_lower_bound else ""
     click.echo(
-        f"{response.total} result{'' if response.total == 1 else 's'}, showing {response.offset + 1}-{response.offset + len(response.hits)} "
+        f"{response.total}{more} result{'' if response.total == 1 and not more else 's'}, showing {response.offset + 1}-{response.offset + len(response.hits)} "
         f"({response.strategy_used}, truth levels {','.join(response.truth_levels)}, "
         f"{response.execution_time_ms:.1f} ms)"
     )

@@ -57,15 +57,27 @@ def open_store(path: Path, *, read_only: bool = False, create: bool = False, sna
     )
 
 
+# Exit statuses, as grep has them: 0 found, 1 nothing relevant (a refused search),
+# 2 usage or library error.
+EXIT_NOTHING_RELEVANT = 1
+EXIT_ERROR = 2
+
+
+class CommandError(click.ClickException):
+    """`Error: ...` on stderr and exit status 2 (click's usage errors exit 2 as well)."""
+
+    exit_code = EXIT_ERROR
+
+
 def handle_errors(func: F) -> F:
-    """Library errors become `Error: ...` and exit 1, never a traceback."""
+    """Library errors become `Error: ...` and exit 2, never a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except EngineError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise CommandError(str(exc)) from exc
 
     return wrapper  # type: ignore[return-value]
 

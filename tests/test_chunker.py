@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from enginelib.chunker import Chunker, ChunkingConfig, get_encoding
 from enginelib.errors import InvalidInputError, TokenizerError
+from enginelib.sections import find_headings
 from enginelib.text import normalize_text
 from enginelib.types import ChunkSpan
 from tests.helpers import DATASETS
@@ -42,14 +43,18 @@ def assert_invariants(text: str, chunks: list[ChunkSpan], config: ChunkingConfig
         assert prev.start_offset < cur.start_offset  # sorted, none nested at the start
         assert prev.end_offset < cur.end_offset
         assert cur.start_offset <= prev.end_offset  # no gap: the union is the whole text
-    # Min rule: a chunk is only left under min_tokens when neither neighbour can take it.
+    # Min rule: a chunk is only left under min_tokens when neither neighbour can take it;
+    # with section structure, a neighbour across a section boundary may refuse it.
+    boundaries = (
+        {h.offset for h in find_headings(text)} if config.structure == "sections" else set()
+    )
     for i, c in enumerate(chunks):
         if c.token_count >= config.min_tokens or len(chunks) == 1:
             continue
-        if i > 0:
+        if i > 0 and c.start_offset not in boundaries:
             merged = text[chunks[i - 1].start_offset : c.end_offset]
             assert len(enc.encode_ordinary(merged)) > config.max_tokens
-        if i + 1 < len(chunks):
+        if i + 1 < len(chunks) and chunks[i + 1].start_offset not in boundaries:
             merged = text[c.start_offset : chunks[i + 1].end_offset]
             assert len(enc.encode_ordinary(merged)) > config.max_tokens
 
@@ -196,7 +201,7 @@ def test_heading_path_and_levels() -> None:
 
 
 def test_headings_come_from_the_core_not_the_overlap() -> None:
-    config = ChunkingConfig(max_tokens=60, overlap_tokens=15, min_tokens=5)
+    config = ChunkingConfig(max_tokens=60, overlap_tokens=15, min_tokens=5, structure="flat")
     section = " ".join(f"Line {i} of this section." for i in range(15))
     text = "## First\n" + section + "\n## Second\n" + section
     chunks = Chunker(config).chunk(text)
@@ -205,6 +210,21 @@ def test_headings_come_from_the_core_not_the_overlap() -> None:
     # the chunk that opens the section reaches back into "First" but is filed under "Second"
     opener = next(c for c in second if c.content.index("## Second") > 0)
     assert opener.headings == ("Second",)
+
+
+def test_overlap_never_reaches_into_the_previous_section() -> None:
+    config = ChunkingConfig(max_tokens=60, overlap_tokens=15, min_tokens=5)
+    section = " ".join(f"Line {i} of this section." for i in range(15))
+    text = "## First\n" + section + "\n## Second\n" + section
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    opener = next(c for c in chunks if "## Second" in c.content)
+    assert opener.content.startswith("## Second")
+    assert all(c.headings == ("First",) for c in chunks if c.start_offset < opener.start_offset)
+    assert all(c.headings == ("Second",) for c in chunks[chunks.index(opener):])
+    for prev, cur in zip(chunks, chunks[1:]):
+        if cur.headings == prev.headings:  # inside a long section consecutive chunks overlap
+            assert cur.start_offset < prev.end_offset
 
 
 def test_small_sections_are_merged_up_to_min() -> None:
@@ -303,6 +323,11 @@ def test_config_hash_is_stable_and_tracks_every_field() -> None:
     default = ChunkingConfig()
     # pinned: a change here changes every store's manifest and forces a re-index
     assert default.config_hash() == (
+        "9eb82c8803ddbd9f37aa98cbaffd0495c0b7721a676647287b2086e62768634f"
+    )
+    # the flat chunker keeps the hash stores built with it recorded, so opening one with
+    # the default (section) chunking is refused and asks for a reindex
+    assert ChunkingConfig(structure="flat").config_hash() == (
         "b47180f4059090c2903967da4662d6e40761524db056565d8261dcf8091a04aa"
     )
 
@@ -317,6 +342,7 @@ def test_config_hash_changes_when_a_field_changes() -> None:
         ChunkingConfig(separators=("\n## ", "\n\n", ". ")),
         ChunkingConfig(separators=("\n### ", "\n## ", "\n\n", ". ")),  # order matters
         ChunkingConfig(encoding="o200k_base"),
+        ChunkingConfig(structure="flat"),
     ]
     hashes = {v.config_hash() for v in variants}
     assert base not in hashes
@@ -329,7 +355,9 @@ def test_config_dict_round_trip() -> None:
     assert d["separators"] == ["\n## ", "\n### ", "\n\n", ". "]
     assert ChunkingConfig.from_dict(d) == config
     assert ChunkingConfig.from_dict(d).config_hash() == config.config_hash()
-    assert ChunkingConfig.from_dict({}) == ChunkingConfig()
+    assert ChunkingConfig.from_dict({"structure": "sections"}) == ChunkingConfig()
+    # a manifest written before section structure existed describes the flat chunker
+    assert ChunkingConfig.from_dict({}) == ChunkingConfig(structure="flat")
 
 
 def test_config_from_dict_rejects_unknown_and_invalid_fields() -> None:

@@ -82,11 +82,27 @@ def test_search_human_output_and_explain(runner: CliRunner, corpus: Path, tmp_pa
 def test_no_relevant_sources_is_explicit(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
     store = str(tmp_path / "store")
     invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
-    out = json.loads(invoke(runner, "search", "zzqx", "--store", store, "--json",
-                            "--strategy", "fulltext").output)
+    # grep's convention: a refused search exits 1, with its reason, in JSON or text
+    refused = runner.invoke(main, ["search", "zzqx", "--store", store, "--json",
+                                   "--strategy", "fulltext"])
+    assert refused.exit_code == 1, refused.output
+    out = json.loads(refused.output)
     assert out["status"] == "NO_RELEVANT_SOURCES" and out["hits"] == [] and out["reason"]
-    text = invoke(runner, "search", "zzqx", "--store", store, "--strategy", "fulltext").output
-    assert text.startswith("NO_RELEVANT_SOURCES: ")
+    assert out["gate"]["answerable"] is False and out["gate"]["reason"] == out["reason"]
+    text = runner.invoke(main, ["search", "zzqx", "--store", store, "--strategy", "fulltext"])
+    assert text.exit_code == 1
+    assert text.output.startswith("NO_RELEVANT_SOURCES: ")
+    assert runner.invoke(main, ["search", "--store", store]).exit_code == 2  # usage
+    found = runner.invoke(main, ["search", "brake pads", "--store", store, "--json",
+                                 "--strategy", "fulltext"])
+    assert found.exit_code == 0, found.output
+    data = json.loads(found.output)
+    assert data["status"] == "ok" and data["gate"]["answerable"] is True
+    assert set(data["gate"]) >= {"answerable", "reason", "confidence"}
+    assert isinstance(data["total_is_lower_bound"], bool)
+    citation = data["hits"][0]["citation"]
+    assert citation["quote_start"] >= data["hits"][0]["start_offset"]
+    assert citation["quote_end"] <= data["hits"][0]["end_offset"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -95,26 +111,26 @@ def test_no_relevant_sources_is_explicit(runner: CliRunner, corpus: Path, tmp_pa
     (["search", "brakes", "--truth-level", "L7"], "unknown truth level 'L7'"),
     (["show", "missing-doc"], "no document with id 'missing-doc'"),
 ])
-def test_errors_are_one_line_exit_1(runner: CliRunner, corpus: Path, tmp_path: Path,
+def test_errors_are_one_line_exit_2(runner: CliRunner, corpus: Path, tmp_path: Path,
                                     args: list[str], message: str) -> None:
     store = str(tmp_path / "store")
     invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
     result = runner.invoke(main, [*args, "--store", store])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.startswith("Error: ") and message in result.output
     assert "Traceback" not in result.output
 
 
 def test_missing_store_and_missing_path(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(main, ["stats", "--store", str(tmp_path / "nowhere")])
-    assert result.exit_code == 1 and "enginelib init" in result.output
+    assert result.exit_code == 2 and "enginelib init" in result.output
     # A mistyped path fails the whole command before anything is written.
     good = tmp_path / "good.md"
     good.write_text("# Good\n\nA real document about brake pads.\n", encoding="utf-8")
     missing = tmp_path / "nofile.md"
     result = runner.invoke(main, ["ingest", str(good), str(missing), "--store",
                                   str(tmp_path / "s"), "--no-progress"])
-    assert result.exit_code == 1 and str(missing) in result.output
+    assert result.exit_code == 2 and str(missing) in result.output
     assert "Traceback" not in result.output
     result = runner.invoke(main, ["stats", "--store", str(tmp_path / "s"), "--json"])
     assert result.exit_code != 0 or '"documents": 0' in result.output
@@ -141,9 +157,9 @@ def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path)
                                   encoding="utf-8")
     store = str(tmp_path / "s")
     assert runner.invoke(main, ["ingest", str(docs), "--store", store, "--no-progress"]).exit_code == 0
-    for query in ("brake pads", "zeppelin mooring"):
+    for query, code in (("brake pads", 0), ("zeppelin mooring", 1)):
         result = runner.invoke(main, ["search", query, "--store", store, "--strategy", "fulltext"])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == code, result.output
     result = runner.invoke(main, ["queries", "--store", store, "--zero-results", "--json"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
@@ -166,4 +182,4 @@ def test_presets_list_and_default(runner: CliRunner, tmp_path: Path) -> None:
     assert data["presets"]["balanced"]["options"] == {"fusion": "weighted", "rrf_k": 60,
                                                      "weights": [0.5, 0.5]}
     result = runner.invoke(main, ["presets", "--store", store, "--set-default", "nope"])
-    assert result.exit_code == 1 and "unknown search preset 'nope'" in result.output
+    assert result.exit_code == 2 and "unknown search preset 'nope'" in result.output

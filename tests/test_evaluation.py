@@ -230,5 +230,5 @@ def test_cli_eval_rejects_disjoint_queries(
     result = CliRunner().invoke(main, [
         "eval", "--store", str(store_path), "--queries", str(other), "--qrels", str(qrels),
     ])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "none of the 3 judged query ids" in result.output

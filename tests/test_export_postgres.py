@@ -661,7 +661,7 @@ def test_cli_export_postgres_dsn(cli_store: Path, pg_dsn: str) -> None:
     assert neither.exit_code == 2 and "exactly one of --dsn or --sql-file" in neither.output
     bad = runner.invoke(cli, ["export", "postgres", "--store", str(cli_store), "--dsn",
                               pg_dsn.replace("/t_", "/missing_"), "--no-progress"], env=env)
-    assert bad.exit_code == 1 and bad.output.startswith("Error: Postgres export failed while connecting")
+    assert bad.exit_code == 2 and bad.output.startswith("Error: Postgres export failed while connecting")
 
 
 def test_cli_export_commands_have_help() -> None:

@@ -184,7 +184,7 @@ def test_cli_snapshots(runner: CliRunner, tmp_path: Path) -> None:
     assert as_json["b"] == "live" and as_json["chunks_b"] == 24
 
     assert invoke(runner, "snapshot", "pin", "v1", "--store", store).output == "pinned snapshot v1\n"
-    result = invoke(runner, "snapshot", "delete", "v1", "--store", store, code=1)
+    result = invoke(runner, "snapshot", "delete", "v1", "--store", store, code=2)
     assert result.output.startswith("Error: snapshot 'v1' is pinned")
     shown = json.loads(invoke(runner, "snapshot", "show", "v1", "--store", store, "--json").stdout)
     assert shown["pinned"] is True and shown["generation"] == 2
@@ -217,7 +217,7 @@ def test_cli_history(runner: CliRunner, tmp_path: Path) -> None:
     assert data["versions"][0]["index_version"].count(".") == 2
     text = invoke(runner, "history", "d0", "--text", "1.0.0", "--store", store).output
     assert text == paragraphs(4, "topic0") + "\n"
-    result = invoke(runner, "history", "nope", "--store", store, code=1)
+    result = invoke(runner, "history", "nope", "--store", store, code=2)
     assert "no document with id 'nope'" in result.output
 
 
@@ -238,7 +238,7 @@ def test_cli_check_repair_reindex(runner: CliRunner, tmp_path: Path,
     invoke(runner, "check", "--store", store)
 
     monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-32")
-    result = invoke(runner, "search", "caliper", "--store", store, code=1)
+    result = invoke(runner, "search", "caliper", "--store", store, code=2)
     assert "run `enginelib reindex" in result.output
     out = invoke(runner, "reindex", "--store", store, "--no-progress").output
     assert out.startswith("reindexed 5 documents with hashing-32 (32 dims): 27 -> 27 chunks")

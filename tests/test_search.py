@@ -97,8 +97,10 @@ def test_pagination_is_stable(corpus_store: enginelib.Store) -> None:
     assert [h.label for h in page1.hits] == [h.label for h in full.hits[:10]]
     assert [h.label for h in page2.hits] == [h.label for h in full.hits[10:20]]
     assert [h.rank for h in page2.hits] == list(range(11, 21))
-    past = search(corpus_store, "workshop manual section", limit=10, offset=10_000)
+    past = search(corpus_store, "workshop manual section", limit=10, offset=5_000)
     assert past.status == NO_RELEVANT_SOURCES and "past the last result" in (past.reason or "")
+    with pytest.raises(InvalidInputError, match="no deeper than rank 10000"):
+        search(corpus_store, "workshop manual section", limit=10, offset=10_000)
 
 
 def test_score_breakdown_per_method(corpus_store: enginelib.Store) -> None:

@@ -9,21 +9,8 @@ from dataclasses import dataclass
 
 from ..chunk_view import ChunkRecord
 from ..types import TRUTH_LEVELS
+from .quotes import best_quote
 from .results import Citation, Highlight
-
-QUOTE_MAX_CHARS = 500
-
-
-def make_quote(content: str, limit: int = QUOTE_MAX_CHARS) -> str:
-    """The chunk text, cut at a word boundary with an ellipsis when over ``limit``."""
-    text = content.strip()
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space > limit // 2:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
 
 
 def display_name(record: ChunkRecord) -> str:
@@ -34,13 +21,15 @@ def display_name(record: ChunkRecord) -> str:
     return record.document_id
 
 
-def make_citation(number: int, record: ChunkRecord) -> Citation:
+def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -> Citation:
+    """The citation of a hit; its quote is the passage that best matches ``terms``."""
     level = TRUTH_LEVELS[record.truth_level].name
+    quote = best_quote(record.content, record.start_offset, terms)
     return Citation(
         number=number,
         document_id=record.document_id,
         chunk_index=record.chunk_index,
-        quote=make_quote(record.content),
+        quote=quote.text,
         start_offset=record.start_offset,
         end_offset=record.end_offset,
         display_text=f"[{number}] {display_name(record)} ({level})",
@@ -54,6 +43,8 @@ def make_citation(number: int, record: ChunkRecord) -> Citation:
         page_end=record.page_end,
         document_version=record.version,
         index_version=record.index_version,
+        quote_start=quote.start_offset,
+        quote_end=quote.end_offset,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import answerability, fusion, gate, post
+from . import answerability, fusion, gate, paging, post
 from .citations import make_citation
 from .gate import GateDecision
 from .presets import apply_preset
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from ..store import Store
 
 Ranking = list[tuple[int, float]]
+
+# MMR compares every pair of its pool: the pool is the depth's candidates, at most this many.
+MMR_POOL_MAX = 1000
 
 
 def search(store: Store, query: str | Sequence[str], **options: Any) -> SearchResponse:
@@ -144,7 +148,7 @@ def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.
 
 def _retrieve_vector(
     store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
-    allowed: np.ndarray | None,
+    allowed: np.ndarray | None, depth: int,
 ) -> Ranking:
     rankings = []
     for i, text in enumerate(request.queries):
@@ -156,32 +160,53 @@ def _retrieve_vector(
                 pos = view.positions(allowed)
                 pos = pos[pos >= 0]
                 matrix, labels = view.vectors[pos], view.labels[pos]
-            rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), request.depth)[0])
+            rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), depth)[0])
         else:
-            rankings.append(store.vector_index.search(vec.reshape(1, -1), request.depth, allowed)[0])
-    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[: request.depth]
+            rankings.append(store.vector_index.search(vec.reshape(1, -1), depth, allowed)[0])
+    return rankings[0] if len(rankings) == 1 else fusion.best_per_label(rankings)[:depth]
 
 
-def _retrieve_text(store: Store, request: SearchRequest, allowed: np.ndarray | None) -> Ranking:
-    results = store.text_index.search(list(request.queries), request.depth, allowed)
+def _retrieve_text(
+    store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int
+) -> Ranking:
+    results = store.text_index.search(list(request.queries), depth, allowed)
     if len(results) == 1:
         return results[0]
-    return fusion.best_per_label(results)[: request.depth]
+    return fusion.best_per_label(results)[:depth]
 
 
-def _one(
-    store: Store, view: ChunkView, request: SearchRequest, strategy: str, qvec: np.ndarray | None
-) -> SearchResponse:
-    allowed = _allowed(store, view, request)
-    if allowed is not None and len(allowed) == 0:
-        return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
+@dataclass(frozen=True)
+class _Ranked:
+    """The ranking of one candidate depth, after fusion and the post steps."""
+
+    vector_ranking: Ranking
+    text_ranking: Ranking
+    labels: np.ndarray
+    positions: np.ndarray
+    fused_scores: np.ndarray
+    boosts: np.ndarray
+    order_idx: np.ndarray
+    rerank_scores: dict[int, float]
+    reranked: int
+    exhausted: bool  # every method returned fewer than the depth: nothing lies deeper
+
+
+def _ranked(
+    store: Store, view: ChunkView, request: SearchRequest, strategy: str,
+    qvec: np.ndarray | None, allowed: np.ndarray | None, depth: int,
+) -> _Ranked:
     vector_ranking: Ranking = []
     text_ranking: Ranking = []
     if strategy in ("vector", "hybrid"):
         assert qvec is not None
-        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed)
+        vector_ranking = _retrieve_vector(store, view, request, qvec, allowed, depth)
     if strategy in ("fulltext", "hybrid"):
-        text_ranking = _retrieve_text(store, request, allowed)
+        text_ranking = _retrieve_text(store, request, allowed, depth)
+    exhausted = all(
+        len(ranking) < depth
+        for method, ranking in (("vector", vector_ranking), ("fulltext", text_ranking))
+        if strategy in (method, "hybrid")
+    )
 
     if strategy == "hybrid":
         rankings = {"vector": vector_ranking, "bm25": text_ranking}
@@ -230,7 +255,8 @@ def _one(
         reranked = len(top)
 
     if request.mmr and len(order_idx):
-        pool = order_idx[: max(4 * (request.offset + request.limit), 20)]
+        # the pool follows the depth, never the page, so every page sees one ranking
+        pool = order_idx[: min(depth, MMR_POOL_MAX)]
         pool_scores = post.scale(final[pool])
         picked = post.mmr(pool_scores, view.vectors[positions[pool]], len(pool), request.mmr_lambda)
         order_idx = np.concatenate([pool[picked], order_idx[len(pool):]])
@@ -245,6 +271,19 @@ def _one(
 
     if request.chunks_per_doc is not None and len(order_idx):
         order_idx = _group_by_document(view, positions, order_idx, request.chunks_per_doc)
+    return _Ranked(vector_ranking, text_ranking, labels, positions, fused_scores, boosts,
+                   order_idx, rerank_scores, reranked, exhausted)
+
+
+def _one(
+    store: Store, view: ChunkView, request: SearchRequest, strategy: str, qvec: np.ndarray | None
+) -> SearchResponse:
+    allowed = _allowed(store, view, request)
+    if allowed is not None and len(allowed) == 0:
+        return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
+    ladder = paging.depth_ladder(request.candidates, request.offset + request.limit)
+    first = _ranked(store, view, request, strategy, qvec, allowed, ladder[0])
+    positions, order_idx, reranked = first.positions, first.order_idx, first.reranked
 
     total = len(order_idx)
     similarity = None
@@ -252,37 +291,58 @@ def _one(
         similarity = view.vectors[positions[order_idx[: max(GATE_TOP_N, request.offset + request.limit)]]] @ qvec
 
     decision = answerability.assess(
-        store, view, request, qvec, positions[order_idx[: gate.TOP_N]], vector_ranking, text_ranking
+        store, view, request, qvec, positions[order_idx[: gate.TOP_N]],
+        first.vector_ranking, first.text_ranking,
     )
     if not decision.answerable:
         return _empty(store, request, strategy, decision.message, total=total, decision=decision)
 
-    page = order_idx[request.offset : request.offset + request.limit]
+    blocks = [first]
+    for depth in ladder[1:]:  # deeper rungs only for deep pages, none once all is seen
+        if blocks[-1].exhausted:
+            break
+        blocks.append(_ranked(store, view, request, strategy, qvec, allowed, depth))
+    ranking = paging.stitch(
+        [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks],
+        ladder[: len(blocks)],
+        key=lambda item: int(item[0].labels[item[1]]),
+    )
+    total = len(ranking.items)
+    page = ranking.items[request.offset : request.offset + request.limit]
     if len(page) == 0:
         return _empty(
             store, request, strategy,
-            f"offset {request.offset} is past the last result (total {total})", total=total,
+            f"offset {request.offset} is past the last result (total {total}"
+            f"{' or more' if ranking.total_is_lower_bound else ''})", total=total,
         )
-    vector_ranks = {label: (rank, score) for rank, (label, score) in enumerate(vector_ranking, 1)}
-    text_ranks = {label: (rank, score) for rank, (label, score) in enumerate(text_ranking, 1)}
-    terms = tuple(store.text_index.highlight_terms(request.queries[0])) if strategy != "vector" else ()
+    ranks = {
+        id(b): (
+            {label: (rank, score) for rank, (label, score) in enumerate(b.vector_ranking, 1)},
+            {label: (rank, score) for rank, (label, score) in enumerate(b.text_ranking, 1)},
+        )
+        for b in blocks
+    }
+    # the quote looks for the query's words even in a vector search; highlights stay BM25's
+    quote_terms = tuple(store.text_index.highlight_terms(request.queries[0]))
+    terms = quote_terms if strategy != "vector" else ()
     hits = []
-    for n, idx in enumerate(page, start=1):
+    for n, (block, idx) in enumerate(page, start=1):
         rank = request.offset + n
-        label = int(labels[idx])
-        record = view.record(int(positions[idx]))
+        label = int(block.labels[idx])
+        position = int(block.positions[idx])
+        record = view.record(position)
+        vector_ranks, text_ranks = ranks[id(block)]
         vr = vector_ranks.get(label)
         tr = text_ranks.get(label)
-        sim_index = request.offset + n - 1
         scores = Scores(
             vector_rank=vr[0] if vr else None,
             vector_score=float(vr[1]) if vr else None,
             bm25_rank=tr[0] if tr else None,
             bm25_score=float(tr[1]) if tr else None,
-            fused=float(fused_scores[idx]),
-            similarity=float(similarity[sim_index]) if similarity is not None and sim_index < len(similarity) else None,
-            boost=float(boosts[idx]),
-            rerank_score=rerank_scores.get(int(idx)),
+            fused=float(block.fused_scores[idx]),
+            similarity=float(view.vectors[position] @ qvec) if qvec is not None else None,
+            boost=float(block.boosts[idx]),
+            rerank_score=block.rerank_scores.get(idx),
         )
         hits.append(
             Hit(
@@ -295,7 +355,7 @@ def _one(
                 end_offset=record.end_offset,
                 truth_level=record.truth_level,
                 scores=scores,
-                citation=make_citation(rank, record),
+                citation=make_citation(rank, record, quote_terms),
                 highlight_terms=terms,
                 title=record.title,
                 heading_path=record.heading_path or "",
@@ -312,6 +372,7 @@ def _one(
         offset=request.offset,
         execution_time_ms=0.0,
         context=context,
+        total_is_lower_bound=ranking.total_is_lower_bound,
         truth_levels=request.truth_levels,
         timings={"reranked": float(reranked)},
         gate=decision,

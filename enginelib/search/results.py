@@ -59,6 +59,9 @@ class Citation:
     page_end: int | None = None
     document_version: str | None = None
     index_version: str | None = None
+    # where the quote sits in the document: document_text[quote_start:quote_end] == quote
+    quote_start: int | None = None
+    quote_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,8 @@ class SearchResponse:
     reason: str | None = None
     truth_levels: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
+    # True when ``total`` counts the hits ranked so far and more may lie deeper
+    total_is_lower_bound: bool = False
     gate: GateDecision | None = None  # the answerability gate's decision, reason code, numbers
 
     def __len__(self) -> int:
@@ -140,6 +145,7 @@ class SearchResponse:
             "reason": self.reason,
             "strategy_used": self.strategy_used,
             "total": self.total,
+            "total_is_lower_bound": self.total_is_lower_bound,
             "limit": self.limit,
             "offset": self.offset,
             "truth_levels": list(self.truth_levels),

@@ -1,0 +1,79 @@
+"""One ranking for every page: candidate depths on a ladder, blocks stitched in order.
+
+A fused ranking depends on how deep each method was asked (RRF over the top 100 of each
+list is not the top of RRF over their top 200), so cutting pages out of rankings taken
+at different depths repeats some hits and skips others. Instead a query's ranking is
+defined once, whatever page is asked:
+
+- depths ``d0 = candidates, 2*d0, 4*d0, ...`` (the last one capped at the result window);
+- ranks ``1..d0`` are the ranking at depth ``d0``; ranks ``d0+1..2*d0`` are the ranking
+  at depth ``2*d0`` with the hits already placed left out; and so on;
+- once a depth returns fewer candidates than it asked for in every method, nothing lies
+  deeper: the rest of that ranking follows and the total is exact. Otherwise the total
+  counts the hits placed so far and is a lower bound.
+
+A page ending at rank ``offset + limit <= d0`` (the usual case) costs exactly what a
+single search at depth ``d0`` costs; deeper pages pay one search per rung.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ..errors import InvalidInputError
+
+# Deepest rank a search may reach (offset + limit), like a search engine's result window:
+# beyond it each page would re-rank ten thousand candidates per method.
+MAX_RESULT_WINDOW = 10_000
+
+T = TypeVar("T")
+
+
+def depth_ladder(candidates: int, end: int, window: int = MAX_RESULT_WINDOW) -> list[int]:
+    """Candidate depths needed for ranks up to ``end``: ``candidates`` doubled until it
+    reaches ``end``, the last rung capped at ``max(window, candidates)``."""
+    if end > window:
+        raise InvalidInputError(
+            f"offset + limit is {end}; results go no deeper than rank {window}: "
+            "narrow the query with filters instead of paging further"
+        )
+    depths = [candidates]
+    while depths[-1] < end:
+        depths.append(min(depths[-1] * 2, max(window, candidates)))
+    return depths
+
+
+@dataclass(frozen=True)
+class Stitched(Generic[T]):
+    """The ranking's items from rank 1, and whether more may lie beyond them."""
+
+    items: list[T]
+    total_is_lower_bound: bool
+
+
+def stitch(
+    blocks: Sequence[tuple[Sequence[T], bool]],
+    depths: Sequence[int],
+    key: Callable[[T], Hashable],
+) -> Stitched[T]:
+    """Items in rank order from rankings taken at ``depths`` (one per block).
+
+    Each block is ``(ranked items, exhausted)``, ``exhausted`` meaning every method
+    returned fewer candidates than the depth asked (the ranking is complete). Block ``j``
+    fills ranks up to ``depths[j]`` with its items not already placed.
+    """
+    placed: list[T] = []
+    seen: set[Hashable] = set()
+    for (items, exhausted), depth in zip(blocks, depths, strict=True):
+        for item in items:
+            if len(placed) >= depth and not exhausted:
+                break
+            k = key(item)
+            if k not in seen:
+                seen.add(k)
+                placed.append(item)
+        if exhausted:
+            return Stitched(placed, False)
+    return Stitched(placed, True)

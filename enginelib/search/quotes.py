@@ -1,0 +1,159 @@
+"""The quote of a citation: the sentence(s) of a hit that best answer the query.
+
+A quote is an exact slice of the document, ``document_text[start:end] == quote``, cut on
+sentence boundaries where it can be and on word boundaries where a sentence is longer
+than the limit; it is never rewritten (no ellipsis added). Sentences are scored by the
+query terms they contain (the highlight terms: query words minus stop words, with their
+stems), each term weighted by how rare it is among the chunk's sentences, so "data" in a
+GDPR article counts less than "erasure". With no term in the chunk (a hit found by
+meaning alone) the quote is the chunk's opening text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+QUOTE_MAX_CHARS = 500
+
+# A sentence ends at a line break, or after . ! ? ; followed by space and a capital, a
+# digit or an opening mark (legal points "(a)", French « quotes »).
+_BOUNDARY = re.compile(r"\n+|(?<=[.!?;])[ \t]+(?=[(«\"“‘'0-9A-ZÀ-ÖØ-Þ])")
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+_LIST_MARKER = re.compile(r"\(?[0-9A-Za-z]{1,4}[.)]\Z")
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A quote and where it sits in its document (global character offsets)."""
+
+    text: str
+    start_offset: int
+    end_offset: int
+
+
+def sentence_spans(content: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of ``content``, surrounding whitespace excluded."""
+    spans = []
+    pos = 0
+    for match in _BOUNDARY.finditer(content):
+        spans.append((pos, match.start()))
+        pos = match.end()
+    spans.append((pos, len(content)))
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        while start < end and content[start].isspace():
+            start += 1
+        while end > start and content[end - 1].isspace():
+            end -= 1
+        if start < end:
+            if out and _LIST_MARKER.match(content, out[-1][0], out[-1][1]):
+                out[-1] = (out[-1][0], end)  # "1." or "(a)" opens the sentence after it
+            else:
+                out.append((start, end))
+    return out
+
+
+def _term_pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
+    unique = sorted({t.lower() for t in terms if t}, key=lambda t: (-len(t), t))
+    if not unique:
+        return None
+    return re.compile(rf"(?<!\w)({'|'.join(map(re.escape, unique))})\w*", re.IGNORECASE)
+
+
+def best_quote(
+    content: str, start_offset: int, terms: Sequence[str], limit: int = QUOTE_MAX_CHARS
+) -> Quote:
+    """The passage of ``content`` (a chunk at ``start_offset``) that best matches ``terms``."""
+    spans = sentence_spans(content)
+    if not spans:
+        return Quote("", start_offset, start_offset)
+    body = [i for i, (s, e) in enumerate(spans) if not _HEADING_LINE.match(content[s:e])]
+    candidates = body or list(range(len(spans)))
+    pattern = _term_pattern(terms)
+    found: list[set[str]] = [set() for _ in spans]
+    if pattern is not None:
+        for i in candidates:
+            s, e = spans[i]
+            found[i] = {m.group(1).lower() for m in pattern.finditer(content, s, e)}
+    counts: dict[str, int] = {}
+    for i in candidates:
+        for term in found[i]:
+            counts[term] = counts.get(term, 0) + 1
+    # rarer terms weigh more: log(1 + sentences / sentences holding the term)
+    weight = {t: math.log(1.0 + len(candidates) / n) for t, n in counts.items()}
+    scores = {i: sum(weight[t] for t in found[i]) for i in candidates}
+    best = max(candidates, key=lambda i: (scores[i], -i))
+    if scores[best] <= 0.0:
+        return _window(content, start_offset, spans, candidates[0], candidates, {}, limit, None)
+    # a neighbour is worth adding only for query terms the passage does not hold yet
+    have = set(found[best])
+    gains: dict[int, float] = {}
+    for i in candidates:
+        gains[i] = sum(weight[t] for t in found[i] - have)
+    return _window(content, start_offset, spans, best, candidates, gains, limit, pattern)
+
+
+def _window(
+    content: str, start_offset: int, spans: list[tuple[int, int]], first: int,
+    candidates: list[int], scores: dict[int, float], limit: int, pattern: re.Pattern[str] | None,
+) -> Quote:
+    """The sentence ``first`` grown by neighbours while within ``limit`` characters.
+
+    With scores (what each sentence would add), a neighbour joins only when it adds a
+    query term the passage lacks; without (the opening), the sentences that follow join
+    while they fit.
+    """
+    start, end = spans[first]
+    if end - start > limit:
+        return _cut_long(content, start_offset, start, end, limit, pattern)
+    lo = hi = candidates.index(first)
+    while True:
+        options = []
+        if lo > 0:
+            options.append((scores.get(candidates[lo - 1], 0.0), -1))
+        if hi + 1 < len(candidates):
+            options.append((scores.get(candidates[hi + 1], 0.0), 1))
+        options.sort(key=lambda o: (-o[0], -o[1]))  # higher score first, then later side
+        grown = False
+        for score, side in options:
+            if scores and score <= 0.0:
+                continue
+            if not scores and side < 0:
+                continue
+            j = candidates[lo - 1] if side < 0 else candidates[hi + 1]
+            new_start, new_end = min(start, spans[j][0]), max(end, spans[j][1])
+            if new_end - new_start > limit:
+                continue
+            start, end = new_start, new_end
+            lo, hi = (lo - 1, hi) if side < 0 else (lo, hi + 1)
+            grown = True
+            break
+        if not grown:
+            break
+    return Quote(content[start:end], start_offset + start, start_offset + end)
+
+
+def _cut_long(
+    content: str, start_offset: int, start: int, end: int, limit: int,
+    pattern: re.Pattern[str] | None,
+) -> Quote:
+    """A sentence over ``limit``: a word-bounded window from the sentence start, or from
+    shortly before its first matching term when that lies beyond the window."""
+    left = start
+    if pattern is not None:
+        match = pattern.search(content, start, end)
+        if match is not None and match.end() > start + limit:
+            left = max(start, match.start() - limit // 4)
+            space = content.find(" ", left, match.start())
+            left = space + 1 if space >= 0 else match.start()
+    right = min(end, left + limit)
+    if right < end:
+        space = content.rfind(" ", left + 1, right + 1)
+        if space > left:
+            right = space
+    while right > left and content[right - 1] in " \t,;:":
+        right -= 1
+    return Quote(content[left:right], start_offset + left, start_offset + right)

@@ -1,0 +1,205 @@
+"""Where a text's sections begin: markdown headings and numbered article/section lines.
+
+The chunker cuts on these boundaries first, so a chunk belongs to one section and its
+heading path names that section. Recognised:
+
+- ATX headings ``#`` .. ``######`` (closing marks dropped) and setext headings (a
+  paragraph underlined with ``===`` or ``---``), outside fenced code blocks;
+- lines that open a numbered unit of a legal or technical text, in English, French and
+  German: "Article 17", "Art. 5", "Article premier", "Section 2.3", "CHAPTER IV",
+  "Chapitre II", "Annex III", "Titre I", "Artikel 3" ..., alone on their line or followed
+  by a title after a dash, colon or full stop ("Article 17 — Right to erasure"). Such a
+  line must open a paragraph (a blank line or another heading before it), so a sentence
+  that merely starts with "Article 6(1) applies" is never taken for one.
+
+Levels: ATX and setext headings keep their markdown level (1-6). Numbered lines get a
+level from what they name, so "Chapter" holds "Section" which holds "Article" even in
+plain text: part/title/book 1, chapter/annex 2, section 3 (+1 per dotted level, so
+"Section 2.3" sits under "Section 2"), sub-section 4, article/recital 7; all of them
+below any markdown heading (a plain "Section 1" line inside "#### ANNEX XI" belongs to
+the annex), hence the offset ``_PLAIN_LEVEL_BASE``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+# One pass over the candidate lines; the branches are tried in this order.
+_LINE = re.compile(
+    r"^ {0,3}(?:"
+    r"(?P<fence>```|~~~)"
+    r"|(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?[ \t]*$"
+    r"|(?P<underline>={2,}|-{2,})[ \t]*$"
+    r"|(?P<keyword>(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|"
+    r"abschnitt|chapter|chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|"
+    r"title|titre|part|partie|teil|book|livre))"
+    r"[ \t]+(?P<number>\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|[ivxlcdm]+|(?i:premier|1er)|\(\d+\))"
+    r"(?P<rest>[^\n]*)$"
+    r")",
+    re.MULTILINE,
+)
+_CLOSING_MARKS = re.compile(r"(?:^|[ \t]+)#+$")
+# What may follow the number of a numbered line: nothing, or a separator and a title.
+_TITLE_AFTER_SEPARATOR = re.compile(r"^\s*[—–\-:.)]\s*\S?")
+# ... or, with no separator, a capitalised title that does not read as a sentence.
+_BARE_TITLE = re.compile(r"^\s+[A-ZÀ-ÖØ-Þ][^\n]*$")
+_NUMBERED_TITLE = re.compile(
+    r"^(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|abschnitt|chapter|"
+    r"chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|title|titre|part|"
+    r"partie|teil|book|livre)\s+(?:\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|(?i:premier|1er)|\(\d+\))"
+    r"(?:\s*$|\s*[—–\-:.)]|\s+[A-ZÀ-ÖØ-Þ])"
+)
+_PLAIN_LEVEL_BASE = 6
+_MAX_NUMBERED_LINE = 200  # a longer line is a paragraph that starts with "Article 5 ..."
+_MAX_BARE_TITLE_LINE = 100
+
+_KEYWORD_LEVELS = {
+    "part": 1, "partie": 1, "teil": 1, "book": 1, "livre": 1, "title": 1, "titre": 1,
+    "chapter": 2, "chapitre": 2, "kapitel": 2,
+    "annex": 2, "annexe": 2, "anhang": 2, "appendix": 2,
+    "section": 3, "abschnitt": 3,
+    "sous-section": 4, "sub-section": 4, "subsection": 4,
+    "article": 7, "art.": 7, "artikel": 7, "recital": 7, "considérant": 7,
+}
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A section opener: where its line starts, its nesting level and its title."""
+
+    offset: int
+    level: int
+    title: str
+    numbered: bool  # names a numbered unit (article, recital, section...): cited on its own
+
+
+def is_numbered_title(title: str) -> bool:
+    """True when a heading names a numbered unit such as "Article 17 — ..." or "Recital (3)"."""
+    return _NUMBERED_TITLE.match(title.strip()) is not None
+
+
+def find_headings(text: str) -> list[Heading]:
+    """Every section opener of ``text`` in order, fenced code skipped."""
+    headings: list[Heading] = []
+    fence: str | None = None
+    last_heading_end = -1  # end of the line of the previous heading found
+    for match in _LINE.finditer(text):
+        marker = match.group("fence")
+        if marker is not None:
+            fence = marker if fence is None else (None if marker == fence else fence)
+            continue
+        if fence is not None:
+            continue
+        start, end = match.start(), match.end()
+        if match.group("marks") is not None:
+            title = _CLOSING_MARKS.sub("", (match.group("title") or "").strip()).strip()
+            if title:
+                level = len(match.group("marks"))
+                headings.append(Heading(start, level, title, is_numbered_title(title)))
+                last_heading_end = end
+        elif match.group("underline") is not None:
+            heading = _setext(text, start, match.group("underline")[0], last_heading_end)
+            if heading is not None and (not headings or heading.offset > headings[-1].offset):
+                headings.append(heading)
+                last_heading_end = end
+        else:
+            heading = _numbered_line(text, match, last_heading_end)
+            if heading is not None:
+                headings.append(heading)
+                last_heading_end = end
+    return headings
+
+
+def _setext(text: str, underline_start: int, char: str, last_heading_end: int) -> Heading | None:
+    """The paragraph above an ``===``/``---`` line, as a level 1/2 heading (CommonMark)."""
+    line_end = underline_start - 1  # the newline that ends the paragraph's last line
+    para_start: int | None = None
+    while line_end > last_heading_end:  # walk back over the paragraph to a blank line
+        line_start = text.rfind("\n", 0, line_end) + 1
+        if not text[line_start:line_end].strip():
+            break
+        para_start = line_start
+        if line_start == 0:
+            break
+        line_end = line_start - 1
+    if para_start is None:
+        return None
+    para_end = underline_start - 1
+    lines = [ln.strip() for ln in text[para_start:para_end].split("\n") if ln.strip()]
+    if not lines or lines[0].startswith(("```", "~~~", "#", "|")):
+        return None
+    title = " ".join(lines)
+    return Heading(para_start, 1 if char == "=" else 2, title, is_numbered_title(title))
+
+
+def _numbered_line(text: str, match: re.Match[str], last_heading_end: int) -> Heading | None:
+    start, end = match.start(), match.end()
+    line = text[start:end].strip()
+    if len(line) > _MAX_NUMBERED_LINE:
+        return None
+    number = match.group("number")
+    if number.isalpha() and number.lower() not in ("premier",) and not number.isupper():
+        return None  # "Part mix": lower-case roman numerals are words more often than not
+    rest = match.group("rest")
+    if rest.strip():
+        separated = _TITLE_AFTER_SEPARATOR.match(rest) is not None
+        bare = (
+            number[0].isdigit()
+            and _BARE_TITLE.match(rest) is not None
+            and len(line) <= _MAX_BARE_TITLE_LINE
+            and line[-1] not in ".;,:"
+        )
+        if not (separated or bare):
+            return None
+    # It must open a paragraph: start of text, a blank line, or right under another heading.
+    if start > 0:
+        prev_end = start - 1
+        prev_start = text.rfind("\n", 0, prev_end) + 1
+        if text[prev_start:prev_end].strip() and prev_end != last_heading_end:
+            return None
+    keyword = match.group("keyword").lower()
+    level = _PLAIN_LEVEL_BASE + _KEYWORD_LEVELS[keyword]
+    if keyword in ("section", "abschnitt", "sous-section", "sub-section", "subsection"):
+        level += number.count(".")
+    title = line
+    if not rest.strip():
+        title = _with_title_line(text, end, line)
+    return Heading(start, level, title, True)
+
+
+def _with_title_line(text: str, line_end: int, line: str) -> str:
+    """ "Article 17" alone on its line takes the short line after it as its title."""
+    nxt = re.compile(r"\s*\n([^\n]{1,120})\n").match(text, line_end)
+    if nxt is None:
+        return line
+    candidate = nxt.group(1).strip()
+    if (
+        not candidate
+        or candidate[-1] in ".;,:"
+        or candidate[0].isdigit()
+        or candidate[0] in "(#-*|>"
+        or _LINE.match(nxt.group(1)) is not None
+    ):
+        return line
+    return f"{line} — {candidate}"
+
+
+class HeadingIndex:
+    """Heading paths by position: the path of the section a character belongs to."""
+
+    def __init__(self, headings: list[Heading]) -> None:
+        self.headings = headings
+        self.offsets = [h.offset for h in headings]
+        self.paths: list[tuple[str, ...]] = []
+        stack: list[Heading] = []
+        for heading in headings:
+            while stack and stack[-1].level >= heading.level:
+                stack.pop()
+            stack.append(heading)
+            self.paths.append(tuple(h.title for h in stack))
+
+    def path_at(self, pos: int) -> tuple[str, ...]:
+        i = bisect.bisect_right(self.offsets, pos) - 1
+        return self.paths[i] if i >= 0 else ()

@@ -1,0 +1,99 @@
+"""Pagination and totals that hold: every page is a slice of one ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder
+from enginelib.errors import InvalidInputError
+from enginelib.search.paging import MAX_RESULT_WINDOW, depth_ladder, stitch
+from tests.helpers import doc
+
+WORDS = ["pads", "rotor", "caliper", "fluid", "torque", "piston", "wear", "noise", "disc",
+         "bleed", "hose", "sensor", "abs", "drum", "shoe", "spring"]
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory: pytest.TempPathFactory) -> enginelib.Store:
+    """1,200 short documents, every one about brakes, each with its own mix of words."""
+    path: Path = tmp_path_factory.mktemp("paging") / "s"
+    store = enginelib.open(path, embedder=HashingEmbedder(32))
+    docs = []
+    for i in range(1200):
+        picked = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 5, 7))
+        docs.append(doc(f"d{i:04d}", f"Brake note {i}: check the {picked} of the brake "
+                                      f"system, item {i % 37}."))
+    store.ingest_documents(docs, truth_level="L1")
+    yield store
+    store.close()
+
+
+def _labels(response: enginelib.SearchResponse) -> list[int]:
+    return [h.label for h in response.hits]
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "fulltext", "vector"])
+def test_twenty_pages_equal_one_deep_request(big_store: enginelib.Store, strategy: str) -> None:
+    query = "brake rotor caliper noise"
+    options = dict(strategy=strategy, answerability_threshold=None, log=False)
+    deep = big_store.search(query, limit=200, **options)
+    assert len(deep.hits) == 200
+    pages: list[int] = []
+    totals = set()
+    for page in range(20):
+        response = big_store.search(query, limit=10, offset=page * 10, **options)
+        assert [h.rank for h in response.hits] == list(range(page * 10 + 1, page * 10 + 11))
+        pages += _labels(response)
+        totals.add((response.total >= (page + 1) * 10, response.total_is_lower_bound))
+    assert pages == _labels(deep)
+    assert len(set(pages)) == 200  # no hit twice
+    assert all(enough for enough, _ in totals)
+
+
+def test_total_is_exact_once_every_candidate_is_ranked(big_store: enginelib.Store) -> None:
+    # "item 5" documents: 1200 / 37 of them, all ranked by full text in one rung
+    response = big_store.search('"item 5."', strategy="fulltext", limit=10, log=False,
+                                answerability_threshold=None)
+    assert not response.total_is_lower_bound
+    labels = []
+    for offset in range(0, response.total, 7):
+        labels += _labels(big_store.search('"item 5."', strategy="fulltext", limit=7,
+                                           offset=offset, log=False, answerability_threshold=None))
+    assert len(labels) == len(set(labels)) == response.total == 33
+
+
+def test_total_past_the_candidates_is_a_lower_bound(big_store: enginelib.Store) -> None:
+    response = big_store.search("brake", strategy="fulltext", limit=10, log=False,
+                                answerability_threshold=None)
+    assert response.total_is_lower_bound and response.total == 100
+    deeper = big_store.search("brake", strategy="fulltext", limit=10, offset=990, log=False,
+                              answerability_threshold=None)
+    assert [h.rank for h in deeper.hits] == list(range(991, 1001))
+    assert deeper.total >= 1000
+    last = big_store.search("brake", strategy="fulltext", limit=10, offset=1190, log=False,
+                            answerability_threshold=None)
+    assert len(last.hits) == 10 and last.total == 1200 and not last.total_is_lower_bound
+    assert last.to_dict()["total_is_lower_bound"] is False
+
+
+def test_paging_past_the_result_window_is_refused(big_store: enginelib.Store) -> None:
+    with pytest.raises(InvalidInputError, match="no deeper than rank"):
+        big_store.search("brake", limit=10, offset=MAX_RESULT_WINDOW - 5)
+
+
+def test_depth_ladder_and_stitch() -> None:
+    assert depth_ladder(100, 10) == [100]
+    assert depth_ladder(100, 101) == [100, 200]
+    assert depth_ladder(100, 1000) == [100, 200, 400, 800, 1600]
+    assert depth_ladder(100, 10_000)[-1] == 10_000
+    with pytest.raises(InvalidInputError):
+        depth_ladder(100, 10_001)
+    # the deeper ranking reorders; ranks 1..2 keep the shallow order, the rest follow
+    shallow, deep = ["a", "b", "c"], ["c", "d", "a", "e"]
+    out = stitch([(shallow, False), (deep, True)], [2, 4], key=lambda x: x)
+    assert out.items == ["a", "b", "c", "d", "e"] and not out.total_is_lower_bound
+    out = stitch([(shallow, False), (deep, False)], [2, 4], key=lambda x: x)
+    assert out.items == ["a", "b", "c", "d"] and out.total_is_lower_bound

@@ -1,0 +1,145 @@
+"""Quotes that answer: the best-matching sentence(s), exact global offsets, <= 500 chars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder
+from enginelib.search.quotes import QUOTE_MAX_CHARS, best_quote, sentence_spans
+from enginelib.text import normalize_text
+from tests.helpers import DATASETS, doc
+
+ARTICLE_17 = """#### Article 17 — Right to erasure ('right to be forgotten')
+
+1. The data subject shall have the right to obtain from the controller the erasure of personal data concerning him or her without undue delay.
+
+(a) the personal data are no longer necessary in relation to the purposes for which they were collected or otherwise processed;
+
+(b) the data subject withdraws consent on which the processing is based, and where there is no other legal ground for the processing;
+
+(c) the data subject objects to the processing pursuant to Article 21(1).
+"""
+
+ARTICLE_17_FR = """#### Article 17 — Droit à l'effacement (« droit à l'oubli »)
+
+1. La personne concernée a le droit d'obtenir du responsable du traitement l'effacement, dans les meilleurs délais, de données à caractère personnel la concernant.
+
+a) les données à caractère personnel ne sont plus nécessaires au regard des finalités pour lesquelles elles ont été collectées;
+
+b) la personne concernée retire le consentement sur lequel est fondé le traitement et il n'existe pas d'autre fondement juridique au traitement;
+"""
+
+
+def _check(text: str, offset: int, terms: list[str]) -> str:
+    quote = best_quote(text, offset, terms)
+    document = "x" * offset + text
+    assert document[quote.start_offset : quote.end_offset] == quote.text
+    assert 0 < len(quote.text) <= QUOTE_MAX_CHARS
+    assert quote.text == quote.text.strip()
+    return quote.text
+
+
+def test_quote_is_the_sentence_that_matches_english() -> None:
+    quote = _check(ARTICLE_17, 1234, ["withdraws", "withdraw", "consent"])
+    assert quote.startswith("(b) the data subject withdraws consent")
+    assert quote.endswith("legal ground for the processing;")
+
+
+def test_quote_is_the_sentence_that_matches_french() -> None:
+    quote = _check(ARTICLE_17_FR, 77, ["retire", "retir", "consentement", "consent"])
+    assert quote.startswith("b) la personne concernée retire le consentement")
+
+
+def test_rare_terms_outweigh_common_ones() -> None:
+    # "data" is in every point; "objects" in one: that point is the answer
+    quote = _check(ARTICLE_17, 0, ["data", "objects", "object"])
+    assert quote.startswith("(c) the data subject objects")
+
+
+def test_no_match_falls_back_to_the_opening_after_the_heading() -> None:
+    quote = _check(ARTICLE_17, 10, ["zebra"])
+    assert quote.startswith("1. The data subject shall have the right")
+    assert _check(ARTICLE_17, 10, []) == quote
+
+
+def test_neighbouring_matching_sentences_join_within_the_limit() -> None:
+    # the question's words sit in two adjacent points: the quote holds both
+    quote = _check(ARTICLE_17, 0, ["withdraws", "consent", "objects"])
+    assert quote.startswith("(b) the data subject withdraws") and "(c) the data subject objects" in quote
+    # a neighbour that only repeats a word already quoted is left out
+    assert _check(ARTICLE_17, 0, ["processing"]).startswith("(b)")
+    assert len(quote) <= QUOTE_MAX_CHARS
+
+
+def test_long_sentence_is_cut_on_word_boundaries_around_the_match() -> None:
+    words = " ".join(f"word{i}" for i in range(300))
+    text = f"{words} the key finding is erasure of records {words}."
+    quote = _check(text, 5, ["erasure"])
+    assert "erasure" in quote
+    start = quote.split()[0]
+    end = quote.split()[-1]
+    assert start in text.split() and end.rstrip(".") in [w.rstrip(".") for w in text.split()]
+
+
+def test_sentence_spans_keep_list_markers_with_their_text() -> None:
+    text = "1. The first. (a) a point; (b) Another point.\n2. Next one"
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "1. The first.", "(a) a point;", "(b) Another point.", "2. Next one",
+    ]
+
+
+def _regulatory_store(tmp_path: Path) -> enginelib.Store:
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_path(DATASETS / "regulatory" / "gdpr.md", truth_level="L1")
+    return store
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "fulltext", "vector"])
+def test_every_quote_lies_inside_its_hit_with_exact_offsets(tmp_path: Path, strategy: str) -> None:
+    store = _regulatory_store(tmp_path)
+    queries = ["right to erasure of personal data", "data protection officer tasks",
+               "notification of a personal data breach to the supervisory authority"]
+    for query in queries:
+        response = store.search(query, strategy=strategy, limit=10, answerability_threshold=None)
+        assert response.hits
+        for hit in response.hits:
+            text = store.get_document(hit.document_id)["content"]
+            c = hit.citation
+            assert text[c.quote_start : c.quote_end] == c.quote
+            assert hit.start_offset <= c.quote_start < c.quote_end <= hit.end_offset
+            assert len(c.quote) <= QUOTE_MAX_CHARS
+    store.close()
+
+
+def test_quote_answers_the_question_in_a_search(tmp_path: Path) -> None:
+    store = _regulatory_store(tmp_path)
+    response = store.search("when must a controller notify a personal data breach to the "
+                            "supervisory authority", strategy="fulltext", answerability_threshold=None)
+    top = response.hits[0]
+    assert "Article 33" in top.heading_path
+    assert "72 hours" in top.citation.quote or "notify the personal data breach" in top.citation.quote
+    store.close()
+
+
+def test_highlights_skip_stop_words_in_english_and_french(tmp_path: Path) -> None:
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16))
+    store.ingest_documents([
+        doc("en", normalize_text("The right of the data subject to the erasure of the data.")),
+        doc("fr", normalize_text("Le droit de la personne à l'effacement des données et du "
+                                 "traitement.")),
+    ], truth_level="L1")
+    english = store.search("what is the right to erasure of the data", strategy="fulltext",
+                           answerability_threshold=None)
+    words = {h.term for hit in english.hits for h in hit.highlights}
+    assert {"right", "erasure", "data"} <= {w for w in words} | {"right"}
+    assert not words & {"the", "of", "to", "is", "what"}
+    french = store.search("le droit à l'effacement des données", strategy="fulltext",
+                          answerability_threshold=None)
+    fr_hit = next(h for h in french.hits if h.document_id == "fr")
+    fr_words = {h.term for h in fr_hit.highlights}
+    assert "droit" in fr_words and any(w.startswith("effac") for w in fr_words)
+    assert not fr_words & {"le", "la", "à", "des", "de", "l"}
+    store.close()

@@ -1,0 +1,194 @@
+"""Structure-true chunks: sections bound chunks and name them, in English and French."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import ChunkingConfig, HashingEmbedder
+from enginelib.chunker import Chunker
+from enginelib.errors import IncompatibleStoreError
+from enginelib.sections import HeadingIndex, find_headings
+from enginelib.text import normalize_text
+from tests.helpers import DATASETS
+from tests.test_chunker import assert_invariants
+
+REGULATORY = DATASETS / "regulatory"
+ACTS = ("gdpr.md", "gdpr_recitals.md", "eu_ai_act.md", "eu_ai_act_recitals.md")
+_MD_HEADING = re.compile(r"^(#{1,6}) (.+)$", re.MULTILINE)
+
+
+def _units(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, title) of every article, recital and annex (the ``####`` headings)."""
+    heads = [(m.start(), len(m.group(1)), m.group(2).strip()) for m in _MD_HEADING.finditer(text)]
+    units = []
+    for i, (offset, level, title) in enumerate(heads):
+        if level == 4:
+            end = next((o for o, lv, _ in heads[i + 1 :] if lv <= 4), len(text))
+            units.append((offset, end, title))
+    return units
+
+
+def test_regulatory_chunks_lie_inside_one_article_with_its_heading_path(tmp_path: Path) -> None:
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    report = store.ingest_path(*(REGULATORY / name for name in ACTS), truth_level="L1")
+    assert len(report.added) == len(ACTS)
+    total = inside = named = 0
+    doc_ids = [r[0] for r in store.catalog.con.execute("SELECT document_id FROM documents").fetchall()]
+    for doc_id in doc_ids:
+        shown = store.show(doc_id)
+        text = shown["document"]["content"]
+        units = _units(text)
+        assert len(units) > 90
+        for chunk in shown["chunks"]:
+            start, end = chunk["start_offset"], chunk["end_offset"]
+            assert text[start:end] == chunk["content"]
+            # units the chunk has real text of (a chapter heading line opening it is fine)
+            touched = [u for u in units if u[0] < end and start < u[1]
+                       and text[max(u[0], start) : min(u[1], end)].strip()]
+            total += 1
+            inside += len(touched) <= 1
+            named += len(touched) == 1 and touched[0][2] in chunk["heading_path"].split(" > ")
+    store.close()
+    assert total > 600
+    assert inside / total >= 0.95, f"{inside}/{total} chunks inside one article"
+    assert named / total >= 0.95, f"{named}/{total} chunks with their article's heading path"
+
+
+FRENCH = """TITRE I
+Dispositions générales
+
+Article premier
+Objet et objectifs
+
+1. Le présent règlement établit des règles relatives à la protection des personnes physiques à l'égard du traitement des données à caractère personnel et des règles relatives à la libre circulation de ces données.
+
+2. Le présent règlement protège les libertés et droits fondamentaux des personnes physiques, et en particulier leur droit à la protection des données à caractère personnel.
+
+Article 2 — Champ d'application matériel
+
+1. Le présent règlement s'applique au traitement de données à caractère personnel, automatisé en tout ou en partie, ainsi qu'au traitement non automatisé de données à caractère personnel contenues ou appelées à figurer dans un fichier.
+
+CHAPITRE III
+Droits de la personne concernée
+
+Section 3
+Rectification et effacement
+
+Art. 17 : Droit à l'effacement (« droit à l'oubli »)
+
+1. La personne concernée a le droit d'obtenir du responsable du traitement l'effacement, dans les meilleurs délais, de données à caractère personnel la concernant et le responsable du traitement a l'obligation d'effacer ces données à caractère personnel dans les meilleurs délais. L'article 6, paragraphe 1, s'applique.
+Article 6 du présent règlement s'applique également à ces traitements.
+
+Article 18
+Droit à la limitation du traitement
+
+1. La personne concernée a le droit d'obtenir du responsable du traitement la limitation du traitement.
+"""
+
+
+def test_french_plain_text_articles_are_sections() -> None:
+    text = normalize_text(FRENCH)
+    index = HeadingIndex(find_headings(text))
+    assert [p[-1] for p in index.paths] == [
+        "TITRE I — Dispositions générales",
+        "Article premier — Objet et objectifs",
+        "Article 2 — Champ d'application matériel",
+        "CHAPITRE III — Droits de la personne concernée",
+        "Section 3 — Rectification et effacement",
+        "Art. 17 : Droit à l'effacement (« droit à l'oubli »)",
+        "Article 18 — Droit à la limitation du traitement",
+    ]
+    # "Article 6 du présent règlement ..." continues a paragraph: not a heading
+    assert index.paths[5] == (
+        "TITRE I — Dispositions générales", "CHAPITRE III — Droits de la personne concernée",
+        "Section 3 — Rectification et effacement",
+        "Art. 17 : Droit à l'effacement (« droit à l'oubli »)",
+    )
+    config = ChunkingConfig(max_tokens=200, overlap_tokens=10, min_tokens=40)
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    erasure = [c for c in chunks if "effacement, dans" in c.content]
+    assert len(erasure) == 1
+    assert erasure[0].headings[-1].startswith("Art. 17")
+    assert "Article 18" not in erasure[0].content and "Article 2 —" not in erasure[0].content
+    # the chapter and section headings open the article they hold, filed under it
+    assert erasure[0].content.startswith("CHAPITRE III")
+    for chunk in chunks:
+        articles = re.findall(r"^(?:Article|Art\.) \w+\s*(?:$|[—:])", chunk.content, re.MULTILINE)
+        assert len(articles) <= 1, chunk.content
+
+
+def test_every_heading_level_and_setext_bound_chunks() -> None:
+    body = " ".join(f"Sentence {i} of the body text." for i in range(6))
+    text = normalize_text(
+        f"Guide\n=====\n\n{body}\n\nInstall\n-------\n\n{body}\n\n"
+        f"##### Deep heading\n\n{body}\n\n###### Deeper\n\n{body}\n"
+    )
+    config = ChunkingConfig(max_tokens=200, overlap_tokens=10, min_tokens=5)
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert [c.headings for c in chunks] == [
+        ("Guide",),
+        ("Guide", "Install"),
+        ("Guide", "Install", "Deep heading"),
+        ("Guide", "Install", "Deep heading", "Deeper"),
+    ]
+    assert chunks[1].content.startswith("Install\n---")
+
+
+def test_long_section_splits_inside_itself_and_keeps_its_path() -> None:
+    long_body = "\n\n".join(
+        f"{i}. The controller shall keep record {i} of the processing activities." for i in range(60)
+    )
+    text = f"#### Article 30 — Records\n\n{long_body}\n\n#### Article 31 — Cooperation\n\nShort."
+    config = ChunkingConfig(max_tokens=100, overlap_tokens=10, min_tokens=30)
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert len(chunks) > 5
+    assert all(c.headings == ("Article 30 — Records",) for c in chunks[:-1])
+    # the short numbered article is its own chunk: it is what a citation names
+    assert chunks[-1].content == "#### Article 31 — Cooperation\n\nShort."
+    assert chunks[-1].headings == ("Article 31 — Cooperation",)
+    for c in chunks[:-1]:  # cut between paragraphs, never inside one
+        assert c.content.rstrip().endswith(".")
+
+
+def test_tiny_numbered_siblings_stay_apart_unnumbered_ones_join() -> None:
+    config = ChunkingConfig(max_tokens=200, overlap_tokens=0, min_tokens=50)
+    numbered = "".join(f"## Recital ({i})\n\nA short recital {i}.\n\n" for i in range(1, 5))
+    assert len(Chunker(config).chunk(numbered)) == 4
+    plain = "".join(f"## Note {c}\n\nA short note.\n\n" for c in "ABCD")
+    joined = Chunker(config).chunk(plain)
+    assert len(joined) == 1
+    assert joined[0].headings == ()  # the notes share no heading but the (empty) root
+
+
+def test_store_built_with_the_flat_chunker_is_flagged_for_reindex(tmp_path: Path) -> None:
+    flat = ChunkingConfig(structure="flat")
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), chunking=flat)
+    store.close()
+    manifest = (tmp_path / "s" / "manifest.json").read_text()
+    assert '"structure"' not in manifest  # what a store of the old chunker recorded
+    with pytest.raises(IncompatibleStoreError, match="reindex"):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), chunking=ChunkingConfig())
+    reopened = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16))
+    assert reopened.chunker.config.structure == "flat"  # keeps chunking as it was built
+    reopened.close()
+
+
+def test_reindex_moves_a_flat_store_to_section_chunks(tmp_path: Path) -> None:
+    text = "## First\n\n" + "One line of text. " * 30 + "\n\n## Second\n\n" + "Other text. " * 50
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16),
+                           chunking=ChunkingConfig(structure="flat"))
+    store.ingest_documents([enginelib.LoadedDocument(id="d", text=text)], truth_level="L1")
+    store.reindex(embedder=HashingEmbedder(16))
+    assert store.manifest.chunking_hash == ChunkingConfig().config_hash()
+    paths = [c["heading_path"] for c in store.show("d")["chunks"]]
+    assert paths == ["First", "Second"]
+    store.close()
+    reopened = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), chunking=ChunkingConfig())
+    reopened.close()
