@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 
 import enginelib
+from enginelib.errors import IncompatibleStoreError, StoreNotFoundError
 from enginelib.search import gate
 from enginelib.search.request import ANSWERABILITY_THRESHOLD
+from enginelib.store import remove_store
 from enginelib.types import LoadedDocument
 
 from . import beir
@@ -149,13 +151,21 @@ def load_questions(name: str) -> list[dict[str, Any]]:
 def open_store(embedder: Any, corpus: str) -> enginelib.Store:
     path = CACHE / embedder.name / corpus
     cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
-    fresh = not (path / "manifest.json").exists()
-    store = enginelib.Store.open(path, embedder=cached)
-    if fresh:
-        docs = english_units() if corpus == "en" else french_units()
+    return _build(path, cached, lambda: english_units() if corpus == "en" else french_units())
+
+
+def _build(path: Path, embedder: Any, documents: Any) -> enginelib.Store:
+    """Open the cached store, rebuilding it when the code's chunking no longer matches."""
+    try:
+        store = enginelib.Store.open(path, embedder=embedder, create=False)
+    except (IncompatibleStoreError, StoreNotFoundError):
+        if (path / "manifest.json").exists():
+            remove_store(path)
+        store = enginelib.Store.open(path, embedder=embedder)
+        docs = documents()
         started = time.perf_counter()
         store.ingest_documents(docs, truth_level="L1")
-        print(f"built {corpus} store: {len(docs)} units in {time.perf_counter() - started:.0f} s",
+        print(f"built {path.name}: {len(docs)} documents in {time.perf_counter() - started:.0f} s",
               file=sys.stderr)
     return store
 
@@ -250,16 +260,21 @@ def _pct(value: float, target: float) -> str:
 # -- SciFact / NFCorpus ----------------------------------------------------------------
 
 
-def beir_eval(embedder: Any, name: str, split: str) -> dict[str, Any]:
+def beir_eval(embedder: Any, name: str, split: str, max_docs: int = 0) -> dict[str, Any]:
+    """nDCG@10 and the gate's refusal rate on a BEIR dataset's queries. ``max_docs`` keeps the
+    judged documents plus the first others up to that many (for a quick, smaller run: its
+    nDCG is then not comparable with the full corpus's)."""
     from enginelib.evaluation import documents_by_best_chunk, ndcg
 
     data = beir.load(name, split)
-    path = CACHE / embedder.name / f"beir-{name}"
+    documents = list(data.documents)
+    if max_docs:
+        judged = {doc for judgments in data.qrels.values() for doc in judgments}
+        others = [d for d in documents if d.id not in judged][: max(0, max_docs - len(judged))]
+        documents = [d for d in documents if d.id in judged] + others
+    path = CACHE / embedder.name / f"beir-{name}-{split}-{max_docs or 'all'}"
     cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
-    fresh = not (path / "manifest.json").exists()
-    store = enginelib.Store.open(path, embedder=cached)
-    if fresh:
-        store.ingest_documents(data.documents, truth_level="L1", progress=True)
+    store = _build(path, cached, lambda: documents)
     ids = list(data.queries)
     texts = [data.queries[q] for q in ids]
     vectors = embedder.embed_queries(texts)
@@ -278,8 +293,9 @@ def beir_eval(embedder: Any, name: str, split: str) -> dict[str, Any]:
             if response.gate is None or not gate.decide(response.gate.evidence, ANSWERABILITY_THRESHOLD).answerable:
                 refused += 1
     store.close()
-    return {"dataset": name, "split": split, "queries": len(ids), "ndcg@10": float(np.mean(list(per_query.values()))),
-            "refused": refused / len(ids), "per_query": per_query}
+    return {"dataset": name, "split": split, "queries": len(ids), "documents": len(documents),
+            "ndcg@10": float(np.mean(list(per_query.values()))), "refused": refused / len(ids),
+            "per_query": per_query}
 
 
 def paired_test(per_query: dict[str, float], baseline: dict[str, float] | float) -> str:
@@ -330,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="question split to report (train is for choosing constants)")
     parser.add_argument("--beir", default="", help="comma-separated BEIR datasets, e.g. scifact,nfcorpus")
     parser.add_argument("--beir-split", default="test")
+    parser.add_argument("--beir-max-docs", type=int, default=0,
+                        help="judged documents plus others up to this many (0: the whole corpus)")
     parser.add_argument("--calibrate", action="store_true", help="threshold sweep on the split")
     parser.add_argument("--dump", type=Path, help="write every question's gate evidence as JSON")
     parser.add_argument("--skip-regulatory", action="store_true")
@@ -346,8 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dump:
             args.dump.write_text(json.dumps(evidence_dump(results), indent=1))
     for name in [n for n in args.beir.split(",") if n]:
-        out = beir_eval(embedder, name, args.beir_split)
-        print(f"\n{name} {args.beir_split}: nDCG@10 {out['ndcg@10']:.4f} "
+        out = beir_eval(embedder, name, args.beir_split, args.beir_max_docs)
+        print(f"\n{name} {args.beir_split} ({out['documents']} documents): nDCG@10 {out['ndcg@10']:.4f} "
               f"(landed {LANDED_NDCG.get(name, float('nan'))}: "
               f"{paired_test(out['per_query'], LANDED_NDCG.get(name, 0.0))}), "
               f"gate refuses {out['refused']:.1%} of {out['queries']} queries")
