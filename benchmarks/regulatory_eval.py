@@ -335,6 +335,7 @@ def evidence_dump(results: dict[str, Any]) -> list[dict[str, Any]]:
                 rows.append({"key": key, "kind": kind, "qid": o.qid, "split": o.split,
                              "top3": in_top(o), "similarity": e.similarity, "z": e.similarity_z,
                              "coverage": e.coverage, "agreement": e.agreement,
+                             "cross_lingual": e.cross_lingual,
                              "missing": list(e.missing_words)})
     return rows
 

@@ -51,11 +51,23 @@ def test_similarity_z_compares_the_best_cosine_with_sampled_passages() -> None:
 
 
 def test_semantic_evidence_is_calibrated_per_embedder_with_a_fallback() -> None:
-    low, high = gate.levels_for("e5-small")
-    assert gate.semantic_evidence(low, "e5-small") == 0.0
-    assert gate.semantic_evidence(high, "e5-small") == 1.0
-    assert gate.levels_for("some-unknown-model") == gate.FALLBACK_Z_LEVELS
-    assert gate.semantic_evidence(None, "e5-small") is None
+    low, high = gate.COSINE_LEVELS["e5-small"]["same"]
+    assert gate.semantic_evidence(low, 0.0, "e5-small") == 0.0
+    assert gate.semantic_evidence(high, 0.0, "e5-small") == 1.0
+    # across languages the same cosine is stronger evidence (e5's cosines sit lower there)
+    middle = (low + high) / 2
+    assert gate.semantic_evidence(middle, None, "e5-small", cross_lingual=True) > \
+        gate.semantic_evidence(middle, None, "e5-small")
+    # an unknown embedder's cosine range is not assumed: its z-score decides
+    z_low, z_high = gate.FALLBACK_Z_LEVELS
+    assert gate.semantic_evidence(0.99, z_low, "some-unknown-model") == 0.0
+    assert gate.semantic_evidence(0.01, z_high, "some-unknown-model") == 1.0
+    assert gate.semantic_evidence(None, None, "some-unknown-model") is None
+
+
+def test_languages_compare_on_their_prefix() -> None:
+    assert gate.same_language("fr", "fr-CA") and gate.same_language("en", None)
+    assert not gate.same_language("en", "fr")
 
 
 def test_decision_carries_reason_code_and_numbers() -> None:

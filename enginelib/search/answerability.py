@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..language import detect_language
 from . import gate
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
 
@@ -38,6 +39,7 @@ def assess(
         sample = gate.sample_rows(len(view.vectors))
         sample_cosines = view.vectors[sample] @ qvec
     hit_tokens: set[str] = set()
+    hit_language = view.record(int(top[0])).language
     for position in top:
         record = view.record(int(position))
         text = " ".join(part for part in (record.title, record.heading_path, record.content) if part)
@@ -50,13 +52,15 @@ def assess(
         sample_cosines=sample_cosines,
         vector_labels=[label for label, _ in vector_ranking],
         text_labels=[label for label, _ in text_ranking],
+        cross_lingual=not gate.same_language(detect_language(request.queries[0]), hit_language),
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit)
 
 
 def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
-    """Content words of the query; a rewrite's words count only where the query lacks them."""
+    """Content words of the user's own query (its rewrites are the engine's words, not the
+    user's: they must not make a query look covered)."""
     seen: dict[str, gate.QueryTerm] = {}
     for query in queries[:1]:
         for term in store.text_index.query_terms(query):
