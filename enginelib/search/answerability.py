@@ -52,7 +52,7 @@ def assess(
         sample_cosines=sample_cosines,
         vector_labels=[label for label, _ in vector_ranking],
         text_labels=[label for label, _ in text_ranking],
-        cross_lingual=not gate.same_language(detect_language(request.queries[0]), hit_language),
+        cross_lingual=not gate.same_language(detect_language(request.queries[0], min_words=1), hit_language),
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit)
