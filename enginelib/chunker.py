@@ -398,7 +398,9 @@ class Chunker:
         units = self._join_sections(text, self._sections(text))
         chunks: list[ChunkSpan] = []
         for unit in units:
-            if unit.count <= cfg.max_tokens:
+            # the same whole-chunk rule as a text without sections (its core budget), so a
+            # document with no heading is cut exactly as before sections existed
+            if unit.count <= cfg.max_tokens - cfg.overlap_tokens:
                 spans = [[unit.start, unit.start, unit.end, unit.count]]
             else:
                 spans = self._merge_small(text, self._plan(text, tokens, unit.start, unit.end))

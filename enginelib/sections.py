@@ -35,7 +35,8 @@ _LINE = re.compile(
     r"|(?P<keyword>(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|"
     r"abschnitt|chapter|chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|"
     r"title|titre|part|partie|teil|book|livre))"
-    r"[ \t]+(?P<number>\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|[ivxlcdm]+|(?i:premier|1er)|\(\d+\))"
+    r"[ \t]+(?P<number>(?:(?i:premier|1er)|\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|[ivxlcdm]+|\(\d+\))"
+    r"(?:[ \t]+(?:bis|ter|quater))?)"
     r"(?P<rest>[^\n]*)$"
     r")",
     re.MULTILINE,
@@ -48,7 +49,7 @@ _BARE_TITLE = re.compile(r"^\s+[A-ZÀ-ÖØ-Þ][^\n]*$")
 _NUMBERED_TITLE = re.compile(
     r"^(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|abschnitt|chapter|"
     r"chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|title|titre|part|"
-    r"partie|teil|book|livre)\s+(?:\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|(?i:premier|1er)|\(\d+\))"
+    r"partie|teil|book|livre)\s+(?:(?i:premier|1er)|\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|\(\d+\))"
     r"(?:\s*$|\s*[—–\-:.)]|\s+[A-ZÀ-ÖØ-Þ])"
 )
 _PLAIN_LEVEL_BASE = 6

@@ -9,8 +9,8 @@ import pytest
 import enginelib
 from enginelib import HashingEmbedder
 from enginelib.errors import InvalidInputError
-from enginelib.search.paging import MAX_RESULT_WINDOW, depth_ladder, stitch
-from tests.helpers import doc
+from enginelib.search.paging import MAX_RESULT_WINDOW, check_window, deeper, stitch
+from tests.helpers import doc, open_test_store, paragraphs
 
 WORDS = ["pads", "rotor", "caliper", "fluid", "torque", "piston", "wear", "noise", "disc",
          "bleed", "hose", "sensor", "abs", "drum", "shoe", "spring"]
@@ -85,15 +85,49 @@ def test_paging_past_the_result_window_is_refused(big_store: enginelib.Store) ->
 
 
 def test_depth_ladder_and_stitch() -> None:
-    assert depth_ladder(100, 10) == [100]
-    assert depth_ladder(100, 101) == [100, 200]
-    assert depth_ladder(100, 1000) == [100, 200, 400, 800, 1600]
-    assert depth_ladder(100, 10_000)[-1] == 10_000
+    assert deeper(100, 100) == 200 and deeper(6400, 100) == 10_000 and deeper(10_000, 100) is None
+    assert deeper(20_000, 20_000) is None  # a caller's own depth past the window is the top
+    check_window(10_000)
     with pytest.raises(InvalidInputError):
-        depth_ladder(100, 10_001)
+        check_window(10_001)
     # the deeper ranking reorders; ranks 1..2 keep the shallow order, the rest follow
     shallow, deep = ["a", "b", "c"], ["c", "d", "a", "e"]
     out = stitch([(shallow, False), (deep, True)], [2, 4], key=lambda x: x)
     assert out.items == ["a", "b", "c", "d", "e"] and not out.total_is_lower_bound
     out = stitch([(shallow, False), (deep, False)], [2, 4], key=lambda x: x)
     assert out.items == ["a", "b", "c", "d"] and out.total_is_lower_bound
+    # a cap per group holds across blocks: one item per first letter of its group
+    grouped = stitch([(["a1", "b1"], False), (["a2", "c1", "b2", "d1"], True)], [2, 4],
+                     key=lambda x: x, caps=[(lambda x: x[0], 1)])
+    assert grouped.items == ["a1", "b1", "c1", "d1"]
+
+
+def test_chunks_per_doc_holds_across_deep_pages(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents(
+        [doc(f"d{i:03d}", paragraphs(6, topic=f"brake {WORDS[i % len(WORDS)]}")) for i in range(120)],
+        truth_level="L1",
+    )
+    options = dict(strategy="fulltext", chunks_per_doc=1, answerability_threshold=None, log=False)
+    deep = store.search("brake pads rotor", limit=110, **options)
+    pages: list[str] = []
+    for offset in range(0, 110, 11):
+        pages += [h.document_id for h in
+                  store.search("brake pads rotor", limit=11, offset=offset, **options).hits]
+    assert pages == [h.document_id for h in deep.hits]
+    assert len(pages) == len(set(pages)) == 110  # one chunk per document, on every page
+    store.close()
+
+
+def test_min_score_pages_stay_one_ranking(big_store: enginelib.Store) -> None:
+    options = dict(strategy="hybrid", answerability_threshold=None, log=False)
+    top = big_store.search("brake rotor caliper noise", limit=30, **options)
+    floor = top.hits[20].scores.fused
+    whole = big_store.search("brake rotor caliper noise", limit=200, min_score=floor, **options)
+    assert 21 <= len(whole.hits) < 200 and all(h.scores.fused >= floor for h in whole.hits)
+    assert whole.total == len(whole.hits)
+    pages: list[int] = []
+    for offset in range(0, len(whole.hits), 8):
+        pages += _labels(big_store.search("brake rotor caliper noise", limit=8, offset=offset,
+                                          min_score=floor, **options))
+    assert pages == _labels(whole)

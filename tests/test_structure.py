@@ -192,3 +192,14 @@ def test_reindex_moves_a_flat_store_to_section_chunks(tmp_path: Path) -> None:
     store.close()
     reopened = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), chunking=ChunkingConfig())
     reopened.close()
+
+
+def test_numbered_line_forms() -> None:
+    text = normalize_text(
+        "Intro.\n\nArticle 1er\nObjet\n\ntext\n\nArticle 2 bis — Ajout\n\ntext\n\n"
+        "CHAPITRE PREMIER\n\nArt. 5\n\n1. The text applies.\n\nArtikel 3 - Begriffe\n\ny\n\n"
+        "Article 6(1) applies here.\n\nSection 2.3: Details\n\nz\n\nPart mix\n"
+    )
+    titles = [h.title for h in find_headings(text)]
+    assert titles == ["Article 1er — Objet", "Article 2 bis — Ajout", "CHAPITRE PREMIER",
+                      "Art. 5", "Artikel 3 - Begriffe", "Section 2.3: Details"]

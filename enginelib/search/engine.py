@@ -19,6 +19,7 @@ from . import answerability, fusion, gate, paging, post
 from .citations import make_citation
 from .gate import GateDecision
 from .presets import apply_preset
+from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
 from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchResponse
 
@@ -148,8 +149,9 @@ def _filter_labels(store: Store, view: ChunkView, request: SearchRequest) -> np.
 
 def _retrieve_vector(
     store: Store, view: ChunkView, request: SearchRequest, qvec: np.ndarray,
-    allowed: np.ndarray | None, depth: int,
+    allowed: np.ndarray | None, depth: int | None = None,
 ) -> Ranking:
+    depth = request.depth if depth is None else depth
     rankings = []
     for i, text in enumerate(request.queries):
         vec = qvec if i == 0 else store.query_embeddings.embed([text])[0]
@@ -167,8 +169,9 @@ def _retrieve_vector(
 
 
 def _retrieve_text(
-    store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int
+    store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int | None = None
 ) -> Ranking:
+    depth = request.depth if depth is None else depth
     results = store.text_index.search(list(request.queries), depth, allowed)
     if len(results) == 1:
         return results[0]
@@ -281,8 +284,9 @@ def _one(
     allowed = _allowed(store, view, request)
     if allowed is not None and len(allowed) == 0:
         return _empty(store, request, strategy, "no chunk matches the truth levels and filters")
-    ladder = paging.depth_ladder(request.candidates, request.offset + request.limit)
-    first = _ranked(store, view, request, strategy, qvec, allowed, ladder[0])
+    end = request.offset + request.limit
+    paging.check_window(end)
+    first = _ranked(store, view, request, strategy, qvec, allowed, request.candidates)
     positions, order_idx, reranked = first.positions, first.order_idx, first.reranked
 
     total = len(order_idx)
@@ -297,16 +301,33 @@ def _one(
     if not decision.answerable:
         return _empty(store, request, strategy, decision.message, total=total, decision=decision)
 
-    blocks = [first]
-    for depth in ladder[1:]:  # deeper rungs only for deep pages, none once all is seen
-        if blocks[-1].exhausted:
+    def record_of(item: tuple[_Ranked, int]) -> Any:
+        return view.record(int(item[0].positions[item[1]]))
+
+    caps: list[tuple[Any, int]] = []
+    if request.chunks_per_doc is not None:
+        caps.append((lambda item: record_of(item).document_id, request.chunks_per_doc))
+    source_cap = request.per_source_cap or (post.PER_SOURCE_CAP if request.mmr else None)
+    if source_cap is not None:
+        caps.append((lambda item: record_of(item).source_id or record_of(item).document_id,
+                     source_cap))
+    blocks, depths = [first], [request.candidates]
+    placed = -1
+    # Deeper rungs only for a page past what is placed; none once all is seen, or once a
+    # rung placed nothing new (min_score or filters leave no more: do not climb to 10,000).
+    while True:
+        ranking = paging.stitch(
+            [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks], depths,
+            key=lambda item: int(item[0].labels[item[1]]),
+            caps=caps if len(blocks) > 1 else (),  # one block already follows them
+        )
+        depth = paging.deeper(depths[-1], request.candidates)
+        if (len(ranking.items) >= end or blocks[-1].exhausted or depth is None
+                or len(ranking.items) == placed):
             break
+        placed = len(ranking.items)
         blocks.append(_ranked(store, view, request, strategy, qvec, allowed, depth))
-    ranking = paging.stitch(
-        [([(b, int(i)) for i in b.order_idx], b.exhausted) for b in blocks],
-        ladder[: len(blocks)],
-        key=lambda item: int(item[0].labels[item[1]]),
-    )
+        depths.append(depth)
     total = len(ranking.items)
     page = ranking.items[request.offset : request.offset + request.limit]
     if len(page) == 0:
@@ -323,7 +344,7 @@ def _one(
         for b in blocks
     }
     # the quote looks for the query's words even in a vector search; highlights stay BM25's
-    quote_terms = tuple(store.text_index.highlight_terms(request.queries[0]))
+    quote_terms = content_terms(store.text_index.highlight_terms(request.queries[0]))
     terms = quote_terms if strategy != "vector" else ()
     hits = []
     for n, (block, idx) in enumerate(page, start=1):

@@ -5,7 +5,9 @@ list is not the top of RRF over their top 200), so cutting pages out of rankings
 at different depths repeats some hits and skips others. Instead a query's ranking is
 defined once, whatever page is asked:
 
-- depths ``d0 = candidates, 2*d0, 4*d0, ...`` (the last one capped at the result window);
+- depths ``d0 = candidates, 2*d0, 4*d0, ...`` (the last one capped at the result window),
+  climbed only while the ranks placed so far do not reach the page's end (grouping by
+  document or source can place fewer hits than the depth);
 - ranks ``1..d0`` are the ranking at depth ``d0``; ranks ``d0+1..2*d0`` are the ranking
   at depth ``2*d0`` with the hits already placed left out; and so on;
 - once a depth returns fewer candidates than it asked for in every method, nothing lies
@@ -31,18 +33,20 @@ MAX_RESULT_WINDOW = 10_000
 T = TypeVar("T")
 
 
-def depth_ladder(candidates: int, end: int, window: int = MAX_RESULT_WINDOW) -> list[int]:
-    """Candidate depths needed for ranks up to ``end``: ``candidates`` doubled until it
-    reaches ``end``, the last rung capped at ``max(window, candidates)``."""
+def check_window(end: int, window: int = MAX_RESULT_WINDOW) -> None:
+    """Refuse a page that ends past rank ``window``."""
     if end > window:
         raise InvalidInputError(
             f"offset + limit is {end}; results go no deeper than rank {window}: "
             "narrow the query with filters instead of paging further"
         )
-    depths = [candidates]
-    while depths[-1] < end:
-        depths.append(min(depths[-1] * 2, max(window, candidates)))
-    return depths
+
+
+def deeper(depth: int, candidates: int, window: int = MAX_RESULT_WINDOW) -> int | None:
+    """The rung after ``depth`` on the ladder ``candidates, 2x, 4x, ...`` capped at
+    ``max(window, candidates)``; None at the top."""
+    top = max(window, candidates)
+    return None if depth >= top else min(depth * 2, top)
 
 
 @dataclass(frozen=True)
@@ -57,23 +61,33 @@ def stitch(
     blocks: Sequence[tuple[Sequence[T], bool]],
     depths: Sequence[int],
     key: Callable[[T], Hashable],
+    caps: Sequence[tuple[Callable[[T], Hashable], int]] = (),
 ) -> Stitched[T]:
     """Items in rank order from rankings taken at ``depths`` (one per block).
 
     Each block is ``(ranked items, exhausted)``, ``exhausted`` meaning every method
     returned fewer candidates than the depth asked (the ranking is complete). Block ``j``
-    fills ranks up to ``depths[j]`` with its items not already placed.
+    fills ranks up to ``depths[j]`` with its items not already placed. ``caps`` are
+    ``(group of an item, most items per group)`` rules (chunks per document, per source)
+    that each block already follows on its own and the stitched ranking must follow too.
     """
     placed: list[T] = []
     seen: set[Hashable] = set()
+    counts: list[dict[Hashable, int]] = [{} for _ in caps]
     for (items, exhausted), depth in zip(blocks, depths, strict=True):
         for item in items:
             if len(placed) >= depth and not exhausted:
                 break
             k = key(item)
-            if k not in seen:
-                seen.add(k)
-                placed.append(item)
+            if k in seen:
+                continue
+            groups = [group(item) for group, _ in caps]
+            if any(c.get(g, 0) >= cap for c, g, (_, cap) in zip(counts, groups, caps, strict=True)):
+                continue
+            seen.add(k)
+            placed.append(item)
+            for c, g in zip(counts, groups, strict=True):
+                c[g] = c.get(g, 0) + 1
         if exhausted:
             return Stitched(placed, False)
     return Stitched(placed, True)

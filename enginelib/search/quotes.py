@@ -11,10 +11,14 @@ meaning alone) the quote is the chunk's opening text.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ..keywords import STOPWORDS as _STOP
 
 QUOTE_MAX_CHARS = 500
 
@@ -23,6 +27,33 @@ QUOTE_MAX_CHARS = 500
 _BOUNDARY = re.compile(r"\n+|(?<=[.!?;])[ \t]+(?=[(«\"“‘'0-9A-ZÀ-ÖØ-Þ])")
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _LIST_MARKER = re.compile(r"\(?[0-9A-Za-z]{1,4}[.)]\Z")
+
+
+# Words a question is made of rather than what it asks about, in English and French, on
+# top of the corpus function words (``keywords.STOPWORDS``) and what the text index already
+# drops: highlighting "when" or "doit" marks half a passage and points at nothing.
+_QUESTION_WORDS = frozenset(
+    """about after again against before below between both did do does doing done during
+    each few get gets got here how i'm it's just me my myself nor now off once out over own
+    same too under until up very whom whose why yes
+    avait avaient avez avoir comment combien doit doivent dois devrait
+    devraient faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
+    pourquoi quand quel quelle quels quelles quoi sera seront si soit sont suis tout tous
+    toute toutes très un une votre vos y ça""".split()
+)
+
+
+def content_terms(terms: Sequence[str]) -> tuple[str, ...]:
+    """``terms`` without stop words; a hyphenated term goes when all its parts are stop
+    words ("doit-il", "est-ce")."""
+    out = []
+    for term in terms:
+        parts = [p for p in re.split(r"[-'’]", term.lower()) if p]
+        if parts and all(p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit())
+                        for p in parts):
+            continue
+        out.append(term)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -44,19 +75,22 @@ def sentence_spans(content: str) -> list[tuple[int, int]]:
     spans.append((pos, len(content)))
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        while start < end and content[start].isspace():
-            start += 1
-        while end > start and content[end - 1].isspace():
-            end -= 1
-        if start < end:
-            if out and _LIST_MARKER.match(content, out[-1][0], out[-1][1]):
-                out[-1] = (out[-1][0], end)  # "1." or "(a)" opens the sentence after it
-            else:
-                out.append((start, end))
+        segment = content[start:end]
+        stripped = segment.strip()
+        if not stripped:
+            continue
+        start += len(segment) - len(segment.lstrip())
+        end = start + len(stripped)
+        if out and _LIST_MARKER.match(content, out[-1][0], out[-1][1]):
+            out[-1] = (out[-1][0], end)  # "1." or "(a)" opens the sentence after it
+        else:
+            out.append((start, end))
     return out
 
 
-def _term_pattern(terms: Sequence[str]) -> re.Pattern[str] | None:
+@functools.lru_cache(maxsize=256)
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    # compiled once per query, not once per hit
     unique = sorted({t.lower() for t in terms if t}, key=lambda t: (-len(t), t))
     if not unique:
         return None
@@ -72,12 +106,16 @@ def best_quote(
         return Quote("", start_offset, start_offset)
     body = [i for i, (s, e) in enumerate(spans) if not _HEADING_LINE.match(content[s:e])]
     candidates = body or list(range(len(spans)))
-    pattern = _term_pattern(terms)
+    pattern = _term_pattern(tuple(terms))
     found: list[set[str]] = [set() for _ in spans]
-    if pattern is not None:
-        for i in candidates:
-            s, e = spans[i]
-            found[i] = {m.group(1).lower() for m in pattern.finditer(content, s, e)}
+    if pattern is not None:  # one pass over the chunk, each match filed under its sentence
+        starts = [s for s, _ in spans]
+        for m in pattern.finditer(content):
+            i = bisect.bisect_right(starts, m.start()) - 1
+            if i >= 0 and m.end() <= spans[i][1]:
+                found[i].add(m.group(1).lower())
+        allowed = set(candidates)
+        found = [f if i in allowed else set() for i, f in enumerate(found)]
     counts: dict[str, int] = {}
     for i in candidates:
         for term in found[i]:

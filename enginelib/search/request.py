@@ -52,7 +52,8 @@ class SearchRequest:
 
     @property
     def depth(self) -> int:
-        """Candidates each retriever returns; fixed per query so pages stay consistent."""
+        """Candidates each retriever returns for a page in one piece; pages past
+        ``candidates`` are stitched from deeper rankings (see ``search.paging``)."""
         return max(self.candidates, self.offset + self.limit)
 
 
