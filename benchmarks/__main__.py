@@ -20,6 +20,22 @@ def main(argv: list[str] | None = None) -> int:
                           "(exact-numpy,bm25s,lancedb-vector,lancedb-fts,lancedb-hybrid,chroma-vector)")
     run.add_argument("--passes", type=int, default=3, help="timed passes over the queries")
     run.add_argument("--no-report", action="store_true", help="skip RESULTS.md and the plot")
+    run.add_argument("--embedder", default=None,
+                     help="a built-in embedder (default: the library's); with it or --max-docs "
+                          "the result goes to results/embedders/ beside the main figures")
+    run.add_argument("--max-docs", type=int, default=0,
+                     help="a deterministic subset of this many documents (0: all)")
+
+    embed = sub.add_parser("embed", help="fill the vector cache for datasets (long; run it early)")
+    embed.add_argument("--dataset", action="append", required=True)
+    embed.add_argument("--embedder", action="append", required=True,
+                       help="e5-small, all-MiniLM-L6-v2, ... (repeatable)")
+    embed.add_argument("--split", default="test")
+    embed.add_argument("--max-docs", type=int, default=0,
+                       help="a deterministic subset of this many documents (0: all)")
+
+    cold = sub.add_parser("cold-start", help="CLI/API process start -> first answer, 5k chunks")
+    cold.add_argument("--runs", type=int, default=5)
 
     sub.add_parser("report", help="rewrite results/*.md, the plot and RESULTS.md from the JSON")
 
@@ -47,9 +63,31 @@ def main(argv: list[str] | None = None) -> int:
         peers = PEER_NAMES if args.peers == "all" else () if args.peers == "none" else tuple(
             p.strip() for p in args.peers.split(",") if p.strip())
         for dataset in args.dataset:
+            if args.embedder or args.max_docs:
+                from enginelib.embedders import make_embedder
+
+                from .run import RESULTS
+
+                model = make_embedder(args.embedder or "e5-small")
+                suffix = f"-{args.max_docs}docs" if args.max_docs else ""
+                run_dataset(dataset, split=args.split, peers=peers, passes=args.passes,
+                            embedder=model, max_docs=args.max_docs,
+                            results_dir=RESULTS / "embedders",
+                            results_name=f"{dataset}{suffix}-{model.name}")
+                continue
             run_dataset(dataset, split=args.split, peers=peers, passes=args.passes)
-        if not args.no_report:
+        if not args.no_report and not (args.embedder or args.max_docs):
             print(f"wrote {write_reports()}")
+    elif args.command == "embed":
+        from .embed_cache import fill_cache
+
+        for name in args.embedder:
+            for dataset in args.dataset:
+                fill_cache(dataset, name, split=args.split, max_docs=args.max_docs)
+    elif args.command == "cold-start":
+        from .cold_start import measure
+
+        measure(runs=args.runs)
     elif args.command == "report":
         from .report import write_reports
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -65,3 +66,31 @@ def load(dataset: str, split: str = "test") -> BeirDataset:
     if missing:
         raise ValueError(f"{len(missing)} judged queries have no text in queries.jsonl, e.g. {sorted(missing)[:3]}")
     return BeirDataset(folder.name, folder, tuple(iter_corpus(folder)), queries, qrels, split)
+
+
+def subsample(data: BeirDataset, max_docs: int) -> BeirDataset:
+    """A deterministic smaller corpus for slow models on small machines.
+
+    The documents judged relevant to some query are kept first (all of them when they fill at
+    most half of ``max_docs``, else a sample), the rest is filled with other documents; both
+    samples follow the sha256 of the document id, so every embedder sees the same subset.
+    Judgments are restricted to the kept documents and queries left with no relevant
+    document are dropped. Figures on a subset compare embedders with each other, not with
+    full-corpus figures.
+    """
+    if max_docs <= 0 or max_docs >= len(data.documents):
+        return data
+
+    def order(doc_id: str) -> str:
+        return hashlib.sha256(doc_id.encode("utf-8")).hexdigest()
+
+    relevant = {d for judged in data.qrels.values() for d, grade in judged.items() if grade > 0}
+    by_id = {d.id: d for d in data.documents}
+    wanted = sorted((d for d in relevant if d in by_id), key=order)[: max_docs // 2]
+    others = sorted((d for d in by_id if d not in set(wanted)), key=order)
+    kept = set(wanted) | set(others[: max_docs - len(wanted)])
+    qrels = {q: {d: g for d, g in judged.items() if d in kept} for q, judged in data.qrels.items()}
+    qrels = {q: judged for q, judged in qrels.items() if any(g > 0 for g in judged.values())}
+    documents = tuple(d for d in data.documents if d.id in kept)
+    queries = {q: t for q, t in data.queries.items() if q in qrels}
+    return BeirDataset(f"{data.name}-{len(documents)}docs", data.path, documents, queries, qrels, data.split)

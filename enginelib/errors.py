@@ -17,6 +17,7 @@
      |    +-- InvalidFilterError         unknown field or wrong type  (.field)
      |    +-- InvalidQueryError          empty query, syntax error in the query language
      |    +-- InvalidVectorError         wrong dimension, NaN / inf
+     |    +-- UnknownEmbedderError       no built-in embedder by that name
      +-- EmbeddingError                the embedding model could not be loaded or run
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
      +-- ExportError                   the Postgres export failed (server message attached)
@@ -106,6 +107,10 @@ class InvalidQueryError(InvalidInputError):
 
 
 class InvalidVectorError(InvalidInputError):
+    pass
+
+
+class UnknownEmbedderError(InvalidInputError):
     pass
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import faults
 from .catalog import ChunkRow, utcnow
-from .embedder import check_vectors
+from .embedders import passage_text, vectors_with_cache
 from .errors import IngestError, InvalidInputError
 from .indexes.base import TextDocument
 from .keywords import DEFAULT_KEYWORDS, top_keywords
@@ -175,10 +175,7 @@ class Ingestor:
         spans = self.store.chunker.chunk(document.text)
         row = self._row(document, spans)
         title = document.title or ""
-        embed_texts = [
-            "\n".join(part for part in (title, span.heading_path, span.content) if part)
-            for span in spans
-        ]
+        embed_texts = [passage_text(title, span.heading_path, span.content) for span in spans]
         return _Prepared(document, row, spans, embed_texts)
 
     def _row(self, document: LoadedDocument, spans: list[ChunkSpan]) -> dict[str, Any]:
@@ -237,32 +234,23 @@ class Ingestor:
 
     def _embed(self, prepared: list[_Prepared], bar: IngestProgress) -> None:
         store = self.store
-        model = store.embedder.name
-        keys_per_doc = [
-            [hashlib.sha256(f"{model}\0{t}".encode()).hexdigest() for t in item.embed_texts]
-            for item in prepared
-        ]
-        all_keys = list(dict.fromkeys(k for keys in keys_per_doc for k in keys))
-        cached = store.catalog.cached_embeddings(all_keys)
-        missing = [k for k in all_keys if k not in cached]
-        if missing:
+        texts = [t for item in prepared for t in item.embed_texts]
+
+        def before_embedding(count: int) -> None:
             store.catalog.release()  # embedding is the slow part: don't hold the file meanwhile
-            text_of: dict[str, str] = {}
-            for item, keys in zip(prepared, keys_per_doc, strict=True):
-                text_of.update(zip(keys, item.embed_texts, strict=True))
-            bar.start_embedding(len(missing))
-            try:
-                vectors = store.embedder.embed([text_of[k] for k in missing], progress=bar.advance_chunks)  # type: ignore[call-arg]
-            except TypeError:
-                vectors = store.embedder.embed([text_of[k] for k in missing])
-            vectors = check_vectors(vectors, store.manifest.embedding_dim)
-            fresh = dict(zip(missing, vectors, strict=True))
-            store.catalog.cache_embeddings(missing, vectors)
-            cached.update(fresh)
-        self.embedded += len(missing)
-        self.cached += sum(len(keys) for keys in keys_per_doc) - len(missing)
-        for item, keys in zip(prepared, keys_per_doc, strict=True):
-            item.vectors = np.vstack([cached[k] for k in keys]).astype(np.float32)
+            bar.start_embedding(count)
+
+        vectors, fresh = vectors_with_cache(
+            store.embedder, texts, store.catalog.cached_embeddings,
+            before_embedding=before_embedding, progress=bar.advance_chunks)
+        if fresh:
+            store.catalog.cache_embeddings(list(fresh), np.vstack(list(fresh.values())))
+        self.embedded += len(fresh)
+        self.cached += len(texts) - len(fresh)
+        start = 0
+        for item in prepared:
+            item.vectors = vectors[start : start + len(item.embed_texts)]
+            start += len(item.embed_texts)
 
     def _write(self, prepared: list[_Prepared]) -> None:
         """One transaction for the whole batch: a handful of statements, not a few per

@@ -7,7 +7,6 @@ model name and dimension that refuses to embed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -24,7 +23,14 @@ from . import manifest as mf
 from .catalog import Catalog, first
 from .chunker import Chunker, ChunkingConfig
 from .durable import write_atomic
-from .embedder import Embedder, check_vectors, default_embedder
+from .embedders import (
+    Embedder,
+    cache_key,
+    embedder_for_store,
+    passage_text,
+    resolve_embedder,
+    vectors_with_cache,
+)
 from .errors import EmbeddingError, StoreError, StoreNotFoundError
 from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from .keywords import DEFAULT_KEYWORDS, top_keywords
@@ -268,23 +274,31 @@ class ReindexReport:
 def reindex(
     target: StoreLike,
     *,
-    embedder: Embedder | None = None,
+    embedder: Embedder | str | None = None,
     chunking: ChunkingConfig | None = None,
     progress: bool = False,
 ) -> ReindexReport:
     """Re-chunk and re-embed every document into a new generation; documents, their versions
     and history stay. The manifest then records the new model, dimension and chunking.
 
-    ``target`` may be a path whose model differs from this code's default (the reason to
-    reindex): the old model is never needed. ``chunking`` None keeps the store's chunking.
+    ``embedder`` (an object or a built-in name) switches the store's model; None keeps the
+    store's own. The old model is never needed. ``chunking`` None keeps the store's chunking.
     """
     if isinstance(target, Store):
-        return _reindex_store(target, embedder or default_embedder(), chunking, progress)
+        return _reindex_store(target, _reindex_embedder(target, embedder), chunking, progress)
     store = open_for_maintenance(target)
     try:
-        return _reindex_store(store, embedder or default_embedder(), chunking, progress)
+        return _reindex_store(store, _reindex_embedder(store, embedder), chunking, progress)
     finally:
         store.close()
+
+
+def _reindex_embedder(store: Store, embedder: Embedder | str | None) -> Embedder:
+    """The embedder a reindex writes with: the one asked for, else the store's own (a
+    reindex never switches models unless told to)."""
+    if embedder is None:
+        return embedder_for_store(store.manifest.embedding_model, store.manifest.embedding_dim)
+    return resolve_embedder(embedder)
 
 
 def _staging_ddl(dim: int) -> list[str]:
@@ -350,7 +364,7 @@ def _reindex_store(
             for doc_id, title, content, pages in rows:
                 spans = chunker.chunk(content)
                 pages_t = tuple(tuple(p) for p in json.loads(pages)) if pages else ()
-                texts = ["\n".join(p for p in (title, s.heading_path, s.content) if p) for s in spans]
+                texts = [passage_text(title, s.heading_path, s.content) for s in spans]
                 staged.append((doc_id, chunk_rows(spans, pages_t), texts))  # type: ignore[arg-type]
                 docs.append((doc_id, len(spans), top_keywords([s.content for s in spans],
                                                               DEFAULT_KEYWORDS)))
@@ -399,22 +413,16 @@ def _stage_batch(
 ) -> int:
     """Embed one batch (cache hits skipped when the dimension is unchanged) into staging."""
     catalog = store.catalog
-    # Same cache key as ingestion, so later ingests of unchanged text hit this cache.
-    keys = [[hashlib.sha256(f"{embedder.name}\0{t}".encode()).hexdigest() for t in texts]
-            for _, _, texts in staged]
-    unique = list(dict.fromkeys(k for row in keys for k in row))
-    cached = catalog.cached_embeddings(unique) if reuse_cache else {}
+    texts = [t for _, _, row_texts in staged for t in row_texts]
+    lookup = catalog.cached_embeddings if reuse_cache else (lambda _keys: {})
+    flat_vectors, fresh = vectors_with_cache(
+        embedder, texts, lookup, before_embedding=bar.start_embedding, progress=bar.advance_chunks)
     catalog.release()
-    missing = [k for k in unique if k not in cached]
-    if missing:
-        text_of = {k: t for row, (_, _, texts) in zip(keys, staged, strict=True)
-                   for k, t in zip(row, texts, strict=True)}
-        bar.start_embedding(len(missing))
-        try:
-            vectors = embedder.embed([text_of[k] for k in missing], progress=bar.advance_chunks)  # type: ignore[call-arg]
-        except TypeError:
-            vectors = embedder.embed([text_of[k] for k in missing])
-        cached.update(zip(missing, check_vectors(vectors, int(embedder.dim)), strict=True))
+    # Same cache key as ingestion, so later ingests of unchanged text hit this cache.
+    flat_keys = iter([cache_key(embedder.name, t) for t in texts])
+    keys = [[next(flat_keys) for _ in row_texts] for _, _, row_texts in staged]
+    cached = dict(zip((k for row in keys for k in row), flat_vectors, strict=True))
+    missing = fresh
     columns: dict[str, list[Any]] = {name: [] for name in (
         "document_id", "chunk_index", "content", "heading_path", "start_offset", "end_offset",
         "token_count", "page_start", "page_end", "content_hash", "cache_key")}

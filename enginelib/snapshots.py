@@ -32,7 +32,7 @@ from . import faults
 from . import manifest as mf
 from .catalog import Catalog, first
 from .durable import fsync_dir, fsync_file, write_atomic
-from .embedder import Embedder, default_embedder
+from .embedders import Embedder, embedder_for_store, resolve_embedder
 from .errors import (
     IncompatibleStoreError,
     InvalidInputError,
@@ -409,7 +409,7 @@ def _prune(root: Path, keep: int) -> list[str]:
 
 
 def open_snapshot(
-    path: str | Path, name: str, *, embedder: Embedder | None = None, **_ignored: Any
+    path: str | Path, name: str, *, embedder: Embedder | str | None = None, **_ignored: Any
 ) -> Store:
     """Open snapshot ``name`` of the store at ``path`` read-only (``store.snapshot == name``).
 
@@ -424,7 +424,9 @@ def open_snapshot(
     manifest = mf.read_manifest(folder)
     if manifest is None:
         raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
-    embedder = embedder or default_embedder()
+    # A snapshot is searched with the model it recorded unless the caller brings one.
+    embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)
+                if embedder is None else resolve_embedder(embedder))
     if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
         raise IncompatibleStoreError(
             f"snapshot {name!r} was built with {manifest.embedding_model} "

@@ -18,7 +18,7 @@ from . import manifest as mf
 from .catalog import Catalog, first
 from .chunk_view import ChunkView
 from .chunker import Chunker, ChunkingConfig
-from .embedder import Embedder, QueryEmbeddingCache, default_embedder
+from .embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
 from .errors import (
     IncompatibleStoreError,
     ReadOnlyStoreError,
@@ -95,7 +95,7 @@ class Store:
         cls,
         path: str | Path,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         chunking: ChunkingConfig | None = None,
         create: bool = True,
         read_only: bool = False,
@@ -119,8 +119,9 @@ class Store:
         overrides: dict[str, dict[str, Any]] = {}
         lock = None if read_only else _acquire_writer_lock(root, lock_timeout)
         try:
-            embedder = embedder or default_embedder()
             if existing is None:
+                # A new store takes the embedder asked for (object or name), else the default.
+                embedder = resolve_embedder(embedder)
                 config = chunking or ChunkingConfig()
                 config.validate()
                 manifest = mf.Manifest(
@@ -138,6 +139,9 @@ class Store:
 
                 overrides = _runtime_index_options(index_options)
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
+                # An existing store uses the embedder it recorded unless one is named.
+                embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)
+                            if embedder is None else resolve_embedder(embedder))
                 _check_compatible(root, manifest, embedder, chunking)
             catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=read_only)
             if not read_only and manifest.schema_version < SCHEMA_VERSION:
@@ -604,7 +608,7 @@ class Store:
         return repair(self)
 
     def reindex(
-        self, *, embedder: Embedder | None = None, chunking: ChunkingConfig | None = None,
+        self, *, embedder: Embedder | str | None = None, chunking: ChunkingConfig | None = None,
         progress: bool = False,
     ) -> ReindexReport:
         from .maintenance import reindex
@@ -704,8 +708,8 @@ def _check_compatible(
         raise IncompatibleStoreError(
             f"store {root} was built with {manifest.embedding_model} "
             f"({manifest.embedding_dim} dims); this embedder is {embedder.name} ({embedder.dim} "
-            f"dims): run `enginelib reindex --store {root}` (or Store.reindex) to re-embed, "
-            "or open it with the original model",
+            f"dims): run `enginelib reindex --store {root} --embedder {embedder.name}` to switch "
+            "(or Store.reindex(embedder=...)), or open it without an embedder to use its own",
             path=root,
         )
     if chunking is not None and chunking.config_hash() != manifest.chunking_hash:

