@@ -189,7 +189,7 @@ def test_cli_init_records_embedder_used_by_later_commands_and_reindex_switches(
     assert found.exit_code == 0, found.output
     clash = runner.invoke(main, ["ingest", str(tmp_path / "gdpr.md"), "--store", store,
                                  "--embedder", "hashing-16"])
-    assert clash.exit_code == 1 and "--embedder hashing-16` to switch" in clash.output
+    assert clash.exit_code == 2 and "--embedder hashing-16` to switch" in clash.output  # an error: 2
     switched = runner.invoke(main, ["reindex", "--store", store, "--embedder", "hashing-16",
                                     "--no-progress"])
     assert switched.exit_code == 0 and "hashing-16 (16 dims)" in switched.output
