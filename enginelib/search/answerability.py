@@ -10,6 +10,7 @@ import numpy as np
 
 from ..language import detect_language
 from . import gate
+from .quotes import content_terms
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
 
 if TYPE_CHECKING:
@@ -61,8 +62,8 @@ def assess(
 def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
     """Content words of the user's own query (its rewrites are the engine's words, not the
     user's: they must not make a query look covered)."""
-    seen: dict[str, gate.QueryTerm] = {}
-    for query in queries[:1]:
-        for term in store.text_index.query_terms(query):
-            seen.setdefault(term.word, term)
-    return list(seen.values())
+    terms = store.text_index.query_terms(queries[0])
+    # Question words ("when", "must", "doit") are not what a question asks about: the same
+    # list the quotes and highlights skip, beyond the index's own stop words.
+    kept = set(content_terms([t.word for t in terms]))
+    return [t for t in terms if t.word in kept]
