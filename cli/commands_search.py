@@ -201,7 +201,9 @@ def gate_json(response: SearchResponse) -> dict[str, Any]:
     """The answerability decision and the numbers behind it, as far as the response has them."""
     numbers: dict[str, Any] = {}
     gate = getattr(response, "gate", None)  # the gate's own record, where the engine gives one
-    if gate is not None and dataclasses.is_dataclass(gate) and not isinstance(gate, type):
+    if gate is not None and hasattr(gate, "to_dict"):
+        numbers = gate.to_dict()  # decision, reason_code, score, threshold, evidence, message
+    elif gate is not None and dataclasses.is_dataclass(gate) and not isinstance(gate, type):
         numbers = dataclasses.asdict(gate)
     elif isinstance(gate, dict):
         numbers = dict(gate)
@@ -224,6 +226,8 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
     if not response.ok:
         click.echo(f"NO_RELEVANT_SOURCES: {response.reason}")
         click.echo(f"(strategy {response.strategy_used}, truth levels {','.join(response.truth_levels)})")
+        if explain and response.gate is not None:
+            click.echo(gate_line(response))
         return
     more = "+" if response.total_is_lower_bound else ""
     click.echo(
@@ -252,6 +256,23 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
                 + (f" | boost {s.boost:+.2f}" if s.boost else "")
                 + (f" | similarity {s.similarity:.3f}" if s.similarity is not None else "")
             )
+    if explain and response.gate is not None:
+        click.echo("")
+        click.echo(gate_line(response))
+
+
+def gate_line(response: SearchResponse) -> str:
+    """The answerability gate's decision, reason code and the numbers behind it."""
+    g = response.gate
+    assert g is not None
+    e = g.evidence
+    threshold = "off" if g.threshold is None else f"{g.threshold:.2f}"
+    return (
+        f"gate: {g.decision} ({g.reason_code}) score {g.score:.2f} / threshold {threshold} | "
+        f"similarity {_fmt(e.similarity)} z {_fmt(e.similarity_z)} semantic {_fmt(e.semantic)} | "
+        f"coverage {_fmt(e.coverage)} agreement {_fmt(e.agreement)}"
+        + (f" | missing: {', '.join(e.missing_words)}" if e.missing_words else "")
+    )
 
 
 def _fmt(value: float | None) -> str:

@@ -16,14 +16,15 @@ _ENGLISH = frozenset(
 DEFAULT_LANGUAGE = "en"
 
 
-def detect_language(text: str, sample_chars: int = 20_000) -> str:
+def detect_language(text: str, sample_chars: int = 20_000, min_words: int = 3) -> str:
     """"fr" when French function words clearly outnumber English ones, else "en".
 
     A user who knows better passes ``language=`` at ingest; this only picks a stemmer.
+    ``min_words``: French function words needed at least (a short query has one or two).
     """
     words = [w.lower() for w in _WORD.findall(text[:sample_chars])]
     french = sum(w in _FRENCH for w in words)
     english = sum(w in _ENGLISH for w in words)
-    if french > english * 1.2 and french >= 3:
+    if french > english * 1.2 and french >= min_words:
         return "fr"
     return DEFAULT_LANGUAGE

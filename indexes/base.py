@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from enginelib.search.gate import QueryTerm
 
 Labels = np.ndarray  # int64, shape (n,)
 Matrix = np.ndarray  # float32, shape (n, dim)
@@ -86,6 +89,12 @@ class TextIndex(Protocol):
     ) -> list[SearchResult]: ...
 
     def highlight_terms(self, query: str) -> list[str]: ...
+
+    # The answerability gate's lexical evidence: the query's content words with their IDF,
+    # and the tokens a passage's text is analyzed into (matched against those words).
+    def query_terms(self, query: str) -> list[QueryTerm]: ...
+
+    def text_tokens(self, text: str) -> set[str]: ...
 
     def save(self, generation: int) -> None: ...
 

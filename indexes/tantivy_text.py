@@ -58,6 +58,7 @@ from enginelib.indexes.analyzers import (
 from enginelib.indexes.base import Labels, SearchResult, TextDocument
 from enginelib.indexes.tantivy_lexicon import TantivyLexicon
 from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
+from enginelib.search.gate import QueryTerm, bm25_idf
 
 FORMAT_VERSION = 3  # 2: the combined text_<lang> field; 3: the words field
 STAMP = "stamp.json"
@@ -479,6 +480,53 @@ class TantivyTextIndex:
                 for lang in self.languages:
                     out.extend(self._analyzers[analyzer_name(lang)].analyze(part))
         return list(dict.fromkeys(token for token in out if token))
+
+    # -- evidence for the answerability gate ------------------------------------------
+
+    def query_terms(self, query: str) -> list[QueryTerm]:
+        """The query's content words with their BM25 IDF here and the tokens that match them.
+
+        Stop words of every configured language are dropped; a code (``1K0615301M``) is
+        one term looked up in the code field; a word's document frequency is summed over
+        the per-language fields (a chunk fills only its own language's field).
+        """
+        try:
+            raw = self._translate(query, plain=False).terms
+        except QuerySyntaxError:
+            try:
+                raw = self._translate(query, plain=True).terms
+            except QuerySyntaxError:
+                return []
+        self._refresh()
+        searcher = self._index.searcher()
+        num_docs = int(searcher.num_docs)
+        terms: dict[str, QueryTerm] = {}
+        for term in raw:
+            for code in code_tokens(term):
+                token = code.lower()
+                if token not in terms:
+                    df = int(searcher.doc_freq(CODE_FIELD, token))
+                    terms[token] = QueryTerm(token, bm25_idf(df, num_docs), frozenset({token}))
+            for part in word_parts(term):
+                word = part.lower()
+                if word in terms or self._is_stopword(part) or word.isdigit():
+                    continue
+                stems = {word}
+                df = 0
+                for suffix in (*self.languages, PLAIN):
+                    for token in self._analyzers[analyzer_name(suffix)].analyze(part):
+                        stems.add(token)
+                        df += int(searcher.doc_freq(f"{TEXT_FIELD}_{suffix}", token))
+                terms[word] = QueryTerm(word, bm25_idf(min(df, num_docs), num_docs), frozenset(stems))
+        return list(terms.values())
+
+    def text_tokens(self, text: str) -> set[str]:
+        """Every token the analyzers make of ``text`` (stems per language, lowercased
+        words, codes): what a query term's tokens are matched against."""
+        tokens = {code.lower() for code in code_tokens(text)}
+        for analyzer in self._analyzers.values():
+            tokens.update(analyzer.analyze(text))
+        return tokens
 
 
 class _PrefixesOnly:

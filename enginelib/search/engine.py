@@ -16,9 +16,10 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import fusion, paging, post, rewrite
+from . import answerability, fusion, gate, paging, post, rewrite
 from .cache import response_key
 from .citations import make_citation
+from .gate import GateDecision
 from .presets import apply_preset
 from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest, build_request, choose_strategy
@@ -348,18 +349,14 @@ def _one(
     if qvec is not None and total:
         similarity = view.vectors[positions[order_idx[: max(GATE_TOP_N, request.offset + request.limit)]]] @ qvec
 
-    gate_reason = None
-    if total == 0:
-        gate_reason = "no chunk matched the query"
-    elif request.answerability_threshold is not None and similarity is not None:
-        top_mean = float(np.mean(similarity[:GATE_TOP_N]))
-        if top_mean < request.answerability_threshold:
-            gate_reason = (
-                f"mean similarity of the top hits is {top_mean:.3f}, below the answerability "
-                f"threshold {request.answerability_threshold}"
-            )
-    if gate_reason is not None:  # the refusal keeps the similarity it was decided on
-        return _empty(store, request, strategy, gate_reason, total=total, similarity=similarity)
+    decision = answerability.assess(
+        store, view, request, qvec, positions[order_idx[: gate.TOP_N]],
+        first.vector_ranking, first.text_ranking,
+    )
+    if not decision.answerable:
+        # the refusal keeps the similarity it was decided on
+        return _empty(store, request, strategy, decision.message, total=total,
+                      similarity=similarity, decision=decision)
 
     def record_of(item: tuple[_Ranked, int]) -> Any:
         return view.record(int(item[0].positions[item[1]]))
@@ -456,6 +453,7 @@ def _one(
         total_is_lower_bound=ranking.total_is_lower_bound,
         truth_levels=request.truth_levels,
         timings={"reranked": float(reranked)},
+        gate=decision,
     )
 
 
@@ -497,7 +495,7 @@ def _context(
 
 def _empty(
     store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0,
-    similarity: np.ndarray | None = None,
+    similarity: np.ndarray | None = None, decision: GateDecision | None = None,
 ) -> SearchResponse:
     return SearchResponse(
         query=request.queries[0],
@@ -511,4 +509,5 @@ def _empty(
         context=_context(store, [], strategy, similarity),
         reason=reason,
         truth_levels=request.truth_levels,
+        gate=decision,
     )

@@ -13,11 +13,12 @@ from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, FUSION_METHODS, STRATEGIES, val
 from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK_TOP
 from .filters import CompiledFilter, compile_filters
 from .fusion import RRF_K, validate_rrf_k
+from .gate import DEFAULT_THRESHOLD
 
 DEFAULT_LIMIT = 10
 DEFAULT_CANDIDATES = 100
 # MAX_LIMIT, MAX_OFFSET, MAX_CANDIDATES...: the documented bounds live in validation.py.
-ANSWERABILITY_THRESHOLD = 0.45
+ANSWERABILITY_THRESHOLD = DEFAULT_THRESHOLD  # the gate's score (0..1) a query needs
 GATE_TOP_N = 3
 
 # Reranker hook: (query, passages) -> one relevance score per passage, higher is better.

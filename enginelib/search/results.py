@@ -6,6 +6,8 @@ import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .gate import GateDecision
+
 Status = Literal["ok", "NO_RELEVANT_SOURCES"]
 OK: Status = "ok"
 NO_RELEVANT_SOURCES: Status = "NO_RELEVANT_SOURCES"
@@ -125,6 +127,7 @@ class SearchResponse:
     sub_queries: tuple[str, ...] = ()
     corrections: dict[str, str] = field(default_factory=dict)
     expansions: dict[str, str] = field(default_factory=dict)
+    gate: GateDecision | None = None  # the answerability gate's decision, reason code, numbers
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -157,4 +160,5 @@ class SearchResponse:
             "expansions": dict(self.expansions),
             "hits": [h.to_dict() for h in self.hits],
             "context": self.context.to_dict(),
+            "gate": None if self.gate is None else self.gate.to_dict(),
         }

@@ -1,0 +1,69 @@
+"""The gate stage of a search: gathers the evidence from the view and the indexes, then
+lets ``gate.decide`` answer or refuse (the math lives in ``gate``, pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..language import detect_language
+from . import gate
+from .quotes import content_terms
+from .request import ANSWERABILITY_THRESHOLD, SearchRequest
+
+if TYPE_CHECKING:
+    from ..chunk_view import ChunkView
+    from ..store import Store
+
+Ranking = list[tuple[int, float]]
+
+
+def assess(
+    store: Store,
+    view: ChunkView,
+    request: SearchRequest,
+    qvec: np.ndarray | None,
+    top_positions: np.ndarray,
+    vector_ranking: Ranking,
+    text_ranking: Ranking,
+) -> gate.GateDecision:
+    """Decide for one query; ``top_positions`` are the view rows of the first fused hits."""
+    threshold = request.answerability_threshold
+    if len(top_positions) == 0:
+        return gate.no_match(threshold)
+    top = np.asarray(top_positions[: gate.TOP_N], dtype=np.int64)
+    top_cosines = sample_cosines = None
+    if qvec is not None:
+        top_cosines = view.vectors[top] @ qvec
+        sample = gate.sample_rows(len(view.vectors))
+        sample_cosines = view.vectors[sample] @ qvec
+    hit_tokens: set[str] = set()
+    hit_language = view.record(int(top[0])).language
+    for position in top:
+        record = view.record(int(position))
+        text = " ".join(part for part in (record.title, record.heading_path, record.content) if part)
+        hit_tokens |= store.text_index.text_tokens(text)
+    evidence = gate.gather(
+        embedder=store.manifest.embedding_model,
+        query_terms=_terms(store, request.queries),
+        hit_tokens=hit_tokens,
+        top_cosines=top_cosines,
+        sample_cosines=sample_cosines,
+        vector_labels=[label for label, _ in vector_ranking],
+        text_labels=[label for label, _ in text_ranking],
+        cross_lingual=not gate.same_language(detect_language(request.queries[0], min_words=1), hit_language),
+    )
+    explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
+    return gate.decide(evidence, threshold, explicit=explicit)
+
+
+def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
+    """Content words of the user's own query (its rewrites are the engine's words, not the
+    user's: they must not make a query look covered)."""
+    terms = store.text_index.query_terms(queries[0])
+    # Question words ("when", "must", "doit") are not what a question asks about: the same
+    # list the quotes and highlights skip, beyond the index's own stop words.
+    kept = set(content_terms([t.word for t in terms]))
+    return [t for t in terms if t.word in kept]
