@@ -213,6 +213,8 @@ def gate_json(response: SearchResponse) -> dict[str, Any]:
         "confidence": response.context.confidence,
         **numbers,
     }
+
+
 def _print_understanding(response: SearchResponse) -> None:
     """What the query became (search/rewrite.py), so a corrected typo is never silent."""
     if response.corrections:
