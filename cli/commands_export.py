@@ -23,9 +23,20 @@ def export() -> None:
               help="Load into this database (postgresql://...), in one transaction.")
 @click.option("--sql-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write a self-contained .sql file for `psql -f` instead.")
-@click.option("--schema", default="public", show_default=True, help="Target schema (created if missing).")
+@click.option("--schema", default="enginelib", show_default=True,
+              help="Target schema (created if missing); its own, so nothing clashes with public.")
 @click.option("--table-prefix", default="", help="Prefix for every table, index and function name.")
-@click.option("--with-rls", is_flag=True, help="Tenant isolation policies on tenant_id (app.tenant_id).")
+@click.option("--tenant-claim", default="tenant_id", show_default=True,
+              help="JWT claim (dotted path for nested claims) holding the caller's tenant.")
+@click.option("--shared-rows/--no-shared-rows", default=True, show_default=True,
+              help="Rows without a tenant are readable by every tenant (or by none).")
+@click.option("--public-read", is_flag=True, help="Let Supabase's anon role read (default: no access).")
+@click.option("--extension-schema", default="extensions", show_default=True,
+              help="Schema for pgvector/pg_trgm when they are not installed yet.")
+@click.option("--maintenance-work-mem", default="1GB", show_default=True,
+              help="maintenance_work_mem for this export's index builds only.")
+@click.option("--with-rls", is_flag=True, hidden=True,
+              help="Kept for old scripts: row level security is always on now.")
 @click.option("--index", "index", type=click.Choice(INDEX_METHODS), default="hnsw", show_default=True,
               help="Vector index method.")
 @click.option("--hnsw-m", type=int, default=HNSW_M, show_default=True, help="HNSW graph degree.")
@@ -36,8 +47,9 @@ def export() -> None:
 @handle_errors
 def postgres(
     store_path: Path, dsn: str | None, sql_file: Path | None, schema: str, table_prefix: str,
-    with_rls: bool, index: str, hnsw_m: int, hnsw_ef_construction: int, no_progress: bool,
-    as_json: bool,
+    tenant_claim: str, shared_rows: bool, public_read: bool, extension_schema: str,
+    maintenance_work_mem: str, with_rls: bool, index: str, hnsw_m: int,
+    hnsw_ef_construction: int, no_progress: bool, as_json: bool,
 ) -> None:
     """Mirror the store into Postgres + pgvector with hybrid_search() and match_chunks().
 
@@ -47,7 +59,9 @@ def postgres(
     if (dsn is None) == (sql_file is None):
         raise click.UsageError("give exactly one of --dsn or --sql-file")
     options = ExportOptions(
-        schema=schema, table_prefix=table_prefix, with_rls=with_rls, index=index,
+        schema=schema, table_prefix=table_prefix, tenant_claim=tenant_claim,
+        shared_rows=shared_rows, public_read=public_read, extension_schema=extension_schema,
+        maintenance_work_mem=maintenance_work_mem, index=index,
         hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction,
     )
     progress = not no_progress and not as_json
@@ -71,6 +85,8 @@ def _summary(report: ExportReport) -> str:
     )
     if report.target == "postgres":
         changes = report.changes
+        if changes.get("unchanged"):
+            return f"{counts} in Postgres ({where}) are already this store's state: nothing written"
         return (
             f"exported {counts} to Postgres ({where}); "
             f"written {changes.get('documents_written', 0)} documents and "
