@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from enginelib.export import INDEX_METHODS, ExportOptions, ExportReport, export_postgres, write_sql
 from enginelib.export.options import HNSW_EF_CONSTRUCTION, HNSW_M
+from enginelib.export.queries import parse_filter, read_queries, sample_queries
+from enginelib.export.verify import filter_matrix, verify_postgres
 
 from .options import emit_json, handle_errors, json_option, open_store, store_option
 
@@ -95,3 +98,41 @@ def _summary(report: ExportReport) -> str:
             f"{changes.get('chunks_deleted', 0)} chunks"
         )
     return f"wrote {counts} to {report.target} ({where}); load it with: psql -f {report.target} \"$DATABASE_URL\""
+
+
+@export.command("verify")
+@store_option
+@click.option("--dsn", required=True, help="The database the store was exported into.")
+@click.option("--schema", default="enginelib", show_default=True, help="Schema of the export.")
+@click.option("--table-prefix", default="", help="Table prefix of the export.")
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Queries: one per line, or BEIR queries.jsonl (its \"text\" field).")
+@click.option("--sample", type=int, default=50, show_default=True,
+              help="How many queries to run (from --queries, else chunk openings of the store).")
+@click.option("--filter", "extra_filters", multiple=True,
+              help="A filter (JSON object) to add to the matrix built from the store's values.")
+@json_option
+@handle_errors
+def verify(
+    store_path: Path, dsn: str, schema: str, table_prefix: str, queries_path: Path | None,
+    sample: int, extra_filters: tuple[str, ...], as_json: bool,
+) -> None:
+    """Run the same queries on the store and on its export: top-10 overlap per strategy
+    (vector, fulltext, hybrid) and the chunks each filter of a matrix lets through."""
+    if sample < 1:
+        raise click.UsageError("--sample must be at least 1")
+    options = ExportOptions(schema=schema, table_prefix=table_prefix)
+    with open_store(store_path, read_only=True) as store:
+        queries = read_queries(queries_path, sample) if queries_path else sample_queries(store, sample)
+        matrix = filter_matrix(store) + [parse_filter(text) for text in extra_filters]
+        report = verify_postgres(store, dsn, queries, options=options, filters=matrix)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    click.echo(f"{report.queries} queries, top-{report.k} overlap with the engine (exact vector search):")
+    for strategy, value in report.overlap.items():
+        click.echo(f"  {strategy:<9} mean {value:.3f}  min {report.minimum[strategy]:.2f}  "
+                   f"identical {report.identical[strategy]}/{report.queries}")
+    click.echo(f"filters: {report.filters_checked} checked, {len(report.filter_mismatches)} mismatches")
+    for mismatch in report.filter_mismatches:
+        click.echo(f"  {json.dumps(mismatch, ensure_ascii=False)}")
