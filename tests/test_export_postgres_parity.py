@@ -185,3 +185,25 @@ def test_cli_export_verify_prints_overlap_and_filter_mismatches(tmp_path: Path, 
     )
     assert plain.returncode == 0, plain.stderr
     assert "top-10 overlap" in plain.stdout and "hybrid" in plain.stdout and "0 mismatches" in plain.stdout
+
+
+def test_pruned_text_ranking_equals_the_exhaustive_one(tmp_path: Path, pg_dsn: str) -> None:
+    # Few candidates make the MaxScore pruning stop before the common words; a depth as
+    # large as the corpus scores every chunk holding any query word. The top must agree.
+    store = open_test_store(tmp_path / "store")
+    words = ["rotor", "caliper", "piston", "fluid", "hose", "bleed", "torque", "drum"]
+    store.ingest_documents([
+        doc(f"d{i}", " ".join(["brake", "pads"] * (1 + i % 3) + words[: 1 + i % 8] + [f"note{i % 5}"]))
+        for i in range(60)
+    ])
+    export_postgres(store, pg_dsn)
+    store.close()
+    query = "brake pads drum bleed note3"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for depth in (3, 10, 25):
+            pruned = conn.execute("SELECT id, text_score FROM enginelib.hybrid_search(%s, NULL, %s, 60, '{}', %s)",
+                                  [query, depth, depth]).fetchall()
+            full = conn.execute("SELECT id, text_score FROM enginelib.hybrid_search(%s, NULL, %s, 60, '{}', 1000)",
+                                [query, depth]).fetchall()
+            assert [r[0] for r in pruned] == [r[0] for r in full], depth
+            assert [r[1] for r in pruned] == pytest.approx([r[1] for r in full])

@@ -57,10 +57,12 @@ BM25_B = 0.75
 # iterative_scan: a filtered HNSW scan keeps going until it has enough rows that pass
 # (pgvector 0.8; off by default). TimeZone: a date bound without offset means UTC, as
 # the catalog's naive timestamps do. The SET clause restores all of them on exit, and
-# also reverts the ef_search raise made inside.
+# also reverts the ef_search raise made inside. plan_cache_mode: each call is planned
+# with its filter values; a generic plan guesses a truth-level filter keeps 0.5% of the
+# rows and then sorts them all instead of walking the HNSW index.
 _SETTINGS = (
     "SECURITY INVOKER\nSET search_path = ''\nSET hnsw.iterative_scan = 'strict_order'\n"
-    "SET TimeZone = 'UTC'"
+    "SET TimeZone = 'UTC'\nSET plan_cache_mode = 'force_custom_plan'"
 )
 
 
@@ -276,10 +278,16 @@ def _declare_and_check(names: Names) -> sql.Composed:
 
 
 def _hybrid_search(names: Names) -> sql.Composed:
-    # Full text: the query is parsed once per text-search configuration of the export and
-    # OR-ed over its lexemes (like the engine's BM25, any term may match); a chunk is
-    # matched with the query parsed in its own language. A repeated query word counts
-    # once per occurrence, as in the engine's query.
+    # Full text: the query is parsed once per text-search configuration of the export (a
+    # chunk is matched with the query parsed in its own language); any term may match,
+    # like the engine's BM25; a repeated query word counts once per occurrence.
+    #
+    # Exact top-``depth`` BM25 without scoring every chunk that holds a common word
+    # (MaxScore): terms are taken rarest first; only chunks holding one of the "essential"
+    # terms taken so far are scored (fully, every query term). A chunk holding none of
+    # them scores less than the sum of the other terms' upper bounds, idf * (k1 + 1); once
+    # that sum is <= the depth-th best score found, no such chunk can enter the top, and
+    # the result is exactly the exhaustive one.
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(
   query_text text,
@@ -298,6 +306,10 @@ AS $fn$
 #variable_conflict use_column
 DECLARE
 depth integer;
+cfg regconfig; n_chunks double precision; avg_len double precision;
+lex text[]; w double precision[]; essential integer; rest double precision;
+tsq pg_catalog.tsquery; ids bigint[]; scores double precision[]; theta double precision;
+text_ids bigint[] := '{{}}'; text_scores double precision[] := '{{}}';
 {declare}
 BEGIN
   IF rrf_k IS NULL OR rrf_k <= 0 THEN
@@ -309,6 +321,43 @@ BEGIN
   END IF;
   depth := greatest(coalesce(candidate_count, {candidates}), match_count);
 {ef_search}
+  FOR cfg, n_chunks, avg_len IN
+    SELECT s.ts_config, s.chunks, greatest(s.avg_length, 1e-9) FROM {text_stats} s
+    WHERE coalesce(query_text, '') <> ''
+  LOOP
+    SELECT pg_catalog.array_agg(x.lexeme ORDER BY x.idf DESC, x.lexeme),
+           pg_catalog.array_agg(x.qtf * x.idf ORDER BY x.idf DESC, x.lexeme)
+      INTO lex, w
+      FROM (SELECT t.lexeme, coalesce(pg_catalog.array_length(t.positions, 1), 1) AS qtf,
+                   pg_catalog.ln(1 + (n_chunks - ts.df + 0.5) / (ts.df + 0.5)) AS idf
+            FROM pg_catalog.unnest(pg_catalog.to_tsvector(cfg, query_text)) t
+            JOIN {term_stats} ts ON ts.ts_config = cfg AND ts.lexeme = t.lexeme) x;
+    CONTINUE WHEN lex IS NULL;
+    essential := 1;
+    LOOP
+      SELECT coalesce(sum(x), 0) * {k1_plus_1} INTO rest FROM pg_catalog.unnest(w[essential + 1:]) x;
+      SELECT pg_catalog.string_agg(pg_catalog.quote_literal(e), ' | ')::pg_catalog.tsquery INTO tsq
+        FROM pg_catalog.unnest(lex[1:essential]) e;
+      SELECT pg_catalog.array_agg(r.id ORDER BY r.score DESC, r.id),
+             pg_catalog.array_agg(r.score ORDER BY r.score DESC, r.id)
+        INTO ids, scores
+        FROM (
+          SELECT c.id, (
+            SELECT sum(w[pg_catalog.array_position(lex, u.lexeme)] * tf.n * {k1_plus_1}
+                       / (tf.n + {k1} * (1 - {b} + {b} * c.text_length / avg_len)))
+            FROM pg_catalog.unnest(c.fts) u
+            CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf
+            WHERE u.lexeme = ANY (lex)) AS score
+          FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
+          WHERE c.ts_config = cfg AND c.fts @@ tsq AND {where}
+          ORDER BY score DESC, c.id
+          LIMIT depth) r;
+      theta := CASE WHEN coalesce(pg_catalog.array_length(ids, 1), 0) >= depth THEN scores[depth] ELSE 0 END;
+      EXIT WHEN essential >= pg_catalog.array_length(lex, 1) OR rest <= theta;
+      essential := essential + 1;
+    END LOOP;
+    text_ids := text_ids || coalesce(ids, '{{}}'); text_scores := text_scores || coalesce(scores, '{{}}');
+  END LOOP;
   RETURN QUERY
   WITH vec AS MATERIALIZED (
     SELECT v.id, (row_number() OVER (ORDER BY v.dist, v.id))::integer AS rank, 1 - v.dist AS sim
@@ -318,32 +367,11 @@ BEGIN
       WHERE query_embedding IS NOT NULL AND {where}
       ORDER BY c.embedding {dist} query_embedding
       LIMIT depth) v
-  ), terms AS MATERIALIZED (
-    SELECT s.ts_config AS cfg, t.lexeme,
-      coalesce(pg_catalog.array_length(t.positions, 1), 1)
-        * pg_catalog.ln(1 + (s.chunks - ts.df + 0.5) / (ts.df + 0.5)) AS weight,
-      s.avg_length
-    FROM {text_stats} s
-    CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.to_tsvector(s.ts_config, coalesce(query_text, ''))) t
-    JOIN {term_stats} ts ON ts.ts_config = s.ts_config AND ts.lexeme = t.lexeme
-  ), q AS MATERIALIZED (
-    SELECT terms.cfg, pg_catalog.string_agg(pg_catalog.quote_literal(terms.lexeme), ' | ')::pg_catalog.tsquery AS tsq
-    FROM terms GROUP BY terms.cfg
   ), txt AS MATERIALIZED (
     SELECT t.id, (row_number() OVER (ORDER BY t.score DESC, t.id))::integer AS rank, t.score
-    FROM (
-      SELECT c.id, (
-        SELECT sum(tm.weight * tf.n * {k1_plus_1}
-                   / (tf.n + {k1} * (1 - {b} + {b} * c.text_length / greatest(tm.avg_length, 1e-9))))
-        FROM pg_catalog.unnest(c.fts) u
-        JOIN terms tm ON tm.cfg = c.ts_config AND tm.lexeme = u.lexeme
-        CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf
-      ) AS score
-      FROM q JOIN {chunks} c ON c.ts_config = q.cfg AND c.fts @@ q.tsq
-      JOIN {documents} d ON d.document_id = c.document_id
-      WHERE {where}
-      ORDER BY score DESC, c.id
-      LIMIT depth) t
+    FROM unnest(text_ids, text_scores) AS t(id, score)  -- ROWS FROM sugar: cannot be qualified
+    ORDER BY t.score DESC, t.id
+    LIMIT depth
   ), fused AS (
     SELECT coalesce(vec.id, txt.id) AS id, vec.rank AS vector_rank, txt.rank AS bm25_rank,
       coalesce(1.0::double precision / (rrf_k + vec.rank), 0)
