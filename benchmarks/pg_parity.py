@@ -20,6 +20,7 @@ from pathlib import Path
 import psycopg
 
 import enginelib
+from enginelib import HashingEmbedder
 from enginelib.embedder import default_embedder
 from enginelib.export import export_postgres
 from enginelib.export.verify import verify_postgres
@@ -34,11 +35,14 @@ def main() -> None:
     parser.add_argument("--dataset", default="scifact")
     parser.add_argument("--split", default="test")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--hashing", type=int, default=0, metavar="DIM",
+                        help="Use the hashing embedder of DIM dims instead of the model (no model time).")
+    parser.add_argument("--limit", type=int, default=0, help="Only the first N judged queries.")
     args = parser.parse_args()
     data = beir.load(args.dataset, args.split)
-    model = default_embedder()
+    model = HashingEmbedder(args.hashing) if args.hashing else default_embedder()
     caching = CachingEmbedder(model, VectorCache(DEFAULT_CACHE, model.name, model.dim))
-    queries = list(data.queries.values())
+    queries = list(data.queries.values())[: args.limit or None]
     result: dict[str, object] = {"dataset": data.name, "split": data.split, "queries": len(queries),
                                  "model": model.name}
     with tempfile.TemporaryDirectory(prefix="enginelib-pgparity-") as tmp, postgres() as admin:
