@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from ..indexes.analyzers import STEMMERS
 from .pg_schema import Names, SqlText
 
 
@@ -45,3 +46,51 @@ END $stats$"""
                  chunks_name=names.regclass("chunks")),
         sql.SQL("ANALYZE {}").format(term_stats),
     ]
+
+
+def ts_config_statements(names: Names) -> list[SqlText]:
+    """The export's own text-search configurations: Postgres's, made to cut words like the
+    engine's analyzers (tantivy's simple tokenizer + Snowball stemmer).
+
+    One per stemmer language plus ``simple``, named ``<prefix><language>`` in the export's
+    schema: the same Snowball stemmer without a stop-word list (the engine indexes and
+    queries stop words), and hyphenated words only as their parts ("4-PBA" -> 4, pba; the
+    engine's tokenizer splits there too). Created once, when missing.
+    """
+    languages = sql.SQL("ARRAY[{}]::text[]").format(
+        sql.SQL(", ").join(sql.Literal(lang) for lang in sorted(set(STEMMERS.values())))
+    )
+    return [sql.SQL(
+        """DO $cfg$
+DECLARE lang text; target text; dict text;
+BEGIN
+  FOREACH lang IN ARRAY {languages} || ARRAY['simple'] LOOP
+    target := format('%I.%I', {schema}, {prefix} || lang);
+    CONTINUE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_ts_config c
+      JOIN pg_catalog.pg_namespace n ON n.oid = c.cfgnamespace
+      WHERE n.nspname = {schema} AND c.cfgname = {prefix} || lang);
+    IF lang = 'simple' OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_ts_config WHERE cfgname = lang
+                                      AND cfgnamespace = 'pg_catalog'::regnamespace) THEN
+      EXECUTE format('CREATE TEXT SEARCH CONFIGURATION %s (COPY = pg_catalog.simple)', target);
+    ELSE
+      dict := format('%I.%I', {schema}, {prefix} || lang || '_stem');
+      IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_ts_dict d JOIN pg_catalog.pg_namespace n
+                     ON n.oid = d.dictnamespace WHERE n.nspname = {schema}
+                     AND d.dictname = {prefix} || lang || '_stem') THEN
+        EXECUTE format('CREATE TEXT SEARCH DICTIONARY %s (TEMPLATE = pg_catalog.snowball, Language = %I)',
+                       dict, lang);
+      END IF;
+      EXECUTE format('CREATE TEXT SEARCH CONFIGURATION %s (COPY = pg_catalog.%I)', target, lang);
+      EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %s ALTER MAPPING REPLACE pg_catalog.%I WITH %s',
+                     target, lang || '_stem', dict);
+    END IF;
+    EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %s DROP MAPPING IF EXISTS FOR asciihword, hword, numhword',
+                   target);
+  END LOOP;
+END $cfg$"""
+    ).format(languages=languages, schema=sql.Literal(names.schema), prefix=sql.Literal(names.prefix))]
+
+
+def qualified_ts_config(names: Names, config: str) -> str:
+    """The export's configuration for a Postgres language name ('english')."""
+    return sql.Identifier(names.schema, names.prefix + config).as_string()

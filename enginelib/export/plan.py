@@ -42,7 +42,7 @@ from .pg_schema import (
     table_statements,
 )
 from .pg_security import grant_statements, rls_statements
-from .pg_text_stats import text_stats_statements
+from .pg_text_stats import qualified_ts_config, text_stats_statements, ts_config_statements
 from .rows import CatalogReader, Row
 
 # Bumped when the exported SQL changes, so a re-export of an unchanged store still
@@ -126,6 +126,16 @@ def settings_key(options: ExportOptions, ext: str) -> str:
     return ";".join(f"{k}={v}" for k, v in fields.items())
 
 
+def _with_own_ts_config(names: Names, reader: CatalogReader) -> Iterator[Row]:
+    # Chunk rows end with (ts_config, text_length); the config becomes the export's own.
+    configs: dict[str, str] = {}
+    for row in reader.chunks():
+        config = row[-2]
+        if config not in configs:
+            configs[config] = qualified_ts_config(names, config)
+        yield (*row[:-2], configs[config], row[-1])
+
+
 def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = None) -> list[Step]:
     """The export's steps; ``ext``: the schema pgvector lives in (default: the option's)."""
     names = Names.of(options, ext)
@@ -147,6 +157,7 @@ def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = 
     steps += [Statement(s) for s in guard_statements(names, dim)]
     steps += [Statement(s) for s in extension_statements(names)]
     steps += [Statement(s) for s in table_statements(names, dim)]
+    steps += [Statement(s) for s in ts_config_statements(names)]
     # One exporter at a time per target; readers are not blocked by this lock mode.
     steps.append(Statement(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(documents)))
     steps += [Statement(s) for s in function_statements(names, options)]
@@ -155,7 +166,7 @@ def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = 
         ("sources", SOURCE_COLUMNS, reader.sources, meta.sources),
         ("document_versions", VERSION_COLUMNS, reader.versions, meta.versions),
         ("documents", DOCUMENT_COLUMNS, reader.documents, meta.documents),
-        ("chunks", chunks, reader.chunks, meta.chunks),
+        ("chunks", chunks, lambda: _with_own_ts_config(names, reader), meta.chunks),
     )
     for name, columns, rows, total in staged:
         steps.append(Statement(_stage_table(names, name)))
