@@ -302,8 +302,9 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
     record_property("postgres_parity", figures)
     print(f"\npostgres parity (SciFact 300 docs, hashing-64): {json.dumps(figures)}")
     assert vector_equal == len(queries)
-    # ts_rank is not BM25, so only a loose floor; the measured figure is in docs/postgres_export.md.
-    assert np.mean(overlaps) >= 0.5
+    # The text side is BM25 over Postgres's words: close to, not equal to, the engine's
+    # (no code field, no accent folding); measured figures are in benchmarks/RESULTS.md.
+    assert np.mean(overlaps) >= 0.8
 
 
 # -- the .sql file -------------------------------------------------------------------------
