@@ -252,3 +252,11 @@ def test_sql_file_loads_beside_the_guides_hybrid_search(tmp_path: Path, pg_serve
     assert result.returncode == 0, result.stderr
     claims_a = {"role": "authenticated", "tenant_id": "A"}
     assert visible(supabase_dsn, "authenticated", vector, claims=claims_a) == ({"a-doc", "shared-doc"},) * 3
+
+
+def test_rls_cannot_be_switched_off() -> None:
+    from enginelib.export.options import options_from
+
+    assert options_from({"with_rls": True}) == ExportOptions()  # the old flag, now the default
+    with pytest.raises(InvalidInputError, match="always on"):
+        options_from({"with_rls": False})

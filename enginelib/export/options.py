@@ -121,3 +121,15 @@ def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInputError(f"{name} must be an integer within {low}..{high}, got {value!r}")
+
+
+def options_from(fields: dict[str, object]) -> ExportOptions:
+    """ExportOptions from keywords; ``with_rls`` (older API) is accepted when true, since
+    row level security is always on now, and refused when false rather than ignored."""
+    if "with_rls" in fields:
+        if not fields.pop("with_rls"):
+            raise InvalidInputError(
+                "with_rls=False is no longer possible: row level security is always on; "
+                "use shared_rows / public_read to choose who reads what"
+            )
+    return ExportOptions(**fields)  # type: ignore[arg-type]

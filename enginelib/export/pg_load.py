@@ -13,7 +13,7 @@ from psycopg import sql
 
 from ..errors import ExportError
 from .copy_text import encode_rows
-from .options import ExportOptions
+from .options import ExportOptions, options_from
 from .pg_schema import Names
 from .plan import Copy, Statement, build_plan, copy_statement, settings_key
 from .report import ExportProgress, ExportReport
@@ -37,7 +37,7 @@ def export_postgres(
     Re-exporting replaces changed documents' chunks and removes deleted ones; a failure
     or a kill at any point leaves the previous export untouched.
     """
-    opts = options or ExportOptions(**option_fields)
+    opts = options or options_from(option_fields)
     started = time.perf_counter()
     changes: dict[str, int] = {}
     doing = "connecting"
