@@ -27,7 +27,8 @@ from enginelib.export import ExportOptions, export_postgres, write_sql
 from tests.helpers import doc, open_test_store
 from tests.pg_server import PgServer, pg_dsn, pg_server  # noqa: F401 - pytest fixtures
 
-TABLES = ("documents", "chunks", "document_versions", "sources", "exports", "text_stats", "term_stats")
+TABLES = ("documents", "chunks", "document_versions", "sources", "exports", "text_stats", "term_stats",
+          "code_stats")
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
 HYBRID = "enginelib.hybrid_search(text, extensions.vector, integer, integer, jsonb, integer)"
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
+from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
@@ -49,6 +50,8 @@ _DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "from": ">=", "to":
 # ``custom.<key>``: the engine's per-key filter, compared as text like the engine does.
 FILTER_KEYS: tuple[str, ...] = (*_ANY_OF, "tags", "metadata", *_DATES)
 _METADATA_KEY_PATTERN = r"^(metadata|custom)\.[A-Za-z0-9_\-]{1,128}$"
+# The engine's code tokens (analyzers.CODE_PATTERN_RUST) in Postgres's regex dialect.
+CODE_PATTERN_SQL = r"[[:alnum:]_]+(?:[-./][[:alnum:]_]+)*"
 # tantivy's BM25 constants.
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -306,9 +309,9 @@ AS $fn$
 #variable_conflict use_column
 DECLARE
 depth integer;
-cfg regconfig; n_chunks double precision; avg_len double precision;
+cfg regconfig; n_chunks double precision; avg_len double precision; avg_code double precision;
 lex text[]; w double precision[]; essential integer; rest double precision;
-tsq pg_catalog.tsquery; ids bigint[]; scores double precision[]; theta double precision;
+tsq pg_catalog.tsquery; codes text[]; ids bigint[]; scores double precision[]; theta double precision;
 text_ids bigint[] := '{{}}'; text_scores double precision[] := '{{}}';
 {declare}
 BEGIN
@@ -321,35 +324,52 @@ BEGIN
   END IF;
   depth := greatest(coalesce(candidate_count, {candidates}), match_count);
 {ef_search}
-  FOR cfg, n_chunks, avg_len IN
-    SELECT s.ts_config, s.chunks, greatest(s.avg_length, 1e-9) FROM {text_stats} s
+  -- Terms: the query's lexemes in the configuration, and its code tokens (marked by a
+  -- leading space, which no lexeme has) scored against the codes field as the engine does.
+  FOR cfg, n_chunks, avg_len, avg_code IN
+    SELECT s.ts_config, s.chunks, greatest(s.avg_length, 1e-9), greatest(s.avg_code_length, 1e-9)
+    FROM {text_stats} s
     WHERE coalesce(query_text, '') <> ''
   LOOP
     SELECT pg_catalog.array_agg(x.lexeme ORDER BY x.idf DESC, x.lexeme),
            pg_catalog.array_agg(x.qtf * x.idf ORDER BY x.idf DESC, x.lexeme)
       INTO lex, w
-      FROM (SELECT t.lexeme, coalesce(pg_catalog.array_length(t.positions, 1), 1) AS qtf,
+      FROM (SELECT t.lexeme, coalesce(pg_catalog.array_length(t.positions, 1), 1)::double precision AS qtf,
                    pg_catalog.ln(1 + (n_chunks - ts.df + 0.5) / (ts.df + 0.5)) AS idf
             FROM pg_catalog.unnest(pg_catalog.to_tsvector(cfg, query_text)) t
-            JOIN {term_stats} ts ON ts.ts_config = cfg AND ts.lexeme = t.lexeme) x;
+            JOIN {term_stats} ts ON ts.ts_config = cfg AND ts.lexeme = t.lexeme
+            UNION ALL
+            SELECT ' ' || q.code, count(*)::double precision,
+                   pg_catalog.ln(1 + (n_chunks - cs.df + 0.5) / (cs.df + 0.5))
+            FROM (SELECT pg_catalog.lower(m[1]) AS code
+                  FROM pg_catalog.regexp_matches(query_text, {code_pattern}, 'g') m
+                  WHERE m[1] ~ '[0-9_./-]' AND pg_catalog.octet_length(pg_catalog.lower(m[1])) < {max_token}) q
+            JOIN {code_stats} cs ON cs.code = q.code
+            GROUP BY q.code, cs.df) x;
     CONTINUE WHEN lex IS NULL;
     essential := 1;
     LOOP
       SELECT coalesce(sum(x), 0) * {k1_plus_1} INTO rest FROM pg_catalog.unnest(w[essential + 1:]) x;
       SELECT pg_catalog.string_agg(pg_catalog.quote_literal(e), ' | ')::pg_catalog.tsquery INTO tsq
-        FROM pg_catalog.unnest(lex[1:essential]) e;
+        FROM pg_catalog.unnest(lex[1:essential]) e WHERE pg_catalog.left(e, 1) <> ' ';
+      codes := ARRAY(SELECT pg_catalog.substr(e, 2) FROM pg_catalog.unnest(lex[1:essential]) e
+                     WHERE pg_catalog.left(e, 1) = ' ');
       SELECT pg_catalog.array_agg(r.id ORDER BY r.score DESC, r.id),
              pg_catalog.array_agg(r.score ORDER BY r.score DESC, r.id)
         INTO ids, scores
         FROM (
-          SELECT c.id, (
+          SELECT c.id, coalesce((
             SELECT sum(w[pg_catalog.array_position(lex, u.lexeme)] * tf.n * {k1_plus_1}
                        / (tf.n + {k1} * (1 - {b} + {b} * c.text_length / avg_len)))
             FROM pg_catalog.unnest(c.fts) u
             CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf
-            WHERE u.lexeme = ANY (lex)) AS score
+            WHERE u.lexeme = ANY (lex)), 0) + coalesce((
+            SELECT sum(w[pg_catalog.array_position(lex, ' ' || k.code)] * k.n * {k1_plus_1}
+                       / (k.n + {k1} * (1 - {b} + {b} * pg_catalog.cardinality(c.codes) / avg_code)))
+            FROM (SELECT x.code, count(*)::double precision AS n FROM pg_catalog.unnest(c.codes) AS x(code)
+                  WHERE ' ' || x.code = ANY (lex) GROUP BY x.code) k), 0) AS score
           FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
-          WHERE c.ts_config = cfg AND c.fts @@ tsq AND {where}
+          WHERE c.ts_config = cfg AND (c.fts @@ tsq OR c.codes && codes) AND {where}
           ORDER BY score DESC, c.id
           LIMIT depth) r;
       theta := CASE WHEN coalesce(pg_catalog.array_length(ids, 1), 0) >= depth THEN scores[depth] ELSE 0 END;
@@ -391,6 +411,8 @@ $fn$"""
         fn=names.table("hybrid_search"), vector=names.vector, dist=names.op("<=>"),
         chunks=names.table("chunks"), documents=names.table("documents"),
         text_stats=names.table("text_stats"), term_stats=names.table("term_stats"),
+        code_stats=names.table("code_stats"), code_pattern=sql.Literal(CODE_PATTERN_SQL),
+        max_token=sql.Literal(MAX_TOKEN_CHARS),
         where=filter_clause(names), ef_search=sql.SQL(_EF_SEARCH),
         declare=_declare_and_check(names), settings=sql.SQL(_SETTINGS),
         rrf_k=sql.SQL(str(int(RRF_K))), candidates=sql.SQL(str(int(DEFAULT_CANDIDATES))),

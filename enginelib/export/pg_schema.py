@@ -95,6 +95,9 @@ _CHUNK_COLUMNS: tuple[Column, ...] = (
     # Words in title + headings + content as the engine's BM25 counts them (its field
     # length), so the server's length normalization is the engine's.
     ("text_length", "integer NOT NULL DEFAULT 0", "int"),
+    # The engine's exact "code" tokens (part numbers, 4-PBA, 2001), lowercased, repeats
+    # kept: its codes field, scored by BM25 beside the words.
+    ("codes", "text[] NOT NULL DEFAULT '{{}}'", "text[]"),  # braces doubled: str.format
 )
 
 VERSION_COLUMNS: tuple[Column, ...] = (
@@ -288,6 +291,9 @@ def table_statements(names: Names, dim: int) -> list[SqlText]:
         sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS text_length integer NOT NULL DEFAULT 0").format(
             names.table("chunks")
         ),
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS codes text[] NOT NULL DEFAULT '{{}}'").format(
+            names.table("chunks")
+        ),
         # Versions outlive their document, so no foreign key.
         _create_table(names.table("document_versions"), VERSION_COLUMNS, [
             "PRIMARY KEY (document_id, version)",
@@ -295,8 +301,12 @@ def table_statements(names: Names, dim: int) -> list[SqlText]:
         # BM25 statistics of the exported text (pg_text_stats.py fills them).
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (ts_config regconfig PRIMARY KEY, "
-            "chunks bigint NOT NULL, avg_length double precision NOT NULL)"
+            "chunks bigint NOT NULL, avg_length double precision NOT NULL, "
+            "avg_code_length double precision NOT NULL DEFAULT 0)"
         ).format(names.table("text_stats")),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (code text PRIMARY KEY, df integer NOT NULL)"
+        ).format(names.table("code_stats")),
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (ts_config regconfig NOT NULL, lexeme text NOT NULL, "
             "df integer NOT NULL, PRIMARY KEY (ts_config, lexeme))"
@@ -317,6 +327,9 @@ def index_statements(names: Names, options: ExportOptions, chunk_count: int) -> 
         vector,
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (fts)").format(
             names.local("chunks_fts_gin"), chunks
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (codes)").format(
+            names.local("chunks_codes_gin"), chunks
         ),
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
             names.local("documents_metadata_gin"), documents

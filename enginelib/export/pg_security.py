@@ -31,7 +31,7 @@ API_READERS = ("anon", "authenticated")
 SERVICE_ROLE = "service_role"
 # Tables with a tenant_id column; the others are shared reference data or statistics.
 TENANT_TABLES = ("documents", "chunks")
-SHARED_TABLES = ("sources", "exports", "text_stats", "term_stats")
+SHARED_TABLES = ("sources", "exports", "text_stats", "term_stats", "code_stats")
 ALL_TABLES = (*TENANT_TABLES, "document_versions", *SHARED_TABLES)
 
 

@@ -45,6 +45,16 @@ END $stats$"""
         ).format(text_stats=text_stats, term_stats_name=names.regclass("term_stats"),
                  chunks_name=names.regclass("chunks")),
         sql.SQL("ANALYZE {}").format(term_stats),
+        # The codes field: one set of statistics for all languages, as in the engine.
+        sql.SQL("DELETE FROM {}").format(names.table("code_stats")),
+        sql.SQL(
+            "INSERT INTO {code_stats} (code, df) SELECT u.code, count(*) FROM "
+            "(SELECT DISTINCT c.id, x.code FROM {chunks} c, unnest(c.codes) AS x(code)) u GROUP BY u.code"
+        ).format(code_stats=names.table("code_stats"), chunks=chunks),
+        sql.SQL(
+            "UPDATE {text_stats} SET avg_code_length = (SELECT coalesce(sum(cardinality(codes)), 0)"
+            "::double precision / greatest(count(*), 1) FROM {chunks})"
+        ).format(text_stats=text_stats, chunks=chunks),
     ]
 
 

@@ -127,13 +127,13 @@ def settings_key(options: ExportOptions, ext: str) -> str:
 
 
 def _with_own_ts_config(names: Names, reader: CatalogReader) -> Iterator[Row]:
-    # Chunk rows end with (ts_config, text_length); the config becomes the export's own.
+    # Chunk rows end with (ts_config, text_length, codes); the config becomes the export's own.
     configs: dict[str, str] = {}
     for row in reader.chunks():
-        config = row[-2]
+        config = row[-3]
         if config not in configs:
             configs[config] = qualified_ts_config(names, config)
-        yield (*row[:-2], configs[config], row[-1])
+        yield (*row[:-3], configs[config], *row[-2:])
 
 
 def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = None) -> list[Step]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..catalog import first
-from ..indexes.analyzers import MAX_TOKEN_CHARS, word_parts
+from ..indexes.analyzers import MAX_TOKEN_CHARS, code_tokens, word_parts
 from .pg_schema import ts_config
 
 if TYPE_CHECKING:
@@ -81,8 +81,8 @@ class CatalogReader:
         yield from self._rows(f"SELECT {_SOURCE_SELECT} FROM sources ORDER BY source_id")
 
     def chunks(self, batch_size: int = 4096) -> Iterator[Row]:
-        """Chunk rows with the embedding as a float32 array, then the row's ts_config and
-        text_length (pg_schema's chunk column order)."""
+        """Chunk rows with the embedding as a float32 array, then the row's ts_config,
+        text_length and codes (pg_schema's chunk column order)."""
         relation = self._con.sql(
             f"SELECT {_CHUNK_SELECT} FROM chunks c JOIN documents d USING (document_id) "
             "ORDER BY c.label"
@@ -101,8 +101,8 @@ class CatalogReader:
             ]
             for i in range(batch.num_rows):
                 row = [vectors[i] if col is None else col[i] for col in columns]
-                length = text_length(row[at_title], row[at_heading], row[at_content])
-                yield (*row, ts_config(row[at_language]), length)
+                parts = (row[at_title], row[at_heading], row[at_content])
+                yield (*row, ts_config(row[at_language]), text_length(*parts), codes(*parts))
 
     def _rows(self, query: str) -> Iterator[Row]:
         cursor = self._con.execute(query)
@@ -156,3 +156,9 @@ def text_length(*parts: str | None) -> int:
     tantivy's simple tokenizer pieces, without those its length filter drops."""
     text = "\n".join(p for p in parts if p)
     return sum(1 for w in word_parts(text) if len(w.encode("utf-8")) < MAX_TOKEN_CHARS)
+
+
+def codes(*parts: str | None) -> list[str]:
+    """The chunk's exact-match code tokens as the engine's codes field holds them."""
+    text = " ".join(p for p in parts if p)
+    return [t for t in (c.lower() for c in code_tokens(text)) if len(t.encode("utf-8")) < MAX_TOKEN_CHARS]
