@@ -207,3 +207,24 @@ def test_pruned_text_ranking_equals_the_exhaustive_one(tmp_path: Path, pg_dsn: s
                                 [query, depth]).fetchall()
             assert [r[0] for r in pruned] == [r[0] for r in full], depth
             assert [r[1] for r in pruned] == pytest.approx([r[1] for r in full])
+
+
+def test_code_tokens_score_like_the_engines_code_field(tmp_path: Path, pg_dsn: str) -> None:
+    store = open_test_store(tmp_path / "store")
+    store.ingest_documents([
+        doc("code", "Treatment with 4-PBA reduced endoplasmic reticulum stress."),
+        doc("parts", "PBA levels rose in 4 of the patients under stress."),
+        doc("part-no", "Replace caliper 1K0615301M when worn; see 1K0615301M notes."),
+        *[doc(f"other{i}", f"Stress markers in {i + 5} patients with treatment.") for i in range(6)],
+    ])
+    export_postgres(store, pg_dsn)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for query in ("4-PBA stress", "1K0615301M caliper"):
+            engine = [h.document_id for h in store.search(query, strategy="fulltext", limit=3,
+                                                         answerability_threshold=None, log=False).hits]
+            server = [r[0] for r in conn.execute(
+                "SELECT document_id FROM enginelib.hybrid_search(%s, NULL, 3)", [query]).fetchall()]
+            assert server == engine, query
+        codes = conn.execute("SELECT codes FROM enginelib.chunks WHERE document_id = 'part-no'").fetchone()
+    store.close()
+    assert codes == (["1k0615301m", "1k0615301m"],)

@@ -311,7 +311,7 @@ DECLARE
 depth integer;
 cfg regconfig; n_chunks double precision; avg_len double precision; avg_code double precision;
 lex text[]; w double precision[]; essential integer; rest double precision;
-tsq pg_catalog.tsquery; codes text[]; ids bigint[]; scores double precision[]; theta double precision;
+tsq pg_catalog.tsquery; code_terms text[]; has_codes boolean; ids bigint[]; scores double precision[]; theta double precision;
 text_ids bigint[] := '{{}}'; text_scores double precision[] := '{{}}';
 {declare}
 BEGIN
@@ -347,12 +347,14 @@ BEGIN
             JOIN {code_stats} cs ON cs.code = q.code
             GROUP BY q.code, cs.df) x;
     CONTINUE WHEN lex IS NULL;
+    -- Constant in each call's plan: without code terms the codes are never unnested.
+    has_codes := EXISTS (SELECT 1 FROM pg_catalog.unnest(lex) e WHERE pg_catalog.left(e, 1) = ' ');
     essential := 1;
     LOOP
       SELECT coalesce(sum(x), 0) * {k1_plus_1} INTO rest FROM pg_catalog.unnest(w[essential + 1:]) x;
       SELECT pg_catalog.string_agg(pg_catalog.quote_literal(e), ' | ')::pg_catalog.tsquery INTO tsq
         FROM pg_catalog.unnest(lex[1:essential]) e WHERE pg_catalog.left(e, 1) <> ' ';
-      codes := ARRAY(SELECT pg_catalog.substr(e, 2) FROM pg_catalog.unnest(lex[1:essential]) e
+      code_terms := ARRAY(SELECT pg_catalog.substr(e, 2) FROM pg_catalog.unnest(lex[1:essential]) e
                      WHERE pg_catalog.left(e, 1) = ' ');
       SELECT pg_catalog.array_agg(r.id ORDER BY r.score DESC, r.id),
              pg_catalog.array_agg(r.score ORDER BY r.score DESC, r.id)
@@ -363,13 +365,13 @@ BEGIN
                        / (tf.n + {k1} * (1 - {b} + {b} * c.text_length / avg_len)))
             FROM pg_catalog.unnest(c.fts) u
             CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf
-            WHERE u.lexeme = ANY (lex)), 0) + coalesce((
+            WHERE u.lexeme = ANY (lex)), 0) + CASE WHEN NOT has_codes THEN 0 ELSE coalesce((
             SELECT sum(w[pg_catalog.array_position(lex, ' ' || k.code)] * k.n * {k1_plus_1}
                        / (k.n + {k1} * (1 - {b} + {b} * pg_catalog.cardinality(c.codes) / avg_code)))
             FROM (SELECT x.code, count(*)::double precision AS n FROM pg_catalog.unnest(c.codes) AS x(code)
-                  WHERE ' ' || x.code = ANY (lex) GROUP BY x.code) k), 0) AS score
+                  WHERE ' ' || x.code = ANY (lex) GROUP BY x.code) k), 0) END AS score
           FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
-          WHERE c.ts_config = cfg AND (c.fts @@ tsq OR c.codes && codes) AND {where}
+          WHERE c.ts_config = cfg AND (c.fts @@ tsq OR c.codes && code_terms) AND {where}
           ORDER BY score DESC, c.id
           LIMIT depth) r;
       theta := CASE WHEN coalesce(pg_catalog.array_length(ids, 1), 0) >= depth THEN scores[depth] ELSE 0 END;
