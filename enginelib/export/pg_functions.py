@@ -363,9 +363,9 @@ BEGIN
           SELECT c.id, coalesce((
             SELECT sum(w[pg_catalog.array_position(lex, u.lexeme)] * tf.n * {k1_plus_1}
                        / (tf.n + {k1} * (1 - {b} + {b} * c.text_length / avg_len)))
-            FROM pg_catalog.unnest(c.fts) u
-            CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf
-            WHERE u.lexeme = ANY (lex)), 0) + CASE WHEN NOT has_codes THEN 0 ELSE coalesce((
+            -- Only the query's lexemes are unnested: marked with weight A, then kept.
+            FROM pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(c.fts, 'A', lex), '{{a}}')) u
+            CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf), 0) + CASE WHEN NOT has_codes THEN 0 ELSE coalesce((
             SELECT sum(w[pg_catalog.array_position(lex, ' ' || k.code)] * k.n * {k1_plus_1}
                        / (k.n + {k1} * (1 - {b} + {b} * pg_catalog.cardinality(c.codes) / avg_code)))
             FROM (SELECT x.code, count(*)::double precision AS n FROM pg_catalog.unnest(c.codes) AS x(code)
