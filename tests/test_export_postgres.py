@@ -251,6 +251,10 @@ def test_nul_character_is_reported(tmp_path: Path, pg_dsn: str) -> None:
 # -- parity with the embedded engine -------------------------------------------------------
 
 
+def _ids(store: Store, query: str, strategy: str) -> list[int]:
+    return [label for label, _ in _embedded(store, query, strategy)]
+
+
 def _embedded(store: Store, query: str, strategy: str) -> list[tuple[int, float]]:
     response = store.search(query, strategy=strategy, exact=True, truth_levels=ALL_LEVELS, limit=10,
                             answerability_threshold=None, log=False)
@@ -267,6 +271,7 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
     vector_equal = identical = 0
     hnsw_recall: list[float] = []
     overlaps: list[float] = []
+    text_overlaps: list[float] = []
     with connect(pg_dsn) as conn:
         for query, vector in zip(queries, vectors, strict=True):
             conn.execute("SET enable_indexscan = off")  # an exact scan, like exact=True
@@ -285,6 +290,9 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
                                             limit=10, answerability_threshold=None, log=False)
             embedded_ids = {h.label for h in response.hits}
             overlaps.append(len(embedded_ids & {r[0] for r in hybrid}) / 10)
+            text_only = {r[0] for r in conn.execute(
+                "SELECT id FROM hybrid_search(%s, NULL, 10, 60, %s::jsonb)", [query, WIDE]).fetchall()}
+            text_overlaps.append(len(set(_ids(scifact_store, query, "fulltext")) & text_only) / 10)
             # RRF arithmetic is the engine's: 1/(k + rank) summed over the two methods.
             for _, vrank, brank, score in hybrid:
                 expected = sum(1.0 / (60 + r) for r in (vrank, brank) if r is not None)
@@ -298,13 +306,15 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
                "identical_id_order": identical,
                "hybrid_overlap_at_10_mean": round(float(np.mean(overlaps)), 3),
                "hybrid_overlap_at_10_min": min(overlaps),
+               "fulltext_overlap_at_10_mean": round(float(np.mean(text_overlaps)), 3),
                "hnsw_recall_at_10_mean": round(float(np.mean(hnsw_recall)), 3)}
     record_property("postgres_parity", figures)
     print(f"\npostgres parity (SciFact 300 docs, hashing-64): {json.dumps(figures)}")
     assert vector_equal == len(queries)
     # The text side is BM25 over Postgres's words: close to, not equal to, the engine's
     # (no code field, no accent folding); measured figures are in benchmarks/RESULTS.md.
-    assert np.mean(overlaps) >= 0.8
+    # Floors under the measured 0.893 / 0.847 (30 queries; 0.928 / 0.898 on 50).
+    assert np.mean(overlaps) >= 0.85 and np.mean(text_overlaps) >= 0.8
 
 
 # -- the .sql file -------------------------------------------------------------------------
