@@ -28,6 +28,7 @@ from psycopg import sql
 from ..catalog import first
 from ..errors import ExportError
 from ..search.filters import compile_filters
+from ..search.request import SearchRequest
 from ..types import TRUTH_LEVELS
 from .options import ExportOptions
 from .pg_load import _extension_schema, _server_message
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from ..store import Store
 
 STRATEGIES = ("vector", "fulltext", "hybrid")
+# The SQL functions search the query as typed: where the engine rewrites queries (typo
+# fixes, acronyms), the comparison turns that off.
+_AS_TYPED: dict[str, Any] = {"rewrite": False} if "rewrite" in SearchRequest.__dataclass_fields__ else {}
 ALL_LEVELS = list(TRUTH_LEVELS)
 
 
@@ -131,7 +135,7 @@ def _engine_ids(store: Store, strategy: str, query: str, k: int, filters: Mappin
                 exact: bool) -> list[int]:
     response = store.search(query, strategy=strategy, exact=exact, truth_levels=ALL_LEVELS, limit=k,
                             filters=dict(filters) if filters else None, answerability_threshold=None,
-                            log=False)
+                            log=False, **_AS_TYPED)
     return [int(h.label) for h in response.hits]
 
 
