@@ -15,7 +15,7 @@ import pytest
 
 from enginelib import Store
 from enginelib.export import export_postgres
-from enginelib.export.verify import engine_allowed, filter_matrix, verify_postgres
+from enginelib.export.verify import AS_TYPED, engine_allowed, filter_matrix, verify_postgres
 from tests.helpers import doc, open_test_store
 from tests.pg_server import pg_dsn, pg_server  # noqa: F401 - pytest fixtures
 
@@ -152,7 +152,7 @@ def test_text_ranking_is_bm25_with_the_engines_statistics(tmp_path: Path, pg_dsn
     ])
     export_postgres(store, pg_dsn)
     engine = [h.document_id for h in store.search("zeppelin brake", strategy="fulltext", limit=3,
-                                                 answerability_threshold=None, log=False).hits]
+                                                 answerability_threshold=None, log=False, **AS_TYPED).hits]
     store.close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         rows = conn.execute("SELECT document_id, text_score FROM enginelib.hybrid_search('zeppelin brake', NULL, 3)"
@@ -221,7 +221,8 @@ def test_code_tokens_score_like_the_engines_code_field(tmp_path: Path, pg_dsn: s
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         for query in ("4-PBA stress", "1K0615301M caliper"):
             engine = [h.document_id for h in store.search(query, strategy="fulltext", limit=3,
-                                                         answerability_threshold=None, log=False).hits]
+                                                         answerability_threshold=None, log=False,
+                                                         **AS_TYPED).hits]
             server = [r[0] for r in conn.execute(
                 "SELECT document_id FROM enginelib.hybrid_search(%s, NULL, 3)", [query]).fetchall()]
             assert server == engine, query

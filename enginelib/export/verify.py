@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 STRATEGIES = ("vector", "fulltext", "hybrid")
 # The SQL functions search the query as typed: where the engine rewrites queries (typo
 # fixes, acronyms), the comparison turns that off.
-_AS_TYPED: dict[str, Any] = {"rewrite": False} if "rewrite" in SearchRequest.__dataclass_fields__ else {}
+AS_TYPED: dict[str, Any] = {"rewrite": False} if "rewrite" in SearchRequest.__dataclass_fields__ else {}
 ALL_LEVELS = list(TRUTH_LEVELS)
 
 
@@ -135,7 +135,7 @@ def _engine_ids(store: Store, strategy: str, query: str, k: int, filters: Mappin
                 exact: bool) -> list[int]:
     response = store.search(query, strategy=strategy, exact=exact, truth_levels=ALL_LEVELS, limit=k,
                             filters=dict(filters) if filters else None, answerability_threshold=None,
-                            log=False, **_AS_TYPED)
+                            log=False, **AS_TYPED)
     return [int(h.label) for h in response.hits]
 
 
