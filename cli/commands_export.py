@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from enginelib.export.options import HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_METHODS, ExportOptions
+from enginelib.export.queries import parse_filter, read_queries, sample_queries
 
 from .options import emit_json, handle_errors, json_option, open_store, store_option
 
@@ -26,9 +28,20 @@ def export() -> None:
               help="Load into this database (postgresql://...), in one transaction.")
 @click.option("--sql-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write a self-contained .sql file for `psql -f` instead.")
-@click.option("--schema", default="public", show_default=True, help="Target schema (created if missing).")
+@click.option("--schema", default="enginelib", show_default=True,
+              help="Target schema (created if missing); its own, so nothing clashes with public.")
 @click.option("--table-prefix", default="", help="Prefix for every table, index and function name.")
-@click.option("--with-rls", is_flag=True, help="Tenant isolation policies on tenant_id (app.tenant_id).")
+@click.option("--tenant-claim", default="tenant_id", show_default=True,
+              help="JWT claim (dotted path for nested claims) holding the caller's tenant.")
+@click.option("--shared-rows/--no-shared-rows", default=True, show_default=True,
+              help="Rows without a tenant are readable by every tenant (or by none).")
+@click.option("--public-read", is_flag=True, help="Let Supabase's anon role read (default: no access).")
+@click.option("--extension-schema", default="extensions", show_default=True,
+              help="Schema for pgvector/pg_trgm when they are not installed yet.")
+@click.option("--maintenance-work-mem", default="1GB", show_default=True,
+              help="maintenance_work_mem for this export's index builds only.")
+@click.option("--with-rls", is_flag=True, hidden=True,
+              help="Kept for old scripts: row level security is always on now.")
 @click.option("--index", "index", type=click.Choice(INDEX_METHODS), default="hnsw", show_default=True,
               help="Vector index method.")
 @click.option("--hnsw-m", type=int, default=HNSW_M, show_default=True, help="HNSW graph degree.")
@@ -39,8 +52,9 @@ def export() -> None:
 @handle_errors
 def postgres(
     store_path: Path, dsn: str | None, sql_file: Path | None, schema: str, table_prefix: str,
-    with_rls: bool, index: str, hnsw_m: int, hnsw_ef_construction: int, no_progress: bool,
-    as_json: bool,
+    tenant_claim: str, shared_rows: bool, public_read: bool, extension_schema: str,
+    maintenance_work_mem: str, with_rls: bool, index: str, hnsw_m: int,
+    hnsw_ef_construction: int, no_progress: bool, as_json: bool,
 ) -> None:
     """Mirror the store into Postgres + pgvector with hybrid_search() and match_chunks().
 
@@ -50,7 +64,9 @@ def postgres(
     if (dsn is None) == (sql_file is None):
         raise click.UsageError("give exactly one of --dsn or --sql-file")
     options = ExportOptions(
-        schema=schema, table_prefix=table_prefix, with_rls=with_rls, index=index,
+        schema=schema, table_prefix=table_prefix, tenant_claim=tenant_claim,
+        shared_rows=shared_rows, public_read=public_read, extension_schema=extension_schema,
+        maintenance_work_mem=maintenance_work_mem, index=index,
         hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction,
     )
     progress = not no_progress and not as_json
@@ -78,6 +94,8 @@ def _summary(report: ExportReport) -> str:
     )
     if report.target == "postgres":
         changes = report.changes
+        if changes.get("unchanged"):
+            return f"{counts} in Postgres ({where}) are already this store's state: nothing written"
         return (
             f"exported {counts} to Postgres ({where}); "
             f"written {changes.get('documents_written', 0)} documents and "
@@ -86,3 +104,43 @@ def _summary(report: ExportReport) -> str:
             f"{changes.get('chunks_deleted', 0)} chunks"
         )
     return f"wrote {counts} to {report.target} ({where}); load it with: psql -f {report.target} \"$DATABASE_URL\""
+
+
+@export.command("verify")
+@store_option
+@click.option("--dsn", required=True, help="The database the store was exported into.")
+@click.option("--schema", default="enginelib", show_default=True, help="Schema of the export.")
+@click.option("--table-prefix", default="", help="Table prefix of the export.")
+@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Queries: one per line, or BEIR queries.jsonl (its \"text\" field).")
+@click.option("--sample", type=int, default=50, show_default=True,
+              help="How many queries to run (from --queries, else chunk openings of the store).")
+@click.option("--filter", "extra_filters", multiple=True,
+              help="A filter (JSON object) to add to the matrix built from the store's values.")
+@json_option
+@handle_errors
+def verify(
+    store_path: Path, dsn: str, schema: str, table_prefix: str, queries_path: Path | None,
+    sample: int, extra_filters: tuple[str, ...], as_json: bool,
+) -> None:
+    """Run the same queries on the store and on its export: top-10 overlap per strategy
+    (vector, fulltext, hybrid) and the chunks each filter of a matrix lets through."""
+    if sample < 1:
+        raise click.UsageError("--sample must be at least 1")
+    options = ExportOptions(schema=schema, table_prefix=table_prefix)
+    with open_store(store_path, read_only=True) as store:
+        queries = read_queries(queries_path, sample) if queries_path else sample_queries(store, sample)
+        from enginelib.export.verify import filter_matrix, verify_postgres  # psycopg loads here
+
+        matrix = filter_matrix(store) + [parse_filter(text) for text in extra_filters]
+        report = verify_postgres(store, dsn, queries, options=options, filters=matrix)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    click.echo(f"{report.queries} queries, top-{report.k} overlap with the engine (exact vector search):")
+    for strategy, value in report.overlap.items():
+        click.echo(f"  {strategy:<9} mean {value:.3f}  min {report.minimum[strategy]:.2f}  "
+                   f"identical {report.identical[strategy]}/{report.queries}")
+    click.echo(f"filters: {report.filters_checked} checked, {len(report.filter_mismatches)} mismatches")
+    for mismatch in report.filter_mismatches:
+        click.echo(f"  {json.dumps(mismatch, ensure_ascii=False)}")

@@ -70,10 +70,11 @@ def parse_vec(text: str) -> np.ndarray:
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
-    return psycopg.connect(dsn, autocommit=True)
+    # The export's own schema first, then pgvector's (for ::vector casts in the tests).
+    return psycopg.connect(dsn, autocommit=True, options="-c search_path=enginelib,extensions,public")
 
 
-def server_chunk_ids(dsn: str, table: str = "chunks", schema: str = "public") -> list[int]:
+def server_chunk_ids(dsn: str, table: str = "chunks", schema: str = "enginelib") -> list[int]:
     with connect(dsn) as conn:
         rows = conn.execute(
             sql.SQL("SELECT id FROM {} ORDER BY id").format(sql.Identifier(schema, table))
@@ -182,7 +183,7 @@ def test_scifact_round_trip_counts_offsets_metadata(scifact_store: Store, pg_dsn
         assert list(server[1:9]) == fields
         # float32 vectors survive exactly, bit for bit.
         assert np.array_equal(parse_vec(server[9]), np.asarray(embedding, dtype=np.float32))
-        assert server[10:] == (level, ts_config(language))
+        assert server[10:] == (level, "enginelib." + ts_config(language))
 
 
 EDGE_METADATA: dict[str, Any] = {
@@ -253,6 +254,10 @@ def test_nul_character_is_refused_at_ingest(tmp_path: Path, pg_dsn: str) -> None
 # -- parity with the embedded engine -------------------------------------------------------
 
 
+def _ids(store: Store, query: str, strategy: str) -> list[int]:
+    return [label for label, _ in _embedded(store, query, strategy)]
+
+
 def _embedded(store: Store, query: str, strategy: str) -> list[tuple[int, float]]:
     # rewrite=False: the SQL functions search the query as typed (no typo correction, no
     # acronym twins), so parity is checked on that.
@@ -271,6 +276,7 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
     vector_equal = identical = 0
     hnsw_recall: list[float] = []
     overlaps: list[float] = []
+    text_overlaps: list[float] = []
     with connect(pg_dsn) as conn:
         for query, vector in zip(queries, vectors, strict=True):
             conn.execute("SET enable_indexscan = off")  # an exact scan, like exact=True
@@ -290,6 +296,9 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
                                             rewrite=False)
             embedded_ids = {h.label for h in response.hits}
             overlaps.append(len(embedded_ids & {r[0] for r in hybrid}) / 10)
+            text_only = {r[0] for r in conn.execute(
+                "SELECT id FROM hybrid_search(%s, NULL, 10, 60, %s::jsonb)", [query, WIDE]).fetchall()}
+            text_overlaps.append(len(set(_ids(scifact_store, query, "fulltext")) & text_only) / 10)
             # RRF arithmetic is the engine's: 1/(k + rank) summed over the two methods.
             for _, vrank, brank, score in hybrid:
                 expected = sum(1.0 / (60 + r) for r in (vrank, brank) if r is not None)
@@ -303,12 +312,15 @@ def test_exact_vector_top10_equals_embedded_and_hybrid_overlap(
                "identical_id_order": identical,
                "hybrid_overlap_at_10_mean": round(float(np.mean(overlaps)), 3),
                "hybrid_overlap_at_10_min": min(overlaps),
+               "fulltext_overlap_at_10_mean": round(float(np.mean(text_overlaps)), 3),
                "hnsw_recall_at_10_mean": round(float(np.mean(hnsw_recall)), 3)}
     record_property("postgres_parity", figures)
     print(f"\npostgres parity (SciFact 300 docs, hashing-64): {json.dumps(figures)}")
     assert vector_equal == len(queries)
-    # ts_rank is not BM25, so only a loose floor; the measured figure is in docs/postgres_export.md.
-    assert np.mean(overlaps) >= 0.5
+    # The text side is BM25 over Postgres's words: close to, not equal to, the engine's
+    # (no code field, no accent folding); measured figures are in benchmarks/RESULTS.md.
+    # Floors under the measured 0.893 / 0.847 (30 queries; 0.928 / 0.898 on 50).
+    assert np.mean(overlaps) >= 0.85 and np.mean(text_overlaps) >= 0.8
 
 
 # -- the .sql file -------------------------------------------------------------------------
@@ -395,7 +407,7 @@ def test_reexport_replaces_changed_document_without_zombies(tmp_path: Path, pg_d
     assert hits == (0,)  # the old text is gone from the server's full-text index too
     # Exporting an unchanged store rewrites nothing.
     again = export_postgres(store, pg_dsn)
-    assert {k: v for k, v in again.changes.items() if v} == {}
+    assert again.changes == {"unchanged": 1}  # a no-op: nothing locked, nothing written
     store.close()
 
 
@@ -487,7 +499,9 @@ def test_generated_tsvector_uses_each_chunk_language(tmp_path: Path, pg_dsn: str
     store.close()
     with connect(pg_dsn) as conn:
         configs = dict(conn.execute("SELECT document_id, ts_config::text FROM chunks").fetchall())
-        assert configs == {"fr": "french", "en": "english", "xx": "simple"}
+        # The export's own copies of Postgres's configurations (no stop words, hyphenated
+        # words as their parts, like the engine's analyzers).
+        assert configs == {"fr": "enginelib.french", "en": "enginelib.english", "xx": "enginelib.simple"}
         generated = conn.execute(
             "SELECT attgenerated FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'fts'"
         ).fetchone()
@@ -537,41 +551,6 @@ def test_filters_truth_level_domain_tags_metadata(tmp_path: Path, pg_dsn: str) -
         conn.execute("SELECT * FROM match_chunks(%s::vector, -1, 10, '{\"colour\": \"red\"}')", [vector])
 
 
-def test_rls_isolates_tenants_and_grants_supabase_roles(tmp_path: Path, pg_dsn: str) -> None:
-    with connect(pg_dsn) as conn:
-        for role in ("anon", "authenticated", "service_role", "enginelib_reader"):
-            conn.execute(sql.SQL(
-                "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {}) "
-                "THEN CREATE ROLE {} NOLOGIN; END IF; END $$").format(sql.Literal(role), sql.Identifier(role)))
-    store = open_test_store(tmp_path / "store")
-    store.ingest_documents([
-        doc("t1-doc", "brake pads for tenant one", metadata={"tenant_id": "t1"}),
-        doc("t2-doc", "brake pads for tenant two", metadata={"tenant_id": "t2"}),
-    ])
-    export_postgres(store, pg_dsn, with_rls=True, schema="app", table_prefix="kb_")
-    vector = vec_text(store.query_embeddings.embed(["brake pads"])[0])
-    store.close()
-    with connect(pg_dsn) as conn:
-        assert conn.execute("SELECT has_table_privilege('anon', 'app.kb_chunks', 'SELECT'), "
-                            "has_table_privilege('anon', 'app.kb_chunks', 'INSERT'), "
-                            "has_table_privilege('service_role', 'app.kb_chunks', 'INSERT'), "
-                            "has_function_privilege('authenticated', 'app.kb_hybrid_search(text, vector, integer, integer, jsonb, integer)', 'EXECUTE')"
-                            ).fetchone() == (True, False, True, True)
-        conn.execute("GRANT USAGE ON SCHEMA app TO enginelib_reader; "
-                     "GRANT SELECT ON ALL TABLES IN SCHEMA app TO enginelib_reader")
-        with conn.transaction():
-            conn.execute("SET LOCAL ROLE enginelib_reader")
-            conn.execute("SELECT set_config('app.tenant_id', 't1', true)")
-            seen = conn.execute("SELECT document_id FROM app.kb_hybrid_search('brake pads', %s::vector, 10)",
-                                [vector]).fetchall()
-            direct = conn.execute("SELECT document_id FROM app.kb_documents").fetchall()
-        with conn.transaction():
-            conn.execute("SET LOCAL ROLE enginelib_reader")
-            nothing = conn.execute("SELECT count(*) FROM app.kb_chunks").fetchone()
-    assert {r[0] for r in seen} == {"t1-doc"} and direct == [("t1-doc",)]
-    assert nothing == (0,)  # no tenant set: no rows
-
-
 def test_index_options_and_switching_method(tmp_path: Path, pg_dsn: str) -> None:
     store = _three_doc_store(tmp_path / "store")
     export_postgres(store, pg_dsn, hnsw_m=8, hnsw_ef_construction=40)
@@ -603,15 +582,15 @@ def test_refuses_foreign_tables_and_other_dimensions(tmp_path: Path, pg_dsn: str
         conn.execute("INSERT INTO documents VALUES ('mine', 'not enginelib')")
     store = _three_doc_store(tmp_path / "store")
     with pytest.raises(ExportError, match="not created by enginelib"):
-        export_postgres(store, pg_dsn)
+        export_postgres(store, pg_dsn, schema="public")
     with connect(pg_dsn) as conn:
-        assert conn.execute("SELECT * FROM documents").fetchall() == [("mine", "not enginelib")]
-    export_postgres(store, pg_dsn, table_prefix="eng_")
+        assert conn.execute("SELECT * FROM public.documents").fetchall() == [("mine", "not enginelib")]
+    export_postgres(store, pg_dsn, schema="public", table_prefix="eng_")
     store.close()
     other = enginelib.open(tmp_path / "other", embedder=HashingEmbedder(32), chunking=SMALL_CHUNKS)
     other.ingest_documents([doc("x", "some brake text for a 32-dim store")])
     with pytest.raises(ExportError, match=r"another dimension.*vector\(32\)"):
-        export_postgres(other, pg_dsn, table_prefix="eng_")
+        export_postgres(other, pg_dsn, schema="public", table_prefix="eng_")
     other.close()
 
 
@@ -640,7 +619,7 @@ def test_cli_export_postgres_sql_file(cli_store: Path, tmp_path: Path, pg_server
     )
     assert result.exit_code == 0, result.output
     assert result.output == (
-        f"wrote 3 documents, 10 chunks, 0 archived versions, 0 sources to {out} (schema public); "
+        f"wrote 3 documents, 10 chunks, 0 archived versions, 0 sources to {out} (schema enginelib); "
         f'load it with: psql -f {out} "$DATABASE_URL"\n'
     )
     _psql(pg_server, out, pg_dsn)
@@ -661,7 +640,7 @@ def test_cli_export_postgres_dsn(cli_store: Path, pg_dsn: str) -> None:
     again = runner.invoke(cli, [*args, "--json"], env=env)
     assert again.exit_code == 0, again.output
     data = json.loads(again.output)
-    assert data["chunks"] == 10 and data["chunks_written"] == 0 and data["target"] == "postgres"
+    assert data["chunks"] == 10 and data["unchanged"] == 1 and data["target"] == "postgres"
 
     neither = runner.invoke(cli, ["export", "postgres", "--store", str(cli_store)], env=env)
     assert neither.exit_code == 2 and "exactly one of --dsn or --sql-file" in neither.output
@@ -675,7 +654,7 @@ def test_cli_export_commands_have_help() -> None:
     for args in (["export", "--help"], ["export", "postgres", "--help"]):
         result = runner.invoke(cli, args)
         assert result.exit_code == 0 and "Usage:" in result.output
-    assert "--with-rls" in runner.invoke(cli, ["export", "postgres", "--help"]).output
+    assert "--public-read" in runner.invoke(cli, ["export", "postgres", "--help"]).output
 
 
 @pytest.mark.integration

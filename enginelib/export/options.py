@@ -22,21 +22,42 @@ INDEX_METHODS: tuple[str, ...] = ("hnsw", "ivfflat")
 _MAX_IDENT_BYTES = 63
 _LONGEST_SUFFIX = len("documents_archive_version")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_CLAIM = re.compile(r"^[A-Za-z0-9_\-]{1,64}(\.[A-Za-z0-9_\-]{1,64}){0,4}$")
+_MEMORY = re.compile(r"^[1-9][0-9]{0,6}\s*(kB|MB|GB)$")
 
 
 @dataclass(frozen=True)
 class ExportOptions:
     """Where and how to export. Every name reaches SQL through psycopg.sql.Identifier.
 
-    ``schema``: target schema (created if missing). ``table_prefix``: prepended to every
-    table, index, trigger and function name so several stores can share one schema.
-    ``index``: "hnsw" (default) or "ivfflat". ``with_rls``: tenant isolation policies on
-    ``tenant_id`` read from ``current_setting('app.tenant_id', true)``.
+    ``schema``: target schema (created if missing); its own by default, so nothing clashes
+    with a project's tables and Supabase's REST API does not expose it unless asked.
+    ``table_prefix``: prepended to every table, index, trigger and function name so several
+    stores can share one schema. ``index``: "hnsw" (default) or "ivfflat".
+
+    Security (always on): row level security on every table. A caller sees the rows of
+    its tenant, read from the JWT claim ``tenant_claim`` (a dotted path such as
+    ``app_metadata.tenant_id`` reaches into nested claims) as PostgREST passes it in
+    ``request.jwt.claims``, or from ``app.tenant_id`` when there is no JWT (plain
+    Postgres). ``shared_rows``: rows without a tenant are readable by every tenant
+    (a shared corpus); False hides them from everyone but the owner and service_role.
+    ``public_read``: grant ``anon`` read access (default: none).
+    ``extension_schema``: where pgvector / pg_trgm are created when missing (not
+    ``public``, which Supabase's linter flags); a live export uses the schema an
+    already installed extension lives in.
+    ``maintenance_work_mem`` / ``parallel_workers``: for the index builds of this export
+    session only.
     """
 
-    schema: str = "public"
+    schema: str = "enginelib"
     table_prefix: str = ""
-    with_rls: bool = False
+    tenant_claim: str = "tenant_id"
+    shared_rows: bool = True
+    public_read: bool = False
+    extension_schema: str = "extensions"
+    maintenance_work_mem: str = "1GB"
+    parallel_workers: int = 2
     index: str = "hnsw"
     hnsw_m: int = HNSW_M
     hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION
@@ -49,6 +70,22 @@ class ExportOptions:
             raise InvalidInputError(f"schema name {self.schema!r} must be non-empty, without '$'")
         if len(self.schema.encode("utf-8")) > _MAX_IDENT_BYTES:
             raise InvalidInputError(f"schema name {self.schema!r} is longer than 63 bytes")
+        if not _IDENT.match(self.extension_schema):
+            raise InvalidInputError(
+                f"extension schema {self.extension_schema!r} may only contain letters, digits "
+                "and '_' and must not start with a digit"
+            )
+        if not _CLAIM.match(self.tenant_claim):
+            raise InvalidInputError(
+                f"tenant claim {self.tenant_claim!r} must be a claim name or a dotted path of "
+                "names (letters, digits, '_' or '-'), e.g. tenant_id or app_metadata.tenant_id"
+            )
+        if not _MEMORY.match(self.maintenance_work_mem):
+            raise InvalidInputError(
+                f"maintenance_work_mem {self.maintenance_work_mem!r} must be a size such as "
+                "'512MB' or '2GB'"
+            )
+        _check_range("parallel_workers", self.parallel_workers, (0, 64))
         if not _PREFIX.match(self.table_prefix):
             raise InvalidInputError(
                 f"table prefix {self.table_prefix!r} may only contain letters, digits and '_' "
@@ -75,7 +112,24 @@ class ExportOptions:
         _check_range("batch_rows", self.batch_rows, (1, 1_000_000))
 
 
+    @property
+    def claim_path(self) -> tuple[str, ...]:
+        return tuple(self.tenant_claim.split("."))
+
+
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInputError(f"{name} must be an integer within {low}..{high}, got {value!r}")
+
+
+def options_from(fields: dict[str, object]) -> ExportOptions:
+    """ExportOptions from keywords; ``with_rls`` (older API) is accepted when true, since
+    row level security is always on now, and refused when false rather than ignored."""
+    if "with_rls" in fields:
+        if not fields.pop("with_rls"):
+            raise InvalidInputError(
+                "with_rls=False is no longer possible: row level security is always on; "
+                "use shared_rows / public_read to choose who reads what"
+            )
+    return ExportOptions(**fields)  # type: ignore[arg-type]

@@ -5,16 +5,29 @@ with ranks from 1, k = 60 by default, each method contributing its top ``candida
 (default 100, like the engine's ``candidates``) and ties broken by the smaller chunk id.
 Truth levels default to L1 + L2 as in the engine; the caller widens them with
 ``{"truth_level": [...]}``.
+
+The text side is BM25 as the engine's tantivy index scores it (k1 = 1.2, b = 0.75,
+idf = ln(1 + (N - df + 0.5) / (df + 0.5))): term frequencies are read from the chunk's
+tsvector, document frequencies and N from ``term_stats`` / ``text_stats`` (computed in SQL
+from the exported tsvectors at export time, pg_text_stats.py), and the length
+normalization uses ``text_length``, the engine's own word count of the chunk.
+
+Every function is SECURITY INVOKER (RLS applies to the caller) with ``SET search_path =
+''``: every name inside is schema-qualified, pgvector's type and operators included.
+Filters are decoded once into variables at the top of a function, never per row.
 """
 
 from __future__ import annotations
 
 from psycopg import sql
 
+from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
+from .options import ExportOptions
 from .pg_schema import Names, SqlText
+from .pg_security import tenant_function
 
 # filters key -> column it matches (any of the given values). Chunks carry truth_level and
 # tenant_id themselves so the RLS policy and these filters need no join for them.
@@ -31,22 +44,63 @@ _ANY_OF = {
     "source_id": "d.source_id",
 }
 _DATES = ("created_at", "updated_at", "validated_at")
-_DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
+# The engine's operators (enginelib/search/filters.py), "from" / "to" included.
+_DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "from": ">=", "to": "<="}
+# ``metadata``: a JSON containment object (server only); ``metadata.<key>`` /
+# ``custom.<key>``: the engine's per-key filter, compared as text like the engine does.
 FILTER_KEYS: tuple[str, ...] = (*_ANY_OF, "tags", "metadata", *_DATES)
+_METADATA_KEY_PATTERN = r"^(metadata|custom)\.[A-Za-z0-9_\-]{1,128}$"
+# The engine's code tokens (analyzers.CODE_PATTERN_RUST) in Postgres's regex dialect.
+CODE_PATTERN_SQL = r"[[:alnum:]_]+(?:[-./][[:alnum:]_]+)*"
+# tantivy's BM25 constants.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+# Function settings. search_path: nothing resolves through the caller's path.
+# iterative_scan: a filtered HNSW scan keeps going until it has enough rows that pass
+# (pgvector 0.8; off by default). TimeZone: a date bound without offset means UTC, as
+# the catalog's naive timestamps do. The SET clause restores all of them on exit, and
+# also reverts the ef_search raise made inside. plan_cache_mode: each call is planned
+# with its filter values; a generic plan guesses a truth-level filter keeps 0.5% of the
+# rows and then sorts them all instead of walking the HNSW index.
+_SETTINGS = (
+    "SECURITY INVOKER\nSET search_path = ''\nSET hnsw.iterative_scan = 'strict_order'\n"
+    "SET TimeZone = 'UTC'\nSET plan_cache_mode = 'force_custom_plan'"
+)
 
 
-def function_statements(names: Names) -> list[SqlText]:
-    return [_text_array(names), _check_filters(names), _match_chunks(names), _hybrid_search(names),
-            *_archive_trigger(names)]
+def signatures(names: Names) -> dict[str, sql.Composed]:
+    """Every function of the export with its argument types (GRANT/REVOKE name them so,
+    which stays unambiguous beside another project's function of the same name)."""
+    vector = names.vector
+    return {
+        "text_array": sql.SQL("{}(jsonb)").format(names.table("text_array")),
+        "check_filters": sql.SQL("{}(jsonb)").format(names.table("check_filters")),
+        "current_tenant": sql.SQL("{}()").format(names.table("current_tenant")),
+        "match_chunks": sql.SQL("{}({}, double precision, integer, jsonb)").format(
+            names.table("match_chunks"), vector),
+        "hybrid_search": sql.SQL("{}(text, {}, integer, integer, jsonb, integer)").format(
+            names.table("hybrid_search"), vector),
+        "archive_document_version": sql.SQL("{}()").format(names.table("archive_document_version")),
+    }
+
+
+INTERNAL_FUNCTIONS = ("archive_document_version",)
+
+
+def function_statements(names: Names, options: ExportOptions) -> list[SqlText]:
+    return [_text_array(names), _check_filters(names), tenant_function(names, options),
+            _match_chunks(names), _hybrid_search(names), *_archive_trigger(names)]
 
 
 def _text_array(names: Names) -> sql.Composed:
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(value jsonb) RETURNS text[]
-LANGUAGE sql IMMUTABLE AS $fn$
+LANGUAGE sql IMMUTABLE SECURITY INVOKER SET search_path = '' AS $fn$
   SELECT CASE
-    WHEN value IS NULL OR jsonb_typeof(value) = 'null' THEN NULL
-    WHEN jsonb_typeof(value) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(value))
+    WHEN value IS NULL OR pg_catalog.jsonb_typeof(value) = 'null' THEN NULL
+    WHEN pg_catalog.jsonb_typeof(value) = 'array' THEN
+      ARRAY(SELECT pg_catalog.jsonb_array_elements_text(value))
     ELSE ARRAY[value #>> '{{}}']
   END
 $fn$"""
@@ -57,119 +111,190 @@ def _check_filters(names: Names) -> sql.Composed:
     known = sql.SQL("ARRAY[{}]::text[]").format(
         sql.SQL(", ").join(sql.Literal(k) for k in FILTER_KEYS)
     )
-    # The embedded engine rejects unknown fields; so does the server, rather than
-    # silently ignoring a misspelt filter and returning unfiltered rows.
+    list_keys = sql.SQL("ARRAY[{}]::text[]").format(
+        sql.SQL(", ").join(sql.Literal(k) for k in _ANY_OF)
+    )
+    ops = sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(sql.Literal(k) for k in _DATE_OPS))
+    dates = sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(sql.Literal(k) for k in _DATES))
+    # The embedded engine rejects unknown fields and empty lists; so does the server,
+    # rather than silently returning unfiltered (or no) rows.
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(filters jsonb) RETURNS void
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE unknown text;
+LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER SET search_path = '' AS $fn$
+DECLARE unknown text; empty text; bad_op text;
 BEGIN
   IF filters IS NULL THEN RETURN; END IF;
-  IF jsonb_typeof(filters) <> 'object' THEN
-    RAISE EXCEPTION 'filters must be a JSON object, got %', jsonb_typeof(filters)
+  IF pg_catalog.jsonb_typeof(filters) <> 'object' THEN
+    RAISE EXCEPTION 'filters must be a JSON object, got %', pg_catalog.jsonb_typeof(filters)
       USING ERRCODE = '22023';
   END IF;
-  SELECT string_agg(k, ', ') INTO unknown FROM jsonb_object_keys(filters) AS k
-    WHERE k <> ALL ({known});
+  SELECT pg_catalog.string_agg(k, ', ') INTO unknown FROM pg_catalog.jsonb_object_keys(filters) AS k
+    WHERE k <> ALL ({known}) AND k !~ {meta_key};
   IF unknown IS NOT NULL THEN
-    RAISE EXCEPTION 'unknown filter field(s) %; filterable fields are: %', unknown,
-      array_to_string({known}, ', ') USING ERRCODE = '22023';
+    RAISE EXCEPTION 'unknown filter field(s) %; filterable fields are: %, metadata.<key>', unknown,
+      pg_catalog.array_to_string({known}, ', ') USING ERRCODE = '22023';
+  END IF;
+  SELECT pg_catalog.string_agg(e.key, ', ') INTO empty FROM pg_catalog.jsonb_each(filters) e
+    WHERE (e.key = ANY ({list_keys}) OR e.key = 'tags' OR e.key ~ {meta_key})
+      AND pg_catalog.jsonb_typeof(e.value) = 'array' AND pg_catalog.jsonb_array_length(e.value) = 0;
+  IF empty IS NOT NULL THEN
+    RAISE EXCEPTION 'filter(s) % have an empty list: nothing could match', empty
+      USING ERRCODE = '22023';
+  END IF;
+  SELECT pg_catalog.string_agg(e.key || '.' || o, ', ') INTO bad_op
+    FROM pg_catalog.jsonb_each(filters) e, pg_catalog.jsonb_object_keys(
+      CASE WHEN pg_catalog.jsonb_typeof(e.value) = 'object' THEN e.value ELSE '{{}}'::jsonb END) o
+    WHERE e.key = ANY ({dates}) AND o <> ALL ({ops});
+  IF bad_op IS NOT NULL THEN
+    RAISE EXCEPTION 'unknown date operator(s) %; use one of %', bad_op,
+      pg_catalog.array_to_string({ops}, ', ') USING ERRCODE = '22023';
   END IF;
 END
 $fn$"""
-    ).format(fn=names.table("check_filters"), known=known)
+    ).format(fn=names.table("check_filters"), known=known, meta_key=sql.Literal(_METADATA_KEY_PATTERN),
+             list_keys=list_keys, dates=dates, ops=ops)
 
 
-def filter_clause(names: Names) -> sql.Composed:
-    """The WHERE clause over chunks ``c`` joined to documents ``d`` for a ``filters`` jsonb."""
+def _declare_filters(names: Names) -> sql.Composed:
+    """plpgsql DECLARE lines decoding ``filters`` once; filter_clause() reads them."""
     arr = names.table("text_array")
     default_levels = sql.SQL("ARRAY[{}]::text[]").format(
         sql.SQL(", ").join(sql.Literal(level) for level in DEFAULT_SEARCH_TRUTH_LEVELS)
     )
-    clauses: list[SqlText] = [sql.SQL("{col} = ANY (coalesce({arr}(filters->'truth_level'), {default}))").format(
-        col=sql.SQL(_ANY_OF["truth_level"]), arr=arr, default=default_levels,
-    )]
+    lines: list[SqlText] = [
+        # "l2" and 2 are spellings of L2 in the engine too.
+        sql.SQL(
+            "f_truth_level text[] := CASE WHEN filters->'truth_level' IS NULL THEN {default} "
+            "ELSE ARRAY(SELECT CASE WHEN e ~ '^[0-9]+$' THEN 'L' || e "
+            "ELSE pg_catalog.upper(pg_catalog.btrim(e)) END FROM pg_catalog.unnest({arr}(filters->'truth_level')) e) END;"
+        ).format(arr=arr, default=default_levels),
+    ]
+    for key in _ANY_OF:
+        if key != "truth_level":
+            lines.append(sql.SQL("{var} text[] := {arr}(filters->{key});").format(
+                var=sql.Identifier(f"f_{key}"), arr=arr, key=sql.Literal(key)))
+    lines += [
+        sql.SQL(
+            "f_tags_any text[] := CASE WHEN pg_catalog.jsonb_typeof(filters->'tags') = 'object' "
+            "THEN {arr}(filters->'tags'->'any') ELSE {arr}(filters->'tags') END;"
+        ).format(arr=arr),
+        sql.SQL("f_tags_all text[] := {arr}(filters->'tags'->'all');").format(arr=arr),
+        sql.SQL("f_metadata jsonb := filters->'metadata';"),
+        # metadata.<key> filters as {key: [values as text]}; the engine compares
+        # json_extract_string(custom, key) with str(value), the same text ->> gives.
+        sql.SQL(
+            "f_metadata_keys jsonb := (SELECT pg_catalog.jsonb_object_agg(pg_catalog.split_part(e.key, '.', 2), "
+            "pg_catalog.to_jsonb({arr}(e.value))) FROM pg_catalog.jsonb_each(filters) e "
+            "WHERE e.key ~ {pattern});"
+        ).format(arr=arr, pattern=sql.Literal(_METADATA_KEY_PATTERN)),
+    ]
+    for field in _DATES:
+        for op in _DATE_OPS:
+            lines.append(sql.SQL("{var} timestamptz := (filters->{f}->>{op})::timestamptz;").format(
+                var=sql.Identifier(f"f_{field}_{op}"), f=sql.Literal(field), op=sql.Literal(op)))
+    return sql.SQL("\n").join(lines)
+
+
+def filter_clause(names: Names) -> sql.Composed:
+    """The WHERE clause over chunks ``c`` joined to documents ``d`` (after _declare_filters)."""
+    clauses: list[SqlText] = []
     for key, column in _ANY_OF.items():
+        var = sql.Identifier(f"f_{key}")
         if key == "truth_level":
-            continue
-        clauses.append(sql.SQL("(filters->{key} IS NULL OR {col} = ANY ({arr}(filters->{key})))").format(
-            key=sql.Literal(key), col=sql.SQL(column), arr=arr,
-        ))
-    # tags: a list means any of them; {"any": [...]} / {"all": [...]} as in the engine.
-    clauses.append(sql.SQL(
-        "(filters->'tags' IS NULL OR CASE WHEN jsonb_typeof(filters->'tags') = 'object' THEN"
-        " (filters->'tags'->'all' IS NULL OR d.tags @> {arr}(filters->'tags'->'all'))"
-        " AND (filters->'tags'->'any' IS NULL OR d.tags && {arr}(filters->'tags'->'any'))"
-        " ELSE d.tags && {arr}(filters->'tags') END)"
-    ).format(arr=arr))
-    # Containment, so the GIN jsonb_path_ops index on metadata can answer it.
-    clauses.append(sql.SQL("(filters->'metadata' IS NULL OR d.metadata @> (filters->'metadata'))"))
+            clauses.append(sql.SQL("{col} = ANY ({var})").format(col=sql.SQL(column), var=var))
+        else:
+            clauses.append(sql.SQL("({var} IS NULL OR {col} = ANY ({var}))").format(
+                col=sql.SQL(column), var=var))
+    clauses += [
+        sql.SQL("(f_tags_any IS NULL OR d.tags && f_tags_any)"),
+        sql.SQL("(f_tags_all IS NULL OR d.tags @> f_tags_all)"),
+        # Containment, so the GIN jsonb_path_ops index on metadata can answer it.
+        sql.SQL("(f_metadata IS NULL OR d.metadata @> f_metadata)"),
+        sql.SQL(
+            "(f_metadata_keys IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_each(f_metadata_keys) m "
+            "WHERE NOT coalesce(m.value ? (d.metadata->>m.key), false)))"
+        ),
+    ]
     for field in _DATES:
         for op, symbol in _DATE_OPS.items():
-            clauses.append(sql.SQL(
-                "(filters->{f}->>{op} IS NULL OR d.{col} {symbol} (filters->{f}->>{op})::timestamptz)"
-            ).format(f=sql.Literal(field), op=sql.Literal(op), col=sql.Identifier(field),
-                     symbol=sql.SQL(symbol)))
+            clauses.append(sql.SQL("({var} IS NULL OR d.{col} {symbol} {var})").format(
+                var=sql.Identifier(f"f_{field}_{op}"), col=sql.Identifier(field), symbol=sql.SQL(symbol)))
     return sql.SQL("\n      AND ").join(clauses)
 
 
-# hnsw returns at most hnsw.ef_search rows (pgvector's default 40): raise it, for this
-# transaction only and never lower, to the number of candidates asked for.
-_EF_SEARCH = """  IF coalesce(nullif(current_setting('hnsw.ef_search', true), '')::integer, 40) < depth THEN
-    PERFORM set_config('hnsw.ef_search', least(depth, 1000)::text, true);
+# hnsw returns at most hnsw.ef_search rows (pgvector's default 40): raise it, inside the
+# function only and never lower, to the number of candidates asked for.
+_EF_SEARCH = """  IF coalesce(nullif(pg_catalog.current_setting('hnsw.ef_search', true), '')::integer, 40) < depth THEN
+    PERFORM pg_catalog.set_config('hnsw.ef_search', least(depth, 1000)::text, true);
   END IF;"""
 
 
 def _match_chunks(names: Names) -> sql.Composed:
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(
-  query_embedding vector,
+  query_embedding {vector},
   match_threshold double precision DEFAULT -1,
   match_count integer DEFAULT 10,
   filters jsonb DEFAULT '{{}}'::jsonb)
 RETURNS TABLE (id bigint, document_id text, chunk_index integer, content text,
   similarity double precision, start_offset integer, end_offset integer, truth_level text,
   title text, heading_path text)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE
+{settings}
+AS $fn$
 #variable_conflict use_column
-DECLARE depth integer := match_count;
+DECLARE
+depth integer := match_count;
+{declare}
 BEGIN
   IF match_count IS NULL OR match_count < 1 THEN
     RAISE EXCEPTION 'match_count must be >= 1, got %', match_count USING ERRCODE = '22023';
   END IF;
-  PERFORM {check}(filters);
-  filters := coalesce(filters, '{{}}'::jsonb);
 {ef_search}
   RETURN QUERY
-  SELECT c.id, c.document_id, c.chunk_index, c.content, 1 - v.dist, c.start_offset,
-         c.end_offset, c.truth_level, c.title, c.heading_path
-  FROM (
-    SELECT c.id, c.embedding <=> query_embedding AS dist
+  WITH v AS MATERIALIZED (
+    SELECT c.id, c.embedding {dist} query_embedding AS dist
     FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
     WHERE {where}
-      AND c.embedding <=> query_embedding <= 1 - coalesce(match_threshold, -1)
-    ORDER BY c.embedding <=> query_embedding
-    LIMIT match_count) v
-  JOIN {chunks} c ON c.id = v.id
+      AND c.embedding {dist} query_embedding <= 1 - coalesce(match_threshold, -1)
+    ORDER BY c.embedding {dist} query_embedding
+    LIMIT match_count)
+  SELECT c.id, c.document_id, c.chunk_index, c.content, 1 - v.dist, c.start_offset,
+         c.end_offset, c.truth_level, c.title, c.heading_path
+  FROM v JOIN {chunks} c ON c.id = v.id
   ORDER BY v.dist, v.id;
 END
 $fn$"""
     ).format(
-        fn=names.table("match_chunks"), check=names.table("check_filters"),
+        fn=names.table("match_chunks"), vector=names.vector, dist=names.op("<=>"),
         chunks=names.table("chunks"), documents=names.table("documents"),
         where=filter_clause(names), ef_search=sql.SQL(_EF_SEARCH),
+        declare=_declare_and_check(names), settings=sql.SQL(_SETTINGS),
     )
 
 
+def _declare_and_check(names: Names) -> sql.Composed:
+    # check_filters runs first (in the DECLARE defaults' place it could not raise clearly),
+    # so a bad filter fails with its message before any variable is decoded.
+    return sql.SQL("checked boolean := ({check}(filters) IS NULL);\n{declare}").format(
+        check=names.table("check_filters"), declare=_declare_filters(names))
+
+
 def _hybrid_search(names: Names) -> sql.Composed:
-    # Full text: the query is parsed once per text-search configuration and OR-ed over its
-    # lexemes (like the engine's BM25, any term may match); a chunk is matched with the
-    # query parsed in its own language. ts_rank (normalization 1: / 1 + log(length)) stands
-    # in for BM25, so text ranks are close to, not equal to, the engine's.
+    # Full text: the query is parsed once per text-search configuration of the export (a
+    # chunk is matched with the query parsed in its own language); any term may match,
+    # like the engine's BM25; a repeated query word counts once per occurrence.
+    #
+    # Exact top-``depth`` BM25 without scoring every chunk that holds a common word
+    # (MaxScore): terms are taken rarest first; only chunks holding one of the "essential"
+    # terms taken so far are scored (fully, every query term). A chunk holding none of
+    # them scores less than the sum of the other terms' upper bounds, idf * (k1 + 1); once
+    # that sum is <= the depth-th best score found, no such chunk can enter the top, and
+    # the result is exactly the exhaustive one.
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(
   query_text text,
-  query_embedding vector,
+  query_embedding {vector},
   match_count integer DEFAULT 10,
   rrf_k integer DEFAULT {rrf_k},
   filters jsonb DEFAULT '{{}}'::jsonb,
@@ -178,9 +303,17 @@ RETURNS TABLE (id bigint, document_id text, chunk_index integer, content text,
   vector_rank integer, bm25_rank integer, rrf_score double precision, start_offset integer,
   end_offset integer, truth_level text, title text, heading_path text,
   similarity double precision, text_score double precision)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE
+{settings}
+AS $fn$
 #variable_conflict use_column
-DECLARE depth integer;
+DECLARE
+depth integer;
+cfg regconfig; n_chunks double precision; avg_len double precision; avg_code double precision;
+lex text[]; w double precision[]; essential integer; rest double precision;
+tsq pg_catalog.tsquery; code_terms text[]; has_codes boolean; ids bigint[]; scores double precision[]; theta double precision;
+text_ids bigint[] := '{{}}'; text_scores double precision[] := '{{}}';
+{declare}
 BEGIN
   IF rrf_k IS NULL OR rrf_k <= 0 THEN
     RAISE EXCEPTION 'rrf_k must be a positive integer (default {rrf_k}), got %', rrf_k
@@ -189,33 +322,78 @@ BEGIN
   IF match_count IS NULL OR match_count < 1 THEN
     RAISE EXCEPTION 'match_count must be >= 1, got %', match_count USING ERRCODE = '22023';
   END IF;
-  PERFORM {check}(filters);
-  filters := coalesce(filters, '{{}}'::jsonb);
   depth := greatest(coalesce(candidate_count, {candidates}), match_count);
 {ef_search}
+  -- Terms: the query's lexemes in the configuration, and its code tokens (marked by a
+  -- leading space, which no lexeme has) scored against the codes field as the engine does.
+  FOR cfg, n_chunks, avg_len, avg_code IN
+    SELECT s.ts_config, s.chunks, greatest(s.avg_length, 1e-9), greatest(s.avg_code_length, 1e-9)
+    FROM {text_stats} s
+    WHERE coalesce(query_text, '') <> ''
+  LOOP
+    SELECT pg_catalog.array_agg(x.lexeme ORDER BY x.idf DESC, x.lexeme),
+           pg_catalog.array_agg(x.qtf * x.idf ORDER BY x.idf DESC, x.lexeme)
+      INTO lex, w
+      FROM (SELECT t.lexeme, coalesce(pg_catalog.array_length(t.positions, 1), 1)::double precision AS qtf,
+                   pg_catalog.ln(1 + (n_chunks - ts.df + 0.5) / (ts.df + 0.5)) AS idf
+            FROM pg_catalog.unnest(pg_catalog.to_tsvector(cfg, query_text)) t
+            JOIN {term_stats} ts ON ts.ts_config = cfg AND ts.lexeme = t.lexeme
+            UNION ALL
+            SELECT ' ' || q.code, count(*)::double precision,
+                   pg_catalog.ln(1 + (n_chunks - cs.df + 0.5) / (cs.df + 0.5))
+            FROM (SELECT pg_catalog.lower(m[1]) AS code
+                  FROM pg_catalog.regexp_matches(query_text, {code_pattern}, 'g') m
+                  WHERE m[1] ~ '[0-9_./-]' AND pg_catalog.octet_length(pg_catalog.lower(m[1])) < {max_token}) q
+            JOIN {code_stats} cs ON cs.code = q.code
+            GROUP BY q.code, cs.df) x;
+    CONTINUE WHEN lex IS NULL;
+    -- Constant in each call's plan: without code terms the codes are never unnested.
+    has_codes := EXISTS (SELECT 1 FROM pg_catalog.unnest(lex) e WHERE pg_catalog.left(e, 1) = ' ');
+    essential := 1;
+    LOOP
+      SELECT coalesce(sum(x), 0) * {k1_plus_1} INTO rest FROM pg_catalog.unnest(w[essential + 1:]) x;
+      SELECT pg_catalog.string_agg(pg_catalog.quote_literal(e), ' | ')::pg_catalog.tsquery INTO tsq
+        FROM pg_catalog.unnest(lex[1:essential]) e WHERE pg_catalog.left(e, 1) <> ' ';
+      code_terms := ARRAY(SELECT pg_catalog.substr(e, 2) FROM pg_catalog.unnest(lex[1:essential]) e
+                     WHERE pg_catalog.left(e, 1) = ' ');
+      SELECT pg_catalog.array_agg(r.id ORDER BY r.score DESC, r.id),
+             pg_catalog.array_agg(r.score ORDER BY r.score DESC, r.id)
+        INTO ids, scores
+        FROM (
+          SELECT c.id, coalesce((
+            SELECT sum(w[pg_catalog.array_position(lex, u.lexeme)] * tf.n * {k1_plus_1}
+                       / (tf.n + {k1} * (1 - {b} + {b} * c.text_length / avg_len)))
+            -- Only the query's lexemes are unnested: marked with weight A, then kept.
+            FROM pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(c.fts, 'A', lex), '{{a}}')) u
+            CROSS JOIN LATERAL (SELECT coalesce(pg_catalog.array_length(u.positions, 1), 1)::double precision AS n) tf), 0) + CASE WHEN NOT has_codes THEN 0 ELSE coalesce((
+            SELECT sum(w[pg_catalog.array_position(lex, ' ' || k.code)] * k.n * {k1_plus_1}
+                       / (k.n + {k1} * (1 - {b} + {b} * pg_catalog.cardinality(c.codes) / avg_code)))
+            FROM (SELECT x.code, count(*)::double precision AS n FROM pg_catalog.unnest(c.codes) AS x(code)
+                  WHERE ' ' || x.code = ANY (lex) GROUP BY x.code) k), 0) END AS score
+          FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
+          WHERE c.ts_config = cfg AND (c.fts @@ tsq OR c.codes && code_terms) AND {where}
+          ORDER BY score DESC, c.id
+          LIMIT depth) r;
+      theta := CASE WHEN coalesce(pg_catalog.array_length(ids, 1), 0) >= depth THEN scores[depth] ELSE 0 END;
+      EXIT WHEN essential >= pg_catalog.array_length(lex, 1) OR rest <= theta;
+      essential := essential + 1;
+    END LOOP;
+    text_ids := text_ids || coalesce(ids, '{{}}'); text_scores := text_scores || coalesce(scores, '{{}}');
+  END LOOP;
   RETURN QUERY
-  WITH vec AS (
+  WITH vec AS MATERIALIZED (
     SELECT v.id, (row_number() OVER (ORDER BY v.dist, v.id))::integer AS rank, 1 - v.dist AS sim
     FROM (
-      SELECT c.id, c.embedding <=> query_embedding AS dist
+      SELECT c.id, c.embedding {dist} query_embedding AS dist
       FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
       WHERE query_embedding IS NOT NULL AND {where}
-      ORDER BY c.embedding <=> query_embedding
+      ORDER BY c.embedding {dist} query_embedding
       LIMIT depth) v
-  ), q AS (
-    SELECT cfg.oid::regconfig AS cfg,
-      (SELECT string_agg(quote_literal(t.lexeme), ' | ')
-       FROM unnest(to_tsvector(cfg.oid::regconfig, coalesce(query_text, ''))) t)::tsquery AS tsq
-    FROM pg_catalog.pg_ts_config cfg
-  ), txt AS (
+  ), txt AS MATERIALIZED (
     SELECT t.id, (row_number() OVER (ORDER BY t.score DESC, t.id))::integer AS rank, t.score
-    FROM (
-      SELECT c.id, ts_rank(c.fts, q.tsq, 1)::double precision AS score
-      FROM q JOIN {chunks} c ON c.ts_config = q.cfg AND c.fts @@ q.tsq
-      JOIN {documents} d ON d.document_id = c.document_id
-      WHERE q.tsq IS NOT NULL AND {where}
-      ORDER BY score DESC, c.id
-      LIMIT depth) t
+    FROM unnest(text_ids, text_scores) AS t(id, score)  -- ROWS FROM sugar: cannot be qualified
+    ORDER BY t.score DESC, t.id
+    LIMIT depth
   ), fused AS (
     SELECT coalesce(vec.id, txt.id) AS id, vec.rank AS vector_rank, txt.rank AS bm25_rank,
       coalesce(1.0::double precision / (rrf_k + vec.rank), 0)
@@ -232,10 +410,15 @@ BEGIN
 END
 $fn$"""
     ).format(
-        fn=names.table("hybrid_search"), check=names.table("check_filters"),
+        fn=names.table("hybrid_search"), vector=names.vector, dist=names.op("<=>"),
         chunks=names.table("chunks"), documents=names.table("documents"),
+        text_stats=names.table("text_stats"), term_stats=names.table("term_stats"),
+        code_stats=names.table("code_stats"), code_pattern=sql.Literal(CODE_PATTERN_SQL),
+        max_token=sql.Literal(MAX_TOKEN_CHARS),
         where=filter_clause(names), ef_search=sql.SQL(_EF_SEARCH),
+        declare=_declare_and_check(names), settings=sql.SQL(_SETTINGS),
         rrf_k=sql.SQL(str(int(RRF_K))), candidates=sql.SQL(str(int(DEFAULT_CANDIDATES))),
+        k1=sql.SQL(repr(BM25_K1)), k1_plus_1=sql.SQL(repr(BM25_K1 + 1)), b=sql.SQL(repr(BM25_B)),
     )
 
 
@@ -246,7 +429,7 @@ def _archive_trigger(names: Names) -> list[SqlText]:
     """
     function = sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = '' AS $fn$
 BEGIN
   IF TG_OP = 'DELETE' OR NEW.content IS DISTINCT FROM OLD.content THEN
     INSERT INTO {versions} (document_id, version, index_version, title, content,
@@ -255,7 +438,7 @@ BEGIN
     VALUES (OLD.document_id, OLD.version, OLD.index_version, OLD.title, OLD.content,
       OLD.content_hash, OLD.truth_level, OLD.total_chunks, OLD.metadata,
       CASE TG_OP WHEN 'DELETE' THEN 'deleted' ELSE 'content changed' END,
-      OLD.updated_at, now(), OLD.generation)
+      OLD.updated_at, pg_catalog.now(), OLD.generation)
     ON CONFLICT (document_id, version) DO NOTHING;
   END IF;
   IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
@@ -267,7 +450,7 @@ $fn$"""
     trigger = sql.SQL(
         """DO $trg$
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass({regclass})
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = to_regclass({regclass})
                  AND tgname = {trigger_name}) THEN
     CREATE TRIGGER {trigger} BEFORE UPDATE OR DELETE ON {documents}
       FOR EACH ROW EXECUTE FUNCTION {fn}();

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg import sql
 
 from ..errors import ExportError
 from .copy_text import encode_rows
-from .options import ExportOptions
-from .plan import Copy, Statement, build_plan, copy_statement
+from .options import ExportOptions, options_from
+from .pg_schema import Names
+from .plan import Copy, Statement, build_plan, copy_statement, settings_key
 from .report import ExportProgress, ExportReport
 from .rows import read_store
 
@@ -35,7 +37,7 @@ def export_postgres(
     Re-exporting replaces changed documents' chunks and removes deleted ones; a failure
     or a kill at any point leaves the previous export untouched.
     """
-    opts = options or ExportOptions(**option_fields)
+    opts = options or options_from(option_fields)
     started = time.perf_counter()
     changes: dict[str, int] = {}
     doing = "connecting"
@@ -43,7 +45,12 @@ def export_postgres(
         with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout) as conn:
             with read_store(store) as reader, ExportProgress(enabled=progress) as bar:
                 meta = reader.meta
-                steps = build_plan(reader, opts)
+                doing = "inspecting the database"
+                ext = _extension_schema(conn) or opts.extension_schema
+                if _unchanged(conn, opts, ext, meta):
+                    changes = {"unchanged": 1}
+                    return _report(opts, meta, started, changes)
+                steps = build_plan(reader, opts, ext)
                 with conn.transaction(), conn.cursor() as cur:
                     for step in steps:
                         if isinstance(step, Copy):
@@ -57,6 +64,10 @@ def export_postgres(
                     doing = "committing"
     except psycopg.Error as exc:
         raise ExportError(f"Postgres export failed while {doing}: {_server_message(exc)}") from exc
+    return _report(opts, meta, started, changes)
+
+
+def _report(opts: ExportOptions, meta: Any, started: float, changes: dict[str, int]) -> ExportReport:
     return ExportReport(
         target="postgres", schema=opts.schema, table_prefix=opts.table_prefix,
         documents=meta.documents, chunks=meta.chunks, versions=meta.versions,
@@ -64,6 +75,42 @@ def export_postgres(
         store_generation=meta.generation, seconds=time.perf_counter() - started,
         changes=changes,
     )
+
+
+def _extension_schema(conn: psycopg.Connection[Any]) -> str | None:
+    """The schema an installed pgvector lives in: the exported SQL names its type there."""
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_catalog.pg_extension e "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def _unchanged(conn: psycopg.Connection[Any], opts: ExportOptions, ext: str, meta: Any) -> bool:
+    """True when the latest export into this target is of this very store state with these
+    options: then there is nothing to write, and nothing is locked or rewritten."""
+    names = Names.of(opts, ext)
+    exists = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+        [names.table("exports").as_string(), names.table("chunks").as_string()],
+    ).fetchone()
+    if not exists or not exists[0]:
+        return False
+    columns = conn.execute(
+        "SELECT count(*) FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(%s) "
+        "AND attname = 'settings' AND NOT attisdropped", [names.table("exports").as_string()],
+    ).fetchone()
+    if not columns or not columns[0]:
+        return False
+    latest = conn.execute(sql.SQL(
+        "SELECT store_path, embedding_model, store_generation, index_version, documents, chunks, "
+        "settings FROM {} ORDER BY id DESC LIMIT 1").format(names.table("exports"))).fetchone()
+    counted = conn.execute(sql.SQL("SELECT (SELECT count(*) FROM {}), (SELECT count(*) FROM {})").format(
+        names.table("documents"), names.table("chunks"))).fetchone()
+    expected = (meta.path, meta.embedding_model, meta.generation, meta.index_version,
+                meta.documents, meta.chunks, settings_key(opts, ext))
+    # The row counts guard against rows deleted on the server since.
+    return latest == expected and counted == (meta.documents, meta.chunks)
 
 
 def _copy(cur: psycopg.Cursor[Any], step: Copy, batch_rows: int, bar: ExportProgress) -> None:

@@ -83,7 +83,7 @@ _CHUNK_COLUMNS: tuple[Column, ...] = (
     ("page_start", "integer", "int"),
     ("page_end", "integer", "int"),
     ("content_hash", "text NOT NULL", "text"),
-    ("embedding", "vector({dim}) NOT NULL", "vector"),
+    ("embedding", "{vector}({dim}) NOT NULL", "vector"),
     ("retrieval_count", "bigint NOT NULL DEFAULT 0", "int"),
     ("last_retrieved_at", "timestamptz", "ts"),
     ("generation", "bigint NOT NULL", "int"),
@@ -92,6 +92,12 @@ _CHUNK_COLUMNS: tuple[Column, ...] = (
     ("language", "text", "text"),
     ("tenant_id", "text", "text"),
     ("ts_config", "regconfig NOT NULL DEFAULT 'simple'::regconfig", "text"),
+    # Words in title + headings + content as the engine's BM25 counts them (its field
+    # length), so the server's length normalization is the engine's.
+    ("text_length", "integer NOT NULL DEFAULT 0", "int"),
+    # The engine's exact "code" tokens (part numbers, 4-PBA, 2001), lowercased, repeats
+    # kept: its codes field, scored by BM25 beside the words.
+    ("codes", "text[] NOT NULL DEFAULT '{{}}'", "text[]"),  # braces doubled: str.format
 )
 
 VERSION_COLUMNS: tuple[Column, ...] = (
@@ -119,6 +125,9 @@ EXPORT_COLUMNS: tuple[Column, ...] = (
     ("documents", "integer NOT NULL", "int"),
     ("chunks", "integer NOT NULL", "int"),
     ("enginelib_version", "text", "text"),
+    # The export options and SQL format (plan.settings_key): a re-export is a no-op only
+    # when the store and these are unchanged.
+    ("settings", "text", "text"),
 )
 
 # The text the generated tsvector indexes: the same three fields the Tantivy index reads.
@@ -140,10 +149,11 @@ def ts_config(language: str | None) -> str:
     return code if code in STEMMERS.values() else DEFAULT_TS_CONFIG
 
 
-def chunk_columns(dim: int) -> tuple[Column, ...]:
+def chunk_columns(dim: int, vector_type: str = "vector") -> tuple[Column, ...]:
+    """Chunk columns; ``vector_type`` is the schema-qualified, quoted pgvector type."""
     if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= 16000:
         raise ValueError(f"embedding dimension must be an int within 1..16000, got {dim!r}")
-    return tuple((n, t.format(dim=dim), k) for n, t, k in _CHUNK_COLUMNS)
+    return tuple((n, t.format(dim=dim, vector=vector_type), k) for n, t, k in _CHUNK_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -152,10 +162,20 @@ class Names:
 
     schema: str
     prefix: str
+    ext: str = "extensions"  # the schema pgvector lives in
 
     @classmethod
-    def of(cls, options: ExportOptions) -> Names:
-        return cls(options.schema, options.table_prefix)
+    def of(cls, options: ExportOptions, ext: str | None = None) -> Names:
+        return cls(options.schema, options.table_prefix, ext or options.extension_schema)
+
+    @property
+    def vector(self) -> sql.Composed:
+        """pgvector's type, qualified: functions run with an empty search_path."""
+        return sql.SQL("{}.vector").format(sql.Identifier(self.ext))
+
+    def op(self, operator: str) -> sql.Composed:
+        """A pgvector operator, qualified (``OPERATOR(ext.<=>)``)."""
+        return sql.SQL("OPERATOR({}." + operator + ")").format(sql.Identifier(self.ext))
 
     def table(self, name: str) -> sql.Identifier:
         """A schema-qualified name: tables and functions."""
@@ -189,7 +209,8 @@ def _create_table(target: sql.Identifier, columns: tuple[Column, ...], extra: li
 
 
 def guard_statements(names: Names, dim: int) -> list[SqlText]:
-    """Refuse to touch tables we did not create, or a chunks table of another dimension.
+    """Refuse to touch tables we did not create, a chunks table of another dimension, or a
+    pgvector installed in another schema than the one our SQL names.
 
     Without the first check a re-export would delete the rows of an unrelated table that
     happens to be called ``documents``.
@@ -202,31 +223,43 @@ BEGIN
       USING HINT = 'export into another schema (--schema) or with a --table-prefix';
   END IF;
   IF to_regclass({chunks}) IS NOT NULL AND (
-      SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-      WHERE attrelid = to_regclass({chunks}) AND attname = 'embedding') <> {vector_type} THEN
+      SELECT atttypmod FROM pg_catalog.pg_attribute
+      WHERE attrelid = to_regclass({chunks}) AND attname = 'embedding') <> {dim} THEN
     RAISE EXCEPTION 'table % holds vectors of another dimension than this store (%)',
       {chunks}, {vector_type}
       USING HINT = 'export into another schema or table prefix, or drop the old tables';
   END IF;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_extension e
+             JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+             WHERE e.extname = 'vector' AND n.nspname <> {ext}) THEN
+    RAISE EXCEPTION 'pgvector is installed in schema %, not in %',
+      (SELECT n.nspname FROM pg_catalog.pg_extension e
+       JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'), {ext}
+      USING HINT = 'write the file with --extension-schema set to the schema pgvector lives in';
+  END IF;
 END $guard$"""
     ).format(
         documents=names.regclass("documents"), exports=names.regclass("exports"),
-        chunks=names.regclass("chunks"), vector_type=sql.Literal(f"vector({dim})"),
+        chunks=names.regclass("chunks"), dim=sql.Literal(dim), ext=sql.Literal(names.ext),
+        vector_type=sql.Literal(f"vector({dim})"),
     )]
 
 
-def extension_statements() -> list[SqlText]:
+def extension_statements(names: Names) -> list[SqlText]:
+    """pgvector (and pg_trgm where available) in their own schema, never ``public``."""
+    ext = sql.Identifier(names.ext)
     return [
-        sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"),
+        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ext),
+        sql.SQL("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA {}").format(ext),
         # pg_trgm is optional: the trigram index is created only where it exists.
         sql.SQL(
             """DO $ext$
 BEGIN
-  IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
-    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_available_extensions WHERE name = 'pg_trgm') THEN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA {};
   END IF;
 END $ext$"""
-        ),
+        ).format(ext),
     ]
 
 
@@ -237,12 +270,14 @@ def table_statements(names: Names, dim: int) -> list[SqlText]:
             "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
             "exported_at timestamptz NOT NULL DEFAULT now()",
         ]),
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS settings text").format(names.table("exports")),
         _create_table(names.table("sources"), SOURCE_COLUMNS, []),
         _create_table(names.table("documents"), DOCUMENT_COLUMNS, []),
         sql.SQL("CREATE TABLE IF NOT EXISTS {} (\n  {},\n  {},\n  {},\n  {}\n)").format(
             names.table("chunks"),
             sql.SQL(",\n  ").join(
-                sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t)) for n, t, _ in chunk_columns(dim)
+                sql.SQL("{} {}").format(sql.Identifier(n), sql.SQL(t))
+                for n, t, _ in chunk_columns(dim, names.vector.as_string())
             ),
             # Generated from the chunk's own regconfig column: to_tsvector(regconfig, text)
             # is immutable, which a generated column requires (the text-typed form is not).
@@ -252,10 +287,30 @@ def table_statements(names: Names, dim: int) -> list[SqlText]:
             ),
             sql.SQL("UNIQUE (document_id, chunk_index)"),
         ),
+        # Exports made before the column existed get it (0 until the rows are rewritten).
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS text_length integer NOT NULL DEFAULT 0").format(
+            names.table("chunks")
+        ),
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS codes text[] NOT NULL DEFAULT '{{}}'").format(
+            names.table("chunks")
+        ),
         # Versions outlive their document, so no foreign key.
         _create_table(names.table("document_versions"), VERSION_COLUMNS, [
             "PRIMARY KEY (document_id, version)",
         ]),
+        # BM25 statistics of the exported text (pg_text_stats.py fills them).
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (ts_config regconfig PRIMARY KEY, "
+            "chunks bigint NOT NULL, avg_length double precision NOT NULL, "
+            "avg_code_length double precision NOT NULL DEFAULT 0)"
+        ).format(names.table("text_stats")),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (code text PRIMARY KEY, df integer NOT NULL)"
+        ).format(names.table("code_stats")),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (ts_config regconfig NOT NULL, lexeme text NOT NULL, "
+            "df integer NOT NULL, PRIMARY KEY (ts_config, lexeme))"
+        ).format(names.table("term_stats")),
     ]
 
 
@@ -273,29 +328,37 @@ def index_statements(names: Names, options: ExportOptions, chunk_count: int) -> 
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (fts)").format(
             names.local("chunks_fts_gin"), chunks
         ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (codes)").format(
+            names.local("chunks_codes_gin"), chunks
+        ),
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
             names.local("documents_metadata_gin"), documents
         ),
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (tenant_id, truth_level)").format(
             names.local("chunks_tenant_truth"), chunks
         ),
+        # pg_trgm may live in any schema (an existing install is kept where it is).
         sql.SQL(
             """DO $trgm$
+DECLARE trgm_schema name;
 BEGIN
-  IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
-    CREATE INDEX IF NOT EXISTS {} ON {} USING gin (content gin_trgm_ops);
+  SELECT n.nspname INTO trgm_schema FROM pg_catalog.pg_extension e
+    JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+  IF trgm_schema IS NOT NULL THEN
+    EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s USING gin (content %I.gin_trgm_ops)',
+                   {index}, {chunks}, trgm_schema);
   END IF;
 END $trgm$"""
-        ).format(names.local("chunks_content_trgm"), chunks),
+        ).format(index=sql.Literal(names.prefix + "chunks_content_trgm"), chunks=names.regclass("chunks")),
     ]
 
 
 def _hnsw(names: Names, options: ExportOptions, chunk_count: int) -> sql.Composed:
     return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops) "
+        "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding {}.vector_cosine_ops) "
         "WITH (m = {}, ef_construction = {})"
     ).format(
-        names.local("chunks_embedding_hnsw"), names.table("chunks"),
+        names.local("chunks_embedding_hnsw"), names.table("chunks"), sql.Identifier(names.ext),
         sql.Literal(options.hnsw_m), sql.Literal(options.hnsw_ef_construction),
     )
 
@@ -305,66 +368,10 @@ def _ivfflat(names: Names, options: ExportOptions, chunk_count: int) -> sql.Comp
     # centroids are trained on the data.
     lists = options.ivfflat_lists or max(1, chunk_count // 1000)
     return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON {} USING ivfflat (embedding vector_cosine_ops) "
+        "CREATE INDEX IF NOT EXISTS {} ON {} USING ivfflat (embedding {}.vector_cosine_ops) "
         "WITH (lists = {})"
-    ).format(names.local("chunks_embedding_ivfflat"), names.table("chunks"), sql.Literal(lists))
+    ).format(names.local("chunks_embedding_ivfflat"), names.table("chunks"),
+             sql.Identifier(names.ext), sql.Literal(lists))
 
 
 VECTOR_INDEXES = {"hnsw": _hnsw, "ivfflat": _ivfflat}
-
-_RLS_TABLES = ("documents", "chunks")
-
-
-def rls_statements(names: Names) -> list[SqlText]:
-    """Tenant isolation: a row is visible when its tenant_id equals app.tenant_id.
-
-    Created only when missing, because CREATE POLICY / ENABLE RLS take an exclusive lock
-    that would block readers for the whole export transaction. Table owners (the
-    exporter) bypass RLS; roles such as Supabase's ``authenticated`` do not.
-    """
-    statements: list[SqlText] = []
-    for table in _RLS_TABLES:
-        statements.append(sql.SQL(
-            """DO $rls$
-BEGIN
-  IF NOT (SELECT relrowsecurity FROM pg_class WHERE oid = to_regclass({regclass})) THEN
-    ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
-  END IF;
-  IF NOT EXISTS (SELECT 1 FROM pg_policy WHERE polrelid = to_regclass({regclass})
-                 AND polname = {policy_name}) THEN
-    CREATE POLICY {policy} ON {table}
-      USING (tenant_id = nullif(current_setting('app.tenant_id', true), ''));
-  END IF;
-END $rls$"""
-        ).format(
-            regclass=names.regclass(table), table=names.table(table),
-            policy=names.local("tenant_isolation"),
-            policy_name=sql.Literal(names.prefix + "tenant_isolation"),
-        ))
-    return statements
-
-
-# Supabase's API roles; granted only where they exist, so plain Postgres works too.
-READ_ROLES = ("anon", "authenticated")
-WRITE_ROLES = ("service_role",)
-_TABLES = ("documents", "chunks", "sources", "document_versions", "exports")
-_FUNCTIONS = ("hybrid_search", "match_chunks", "text_array", "check_filters")
-
-
-def grant_statements(names: Names) -> list[SqlText]:
-    tables = sql.SQL(", ").join(names.table(t) for t in _TABLES)
-    functions = sql.SQL(", ").join(names.table(f) for f in _FUNCTIONS)
-    blocks = []
-    for role in READ_ROLES + WRITE_ROLES:
-        privilege = sql.SQL("ALL" if role in WRITE_ROLES else "SELECT")
-        blocks.append(sql.SQL(
-            """  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {name}) THEN
-    GRANT USAGE ON SCHEMA {schema} TO {role};
-    GRANT {privilege} ON {tables} TO {role};
-    GRANT EXECUTE ON FUNCTION {functions} TO {role};
-  END IF;"""
-        ).format(
-            name=sql.Literal(role), role=sql.Identifier(role), schema=names.schema_ident,
-            privilege=privilege, tables=tables, functions=functions,
-        ))
-    return [sql.SQL("DO $grants$\nBEGIN\n{}\nEND $grants$").format(sql.SQL("\n").join(blocks))]

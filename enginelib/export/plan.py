@@ -10,7 +10,8 @@ Both outputs run the same steps in one transaction:
    chunk whose id the store no longer has; upsert chunks. Chunk ids are the store's
    labels, which are never reused, so a replaced document's old chunks are exactly the
    ids that disappeared: no zombie survives, and unchanged rows are not rewritten;
-4. indexes (built in bulk on a first load), RLS, grants, and a row in ``exports``.
+4. indexes (built in bulk on a first load, with this session's maintenance_work_mem and
+   parallel workers), BM25 statistics, RLS, grants, and a row in ``exports``.
 
 Nothing is visible to other sessions before COMMIT, and a load killed at any point
 leaves the previous export as it was.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from psycopg import sql
 
 from .options import ExportOptions
-from .pg_functions import function_statements
+from .pg_functions import INTERNAL_FUNCTIONS, function_statements, signatures
 from .pg_schema import (
     DOCUMENT_COLUMNS,
     EXPORT_COLUMNS,
@@ -36,13 +37,17 @@ from .pg_schema import (
     chunk_columns,
     columns_sql,
     extension_statements,
-    grant_statements,
     guard_statements,
     index_statements,
-    rls_statements,
     table_statements,
 )
+from .pg_security import grant_statements, rls_statements
+from .pg_text_stats import qualified_ts_config, text_stats_statements, ts_config_statements
 from .rows import CatalogReader, Row
+
+# Bumped when the exported SQL changes, so a re-export of an unchanged store still
+# rewrites functions and policies made by an older version.
+SCHEMA_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -112,25 +117,56 @@ def _delete_missing(names: Names, name: str, key: str) -> sql.Composed:
     ).format(target=names.table(name), stage=_stage(name), key=sql.Identifier(key))
 
 
-def build_plan(reader: CatalogReader, options: ExportOptions) -> list[Step]:
-    names = Names.of(options)
+def settings_key(options: ExportOptions, ext: str) -> str:
+    """What besides the store decides the exported SQL: a re-export is a no-op only when
+    the store and this are unchanged."""
+    fields = dict(sorted(vars(options).items()))
+    fields.pop("batch_rows", None)  # how rows travel, not what is exported
+    fields.update(format=SCHEMA_FORMAT, extension_schema=ext)
+    return ";".join(f"{k}={v}" for k, v in fields.items())
+
+
+def _with_own_ts_config(names: Names, reader: CatalogReader) -> Iterator[Row]:
+    # Chunk rows end with (ts_config, text_length, codes); the config becomes the export's own.
+    configs: dict[str, str] = {}
+    for row in reader.chunks():
+        config = row[-3]
+        if config not in configs:
+            configs[config] = qualified_ts_config(names, config)
+        yield (*row[:-3], configs[config], *row[-2:])
+
+
+def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = None) -> list[Step]:
+    """The export's steps; ``ext``: the schema pgvector lives in (default: the option's)."""
+    names = Names.of(options, ext)
     meta = reader.meta
     dim = meta.embedding_dim
-    chunks = chunk_columns(dim)
+    chunks = chunk_columns(dim, names.vector.as_string())
     versions, documents = names.table("document_versions"), names.table("documents")
     steps: list[Step] = [Statement(sql.SQL(s)) for s in PRELUDE]
+    steps += [
+        Statement(sql.SQL("SELECT pg_catalog.set_config('maintenance_work_mem', {}, true)").format(
+            sql.Literal(options.maintenance_work_mem))),
+        Statement(sql.SQL("SELECT pg_catalog.set_config('max_parallel_maintenance_workers', {}, true)").format(
+            sql.Literal(str(options.parallel_workers)))),
+    ]
+    # The upserts compare rows holding vectors (pgvector's = operator); everything else
+    # is schema-qualified. Staging tables live in pg_temp, searched first anyway.
+    steps.append(Statement(sql.SQL("SELECT pg_catalog.set_config('search_path', {}, true)").format(
+        sql.Literal(sql.Identifier(names.ext).as_string() + ", pg_catalog"))))
     steps += [Statement(s) for s in guard_statements(names, dim)]
-    steps += [Statement(s) for s in extension_statements()]
+    steps += [Statement(s) for s in extension_statements(names)]
     steps += [Statement(s) for s in table_statements(names, dim)]
+    steps += [Statement(s) for s in ts_config_statements(names)]
     # One exporter at a time per target; readers are not blocked by this lock mode.
     steps.append(Statement(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(documents)))
-    steps += [Statement(s) for s in function_statements(names)]
+    steps += [Statement(s) for s in function_statements(names, options)]
 
     staged = (
         ("sources", SOURCE_COLUMNS, reader.sources, meta.sources),
         ("document_versions", VERSION_COLUMNS, reader.versions, meta.versions),
         ("documents", DOCUMENT_COLUMNS, reader.documents, meta.documents),
-        ("chunks", chunks, reader.chunks, meta.chunks),
+        ("chunks", chunks, lambda: _with_own_ts_config(names, reader), meta.chunks),
     )
     for name, columns, rows, total in staged:
         steps.append(Statement(_stage_table(names, name)))
@@ -150,9 +186,9 @@ def build_plan(reader: CatalogReader, options: ExportOptions) -> list[Step]:
         Statement(_upsert(names, "chunks", chunks, ("id",)), "chunks_written"),
     ]
     steps += [Statement(s) for s in index_statements(names, options, meta.chunks)]
-    if options.with_rls:
-        steps += [Statement(s) for s in rls_statements(names)]
-    steps += [Statement(s) for s in grant_statements(names)]
+    steps += [Statement(s) for s in text_stats_statements(names)]
+    steps += [Statement(s) for s in rls_statements(names, options)]
+    steps += [Statement(s) for s in grant_statements(names, options, signatures(names), INTERNAL_FUNCTIONS)]
 
     from importlib.metadata import PackageNotFoundError, version
 
@@ -162,7 +198,7 @@ def build_plan(reader: CatalogReader, options: ExportOptions) -> list[Step]:
         engine_version = None
     export_row: Row = (
         meta.path, meta.embedding_model, dim, meta.generation, meta.index_version,
-        meta.documents, meta.chunks, engine_version,
+        meta.documents, meta.chunks, engine_version, settings_key(options, names.ext),
     )
     steps.append(Copy(names.table("exports"), EXPORT_COLUMNS, lambda: iter([export_row]), "exports", 1))
     return steps

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..catalog import first
+from ..indexes.analyzers import MAX_TOKEN_CHARS, code_tokens, word_parts
 from .pg_schema import ts_config
 
 if TYPE_CHECKING:
@@ -80,7 +81,8 @@ class CatalogReader:
         yield from self._rows(f"SELECT {_SOURCE_SELECT} FROM sources ORDER BY source_id")
 
     def chunks(self, batch_size: int = 4096) -> Iterator[Row]:
-        """Chunk rows with the embedding as a float32 array and the row's ts_config last."""
+        """Chunk rows with the embedding as a float32 array, then the row's ts_config,
+        text_length and codes (pg_schema's chunk column order)."""
         relation = self._con.sql(
             f"SELECT {_CHUNK_SELECT} FROM chunks c JOIN documents d USING (document_id) "
             "ORDER BY c.label"
@@ -89,6 +91,7 @@ class CatalogReader:
         for batch in relation.to_arrow_reader(batch_size):
             names = batch.schema.names
             at_embedding, at_language = names.index("embedding"), names.index("language")
+            at_title, at_heading, at_content = (names.index(n) for n in ("title", "heading_path", "content"))
             # Vectors go through numpy in one piece; only the scalar columns become lists.
             flat = batch.column(at_embedding).flatten().to_numpy(zero_copy_only=False)
             vectors = np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, dim)
@@ -98,7 +101,8 @@ class CatalogReader:
             ]
             for i in range(batch.num_rows):
                 row = [vectors[i] if col is None else col[i] for col in columns]
-                yield (*row, ts_config(row[at_language]))
+                parts = (row[at_title], row[at_heading], row[at_content])
+                yield (*row, ts_config(row[at_language]), text_length(*parts), codes(*parts))
 
     def _rows(self, query: str) -> Iterator[Row]:
         cursor = self._con.execute(query)
@@ -145,3 +149,16 @@ def _meta(store: Store, con: duckdb.DuckDBPyConnection) -> StoreMeta:
         versions=count("document_versions"),
         sources=count("sources"),
     )
+
+
+def text_length(*parts: str | None) -> int:
+    """Words in a chunk's text as the engine's BM25 counts them (its field length):
+    tantivy's simple tokenizer pieces, without those its length filter drops."""
+    text = "\n".join(p for p in parts if p)
+    return sum(1 for w in word_parts(text) if len(w.encode("utf-8")) < MAX_TOKEN_CHARS)
+
+
+def codes(*parts: str | None) -> list[str]:
+    """The chunk's exact-match code tokens as the engine's codes field holds them."""
+    text = " ".join(p for p in parts if p)
+    return [t for t in (c.lower() for c in code_tokens(text)) if len(t.encode("utf-8")) < MAX_TOKEN_CHARS]

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ..durable import follow_umask
 from ..errors import ExportError
 from .copy_text import encode_rows
-from .options import ExportOptions
+from .options import ExportOptions, options_from
 from .plan import Copy, build_plan, copy_statement
 from .report import ExportProgress, ExportReport
 from .rows import read_store
@@ -32,7 +32,7 @@ def write_sql(
     progress: bool = False, **option_fields: Any,
 ) -> ExportReport:
     """Write the store as a .sql file at ``path`` (replaced atomically); see ExportOptions."""
-    opts = options or ExportOptions(**option_fields)
+    opts = options or options_from(option_fields)
     target = Path(path)
     started = time.perf_counter()
     target.parent.mkdir(parents=True, exist_ok=True)

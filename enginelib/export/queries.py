@@ -1,0 +1,60 @@
+"""Query samples and filters for the parity check (`enginelib export verify`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidFilterError, InvalidInputError
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+def read_queries(path: Path, limit: int) -> list[str]:
+    """Queries from a text file (one per line) or a BEIR queries.jsonl ("text" field)."""
+    queries: list[str] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.strip()
+            if not line:
+                continue
+            if path.suffix == ".jsonl":
+                try:
+                    text = json.loads(line)["text"]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise InvalidInputError(f"{path}:{number}: expected a JSON object with a \"text\" field") from exc
+                queries.append(str(text))
+            else:
+                queries.append(line)
+            if len(queries) >= limit:
+                break
+    if not queries:
+        raise InvalidInputError(f"{path} holds no queries")
+    return queries
+
+
+def sample_queries(store: Store, limit: int) -> list[str]:
+    """The first words of chunks spread over the store: queries that have answers."""
+    con = store.catalog.con
+    try:
+        rows = con.execute(
+            "SELECT content FROM chunks WHERE hash(label) % 7 = 0 ORDER BY label LIMIT ?", [limit]
+        ).fetchall()
+    finally:
+        store.catalog.release()
+    queries = [" ".join(str(r[0]).split()[:12]) for r in rows]
+    if not queries:
+        raise InvalidInputError("the store has no chunks to sample queries from; pass --queries")
+    return queries
+
+
+def parse_filter(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidFilterError(f"--filter {text!r} is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidFilterError(f"--filter {text!r} must be a JSON object")
+    return value

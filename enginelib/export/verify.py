@@ -1,0 +1,215 @@
+"""Parity of an export with the engine: the same queries on both, top-k overlap per
+strategy, and a filter matrix whose allowed chunk sets must be identical.
+
+    verify_postgres(store, dsn, queries)   -> ParityReport
+
+Strategies compared: ``vector`` (match_chunks vs the engine's vector search), ``fulltext``
+(hybrid_search without an embedding: its text ranks alone, vs the engine's BM25) and
+``hybrid`` (RRF of both). The engine runs with every truth level and without its
+answerability gate, because the server has neither default to compare against; both
+sides otherwise use their defaults (RRF k, candidates).
+
+A filter check asks both sides which chunks a filter lets through: the engine compiles
+it (enginelib/search/filters.py) over its catalog, the server runs match_chunks with an
+exact scan deep enough to return every passing chunk. Any difference is a mismatch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from ..catalog import first
+from ..errors import ExportError
+from ..search.filters import compile_filters
+from ..search.request import SearchRequest
+from ..types import TRUTH_LEVELS
+from .options import ExportOptions
+from .pg_load import _extension_schema, _server_message
+from .pg_schema import Names
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+STRATEGIES = ("vector", "fulltext", "hybrid")
+# The SQL functions search the query as typed: where the engine rewrites queries (typo
+# fixes, acronyms), the comparison turns that off.
+AS_TYPED: dict[str, Any] = {"rewrite": False} if "rewrite" in SearchRequest.__dataclass_fields__ else {}
+ALL_LEVELS = list(TRUTH_LEVELS)
+
+
+@dataclass
+class ParityReport:
+    queries: int
+    k: int
+    overlap: dict[str, float] = field(default_factory=dict)  # strategy -> mean top-k overlap
+    minimum: dict[str, float] = field(default_factory=dict)
+    identical: dict[str, int] = field(default_factory=dict)  # queries with the same top-k ids
+    filters_checked: int = 0
+    filter_mismatches: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "queries": self.queries, "k": self.k,
+            "overlap": {s: round(v, 4) for s, v in self.overlap.items()},
+            "minimum": self.minimum, "identical": self.identical,
+            "filters_checked": self.filters_checked, "filter_mismatches": self.filter_mismatches,
+        }
+
+
+def verify_postgres(
+    store: Store, dsn: str, queries: Sequence[str], *, options: ExportOptions | None = None,
+    k: int = 10, filters: Sequence[Mapping[str, Any]] | None = None, exact: bool = True,
+    query_vectors: np.ndarray | None = None,
+) -> ParityReport:
+    """Compare the export at ``dsn`` with ``store`` on ``queries`` and a filter matrix.
+
+    ``filters``: the matrix (default: one built from the store's own values, see
+    filter_matrix). ``exact``: exact vector search on both sides (the default, so the
+    overlap measures the SQL rather than HNSW recall). ``query_vectors``: the queries'
+    embeddings when they are already known (a benchmark's cache).
+    """
+    opts = options or ExportOptions()
+    report = ParityReport(queries=len(queries), k=k)
+    vectors = query_vectors if query_vectors is not None else store.query_embeddings.embed(list(queries))
+    matrix = list(filters) if filters is not None else filter_matrix(store)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            names = Names.of(opts, _extension_schema(conn) or opts.extension_schema)
+            if exact:
+                conn.execute("SET enable_indexscan = off")
+            per: dict[str, list[float]] = {s: [] for s in STRATEGIES}
+            same: dict[str, int] = dict.fromkeys(STRATEGIES, 0)
+            for query, vector in zip(queries, vectors, strict=True):
+                for strategy in STRATEGIES:
+                    server = _server_ids(conn, names, strategy, query, vector, k, {"truth_level": ALL_LEVELS})
+                    engine = _engine_ids(store, strategy, query, k, None, exact)
+                    per[strategy].append(len(set(server) & set(engine)) / k)
+                    same[strategy] += server == engine
+            for strategy in STRATEGIES:
+                if per[strategy]:
+                    report.overlap[strategy] = float(np.mean(per[strategy]))
+                    report.minimum[strategy] = float(min(per[strategy]))
+                report.identical[strategy] = same[strategy]
+            probe = vectors[0] if len(vectors) else None
+            for spec in matrix:
+                report.filters_checked += 1
+                mismatch = _check_filter(store, conn, names, spec, probe)
+                if mismatch:
+                    report.filter_mismatches.append(mismatch)
+    except psycopg.Error as exc:
+        raise ExportError(f"parity check against Postgres failed: {_server_message(exc)}") from exc
+    return report
+
+
+def _vec(vector: Any) -> str:
+    return "[" + ",".join(f"{float(x):.9g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def _server_filters(spec: Mapping[str, Any]) -> dict[str, Any]:
+    # The engine's truth_levels option is separate from its filters; the server has one
+    # filters object whose truth_level defaults to L1 + L2. Every level unless the spec says.
+    return {"truth_level": ALL_LEVELS, **spec}
+
+
+def _server_ids(conn: psycopg.Connection[Any], names: Names, strategy: str, query: str, vector: Any,
+                k: int, filters: Mapping[str, Any]) -> list[int]:
+    cast = sql.SQL("%s::{}").format(names.vector)
+    if strategy == "vector":
+        statement = sql.SQL("SELECT id FROM {}({}, -1, %s, %s::jsonb)").format(names.table("match_chunks"), cast)
+        params: list[Any] = [_vec(vector), k, json.dumps(filters)]
+    else:
+        statement = sql.SQL("SELECT id FROM {}(%s, {}, %s, 60, %s::jsonb)").format(
+            names.table("hybrid_search"), cast)
+        params = [query, None if strategy == "fulltext" else _vec(vector), k, json.dumps(filters)]
+    return [int(r[0]) for r in conn.execute(statement, params).fetchall()]
+
+
+def _engine_ids(store: Store, strategy: str, query: str, k: int, filters: Mapping[str, Any] | None,
+                exact: bool) -> list[int]:
+    response = store.search(query, strategy=strategy, exact=exact, truth_levels=ALL_LEVELS, limit=k,
+                            filters=dict(filters) if filters else None, answerability_threshold=None,
+                            log=False, **AS_TYPED)
+    return [int(h.label) for h in response.hits]
+
+
+def _check_filter(store: Store, conn: psycopg.Connection[Any], names: Names, spec: Mapping[str, Any],
+                  probe: Any) -> dict[str, Any] | None:
+    engine = engine_allowed(store, spec)
+    total = first(conn.execute(sql.SQL("SELECT count(*) FROM {}").format(names.table("chunks"))).fetchall())
+    depth = max(1, int(total[0]) if total else 1)
+    if probe is None:
+        probe = np.ones(store.manifest.embedding_dim, dtype=np.float32)
+    with conn.transaction():
+        # Exact and deep: every chunk that passes the filter comes back.
+        conn.execute("SET LOCAL enable_indexscan = off")
+        server = set(_server_ids(conn, names, "vector", "", probe, depth, _server_filters(spec)))
+    if server == engine:
+        return None
+    return {"filter": dict(spec), "engine_only": len(engine - server), "server_only": len(server - engine),
+            "engine": len(engine), "server": len(server)}
+
+
+def engine_allowed(store: Store, spec: Mapping[str, Any]) -> set[int]:
+    """Chunk labels the engine's filter lets through (every truth level unless the spec says)."""
+    compiled = compile_filters(dict(spec) if spec else None)
+    where = f"WHERE {compiled.where}" if compiled.where else ""
+    con = store.catalog.con
+    try:
+        rows = con.execute(
+            f"SELECT c.label FROM chunks c JOIN documents d ON d.document_id = c.document_id {where}",
+            list(compiled.params),
+        ).fetchall()
+    finally:
+        store.catalog.release()
+    return {int(r[0]) for r in rows}
+
+
+def filter_matrix(store: Store) -> list[dict[str, Any]]:
+    """Filters over values the store really holds: each kind the engine supports."""
+    con = store.catalog.con
+    try:
+        def common(expression: str, where: str = "") -> list[Any]:
+            rows = con.execute(
+                f"SELECT v FROM (SELECT {expression} AS v FROM documents {where}) WHERE v IS NOT NULL "
+                "GROUP BY v ORDER BY count(*) DESC, v LIMIT 2"
+            ).fetchall()
+            return [r[0] for r in rows]
+
+        matrix: list[dict[str, Any]] = [{}]
+        matrix += [{"truth_level": level} for level in common("truth_level")]
+        for name in ("domain", "language", "document_type", "source_type", "author", "tenant_id"):
+            values = common(name)
+            if values:
+                matrix.append({name: values[0]})
+            if len(values) > 1:
+                matrix.append({name: values})
+        tags = common("unnest(tags)")
+        if tags:
+            matrix += [{"tags": tags[:1]}, {"tags": {"all": tags}}]
+        dates = con.execute(
+            "SELECT quantile_disc(created_at, 0.5), quantile_disc(updated_at, 0.25), "
+            "quantile_disc(updated_at, 0.75) FROM documents"
+        ).fetchone()
+        if dates and dates[0] is not None:
+            matrix += [{"created_at": {"gte": dates[0].isoformat()}},
+                       {"created_at": {"lt": dates[0].isoformat()}},
+                       {"updated_at": {"from": dates[1].isoformat(), "to": dates[2].isoformat()}}]
+        keys = con.execute(
+            "SELECT k, json_extract_string(custom, '$.\"' || k || '\"') AS v, count(*) AS n "
+            "FROM (SELECT custom, unnest(json_keys(custom)) AS k FROM documents WHERE custom IS NOT NULL) "
+            "WHERE json_type(custom, '$.\"' || k || '\"') NOT IN ('OBJECT', 'ARRAY') "
+            "GROUP BY k, v ORDER BY n DESC, k, v LIMIT 3"
+        ).fetchall()
+        for key, value, _ in keys:
+            if key and all(ch.isalnum() or ch in "_-" for ch in key):
+                matrix.append({f"metadata.{key}": value})
+    finally:
+        store.catalog.release()
+    return matrix

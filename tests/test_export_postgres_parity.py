@@ -1,0 +1,231 @@
+"""Parity of the Postgres export with the engine: a filter matrix run on both sides, BM25
+ranking, and the `enginelib export verify` command (real Postgres 18 + pgvector)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from enginelib import Store
+from enginelib.export import export_postgres
+from enginelib.export.verify import AS_TYPED, engine_allowed, filter_matrix, verify_postgres
+from tests.helpers import doc, open_test_store
+from tests.pg_server import pg_dsn, pg_server  # noqa: F401 - pytest fixtures
+
+REPO = Path(__file__).resolve().parent.parent
+CLI_ENV = {**os.environ, "PYTHONPATH": str(REPO), "ENGINELIB_EMBEDDER": "hashing-64"}
+
+# Every kind of filter the engine supports, on values the store below holds.
+MATRIX: list[dict[str, Any]] = [
+    {},
+    {"truth_level": "L4"},
+    {"truth_level": ["l1", " L3"]},  # the engine accepts these spellings too
+    {"domain": "brakes"},
+    {"domain": ["brakes", "forum"]},
+    {"language": "fr"},
+    {"tenant_id": "A"},
+    {"namespace": ["A", "B"]},
+    {"document_id": ["d0", "d3", "d7"]},
+    {"document_type": "manual"},
+    {"author": "ana"},
+    {"tags": ["front"]},
+    {"tags": {"any": ["rear", "oem"]}},
+    {"tags": {"all": ["front", "oem"]}},
+    {"created_at": {"gte": "2021-01-01"}},
+    {"created_at": {"from": "2020-06-01", "to": "2022-06-01"}},
+    {"created_at": {"gt": "2020-03-01T00:00:00", "lt": "2023-01-01"}},
+    {"created_at": {"lte": "2021-03-01"}},
+    {"metadata.year": 2021},
+    {"metadata.year": [2020, 2022]},
+    {"metadata.year": "2021"},  # the engine compares text: "2021" matches the number 2021
+    {"metadata.score": 1.5},
+    {"metadata.region": "eu"},
+    {"custom.region": ["eu", "us"]},
+    {"metadata.oem": True},
+    {"domain": "brakes", "tags": ["front"], "created_at": {"gte": "2021-01-01"}, "metadata.region": "eu"},
+]
+
+
+def matrix_store(path: Path) -> Store:
+    store = open_test_store(path)
+    docs = []
+    for i in range(12):
+        metadata: dict[str, Any] = {
+            "truth_level": f"L{i % 4 + 1}",
+            "domain": ["brakes", "forum", "engine"][i % 3],
+            "tags": [["front"], ["rear", "oem"], ["front", "oem"], []][i % 4],
+            "created_at": f"20{20 + i % 4}-0{1 + i % 9}-15T10:30:00",
+            "year": 2020 + i % 3,
+            "score": [1.5, 2, 2.5][i % 3],
+            "region": ["eu", "us", "apac"][i % 3],
+            "oem": i % 2 == 0,
+            "document_type": "manual" if i % 2 else "note",
+            "author": ["ana", "bo"][i % 2],
+        }
+        if i % 3:
+            metadata["tenant_id"] = "A" if i % 3 == 1 else "B"
+        language = "fr" if i % 5 == 0 else "en"
+        text = (f"Les plaquettes de frein numéro {i} s'usent." if language == "fr"
+                else f"Brake pads number {i} wear out near the rotor {i}.")
+        docs.append(doc(f"d{i}", text, language=language, metadata=metadata))
+    store.ingest_documents(docs)
+    return store
+
+
+def test_filter_matrix_returns_the_same_chunks_on_both_sides(tmp_path: Path, pg_dsn: str) -> None:
+    store = matrix_store(tmp_path / "store")
+    export_postgres(store, pg_dsn)
+    report = verify_postgres(store, pg_dsn, ["brake pads", "plaquettes de frein"], filters=MATRIX)
+    sizes = {json.dumps(spec): len(engine_allowed(store, spec)) for spec in MATRIX}
+    derived = filter_matrix(store)
+    derived_report = verify_postgres(store, pg_dsn, ["brake pads"], filters=derived)
+    store.close()
+    assert report.filters_checked == len(MATRIX)
+    assert report.filter_mismatches == []
+    # The matrix is meaningful: filters narrow the set, none to nothing by accident.
+    assert all(0 < n for n in sizes.values()), sizes
+    assert sizes[json.dumps({})] > max(n for s, n in sizes.items() if s != "{}")
+    assert len(derived) >= 10 and derived_report.filter_mismatches == []
+    # Exact vector search finds the same ten (order may differ on tied scores).
+    assert report.overlap["vector"] >= 0.9
+
+
+def test_filters_the_engine_rejects_are_rejected_by_the_server(tmp_path: Path, pg_dsn: str) -> None:
+    store = matrix_store(tmp_path / "store")
+    export_postgres(store, pg_dsn)
+    vector = "[" + ",".join("0.1" for _ in range(store.manifest.embedding_dim)) + "]"
+    store.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for bad, message in (({"colour": "red"}, "unknown filter"), ({"domain": []}, "empty list"),
+                             ({"created_at": {"after": "2020-01-01"}}, "date operator"),
+                             ({"metadata.a.b": 1}, "unknown filter")):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=message):
+                conn.execute("SELECT * FROM enginelib.match_chunks(%s::extensions.vector, -1, 5, %s::jsonb)",
+                             [vector, json.dumps(bad)])
+
+
+def test_filtered_hnsw_search_returns_k_rows(tmp_path: Path, pg_dsn: str) -> None:
+    # 400 chunks of which 1 in 20 passes the filter: without iterative scans pgvector's
+    # HNSW returns the passing rows among its first ef_search candidates only.
+    store = open_test_store(tmp_path / "store")
+    store.ingest_documents([
+        doc(f"d{i}", f"Brake pads note {i}: rotor wear {i % 7}.", metadata={"truth_level": "L3" if i % 20 == 0 else "L1"})
+        for i in range(400)
+    ])
+    export_postgres(store, pg_dsn)
+    vector = "[" + ",".join(f"{x:.9g}" for x in store.query_embeddings.embed(["brake pads"])[0]) + "]"
+    store.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        # On 400 rows the planner would rather scan them all; make it use the index, as it
+        # does on a large table.
+        conn.execute("SET enable_seqscan = off")
+        plan = conn.execute("EXPLAIN SELECT id FROM enginelib.chunks ORDER BY embedding "
+                            "OPERATOR(extensions.<=>) %s::extensions.vector LIMIT 10", [vector]).fetchall()
+        assert "hnsw" in str(plan)  # the index is what answers
+        rows = conn.execute("SELECT document_id FROM enginelib.match_chunks(%s::extensions.vector, -1, 10, "
+                            "'{\"truth_level\": \"L3\"}')",
+                            [vector]).fetchall()
+        hybrid = conn.execute("SELECT document_id FROM enginelib.hybrid_search(NULL, %s::extensions.vector, 10, 60, "
+                              "'{\"truth_level\": \"L3\"}')",
+                              [vector]).fetchall()
+        # The setting does not leak out of the function.
+        setting = conn.execute("SELECT current_setting('hnsw.iterative_scan')").fetchone()
+    assert len(rows) == 10 and len(hybrid) == 10
+    assert setting == ("off",)
+
+
+def test_text_ranking_is_bm25_with_the_engines_statistics(tmp_path: Path, pg_dsn: str) -> None:
+    store = open_test_store(tmp_path / "store")
+    # "zeppelin" is rare, "brake" common: BM25's idf ranks the rare word's chunk first
+    # even though the common word occurs more often in the other chunk.
+    store.ingest_documents([
+        doc("common", "Brake brake brake pads, brake rotor and brake fluid."),
+        doc("rare", "A zeppelin hangar with brake pads."),
+        *[doc(f"filler{i}", f"Brake pads wear {i} times faster in winter.") for i in range(8)],
+    ])
+    export_postgres(store, pg_dsn)
+    engine = [h.document_id for h in store.search("zeppelin brake", strategy="fulltext", limit=3,
+                                                 answerability_threshold=None, log=False, **AS_TYPED).hits]
+    store.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT document_id, text_score FROM enginelib.hybrid_search('zeppelin brake', NULL, 3)"
+                            ).fetchall()
+        stats = conn.execute("SELECT chunks FROM enginelib.text_stats").fetchall()
+        df = conn.execute("SELECT df FROM enginelib.term_stats WHERE lexeme = 'brake'").fetchone()
+    assert [r[0] for r in rows] == engine and rows[0][0] == "rare"
+    assert stats == [(10,)] and df == (10,)
+
+
+def test_cli_export_verify_prints_overlap_and_filter_mismatches(tmp_path: Path, pg_dsn: str) -> None:
+    store = matrix_store(tmp_path / "store")
+    export_postgres(store, pg_dsn)
+    store.close()
+    queries = tmp_path / "queries.txt"
+    queries.write_text("brake pads\nrotor wear\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "enginelib.cli.main", "export", "verify", "--store", str(tmp_path / "store"),
+         "--dsn", pg_dsn, "--queries", str(queries), "--json"],
+        cwd=REPO, capture_output=True, text=True, check=False, env=CLI_ENV,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["queries"] == 2 and set(data["overlap"]) == {"vector", "fulltext", "hybrid"}
+    assert data["filters_checked"] >= 10 and data["filter_mismatches"] == []
+    plain = subprocess.run(
+        [sys.executable, "-m", "enginelib.cli.main", "export", "verify", "--store", str(tmp_path / "store"),
+         "--dsn", pg_dsn, "--queries", str(queries)],
+        cwd=REPO, capture_output=True, text=True, check=False, env=CLI_ENV,
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "top-10 overlap" in plain.stdout and "hybrid" in plain.stdout and "0 mismatches" in plain.stdout
+
+
+def test_pruned_text_ranking_equals_the_exhaustive_one(tmp_path: Path, pg_dsn: str) -> None:
+    # Few candidates make the MaxScore pruning stop before the common words; a depth as
+    # large as the corpus scores every chunk holding any query word. The top must agree.
+    store = open_test_store(tmp_path / "store")
+    words = ["rotor", "caliper", "piston", "fluid", "hose", "bleed", "torque", "drum"]
+    store.ingest_documents([
+        doc(f"d{i}", " ".join(["brake", "pads"] * (1 + i % 3) + words[: 1 + i % 8] + [f"note{i % 5}"]))
+        for i in range(60)
+    ])
+    export_postgres(store, pg_dsn)
+    store.close()
+    query = "brake pads drum bleed note3"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for depth in (3, 10, 25):
+            pruned = conn.execute("SELECT id, text_score FROM enginelib.hybrid_search(%s, NULL, %s, 60, '{}', %s)",
+                                  [query, depth, depth]).fetchall()
+            full = conn.execute("SELECT id, text_score FROM enginelib.hybrid_search(%s, NULL, %s, 60, '{}', 1000)",
+                                [query, depth]).fetchall()
+            assert [r[0] for r in pruned] == [r[0] for r in full], depth
+            assert [r[1] for r in pruned] == pytest.approx([r[1] for r in full])
+
+
+def test_code_tokens_score_like_the_engines_code_field(tmp_path: Path, pg_dsn: str) -> None:
+    store = open_test_store(tmp_path / "store")
+    store.ingest_documents([
+        doc("code", "Treatment with 4-PBA reduced endoplasmic reticulum stress."),
+        doc("parts", "PBA levels rose in 4 of the patients under stress."),
+        doc("part-no", "Replace caliper 1K0615301M when worn; see 1K0615301M notes."),
+        *[doc(f"other{i}", f"Stress markers in {i + 5} patients with treatment.") for i in range(6)],
+    ])
+    export_postgres(store, pg_dsn)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for query in ("4-PBA stress", "1K0615301M caliper"):
+            engine = [h.document_id for h in store.search(query, strategy="fulltext", limit=3,
+                                                         answerability_threshold=None, log=False,
+                                                         **AS_TYPED).hits]
+            server = [r[0] for r in conn.execute(
+                "SELECT document_id FROM enginelib.hybrid_search(%s, NULL, 3)", [query]).fetchall()]
+            assert server == engine, query
+        codes = conn.execute("SELECT codes FROM enginelib.chunks WHERE document_id = 'part-no'").fetchone()
+    store.close()
+    assert codes == (["1k0615301m", "1k0615301m"],)

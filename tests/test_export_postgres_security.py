@@ -1,0 +1,263 @@
+"""Secure defaults of the Postgres export, proven in a database set up like a Supabase project.
+
+The fixture reproduces what matters of Supabase: the API roles ``anon``, ``authenticated``
+and ``service_role`` (BYPASSRLS), the default privileges that hand them every privilege on
+new tables, sequences and functions, ``auth.jwt()`` reading ``request.jwt.claims`` (what
+PostgREST sets per request), pgvector in the ``extensions`` schema, and a project that
+already follows the well-known hybrid-search guide (``public.documents`` and
+``public.hybrid_search``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from enginelib import Store
+from enginelib.errors import InvalidInputError
+from enginelib.export import ExportOptions, export_postgres, write_sql
+from tests.helpers import doc, open_test_store
+from tests.pg_server import PgServer, pg_dsn, pg_server  # noqa: F401 - pytest fixtures
+
+TABLES = ("documents", "chunks", "document_versions", "sources", "exports", "text_stats", "term_stats",
+          "code_stats")
+PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+HYBRID = "enginelib.hybrid_search(text, extensions.vector, integer, integer, jsonb, integer)"
+
+_SUPABASE = """
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN CREATE ROLE anon NOLOGIN NOINHERIT; END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
+    CREATE ROLE authenticated NOLOGIN NOINHERIT; END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'service_role') THEN
+    CREATE ROLE service_role NOLOGIN NOINHERIT BYPASSRLS; END IF;
+END $$;
+CREATE SCHEMA extensions;
+CREATE EXTENSION vector WITH SCHEMA extensions;
+GRANT USAGE ON SCHEMA extensions TO anon, authenticated, service_role;
+GRANT USAGE ON SCHEMA public TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
+-- Stricter than a real project: the same defaults for every schema, so the export's own
+-- schema gets them too and only its explicit revokes protect it.
+ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES GRANT ALL ON SCHEMAS TO anon, authenticated, service_role;
+CREATE SCHEMA auth;
+GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role;
+CREATE FUNCTION auth.jwt() RETURNS jsonb LANGUAGE sql STABLE AS $$
+  SELECT coalesce(nullif(current_setting('request.jwt.claim', true), ''),
+                  nullif(current_setting('request.jwt.claims', true), ''))::jsonb
+$$;
+-- The hybrid-search guide's objects, already in the project.
+CREATE TABLE public.documents (id bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY, content text,
+  fts tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED,
+  embedding extensions.vector(64));
+INSERT INTO public.documents (content) VALUES ('the project''s own row');
+CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector(64),
+  match_count int, full_text_weight float = 1, semantic_weight float = 1, rrf_k int = 50)
+RETURNS SETOF public.documents LANGUAGE sql AS $$ SELECT * FROM public.documents LIMIT match_count $$;
+"""
+
+
+def connect(dsn: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+@pytest.fixture()
+def supabase_dsn(pg_dsn: str) -> str:
+    with connect(pg_dsn) as conn:
+        conn.execute(_SUPABASE)
+    return pg_dsn
+
+
+def tenant_store(path: Path) -> Store:
+    store = open_test_store(path)
+    store.ingest_documents([
+        doc("a-doc", "brake pads for tenant a", metadata={"tenant_id": "A"}),
+        doc("b-doc", "brake pads for tenant b", metadata={"tenant_id": "B"}),
+        doc("shared-doc", "brake pads for everyone"),
+    ])
+    return store
+
+
+@contextmanager
+def as_role(dsn: str, role: str, claims: dict[str, Any] | None = None,
+            app_tenant: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+    """A transaction running as ``role`` with the settings PostgREST would make."""
+    with connect(dsn) as conn, conn.transaction():
+        conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+        if claims is not None:
+            conn.execute("SELECT set_config('request.jwt.claims', %s, true)", [json.dumps(claims)])
+        if app_tenant is not None:
+            conn.execute("SELECT set_config('app.tenant_id', %s, true)", [app_tenant])
+        yield conn
+
+
+def visible(dsn: str, role: str, vector: str, **settings: Any) -> tuple[set[str], set[str], set[str]]:
+    """Document ids ``role`` sees through documents, chunks and hybrid_search."""
+    with as_role(dsn, role, **settings) as conn:
+        docs = {r[0] for r in conn.execute("SELECT document_id FROM enginelib.documents")}
+        chunks = {r[0] for r in conn.execute("SELECT document_id FROM enginelib.chunks")}
+        hits = {r[0] for r in conn.execute(
+            "SELECT document_id FROM enginelib.hybrid_search('brake pads', %s::extensions.vector, 10)",
+            [vector])}
+    return docs, chunks, hits
+
+
+def query_vector(store: Store) -> str:
+    values = store.query_embeddings.embed(["brake pads"])[0]
+    return "[" + ",".join(f"{float(x):.9g}" for x in values) + "]"
+
+
+def test_anon_has_no_access_and_tenants_see_their_own_and_shared_rows(tmp_path: Path, supabase_dsn: str) -> None:
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn)  # beside public.documents and public.hybrid_search
+    vector = query_vector(store)
+    store.close()
+    with connect(supabase_dsn) as conn:
+        # The project's objects are untouched.
+        assert conn.execute("SELECT content FROM public.documents").fetchall() == [("the project's own row",)]
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'hybrid_search'").fetchone() == (2,)
+        for table in TABLES:
+            for privilege in PRIVILEGES:
+                assert conn.execute("SELECT has_table_privilege('anon', %s, %s)",
+                                    [f"enginelib.{table}", privilege]).fetchone() == (False,), (table, privilege)
+            for privilege in PRIVILEGES[1:]:  # authenticated reads, never writes
+                assert conn.execute("SELECT has_table_privilege('authenticated', %s, %s)",
+                                    [f"enginelib.{table}", privilege]).fetchone() == (False,), (table, privilege)
+        assert conn.execute("SELECT has_function_privilege('anon', %s, 'EXECUTE'), "
+                            "has_function_privilege('authenticated', %s, 'EXECUTE'), "
+                            "has_schema_privilege('anon', 'enginelib', 'USAGE')",
+                            [HYBRID, HYBRID]).fetchone() == (False, True, False)
+    with as_role(supabase_dsn, "anon", claims={"role": "anon"}) as conn, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("SELECT count(*) FROM enginelib.chunks")
+    with as_role(supabase_dsn, "anon", claims={"role": "anon"}) as conn, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("DELETE FROM enginelib.documents")
+
+    a_and_shared = {"a-doc", "shared-doc"}
+    claims_a = {"role": "authenticated", "tenant_id": "A"}
+    assert visible(supabase_dsn, "authenticated", vector, claims=claims_a) == (a_and_shared,) * 3
+    # A JWT without the claim gets shared rows only, even with app.tenant_id set.
+    no_claim = {"role": "authenticated", "sub": "u1"}
+    assert visible(supabase_dsn, "authenticated", vector, claims=no_claim) == ({"shared-doc"},) * 3
+    assert visible(supabase_dsn, "authenticated", vector, claims=no_claim, app_tenant="A") == ({"shared-doc"},) * 3
+    # Plain Postgres (no JWT at all): app.tenant_id.
+    assert visible(supabase_dsn, "authenticated", vector, app_tenant="B") == ({"b-doc", "shared-doc"},) * 3
+    with as_role(supabase_dsn, "authenticated", claims=claims_a) as conn:
+        # Our tenant function agrees with Supabase's auth.jwt().
+        assert conn.execute("SELECT enginelib.current_tenant(), auth.jwt() ->> 'tenant_id'").fetchone() == ("A", "A")
+    for statement in ("DELETE FROM enginelib.chunks", "UPDATE enginelib.documents SET title = 'x'",
+                      "INSERT INTO enginelib.sources (source_id) VALUES ('x')", "TRUNCATE enginelib.chunks"):
+        with as_role(supabase_dsn, "authenticated", claims=claims_a) as conn, \
+                pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(statement)
+    # service_role (BYPASSRLS in Supabase) sees and may change everything.
+    with as_role(supabase_dsn, "service_role", claims={"role": "service_role"}) as conn:
+        assert conn.execute("SELECT count(*) FROM enginelib.documents").fetchone() == (3,)
+        conn.execute("UPDATE enginelib.documents SET title = title")
+
+
+def test_supabase_linter_checks_pass(tmp_path: Path, supabase_dsn: str) -> None:
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn)
+    store.close()
+    with connect(supabase_dsn) as conn:
+        # function_search_path_mutable: every function has a fixed search_path.
+        mutable = conn.execute(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = 'enginelib' AND NOT EXISTS (SELECT 1 FROM unnest(coalesce(p.proconfig, '{}')) c "
+            "WHERE c LIKE 'search_path=%')").fetchall()
+        definer = conn.execute(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = 'enginelib' AND p.prosecdef").fetchall()
+        functions = conn.execute(
+            "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = 'enginelib'").fetchone()
+        # rls_disabled_in_public (applied to our schema) and policy_exists_rls_disabled.
+        no_rls = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'enginelib' AND c.relkind = 'r' AND NOT c.relrowsecurity").fetchall()
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'enginelib' AND c.relkind = 'r'").fetchone()
+        # extension_in_public.
+        in_public = conn.execute(
+            "SELECT e.extname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE n.nspname = 'public'").fetchall()
+        trgm = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                            "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").fetchone()
+    assert mutable == [] and definer == [] and functions is not None and functions[0] == 6
+    assert no_rls == [] and tables == (len(TABLES),)
+    assert in_public == [] and trgm == ("extensions",)
+
+
+def test_shared_rows_option_public_read_and_nested_claim(tmp_path: Path, supabase_dsn: str) -> None:
+    store = tenant_store(tmp_path / "store")
+    vector = query_vector(store)
+    export_postgres(store, supabase_dsn, shared_rows=False, tenant_claim="app_metadata.tenant_id")
+    claims_a = {"role": "authenticated", "app_metadata": {"tenant_id": "A"}}
+    assert visible(supabase_dsn, "authenticated", vector, claims=claims_a) == ({"a-doc"},) * 3
+    assert visible(supabase_dsn, "authenticated", vector, claims={"role": "authenticated"}) == (set(),) * 3
+    # A top-level claim is not the configured one.
+    assert visible(supabase_dsn, "authenticated", vector,
+                   claims={"role": "authenticated", "tenant_id": "A"}) == (set(),) * 3
+    # Changing the options rewrites the policies (not a no-op re-export).
+    report = export_postgres(store, supabase_dsn, public_read=True)
+    store.close()
+    assert "unchanged" not in report.changes
+    assert visible(supabase_dsn, "anon", vector, claims={"role": "anon"}) == ({"shared-doc"},) * 3
+    with as_role(supabase_dsn, "anon", claims={"role": "anon"}) as conn, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("DELETE FROM enginelib.chunks")
+    with pytest.raises(InvalidInputError, match="tenant claim"):
+        ExportOptions(tenant_claim="tenant'; drop table x")
+
+
+def test_export_into_public_revokes_supabase_default_grants(tmp_path: Path, supabase_dsn: str) -> None:
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn, schema="public", table_prefix="kb_")
+    store.close()
+    with connect(supabase_dsn) as conn:
+        for table in TABLES:
+            granted = conn.execute(
+                "SELECT array_agg(p) FILTER (WHERE has_table_privilege('anon', %s, p)) FROM unnest(%s::text[]) p",
+                [f"public.kb_{table}", list(PRIVILEGES)]).fetchone()
+            assert granted == (None,), table
+        assert conn.execute(
+            "SELECT has_function_privilege('anon', 'public.kb_hybrid_search(text, extensions.vector, integer, "
+            "integer, jsonb, integer)', 'EXECUTE')").fetchone() == (False,)
+
+
+def test_sql_file_loads_beside_the_guides_hybrid_search(tmp_path: Path, pg_server: PgServer,
+                                                        supabase_dsn: str) -> None:
+    store = tenant_store(tmp_path / "store")
+    vector = query_vector(store)
+    out = tmp_path / "export.sql"
+    write_sql(store, out)
+    store.close()
+    result = subprocess.run([str(pg_server.psql), "-X", "-q", "-f", str(out), supabase_dsn],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    claims_a = {"role": "authenticated", "tenant_id": "A"}
+    assert visible(supabase_dsn, "authenticated", vector, claims=claims_a) == ({"a-doc", "shared-doc"},) * 3
+
+
+def test_rls_cannot_be_switched_off() -> None:
+    from enginelib.export.options import options_from
+
+    assert options_from({"with_rls": True}) == ExportOptions()  # the old flag, now the default
+    with pytest.raises(InvalidInputError, match="always on"):
+        options_from({"with_rls": False})
