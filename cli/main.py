@@ -7,6 +7,16 @@ from typing import Any
 
 import click
 
+from . import (
+    commands_documents,
+    commands_eval,
+    commands_export,
+    commands_history,
+    commands_jobs,
+    commands_maintenance,
+    commands_serve,
+    commands_snapshot,
+)
 from .commands_search import search_command
 from .options import (
     embedder_option,
@@ -223,35 +233,25 @@ def _show_json(data: dict[str, Any]) -> dict[str, Any]:
 main.add_command(search_command)
 
 
-def _register_optional() -> None:
-    # Commands that live in their own modules; each is small and imports only the public API.
-    import importlib
-
-    for module, name in (
-        ("enginelib.cli.commands_history", "history"),
-        ("enginelib.cli.commands_snapshot", "snapshot"),
-        ("enginelib.cli.commands_maintenance", "check"),
-        ("enginelib.cli.commands_maintenance", "repair"),
-        ("enginelib.cli.commands_maintenance", "reindex"),
-        ("enginelib.cli.commands_export", "export"),
-        ("enginelib.cli.commands_eval", "eval_command"),
-        ("enginelib.cli.commands_jobs", "worker"),
-        ("enginelib.cli.commands_jobs", "jobs"),
-        ("enginelib.cli.commands_documents", "list_command"),
-        ("enginelib.cli.commands_documents", "delete"),
-        ("enginelib.cli.commands_documents", "update"),
-        ("enginelib.cli.commands_serve", "serve"),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        main.add_command(getattr(mod, name))
-
-
-_register_optional()
+# Every command is registered by name: a command module that fails to import is an error
+# here, never a command that silently disappears. Each module imports only the public API
+# at the top; heavy dependencies (psycopg, starlette) load inside the command that needs them.
+for _command in (
+    commands_history.history,
+    commands_snapshot.snapshot,
+    commands_maintenance.check,
+    commands_maintenance.repair,
+    commands_maintenance.reindex,
+    commands_export.export,
+    commands_eval.eval_command,
+    commands_jobs.worker,
+    commands_jobs.jobs,
+    commands_documents.list_command,
+    commands_documents.delete,
+    commands_documents.update,
+    commands_serve.serve,
+):
+    main.add_command(_command)
 
 
 if __name__ == "__main__":
