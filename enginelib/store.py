@@ -80,6 +80,8 @@ class Store:
         self._view: ChunkView | None = None
         self._closed = False
         self.filter_cache: dict[tuple[int, str], np.ndarray] = {}
+        # the gate's analyzed words of a chunk, by label; emptied with the filter cache
+        self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None
         self._default_preset = "default"
         self.query_log = QueryLog(path, writable=not read_only)
@@ -256,6 +258,7 @@ class Store:
         self.manifest = manifest
         self._manifest_stamp = stamp
         self.filter_cache.clear()
+        self.hit_token_cache.clear()
         self._presets = None
         self._swap_view(view)
         return True
@@ -677,6 +680,7 @@ class Store:
         discard_index_files(self._index_root)
         self.vector_index, self.text_index = self._open_indexes()
         self.filter_cache.clear()
+        self.hit_token_cache.clear()
         self.sync_indexes()
 
     def _adopt_model(self, manifest: mf.Manifest, embedder: Embedder) -> None:

@@ -102,9 +102,12 @@ def check_languages(languages: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(languages))
 
 
+_CODE_MARK = re.compile(r"[\d_\-./]")
+
+
 def is_code(token: str) -> bool:
     """A token worth exact matching: it has a digit, an underscore or a joiner."""
-    return any(ch.isdigit() or ch in "_-./" for ch in token)
+    return _CODE_MARK.search(token) is not None
 
 
 def code_tokens(text: str) -> list[str]:

@@ -176,10 +176,14 @@ def test_only_stop_words_say_so(parts_store: enginelib.Store) -> None:
 
 def test_words_that_appear_nowhere_count_as_missing(parts_store: enginelib.Store) -> None:
     # Hybrid still returns vector neighbours; the gate sees that none of the words is there.
-    response = parts_store.search("zzqxv plumbus grobnak", answerability_threshold=None)
-    assert response.gate is not None
+    response = parts_store.search("zzqxv plumbus grobnak")
+    assert response.gate is not None and response.gate.threshold is not None
     assert response.gate.evidence.coverage == 0.0
     assert set(response.gate.evidence.missing_words) == {"zzqxv", "plumbus", "grobnak"}
+    # with the gate off nobody weighs the evidence, so none is gathered (it costs ms)
+    off = parts_store.search("zzqxv plumbus grobnak", answerability_threshold=None)
+    assert off.gate is not None and off.gate.reason_code == gate.GATE_OFF
+    assert off.gate.evidence == gate.GateEvidence()
 
 
 def test_response_dict_and_cli_carry_the_gate(parts_store: enginelib.Store, tmp_path: Path) -> None:

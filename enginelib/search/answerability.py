@@ -31,6 +31,8 @@ def assess(
 ) -> gate.GateDecision:
     """Decide for one query; ``top_positions`` are the view rows of the first fused hits."""
     threshold = request.answerability_threshold
+    if threshold is None:  # the gate is off: gathering evidence nobody weighs costs ms
+        return gate.decide(gate.GateEvidence(), None)
     if len(top_positions) == 0:
         return gate.no_match(threshold)
     top = np.asarray(top_positions[: gate.TOP_N], dtype=np.int64)
@@ -39,15 +41,14 @@ def assess(
         top_cosines = view.vectors[top] @ qvec
         sample = gate.sample_rows(len(view.vectors))
         sample_cosines = view.vectors[sample] @ qvec
+    terms = _terms(store, request.queries)
     hit_tokens: set[str] = set()
     hit_language = view.record(int(top[0])).language
     for position in top:
-        record = view.record(int(position))
-        text = " ".join(part for part in (record.title, record.heading_path, record.content) if part)
-        hit_tokens |= store.text_index.text_tokens(text)
+        hit_tokens |= _hit_tokens(store, view, int(position))
     evidence = gate.gather(
         embedder=store.manifest.embedding_model,
-        query_terms=_terms(store, request.queries),
+        query_terms=terms,
         hit_tokens=hit_tokens,
         top_cosines=top_cosines,
         sample_cosines=sample_cosines,
@@ -57,6 +58,25 @@ def assess(
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit)
+
+
+# Chunks whose analyzed words are kept per store (a top hit comes back for many queries).
+HIT_TOKEN_CACHE_SIZE = 4096
+
+
+def _hit_tokens(store: Store, view: ChunkView, position: int) -> frozenset[str]:
+    """Every token the text index makes of one chunk (title, heading path, content)."""
+    record = view.record(position)
+    label = int(view.labels[position])
+    cache = store.hit_token_cache
+    tokens = cache.get(label)
+    if tokens is None:
+        text = " ".join(part for part in (record.title, record.heading_path, record.content) if part)
+        tokens = frozenset(store.text_index.text_tokens(text))
+        if len(cache) >= HIT_TOKEN_CACHE_SIZE:
+            cache.pop(next(iter(cache)))  # oldest first: dicts keep insertion order
+        cache[label] = tokens
+    return tokens
 
 
 def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
