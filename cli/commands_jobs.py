@@ -19,7 +19,14 @@ from enginelib.jobs import (
     jobs_for_paths,
 )
 
-from .options import ENV_STORE, emit_json, handle_errors, json_option, open_store
+from .options import (
+    ENV_STORE,
+    CommandError,
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+)
 
 
 def store_argument(func: Any) -> Any:
@@ -96,7 +103,7 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
         try:
             store = open_store(store_path)
         except StoreLockedError as exc:
-            raise click.ClickException(
+            raise CommandError(
                 f"{exc}; while `enginelib serve` runs, use its console buttons or "
                 "POST /api/jobs/retry-dlq and /api/jobs/purge-done"
             ) from exc
