@@ -5,6 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 from itertools import islice
 from pathlib import Path
@@ -472,17 +475,40 @@ def test_files_given_directly_use_their_name_and_bad_ones_are_skipped(tmp_path: 
     assert "not valid UTF-8 at byte 3" in skipped[0].reason
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs file permissions")
+_UNREADABLE_CHILD = """
+import json, sys
+from enginelib.loaders import iter_load
+from enginelib.types import LoadedDocument
+out = {"documents": [], "skipped": []}
+for item in iter_load(sys.argv[1]):
+    if isinstance(item, LoadedDocument):
+        out["documents"].append(item.id)
+    else:
+        out["skipped"].append([item.path, item.reason])
+print(json.dumps(out))
+"""
+
+
 def test_unreadable_file_in_a_folder_is_skipped(tmp_path: Path) -> None:
+    # A real permission error: root (as in CI) reads a chmod 0 file anyway, so there the walk
+    # runs in a child that has given up the capabilities that override file permissions.
     locked = write(tmp_path / "locked.md", "secret")
     write(tmp_path / "open.md", "public")
     locked.chmod(0)
+    command = [sys.executable, "-c", _UNREADABLE_CHILD, str(tmp_path)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "as root this test needs util-linux's setpriv to drop CAP_DAC_OVERRIDE"
+        command = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", *command]
+    root = Path(__file__).resolve().parents[1]
     try:
-        documents, skipped = split(iter_load(tmp_path))
+        result = subprocess.run(command, capture_output=True, text=True, check=True, cwd=root,
+                                env={**os.environ, "PYTHONPATH": str(root)})
     finally:
         locked.chmod(0o644)
-    assert [d.id for d in documents] == ["open.md"]
-    assert skipped[0].path == str(locked) and "cannot read" in skipped[0].reason
+    out = json.loads(result.stdout)
+    assert out["documents"] == ["open.md"]
+    assert out["skipped"][0][0] == str(locked) and "cannot read" in out["skipped"][0][1]
 
 
 def test_read_errors_become_skips_naming_the_file(
