@@ -81,3 +81,14 @@ def chmod_like_umask(*paths: Path, mode: int = 0o666) -> None:
                 os.chmod(path, wanted)
         except OSError:
             continue
+
+
+def can_write(directory: Path) -> bool:
+    """False on a read-only mount or a folder this user cannot write (shipped edge bundles,
+    read-only volumes): readers then keep every file as it is."""
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog, utcnow
+from .durable import can_write
 
 FLUSH_EVERY = 64
 _ROW_KEYS = ("query_text", "strategy", "filters", "status", "result_count", "chunks_retrieved",
@@ -40,7 +41,7 @@ class QueryLog:
         self._writable = writable
         self._buffer: list[tuple[dict[str, Any], list[int]]] = []
         self._unwritable = False
-        if not writable and not _can_write(store_path):
+        if not writable and not can_write(store_path):
             self._disable("the store is on a read-only medium or not writable by this user")
 
     def _disable(self, reason: str) -> None:
@@ -156,15 +157,6 @@ class QueryLog:
             claimed.unlink()
         imported += len(entries)
         return imported
-
-
-def _can_write(store_path: Path) -> bool:
-    try:
-        if os.statvfs(store_path).f_flag & os.ST_RDONLY:
-            return False
-    except OSError:
-        return False
-    return os.access(store_path, os.W_OK)
 
 
 def _newest_within(folder: Path, budget: int) -> tuple[list[Path], list[Path]]:

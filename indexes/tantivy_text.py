@@ -31,7 +31,6 @@ generation the index content does not match.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import weakref
@@ -41,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from enginelib.durable import chmod_like_umask, write_atomic
+from enginelib.durable import can_write, chmod_like_umask, write_atomic
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
 from enginelib.indexes.analyzers import (
@@ -148,7 +147,7 @@ class TantivyTextIndex:
         if self.read_only and not (same_config and path.exists()):
             self._index = self._make_index(None)  # in memory: the files stay as they are
             return
-        if path.exists() and same_config and not _writable(self.directory):
+        if path.exists() and same_config and not can_write(self.directory):
             # A read-only medium: tantivy wants to create its lock files even to read, so
             # a reader searches a private copy (the stamp and meta are the same files).
             path = self._private_copy(path)
@@ -540,11 +539,3 @@ class _PrefixesOnly:
 
     def expand_prefix(self, prefix: str) -> list[str]:
         return self._lexicon.expand_prefix(prefix)
-def _writable(directory: Path) -> bool:
-    """False on a read-only mount or a folder this user cannot write."""
-    try:
-        if os.statvfs(directory).f_flag & os.ST_RDONLY:
-            return False
-    except OSError:
-        return False
-    return os.access(directory, os.W_OK)
