@@ -56,7 +56,7 @@ def open(path: str | Path, *, snapshot: str | None = None, **options: Any) -> St
 
         return open_memory(snapshot=snapshot, **options)
     if snapshot is not None:
-        from .snapshots import open_snapshot
+        from .store import open_snapshot
 
         return open_snapshot(path, snapshot, **options)
     return Store.open(path, **options)

@@ -31,6 +31,18 @@ def write_atomic(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def remove_unfinished(folder: Path) -> list[Path]:
+    """Delete the temp files of ``write_atomic`` calls that never renamed (a killed writer's)
+    directly in ``folder``; returns what was removed. Only a lock holder may call this."""
+    removed: list[Path] = []
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            if entry.is_file() and entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
 def fsync_file(path: Path) -> None:
     with open(path, "rb") as fh:
         os.fsync(fh.fileno())

@@ -28,7 +28,7 @@ from .validation import TEXT_COLUMNS as _TEXT_KEYS
 from .validation import check_document_id, check_ingest_options, check_record
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .core.store_core import StoreCore as Store
 
 FIRST_VERSION = "1.0.0"
 

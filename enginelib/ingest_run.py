@@ -18,7 +18,7 @@ from .ingest import IngestOptions, Ingestor
 from .types import IngestReport, LoadedDocument, SkippedInput
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .core.store_core import StoreCore as Store
 
 
 def run_ingest(

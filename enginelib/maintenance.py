@@ -8,9 +8,7 @@ model name and dimension that refuses to embed.
 from __future__ import annotations
 
 import json
-import shutil
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,12 @@ from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
 from .catalog import Catalog, first
 from .chunker import Chunker, ChunkingConfig
+from .core import layout
+from .core.generations import finish_reindex
+from .core.layout import REINDEX_MARKER
+from .core.lock import acquire_writer_lock
+from .core.recovery import discard_index_files
+from .core.store_core import StoreCore
 from .durable import write_atomic
 from .embedders import (
     Embedder,
@@ -33,51 +37,20 @@ from .embedders import (
     vectors_with_cache,
 )
 from .errors import (
-    EmbeddingError,
     IncompatibleStoreError,
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
 )
-from .indexes import TEXT_BACKENDS, VECTOR_BACKENDS
+from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
 from .schema import create_schema
-from .store import CATALOG_NAME, Store, _acquire_writer_lock
 
-StoreLike = Store | str | Path
-INDEX_DIR = "indexes"
-# Written before a reindex commits its catalog and removed once the manifest says so:
-# if a crash falls in between, the next open finishes the manifest (see Store.open).
-REINDEX_MARKER = ".reindex.json"
+StoreLike = StoreCore | str | Path
 REINDEX_STEPS: tuple[str, ...] = ("reindex_before_catalog_commit", "reindex_after_catalog_commit")
 _BATCH = 64
 _SAMPLE = 10  # problems list at most this many ids of one kind
-
-
-class CatalogOnlyEmbedder:
-    """Stands in for the store's model during maintenance: same name and dim, never embeds."""
-
-    def __init__(self, name: str, dim: int) -> None:
-        self.name = name
-        self.dim = dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        raise EmbeddingError(
-            f"this store was opened for maintenance without its model {self.name!r}: open it "
-            "with enginelib.open(path, embedder=...) to run vector or hybrid searches"
-        )
-
-
-def open_for_maintenance(path: str | Path, *, lock_timeout: float = 0.0) -> Store:
-    """Open a store for writing without loading (or even having) its embedding model."""
-    root = Path(path)
-    manifest = mf.read_manifest(root)
-    if manifest is None:
-        raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-    manifest = finish_interrupted_reindex(root, manifest, writable=False)
-    embedder = CatalogOnlyEmbedder(manifest.embedding_model, manifest.embedding_dim)
-    return Store.open(root, embedder=embedder, create=False, lock_timeout=lock_timeout)
 
 
 # -- check ---------------------------------------------------------------------------------
@@ -107,16 +80,16 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     Opening a text index that cannot be read resets it in place, as any open would: it is
     derived data, and ``repair`` rebuilds it.
     """
-    if isinstance(target, Store) and not target.read_only:
+    if isinstance(target, StoreCore) and not target.read_only:
         return _check(target.path, target.catalog, snapshots)
-    root = target.path if isinstance(target, Store) else Path(target)
+    root = target.path if isinstance(target, StoreCore) else Path(target)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-    lock = _acquire_writer_lock(root, lock_timeout)
+    lock = acquire_writer_lock(root, lock_timeout)
     try:
         manifest = mf.read_manifest(root)
         assert manifest is not None
-        catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=True)
+        catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
             return _check(root, catalog, snapshots)
         finally:
@@ -149,9 +122,11 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
                         f"{manifest.embedding_dim} dims: run `enginelib reindex --store {root}`")
     problems += _catalog_problems(catalog)
     options = manifest.index_options
+    indexes = layout.index_root(root)
     vector = VECTOR_BACKENDS[manifest.vector_backend](
-        root / INDEX_DIR / "vectors", manifest.embedding_dim, **options.get("vector", {}))
-    text = TEXT_BACKENDS[manifest.text_backend](root / INDEX_DIR / "text", **options.get("text", {}))
+        layout.vector_folder(indexes), manifest.embedding_dim, **options.get("vector", {}))
+    text = TEXT_BACKENDS[manifest.text_backend](layout.text_folder(indexes),
+                                                **options.get("text", {}))
     for what, index in (("vector", vector), ("text", text)):
         stamp = index.generation
         facts[f"{what}_generation"], facts[f"{what}_count"] = stamp, len(index)
@@ -213,21 +188,20 @@ def _catalog_problems(catalog: Catalog) -> list[str]:
 
 
 def _snapshot_problems(root: Path) -> list[str]:
-    from .snapshots import INFO_NAME, SNAPSHOTS_DIR, TABLES, TABLES_DIR
-
-    base = root / SNAPSHOTS_DIR
-    if not base.exists():
+    base = layout.snapshots_root(root)
+    live = mf.read_manifest(root)
+    if not base.exists() or live is None:
         return []
     out = []
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
         try:
-            info = json.loads((folder / INFO_NAME).read_text(encoding="utf-8"))
-            stamps = {p.parent.name: json.loads(p.read_text(encoding="utf-8")).get("generation")
-                      for p in (folder / INDEX_DIR).glob("*/stamp.json")}
+            info = json.loads((folder / layout.SNAPSHOT_INFO_NAME).read_text(encoding="utf-8"))
+            stamps = _snapshot_stamps(folder, live)
         except (OSError, ValueError) as exc:
             out.append(f"snapshot {folder.name!r} is unreadable ({exc}): delete it")
             continue
-        missing = [t for t in TABLES if not (folder / TABLES_DIR / f"{t}.parquet").is_file()]
+        missing = [t for t in layout.SNAPSHOT_TABLES
+                   if not layout.snapshot_table(folder, t).is_file()]
         if missing or not (folder / mf.MANIFEST_NAME).is_file():
             out.append(f"snapshot {folder.name!r} lacks {missing or ['manifest.json']}: delete it")
         if set(stamps) != {"vectors", "text"} or set(stamps.values()) != {info.get("generation")}:
@@ -236,34 +210,40 @@ def _snapshot_problems(root: Path) -> list[str]:
     return out
 
 
+def _snapshot_stamps(folder: Path, live: mf.Manifest) -> dict[str, object]:
+    """Index kind -> the generation its stamp names, for the kinds a snapshot has stamps of
+    (its backends are the live store's: a snapshot copies the store's index folders)."""
+    indexes = layout.index_root(folder)
+    stamps = {
+        layout.VECTOR_DIR: VECTOR_FILES[live.vector_backend].read_stamp(
+            layout.vector_folder(indexes)),
+        layout.TEXT_DIR: TEXT_FILES[live.text_backend].read_stamp(layout.text_folder(indexes)),
+    }
+    return {kind: stamp.get("generation") for kind, stamp in stamps.items() if stamp is not None}
+
+
 # -- repair --------------------------------------------------------------------------------
-
-
-def discard_index_files(index_root: Path) -> None:
-    """Remove the derived index folders; the next sync rebuilds them from the catalog."""
-    for name in ("vectors", "text"):
-        shutil.rmtree(index_root / name, ignore_errors=True)
 
 
 def repair(target: StoreLike) -> IntegrityReport:
     """Rebuild both indexes (and the manifest's generation) from the catalog, then re-check."""
-    if isinstance(target, Store):
+    if isinstance(target, StoreCore):
         target.rebuild_indexes()
         return check(target, snapshots=False)
     try:
-        store = open_for_maintenance(target)
+        store = StoreCore.open_for_maintenance(target)
     except (StoreLockedError, StoreNotFoundError, IncompatibleStoreError):
         raise
     except StoreError:
         # Opening replays the derived indexes; if even that fails, they are what is
         # broken: throw them away (under the writer lock) and open on the catalog alone.
-        root = Path(target.path if isinstance(target, Store) else target)
-        lock = _acquire_writer_lock(root, 0.0)
+        root = Path(target.path if isinstance(target, StoreCore) else target)
+        lock = acquire_writer_lock(root, 0.0)
         try:
-            discard_index_files(root / "indexes")
+            discard_index_files(layout.index_root(root))
         finally:
             lock.release()
-        store = open_for_maintenance(target)
+        store = StoreCore.open_for_maintenance(target)
     try:
         store.rebuild_indexes()
         return check(store, snapshots=False)
@@ -304,16 +284,16 @@ def reindex(
     ``embedder`` (an object or a built-in name) switches the store's model; None keeps the
     store's own. The old model is never needed. ``chunking`` None keeps the store's chunking.
     """
-    if isinstance(target, Store):
+    if isinstance(target, StoreCore):
         return _reindex_store(target, _reindex_embedder(target, embedder), chunking, progress)
-    store = open_for_maintenance(target)
+    store = StoreCore.open_for_maintenance(target)
     try:
         return _reindex_store(store, _reindex_embedder(store, embedder), chunking, progress)
     finally:
         store.close()
 
 
-def _reindex_embedder(store: Store, embedder: Embedder | str | None) -> Embedder:
+def _reindex_embedder(store: StoreCore, embedder: Embedder | str | None) -> Embedder:
     """The embedder a reindex writes with: the one asked for, else the store's own (a
     reindex never switches models unless told to)."""
     if embedder is None:
@@ -353,11 +333,11 @@ FROM reindex_documents r WHERE documents.document_id = r.document_id
 
 
 def _reindex_store(
-    store: Store, embedder: Embedder, chunking: ChunkingConfig | None, progress: bool
+    store: StoreCore, embedder: Embedder, chunking: ChunkingConfig | None, progress: bool
 ) -> ReindexReport:
     from .ingest import chunk_rows
 
-    store._require_writable()
+    store.require_writable()
     started = time.monotonic()
     # A reindex re-chunks with the current chunker: a store built by the flat one moves to
     # section structure (its sizes kept); pass ``chunking`` to choose otherwise.
@@ -421,8 +401,8 @@ def _reindex_store(
         catalog.set_meta("reindexed_generation", str(generation))
         faults.crash_point("reindex_before_catalog_commit")
     faults.crash_point("reindex_after_catalog_commit")
-    manifest = _finish(root, store.manifest, marker, index_version)
-    store._adopt_model(manifest, embedder)
+    manifest = finish_reindex(root, store.manifest, marker, index_version)
+    store.adopt_model(manifest, embedder)
     return ReindexReport(
         documents=len(ids), chunks_before=chunks_before, chunks_after=count,
         chunks_embedded=embedded, generation=generation, index_version=index_version,
@@ -432,7 +412,7 @@ def _reindex_store(
 
 
 def _stage_batch(
-    store: Store, embedder: Embedder, staged: list[tuple[str, list[Any], list[str]]],
+    store: StoreCore, embedder: Embedder, staged: list[tuple[str, list[Any], list[str]]],
     docs: list[tuple[str, int, list[str]]], reuse_cache: bool, bar: IngestProgress,
 ) -> int:
     """Embed one batch (cache hits skipped when the dimension is unchanged) into staging."""
@@ -472,43 +452,3 @@ def _stage_batch(
             con.unregister("_staged")
     catalog.release()
     return len(missing)
-
-
-def _finish(root: Path, manifest: mf.Manifest, marker: dict[str, Any], index_version: str) -> mf.Manifest:
-    """Record the new model and chunking in the manifest, then drop the marker."""
-    new = replace(
-        manifest, embedding_model=marker["embedding_model"], embedding_dim=marker["embedding_dim"],
-        chunking=marker["chunking"], chunking_hash=marker["chunking_hash"],
-        generation=marker["generation"], index_version=index_version,
-    )
-    mf.write_manifest(root, new)
-    (root / REINDEX_MARKER).unlink(missing_ok=True)
-    return new
-
-
-def finish_interrupted_reindex(root: Path, manifest: mf.Manifest, *, writable: bool) -> mf.Manifest:
-    """The manifest to trust when a reindex was killed between its catalog commit and its
-    manifest write (the catalog then holds the new vectors). Writers also fix the files."""
-    path = root / REINDEX_MARKER
-    if not path.exists():
-        return manifest
-    try:
-        marker = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        marker = None
-    catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=True)
-    try:
-        done = marker is not None and catalog.get_meta("reindexed_generation") == str(marker["generation"])
-        index_version = catalog.get_meta("index_version") or ""
-    finally:
-        catalog.close()
-    if not done:  # the reindex never committed: the old manifest is right
-        if writable:
-            path.unlink(missing_ok=True)
-        return manifest
-    assert marker is not None
-    if writable:
-        return _finish(root, manifest, marker, index_version)
-    return replace(manifest, embedding_model=marker["embedding_model"],
-                   embedding_dim=marker["embedding_dim"], chunking=marker["chunking"],
-                   chunking_hash=marker["chunking_hash"])

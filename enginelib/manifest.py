@@ -8,11 +8,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from .core.layout import MANIFEST_NAME
 from .durable import write_atomic
 from .errors import IncompatibleStoreError, StoreError
 
 FORMAT_VERSION = 1
-MANIFEST_NAME = "manifest.json"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .embedder import Embedder
+from .embedders.base import Embedder
 from .errors import EmbeddingError, InvalidInputError, InvalidVectorError
 from .types import LoadedDocument
 

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from . import faults
 from .catalog import first, utcnow
+from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
 from .manifest import next_index_version
-from .snapshots import TABLES_DIR, RestoreReport
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .core.store_core import StoreCore
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    name: str
+    generation: int
+    index_version: str
+    documents: int
+    chunks: int
+    archived: int  # live versions archived because the restore replaced or removed them
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 # Live documents that the restore removes or whose text it replaces are archived first,
 # exactly like an ingest that changes them would (same columns as Catalog.archive_document).
@@ -45,7 +59,7 @@ FROM read_parquet(?) s JOIN _restore_versions v ON v.document_id = s.document_id
 """
 
 
-def restore_into(store: Store, folder: Path, name: str) -> RestoreReport:
+def restore_into(store: StoreCore, folder: Path, name: str) -> RestoreReport:
     """Replace the live documents and chunks with the snapshot's (caller checked compatibility)."""
     catalog = store.catalog
     con = catalog.con

@@ -31,29 +31,22 @@ from typing import Any
 from . import faults
 from . import manifest as mf
 from .catalog import Catalog, first
+from .core import layout
+from .core.layout import SNAPSHOT_INFO_NAME as INFO_NAME
+from .core.layout import SNAPSHOT_SETTINGS_NAME as SETTINGS_NAME
+from .core.layout import SNAPSHOT_TABLES as TABLES
+from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
+from .core.layout import SNAPSHOTS_DIR
+from .core.lock import acquire_writer_lock
+from .core.store_core import StoreCore
 from .durable import fsync_dir, fsync_file, write_atomic
-from .embedders import Embedder, embedder_for_store, resolve_embedder
-from .errors import (
-    IncompatibleStoreError,
-    InvalidInputError,
-    SnapshotError,
-    StoreNotFoundError,
-)
-from .store import CATALOG_NAME, Store, _acquire_writer_lock
+from .errors import InvalidInputError, SnapshotError, StoreNotFoundError
+from .indexes import TEXT_FILES, VECTOR_FILES
+from .snapshot_restore import RestoreReport
 
-SNAPSHOTS_DIR = "snapshots"
-SETTINGS_NAME = "settings.json"
-INFO_NAME = "snapshot.json"
-TABLES_DIR = "tables"
-INDEX_DIR = "indexes"
 LIVE = "live"  # the name that means "the live store" in diffs
 DEFAULT_KEEP = 3
 FORMAT_VERSION = 1
-# The catalog tables a snapshot holds. The query log, the embedding cache and label
-# tombstones are left out: telemetry, a cache, and replay bookkeeping of the live store.
-TABLES: tuple[str, ...] = (
-    "meta", "sources", "documents", "chunks", "document_versions", "search_config", "acronyms",
-)
 # Tables added after snapshots first shipped: an older snapshot without them still loads.
 OPTIONAL_TABLES: frozenset[str] = frozenset({"acronyms"})
 # Steps of snapshot create/restore where the fault-injection tests kill the process.
@@ -65,7 +58,7 @@ SNAPSHOT_STEPS: tuple[str, ...] = (
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _AUTO_NAME = re.compile(r"^(\d{4}\.\d{2})\.(\d+)$")
 
-StoreLike = Store | str | Path
+StoreLike = StoreCore | str | Path
 
 
 @dataclass(frozen=True)
@@ -114,24 +107,11 @@ class SnapshotDiff:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class RestoreReport:
-    name: str
-    generation: int
-    index_version: str
-    documents: int
-    chunks: int
-    archived: int  # live versions archived because the restore replaced or removed them
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 # -- names, folders, settings --------------------------------------------------------------
 
 
 def _root(target: StoreLike) -> Path:
-    return target.path if isinstance(target, Store) else Path(target)
+    return target.path if isinstance(target, StoreCore) else Path(target)
 
 
 def snapshots_dir(target: StoreLike) -> Path:
@@ -194,14 +174,14 @@ def next_name(target: StoreLike, today: date | None = None) -> str:
 @contextmanager
 def _writer(target: StoreLike) -> Iterator[Path]:
     """Hold the store's writer lock (already held when ``target`` is a writable Store)."""
-    if isinstance(target, Store):
-        target._require_writable()
+    if isinstance(target, StoreCore):
+        target.require_writable()
         yield target.path
         return
     root = Path(target)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-    lock = _acquire_writer_lock(root, 0.0)
+    lock = acquire_writer_lock(root, 0.0)
     try:
         yield root
     finally:
@@ -209,14 +189,12 @@ def _writer(target: StoreLike) -> Iterator[Path]:
 
 
 @contextmanager
-def _writable_store(target: StoreLike) -> Iterator[Store]:
-    if isinstance(target, Store):
-        target._require_writable()
+def _writable_store(target: StoreLike) -> Iterator[StoreCore]:
+    if isinstance(target, StoreCore):
+        target.require_writable()
         yield target
         return
-    from .maintenance import open_for_maintenance
-
-    store = open_for_maintenance(target)
+    store = StoreCore.open_for_maintenance(target)
     try:
         yield store
     finally:
@@ -304,7 +282,7 @@ def create_snapshot(
         return replace(info, pinned=pin, size_bytes=get_snapshot(root, name).size_bytes)
 
 
-def _write_snapshot(store: Store, tmp: Path, name: str) -> SnapshotInfo:
+def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
     tables = tmp / TABLES_DIR
     tables.mkdir(parents=True)
     con = store.catalog.con
@@ -315,15 +293,19 @@ def _write_snapshot(store: Store, tmp: Path, name: str) -> SnapshotInfo:
     documents = first(con.execute("SELECT count(*) FROM documents").fetchall())[0]
     chunks = first(con.execute("SELECT count(*) FROM chunks").fetchall())[0]
     store.catalog.release()
-    # Leave out temporary files of an index save. Tantivy's (empty) lock files are copied:
-    # a reader creates them on open, which would otherwise write inside the snapshot.
-    shutil.copytree(store.path / INDEX_DIR, tmp / INDEX_DIR,
-                    ignore=shutil.ignore_patterns(".tmp-*", ".*.tmp"))
-    for stamp in (tmp / INDEX_DIR).glob("*/stamp.json"):
-        if json.loads(stamp.read_text(encoding="utf-8")).get("generation") != store.generation:
-            raise SnapshotError(f"index {stamp.parent.name} is not at generation "
-                                f"{store.generation}: run `enginelib repair` first", path=stamp)
+    # Each backend copies its saved files (leaving out those of an unfinished save).
     manifest = store.manifest
+    live, copy = layout.index_root(store.path), layout.index_root(tmp)
+    copy.mkdir()
+    for kind, files in ((layout.VECTOR_DIR, VECTOR_FILES[manifest.vector_backend]),
+                        (layout.TEXT_DIR, TEXT_FILES[manifest.text_backend])):
+        if (live / kind).is_dir():
+            files.copy(live / kind, copy / kind)
+        stamp = files.read_stamp(copy / kind)
+        if stamp is not None and stamp.get("generation") != store.generation:
+            raise SnapshotError(f"index {kind} is not at generation "
+                                f"{store.generation}: run `enginelib repair` first",
+                                path=copy / kind)
     mf.write_manifest(tmp, manifest)
     info = SnapshotInfo(
         name=name, created_at=datetime.now().isoformat(timespec="microseconds"),
@@ -407,38 +389,12 @@ def _prune(root: Path, keep: int) -> list[str]:
     return [s.name for s in doomed]
 
 
-# -- open read-only ------------------------------------------------------------------------
+# -- open read-only (the facade's ``open_snapshot`` builds the Store) -----------------
 
 
-def open_snapshot(
-    path: str | Path, name: str, *, embedder: Embedder | str | None = None, **_ignored: Any
-) -> Store:
-    """Open snapshot ``name`` of the store at ``path`` read-only (``store.snapshot == name``).
-
-    Its tables load into an in-memory catalog and its own index files are searched, so the
-    results are the ones it gave when taken, whatever the live store did since. Options
-    meant for the live store (read_only, create, lock_timeout, chunking) do not apply.
-    """
-    root = Path(path)
-    if mf.read_manifest(root) is None:
-        raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-    folder = _folder(root, name)
-    manifest = mf.read_manifest(folder)
-    if manifest is None:
-        raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
-    # A snapshot is searched with the model it recorded unless the caller brings one.
-    embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)
-                if embedder is None else resolve_embedder(embedder))
-    if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
-        raise IncompatibleStoreError(
-            f"snapshot {name!r} was built with {manifest.embedding_model} "
-            f"({manifest.embedding_dim} dims); this embedder is {embedder.name} "
-            f"({embedder.dim} dims): open it with embedder= that model",
-            path=folder,
-        )
-    catalog = load_catalog(folder, manifest.embedding_dim)
-    return Store(root, manifest=manifest, catalog=catalog, embedder=embedder, read_only=True,
-                 lock=None, index_root=folder / INDEX_DIR, snapshot=name)
+def snapshot_folder(root: Path, name: str) -> Path:
+    """The folder of snapshot ``name``; SnapshotError when there is none."""
+    return _folder(root, name)
 
 
 def load_catalog(folder: Path, dim: int) -> Catalog:
@@ -478,14 +434,14 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, i
             ).fetchall()
         finally:
             catalog.close()
-    elif isinstance(target, Store) and target.snapshot is None:
+    elif isinstance(target, StoreCore) and target.snapshot is None:
         rows = target.catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM documents").fetchall()
         target.catalog.release()
     else:
         manifest = mf.read_manifest(root)
         if manifest is None:
             raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-        catalog = Catalog(root / CATALOG_NAME, manifest.embedding_dim, read_only=True)
+        catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
             rows = catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM documents").fetchall()
         finally:
@@ -548,6 +504,6 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
 __all__ = [
     "DEFAULT_KEEP", "LIVE", "SNAPSHOT_STEPS", "DocumentChange", "RestoreReport", "SnapshotDiff",
     "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
-    "get_snapshot", "list_snapshots", "next_name", "open_snapshot", "pin_snapshot",
-    "restore_snapshot", "retention", "set_retention",
+    "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
+    "restore_snapshot", "retention", "set_retention", "snapshot_folder",
 ]

@@ -1,7 +1,8 @@
 """The edge of the Python API: each public Store method checks its arguments, maps
 dependency errors, and (read-only stores) lets go of the catalog file when it returns.
 
-Installed once on ``Store`` (see the end of store.py) so the methods themselves stay about
+Installed once on ``StoreCore`` and once on the ``Store`` facade (see the end of
+core/store_core.py and store.py) so the methods themselves stay about
 what they do. Why release after every read-only call: DuckDB lets one process hold a file
 for writing or several hold it for reading, never both; a reader whose last call was
 ``get_document`` used to keep the file open and make the writer wait for its lock timeout.
@@ -224,13 +225,15 @@ def _wrap_open(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install(store_class: type) -> None:
-    """Wrap ``store_class``'s public methods (idempotent)."""
-    if getattr(store_class, "_edge_installed", False):
+    """Wrap the public methods ``store_class`` itself defines (idempotent per class): the
+    store core's and the facade's are each installed once, subclasses inherit them."""
+    if store_class.__dict__.get("_edge_installed", False):
         return
     for name, check in CHECKS.items():
         method = store_class.__dict__.get(name)
         if method is not None:
             setattr(store_class, name, _wrap(name, method, check))
-    opener = store_class.__dict__["open"]
-    store_class.open = classmethod(_wrap_open(opener.__func__))  # type: ignore[attr-defined]
+    opener = store_class.__dict__.get("open")
+    if opener is not None:
+        store_class.open = classmethod(_wrap_open(opener.__func__))  # type: ignore[attr-defined]
     store_class._edge_installed = True  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -103,3 +104,25 @@ class TextIndex(Protocol):
 # and ``factory(directory, **options)`` for text; each backend names its own options.
 VectorIndexFactory = Callable[..., VectorIndex]
 TextIndexFactory = Callable[..., TextIndex]
+
+
+class IndexFiles(Protocol):
+    """What the store core may do with a backend's folder without opening the index.
+
+    The names of the files inside the folder (stamps, segments, lock and delete files) are
+    the backend's alone: the core, snapshots and maintenance ask through these calls.
+    """
+
+    def read_stamp(self, folder: Path) -> dict[str, object] | None:
+        """The stamp the last ``save`` wrote, or None when there is none; raises OSError or
+        ValueError when it cannot be read."""
+        ...
+
+    def recover(self, folder: Path) -> list[Path]:
+        """Remove what a killed writer left in ``folder`` (the caller holds the writer
+        lock); returns what was removed."""
+        ...
+
+    def copy(self, source: Path, target: Path) -> None:
+        """Copy a saved index into ``target`` (a snapshot), leaving out unfinished files."""
+        ...

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib import ChunkingConfig, HashingEmbedder, IncompatibleStoreError, maintenance
 from enginelib.cli.main import main
+from enginelib.store import open_for_maintenance
 from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,7 +255,7 @@ def test_reindex_and_repair_need_no_model(tmp_path: Path) -> None:
     """Maintenance opens the store with a stand-in that refuses to embed, never the model."""
     path = tmp_path / "s"
     _make_store(path)
-    with maintenance.open_for_maintenance(path) as store:
+    with open_for_maintenance(path) as store:
         assert store.search("caliper", strategy="fulltext", limit=1,
                             answerability_threshold=None).hits
         with pytest.raises(enginelib.EngineError, match="opened for maintenance"):

@@ -20,7 +20,7 @@ from .report import ExportProgress, ExportReport
 from .rows import read_store
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
 
 # Fault hook for the interrupted-load test: after this many chunk rows have been sent,
 # flush them, touch the marker file (if given) and block until killed. Unset: no effect.

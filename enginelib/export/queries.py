@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidFilterError, InvalidInputError
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
 
 
 def read_queries(path: Path, limit: int) -> list[str]:

@@ -20,7 +20,7 @@ from .pg_schema import ts_config
 if TYPE_CHECKING:
     import duckdb
 
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
 
 Row = tuple[Any, ...]
 

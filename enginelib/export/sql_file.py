@@ -24,7 +24,7 @@ from .report import ExportProgress, ExportReport
 from .rows import read_store
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
 
 
 def write_sql(

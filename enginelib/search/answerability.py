@@ -15,7 +15,7 @@ from .request import ANSWERABILITY_THRESHOLD, SearchRequest
 
 if TYPE_CHECKING:
     from ..chunk_view import ChunkView
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
 
 Ranking = list[tuple[int, float]]
 

@@ -27,7 +27,7 @@ from .results import NO_RELEVANT_SOURCES, OK, Hit, RagContext, Scores, SearchRes
 
 if TYPE_CHECKING:
     from ..chunk_view import ChunkView
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
 
 Ranking = list[tuple[int, float]]
 

@@ -35,7 +35,7 @@ from ..errors import RewriterError
 from .fusion import Ranking, best_per_label, order
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..core.store_core import StoreCore as Store
     from .request import SearchRequest
 
 # A rewriter maps the question to a few sub-queries (the question itself always runs too).

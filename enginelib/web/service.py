@@ -99,7 +99,7 @@ class Service:
         if not snapshot:
             return self.store
         if snapshot not in self._snapshots:
-            from ..snapshots import open_snapshot
+            from ..store import open_snapshot
 
             self._snapshots[snapshot] = open_snapshot(self.store.path, snapshot,
                                                       embedder=self.store.embedder)

@@ -1,0 +1,84 @@
+"""What an open checks: the store's schema, model and chunking against what the caller asks,
+the index options a session may change, and the stand-in model maintenance opens with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import manifest as mf
+from ..chunker import ChunkingConfig
+from ..embedders import Embedder
+from ..errors import EmbeddingError, IncompatibleStoreError, InvalidInputError
+from ..schema import SCHEMA_VERSION
+
+# Index options that only change how a search runs, not what is on disk: an existing store
+# accepts them at open, for that session. The others are fixed when the store is created.
+RUNTIME_INDEX_OPTIONS: dict[str, frozenset[str]] = {
+    "vector": frozenset({"ef_search", "exact_threshold", "num_threads"}),
+    "text": frozenset({"lenient"}),
+}
+
+
+def runtime_index_options(options: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """An existing store's session overrides, refusing the options fixed at creation."""
+    if not options:
+        return {}
+    checked: dict[str, dict[str, Any]] = {}
+    for kind, values in options.items():
+        allowed = RUNTIME_INDEX_OPTIONS.get(kind)
+        if allowed is None or not isinstance(values, dict):
+            raise InvalidInputError(
+                f"index_options[{kind!r}] is not understood; use 'vector' or 'text' dicts"
+            )
+        fixed = sorted(set(values) - allowed)
+        if fixed:
+            raise InvalidInputError(
+                f"index option(s) {fixed} are fixed when a store is created; an existing store "
+                f"accepts only {sorted(allowed)} for {kind!r} (run `enginelib reindex` into a "
+                "new store to change the others)"
+            )
+        checked[kind] = dict(values)
+    return checked
+
+
+def check_compatible(
+    root: Path, manifest: mf.Manifest, embedder: Embedder, chunking: ChunkingConfig | None
+) -> None:
+    if manifest.schema_version > SCHEMA_VERSION:
+        raise IncompatibleStoreError(
+            f"store {root} uses schema {manifest.schema_version}, newer than this enginelib "
+            f"({SCHEMA_VERSION}): upgrade enginelib",
+            path=root,
+        )
+    if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
+        raise IncompatibleStoreError(
+            f"store {root} was built with {manifest.embedding_model} "
+            f"({manifest.embedding_dim} dims); this embedder is {embedder.name} ({embedder.dim} "
+            f"dims): run `enginelib reindex --store {root} --embedder {embedder.name}` to switch "
+            "(or Store.reindex(embedder=...)), or open it without an embedder to use its own",
+            path=root,
+        )
+    if chunking is not None and chunking.config_hash() != manifest.chunking_hash:
+        raise IncompatibleStoreError(
+            f"store {root} was chunked with {manifest.chunking}; the requested chunking differs: "
+            f"run `enginelib reindex --store {root}` to re-chunk",
+            path=root,
+        )
+
+
+class CatalogOnlyEmbedder:
+    """Stands in for the store's model during maintenance: same name and dim, never embeds."""
+
+    def __init__(self, name: str, dim: int) -> None:
+        self.name = name
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise EmbeddingError(
+            f"this store was opened for maintenance without its model {self.name!r}: open it "
+            "with enginelib.open(path, embedder=...) to run vector or hybrid searches"
+        )

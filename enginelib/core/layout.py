@@ -1,0 +1,78 @@
+"""Where everything of a store lives: the one place that names a store folder's paths.
+
+A store is one folder::
+
+    manifest.json         what the store was built with and the generation it is at
+    catalog.duckdb        the truth (DuckDB)
+    .writer.lock          one writer at a time (filelock)
+    .reindex.json         a reindex between its catalog commit and its manifest write
+    indexes/vectors/      the vector backend's files (named by the backend alone)
+    indexes/text/         the text backend's files (named by the backend alone)
+    querylog/             readers' pending query-log lines
+    jobs-inbox/           jobs queued by processes that do not hold the writer lock
+    snapshots/            settings.json, then one folder per snapshot (below)
+
+    snapshots/<name>/manifest.json, snapshot.json, tables/<table>.parquet, indexes/...
+    snapshots/.tmp-*, snapshots/.trash-*   a create or a delete that has not finished
+
+What sits *inside* an index folder (stamps, segments, lock files) is the backend's to know
+(``enginelib/indexes``); this module names only the folders the store gives them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MANIFEST_NAME = "manifest.json"
+CATALOG_NAME = "catalog.duckdb"
+LOCK_NAME = ".writer.lock"
+# Written before a reindex commits its catalog and removed once the manifest says so:
+# if a crash falls in between, the next open finishes the manifest.
+REINDEX_MARKER = ".reindex.json"
+INDEX_DIR = "indexes"
+VECTOR_DIR = "vectors"
+TEXT_DIR = "text"
+INDEX_KINDS: tuple[str, ...] = (VECTOR_DIR, TEXT_DIR)
+QUERYLOG_DIR = "querylog"
+INBOX_DIR = "jobs-inbox"
+
+SNAPSHOTS_DIR = "snapshots"
+SNAPSHOT_SETTINGS_NAME = "settings.json"
+SNAPSHOT_INFO_NAME = "snapshot.json"
+SNAPSHOT_TABLES_DIR = "tables"
+SNAPSHOT_TMP_PREFIX = ".tmp-"
+SNAPSHOT_TRASH_PREFIX = ".trash-"
+# The catalog tables a snapshot holds. The query log, the embedding cache and label
+# tombstones are left out: telemetry, a cache, and replay bookkeeping of the live store.
+SNAPSHOT_TABLES: tuple[str, ...] = (
+    "meta", "sources", "documents", "chunks", "document_versions", "search_config", "acronyms",
+)
+
+
+def catalog_path(root: Path) -> Path:
+    return root / CATALOG_NAME
+
+
+def index_root(root: Path) -> Path:
+    """The folder holding both index folders (a store's, or a snapshot's)."""
+    return root / INDEX_DIR
+
+
+def vector_folder(indexes: Path) -> Path:
+    return indexes / VECTOR_DIR
+
+
+def text_folder(indexes: Path) -> Path:
+    return indexes / TEXT_DIR
+
+
+def snapshots_root(root: Path) -> Path:
+    return root / SNAPSHOTS_DIR
+
+
+def snapshot_tables(folder: Path) -> Path:
+    return folder / SNAPSHOT_TABLES_DIR
+
+
+def snapshot_table(folder: Path, table: str) -> Path:
+    return folder / SNAPSHOT_TABLES_DIR / f"{table}.parquet"

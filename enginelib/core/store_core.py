@@ -1,0 +1,445 @@
+"""The store core: one folder opened for reading or writing, its generations, its commits.
+
+``StoreCore`` owns what every operation shares: the writer lock, the manifest, the catalog
+connection, both derived indexes and the caches that live as long as a generation. It opens
+a folder (creating it, clearing what a dead writer left, finishing an interrupted reindex),
+follows a writer's generations as a reader, and runs the commit protocol:
+
+1. an operation writes the catalog in one transaction that bumps the generation, then calls
+   ``committed()`` (cached meta refreshed) and ``apply_commit()`` (in-memory indexes);
+2. ``persist()`` saves each index stamped with that generation, then the manifest;
+3. on open, ``sync_indexes()`` brings an index whose stamp lags up to the catalog (replay of
+   tombstones and new chunks, or a rebuild), so a crash at any step loses nothing committed.
+
+The operations (ingest, search, maintenance, snapshots, export, jobs) take a ``StoreCore``;
+``enginelib.store.Store`` is the public facade that adds their methods.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+from filelock import FileLock
+
+from .. import faults
+from .. import manifest as mf
+from ..catalog import Catalog
+from ..chunk_view import ChunkView
+from ..chunker import Chunker, ChunkingConfig
+from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
+from ..errors import ReadOnlyStoreError, StoreError, StoreLockedError, StoreNotFoundError
+from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS
+from ..indexes.base import TextDocument, TextIndex, VectorIndex
+from ..querylog import QueryLog
+from ..schema import SCHEMA_VERSION
+from ..search.cache import ResponseCache
+from . import layout
+from .compat import CatalogOnlyEmbedder, check_compatible, runtime_index_options
+from .generations import finish_interrupted_reindex
+from .lock import acquire_writer_lock
+from .recovery import discard_index_files, recover_files
+
+
+class StoreCore:
+    """A store folder: DuckDB catalog (truth), hnswlib + Tantivy indexes (derived), manifest."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        manifest: mf.Manifest,
+        catalog: Catalog,
+        embedder: Embedder,
+        read_only: bool,
+        lock: FileLock | None,
+        index_root: Path,
+        snapshot: str | None = None,
+        index_overrides: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.catalog = catalog
+        self.embedder = embedder
+        self.read_only = read_only
+        self.snapshot = snapshot
+        self._lock = lock
+        self._index_root = index_root
+        self._index_overrides = index_overrides or {}
+        self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
+        self.query_embeddings = QueryEmbeddingCache(embedder)
+        self.response_cache = ResponseCache()
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.vector_index, self.text_index = self._open_indexes()
+        self._refresh_after = 0.0
+        self._view: ChunkView | None = None
+        self._closed = False
+        self.filter_cache: dict[tuple[int, str], np.ndarray] = {}
+        # the gate's analyzed words of a chunk, by label; emptied with the filter cache
+        self.hit_token_cache: dict[int, frozenset[str]] = {}
+        self._presets: dict[str, dict[str, Any]] | None = None
+        self._default_preset = "default"
+        self.query_log = QueryLog(path, writable=not read_only)
+        self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
+        self._load_meta()
+        self.sync_indexes()
+        if not read_only:
+            self.query_log.import_pending(self.catalog)
+        self.catalog.release()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        embedder: Embedder | str | None = None,
+        chunking: ChunkingConfig | None = None,
+        create: bool = True,
+        read_only: bool = False,
+        lock_timeout: float = 0.0,
+        index_options: dict[str, Any] | None = None,
+    ) -> Self:
+        root = Path(path)
+        existing = mf.read_manifest(root) if root.exists() else None
+        if existing is None:
+            if not create or read_only:
+                raise StoreNotFoundError(
+                    f"no enginelib store at {root}: create it with `enginelib init --store {root}`",
+                    path=root,
+                )
+            if root.exists() and any(p.name != layout.LOCK_NAME for p in root.iterdir()):
+                raise StoreError(
+                    f"{root} exists, is not empty and is not an enginelib store (no manifest.json)",
+                    path=root,
+                )
+        root.mkdir(parents=True, exist_ok=True)
+        overrides: dict[str, dict[str, Any]] = {}
+        lock = None if read_only else acquire_writer_lock(root, lock_timeout)
+        try:
+            if existing is None:
+                # A new store takes the embedder asked for (object or name), else the default.
+                embedder = resolve_embedder(embedder)
+                config = chunking or ChunkingConfig()
+                config.validate()
+                manifest = mf.Manifest(
+                    embedding_model=embedder.name,
+                    embedding_dim=int(embedder.dim),
+                    chunking=config.to_dict(),
+                    chunking_hash=config.config_hash(),
+                    schema_version=SCHEMA_VERSION,
+                    created_at=datetime.now().isoformat(timespec="seconds"),
+                    index_options=dict(index_options or {}),
+                )
+                mf.write_manifest(root, manifest)
+            else:
+                if not read_only:  # we hold the lock: clear what a dead writer left
+                    recover_files(root, existing)
+                overrides = runtime_index_options(index_options)
+                manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
+                # An existing store uses the embedder it recorded unless one is named.
+                embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)
+                            if embedder is None else resolve_embedder(embedder))
+                check_compatible(root, manifest, embedder, chunking)
+            catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=read_only)
+            if not read_only and manifest.schema_version < SCHEMA_VERSION:
+                # The catalog has just been migrated in its own transaction: record it.
+                manifest = mf.Manifest.from_dict(
+                    {**manifest.to_dict(), "schema_version": SCHEMA_VERSION}
+                )
+                mf.write_manifest(root, manifest)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return cls(
+            root,
+            manifest=manifest,
+            catalog=catalog,
+            embedder=embedder,
+            read_only=read_only,
+            lock=lock,
+            index_root=layout.index_root(root),
+            index_overrides=overrides,
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.query_log.flush(self.catalog)
+            if not self.read_only:
+                self.persist()
+        finally:
+            if self._view is not None:
+                self._view.close()
+            release = getattr(self.text_index, "release", None)
+            if release is not None:  # a failed save must not keep tantivy's writer lock
+                release()
+            self.catalog.close()
+            if self._scratch is not None:
+                self._scratch.cleanup()
+            if self._lock is not None:
+                self._lock.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def require_writable(self) -> None:
+        """Raise ReadOnlyStoreError unless this object may write (operations call it first)."""
+        if self.read_only:
+            what = f"snapshot {self.snapshot!r}" if self.snapshot else "this store (opened read-only)"
+            raise ReadOnlyStoreError(f"{what} cannot be modified", path=self.path)
+
+    @property
+    def generation(self) -> int:
+        """The catalog generation this store object reflects (cached: no file access)."""
+        return self._generation
+
+    @property
+    def index_version(self) -> str:
+        return self._index_version
+
+    def _load_meta(self) -> None:
+        self._generation = self.catalog.generation
+        self._index_version = self.catalog.get_meta("index_version") or ""
+
+    def committed(self) -> None:
+        """Called after every catalog commit by this process: refresh the cached meta."""
+        self._load_meta()
+        self._presets = None
+
+    def refresh(self) -> bool:
+        """Readers: move to the writer's latest persisted generation; True if it changed.
+
+        Cheap when nothing changed (one stat of manifest.json). A reader moves only to a
+        generation whose catalog, index stamps and manifest all agree, loading it completely
+        before swapping, so a search never sees half a commit.
+        """
+        if not self.read_only or self.snapshot is not None:
+            return False
+        stamp = _stat(self.path / mf.MANIFEST_NAME)
+        if stamp == self._manifest_stamp or time.monotonic() < self._refresh_after:
+            return False
+        try:
+            manifest = mf.read_manifest(self.path)
+            if manifest is None or manifest.generation == self._generation:
+                self._manifest_stamp = stamp
+                return False
+            generation = self.catalog.generation
+            vector, text = self._open_indexes()
+            if not generation == manifest.generation == vector.generation == text.generation:
+                # The writer is between its catalog commit and its index save: try later.
+                self._refresh_after = time.monotonic() + 0.2
+                return False
+            index_version = self.catalog.get_meta("index_version") or ""
+            view = ChunkView.load(self.catalog)
+        except StoreLockedError:
+            self._refresh_after = time.monotonic() + 0.2
+            return False
+        finally:
+            self.catalog.release()
+        self.vector_index, self.text_index = vector, text
+        self._generation, self._index_version = generation, index_version
+        self.manifest = manifest
+        self._manifest_stamp = stamp
+        self.filter_cache.clear()
+        self.hit_token_cache.clear()
+        self._presets = None
+        self._swap_view(view)
+        return True
+
+    def _index_options(self, kind: str) -> dict[str, Any]:
+        """The store's index options, with this session's search-time overrides on top."""
+        return {**self.manifest.index_options.get(kind, {}), **self._index_overrides.get(kind, {})}
+
+    def _open_indexes(self) -> tuple[VectorIndex, TextIndex]:
+        vector = VECTOR_BACKENDS[self.manifest.vector_backend](
+            layout.vector_folder(self._index_root), self.manifest.embedding_dim,
+            **self._index_options("vector"),
+        )
+        # A reader never rewrites the shared text index, even one of an older format.
+        readonly = {"read_only": True} if self.read_only else {}
+        text = TEXT_BACKENDS[self.manifest.text_backend](
+            layout.text_folder(self._index_root), **self._index_options("text"), **readonly
+        )
+        return vector, text
+
+    def _scratch_text_index(self) -> TextIndex:
+        """A private text index for a reader whose shared one lags: never write shared files."""
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="enginelib-text-")
+        folder = Path(self._scratch.name) / f"text-{self._generation}"
+        return TEXT_BACKENDS[self.manifest.text_backend](folder, **self._index_options("text"))
+
+    def _swap_view(self, view: ChunkView) -> None:
+        old, self._view = self._view, view
+        if old is not None:
+            old.close()
+
+    # -- index maintenance -----------------------------------------------------------------
+
+    def sync_indexes(self) -> None:
+        """Bring both indexes up to the catalog's generation (replay, or rebuild if unknown)."""
+        target = self._generation
+        changed = False
+        for index in (self.vector_index, self.text_index):
+            stamp = index.generation
+            if stamp == target:
+                continue
+            changed = True
+            if self.read_only and isinstance(index, TextIndex):
+                index = self.text_index = self._scratch_text_index()
+                stamp = None
+            if stamp is None or stamp > target:
+                index.clear()
+                self._replay(index, since=None)
+            else:
+                index.delete(self.catalog.tombstones_since(stamp))
+                self._replay(index, since=stamp)
+        if (changed or self.manifest.generation != target) and not self.read_only:
+            self.persist()
+
+    def _replay(self, index: VectorIndex | TextIndex, since: int | None) -> None:
+        for batch in self.catalog.chunk_batches(since_generation=since):
+            labels = np.asarray(batch.column("label").to_numpy(), dtype=np.int64)
+            if isinstance(index, VectorIndex):
+                emb = batch.column("embedding").combine_chunks()
+                flat = np.asarray(emb.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+                index.add(labels, flat.reshape(len(labels), self.manifest.embedding_dim))
+            else:
+                index.add(
+                    [
+                        TextDocument(int(lb), content, heading or "", title, language or "en")
+                        for lb, content, heading, title, language in zip(
+                            labels,
+                            batch.column("content").to_pylist(),
+                            batch.column("heading_path").to_pylist(),
+                            batch.column("title").to_pylist(),
+                            batch.column("language").to_pylist(),
+                            strict=True,
+                        )
+                    ]
+                )
+
+    def persist(self) -> None:
+        """Save both indexes stamped with the catalog generation, then the manifest."""
+        self.require_writable()
+        self.query_log.flush(self.catalog)
+        generation = self._generation
+        if self.vector_index.generation != generation:
+            self.vector_index.save(generation)
+            faults.crash_point("after_vector_save")
+        if self.text_index.generation != generation:
+            self.text_index.save(generation)
+            faults.crash_point("after_text_save")
+        if (self.manifest.generation, self.manifest.index_version) != (generation, self._index_version):
+            self.manifest = mf.Manifest.from_dict(
+                {**self.manifest.to_dict(), "generation": generation,
+                 "index_version": self._index_version}
+            )
+            faults.crash_point("before_manifest_rename")
+            mf.write_manifest(self.path, self.manifest)
+            faults.crash_point("after_manifest")
+        self.catalog.release()
+
+    def view(self) -> ChunkView:
+        """The chunk view searches read; reloaded only after a commit."""
+        if self.read_only:
+            self.refresh()
+        if self._view is None or self._view.generation != self._generation:
+            view = ChunkView.load(self.catalog)
+            self.catalog.release()
+            self._swap_view(view)
+        assert self._view is not None
+        return self._view
+
+    def apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
+        """Mirror a committed catalog change into the in-memory indexes."""
+        if len(removed):
+            self.vector_index.delete(removed)
+            self.text_index.delete(removed)
+        added = [batch for batch in added if len(batch[0])]
+        if added:
+            # One call per index for the whole batch: both backends have a per-call cost.
+            self.vector_index.add(
+                np.concatenate([labels for labels, _, _ in added]),
+                np.vstack([vectors for _, vectors, _ in added]),
+            )
+            self.text_index.add([text for _, _, texts in added for text in texts])
+
+    def search_presets(self) -> dict[str, dict[str, Any]]:
+        """Named presets for ``search(..., preset=NAME)``: default, balanced, semantic, keyword..."""
+        if self._presets is None:
+            self._load_presets()
+        assert self._presets is not None
+        return self._presets
+
+    def default_search_preset(self) -> str:
+        if self._presets is None:
+            self._load_presets()
+        return self._default_preset
+
+    def _load_presets(self) -> None:
+        from ..search.presets import default_preset, load_presets
+
+        self._presets = load_presets(self.catalog)
+        self._default_preset = default_preset(self.catalog)
+        self.catalog.release()
+
+    def rebuild_indexes(self) -> None:
+        """Throw both derived indexes away and rebuild them from the catalog, then persist."""
+        self.require_writable()
+        discard_index_files(self._index_root)
+        self.vector_index, self.text_index = self._open_indexes()
+        self.filter_cache.clear()
+        self.hit_token_cache.clear()
+        self.sync_indexes()
+
+    def adopt_model(self, manifest: mf.Manifest, embedder: Embedder) -> None:
+        """After a reindex: switch to the new model, dimension and chunking in place."""
+        self.manifest = manifest
+        self.embedder = embedder
+        self.catalog.dim = manifest.embedding_dim
+        self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
+        self.query_embeddings = QueryEmbeddingCache(embedder)
+        self.committed()
+        self.rebuild_indexes()
+
+    @classmethod
+    def open_for_maintenance(cls, path: str | Path, *, lock_timeout: float = 0.0) -> Self:
+        """Open a store for writing without loading (or even having) its embedding model."""
+        root = Path(path)
+        manifest = mf.read_manifest(root)
+        if manifest is None:
+            raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
+        manifest = finish_interrupted_reindex(root, manifest, writable=False)
+        embedder = CatalogOnlyEmbedder(manifest.embedding_model, manifest.embedding_dim)
+        return cls.open(root, embedder=embedder, create=False, lock_timeout=lock_timeout)
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+# The edge of the API (argument checks, error mapping, readers releasing the catalog):
+# enginelib/store_guard.py wraps the core's public methods here and the facade's in store.py.
+from ..store_guard import install as _install_guards  # noqa: E402
+
+_install_guards(StoreCore)
