@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog, utcnow
+from .core.layout import QUERYLOG_DIR
 from .durable import can_write
 
 FLUSH_EVERY = 64
 _ROW_KEYS = ("query_text", "strategy", "filters", "status", "result_count", "chunks_retrieved",
              "reranked_count", "latency_ms")
-PENDING_DIR = "querylog"
+PENDING_DIR = QUERYLOG_DIR  # the layout names it
 # ~2,000 entries per file at ~450 bytes each: a reader keeps at most two files.
 MAX_PENDING_BYTES = 1 << 20
 # What a writer imports when it opens (newest files first, ~2,000 entries, ~0.3 s); the

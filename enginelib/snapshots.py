@@ -263,7 +263,7 @@ def create_snapshot(
         name = validate_name(name) if name is not None else next_name(root)
         if (base / name).exists():
             raise SnapshotError(f"snapshot {name!r} already exists in {root}", path=base / name)
-        tmp = base / f".tmp-{name}-{secrets.token_hex(4)}"
+        tmp = base / f"{layout.SNAPSHOT_TMP_PREFIX}{name}-{secrets.token_hex(4)}"
         try:
             info = _write_snapshot(store, tmp, name)
             faults.crash_point("snapshot_before_rename")
@@ -327,7 +327,8 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
 def _remove_leftovers(base: Path) -> None:
     """Folders of a create or delete that a crash interrupted (the writer lock is held)."""
     for entry in base.iterdir():
-        if entry.is_dir() and entry.name.startswith((".tmp-", ".trash-")):
+        if entry.is_dir() and entry.name.startswith(
+                (layout.SNAPSHOT_TMP_PREFIX, layout.SNAPSHOT_TRASH_PREFIX)):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -349,7 +350,8 @@ def delete_snapshot(target: StoreLike, name: str) -> None:
 
 def _remove(folder: Path) -> None:
     # Rename first: a crash mid-delete must not leave a half snapshot that looks complete.
-    trash = folder.with_name(f".trash-{folder.name}-{secrets.token_hex(4)}")
+    trash = folder.with_name(
+        f"{layout.SNAPSHOT_TRASH_PREFIX}{folder.name}-{secrets.token_hex(4)}")
     os.rename(folder, trash)
     fsync_dir(folder.parent)
     shutil.rmtree(trash, ignore_errors=True)

@@ -140,3 +140,45 @@ def test_no_import_circle_among_the_package_modules() -> None:
     graph = import_graph()
     found = [" -> ".join(_one_circle(graph, c)) for c in cycles(graph)]
     assert not found, "import circles:\n" + "\n".join(found)
+
+
+# -- index files ----------------------------------------------------------------------------
+
+# Names of files inside an index backend's folder: only the backends (enginelib/indexes) and
+# the store core, which asks them through ``IndexFiles``, may spell these.
+INDEX_FILE_NAMES = ("stamp.json", "meta.json", ".tantivy", ".del", "tmp-gen", "vectors.hnsw",
+                    "labels.npy", "vectors.npy", "managed.json")
+INDEX_FILE_OWNERS = ("enginelib.indexes", "enginelib.core")
+
+
+def _string_constants(tree: ast.AST) -> list[ast.Constant]:
+    """String literals that are not docstrings (prose may mention a file; code may not)."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and id(n) not in docstrings]
+
+
+def _owned(name: str, owners: tuple[str, ...]) -> bool:
+    return any(name == owner or name.startswith(owner + ".") for owner in owners)
+
+
+def test_only_the_core_and_the_backends_name_index_files() -> None:
+    found = []
+    for name, path in _modules().items():
+        if _owned(name, INDEX_FILE_OWNERS):
+            continue
+        for node in _string_constants(ast.parse(path.read_text(encoding="utf-8"))):
+            hits = [f for f in INDEX_FILE_NAMES if f in node.value]
+            if hits:
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {hits}")
+    assert not found, "index files named outside the core and the backends:\n" + "\n".join(found)
+
+
+def test_the_index_file_check_sees_a_stamp_in_code() -> None:
+    tree = ast.parse('"""stamp.json in prose is fine."""\nSTAMP = "stamp.json"\n')
+    assert [n.value for n in _string_constants(tree)] == ["stamp.json"]

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core import layout
 from ..durable import write_atomic
 from .queue import NewJob
 
 if TYPE_CHECKING:
     from .queue import JobQueue
 
-INBOX_DIR = "jobs-inbox"
+INBOX_DIR = layout.INBOX_DIR
 
 
 def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
