@@ -12,29 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .catalog import Catalog, utcnow
+from .catalog_documents import authority_rows, document_rows, update_document_row
 from .errors import InvalidInputError
 from .types import validate_truth_level
-
-# Per document with its source's authority; word count from the stored text.
-LIST_SQL = """
-SELECT d.document_id, d.title, d.truth_level, d.version, d.total_chunks, d.domain,
-       d.source_type, d.source_path, d.source_url, d.source_id, d.tags, d.ingested_at,
-       d.updated_at, len(regexp_split_to_array(trim(d.content), '\\s+')) AS word_count,
-       s.tier, s.evidence_level, s.authority_score, s.institution
-FROM documents d LEFT JOIN sources s ON s.source_id = d.source_id
-WHERE (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], d.truth_level))
-  AND (? IS NULL OR d.domain = ?)
-  AND (? IS NULL OR d.source_type = ?)
-  AND (? IS NULL OR list_contains(d.tags, ?))
-  AND (? IS NULL OR d.document_id LIKE ? ESCAPE '\\')
-ORDER BY d.document_id
-LIMIT ? OFFSET ?
-"""
-
-UPDATE_SQL = (
-    "UPDATE documents SET truth_level = ?, tags = ?, custom = ?, version = ?, updated_at = ?, "
-    "generation = ? WHERE document_id = ?"
-)
 
 # The truth level stands in for a tier where a document has no registered source.
 TIER_OF_LEVEL = {"L1": "gold", "L2": "silver", "L3": "bronze", "L4": "bronze"}
@@ -51,12 +31,10 @@ def list_documents(
     like = None
     if prefix:
         like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    cursor = catalog.con.execute(LIST_SQL, [
+    rows = document_rows(catalog, [
         levels, levels, domain, domain, source_type, source_type, tag, tag, like, like,
         limit, offset,
     ])
-    names = [d[0] for d in cursor.description or ()]
-    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     for row in rows:
         row["tier"] = row["tier"] or TIER_OF_LEVEL[row["truth_level"]]
     return rows
@@ -77,7 +55,7 @@ def update_metadata(
     custom.update(metadata or {})
     with catalog.transaction():
         generation = catalog.bump_generation()
-        catalog.con.execute(UPDATE_SQL, [
+        update_document_row(catalog, [
             level, new_tags, json.dumps(custom, default=str), _bump_patch(doc["version"]),
             utcnow(), generation, document_id,
         ])
@@ -92,18 +70,11 @@ def _bump_patch(version: str) -> str:
     return f"{major}.{minor}.{patch + 1}"
 
 
-AUTHORITY_SQL = """
-SELECT d.document_id, d.truth_level, d.source_id, s.tier, s.evidence_level, s.authority_score
-FROM documents d LEFT JOIN sources s ON s.source_id = d.source_id
-WHERE d.document_id IN (SELECT unnest(?::VARCHAR[]))
-"""
-
-
 def authority_of(catalog: Catalog, document_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """document_id -> tier (or the truth level's stand-in), evidence level, authority score."""
     if not document_ids:
         return {}
-    rows = catalog.con.execute(AUTHORITY_SQL, [list(dict.fromkeys(document_ids))]).fetchall()
+    rows = authority_rows(catalog, list(dict.fromkeys(document_ids)))
     return {
         doc_id: {"tier": tier or TIER_OF_LEVEL[level], "evidence_level": evidence,
                  "authority_score": score, "source_id": source_id}

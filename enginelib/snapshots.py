@@ -28,9 +28,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from . import catalog_snapshots as cs
 from . import faults
 from . import manifest as mf
-from .catalog import Catalog, first
+from .catalog import Catalog
 from .core import layout
 from .core.layout import SNAPSHOT_INFO_NAME as INFO_NAME
 from .core.layout import SNAPSHOT_SETTINGS_NAME as SETTINGS_NAME
@@ -285,13 +286,7 @@ def create_snapshot(
 def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
     tables = tmp / TABLES_DIR
     tables.mkdir(parents=True)
-    con = store.catalog.con
-    for table in TABLES:
-        # Table names are our own constants; the file path is a parameter.
-        con.execute(f"COPY (SELECT * FROM {table}) TO ? (FORMAT parquet)",
-                    [str(tables / f"{table}.parquet")])
-    documents = first(con.execute("SELECT count(*) FROM documents").fetchall())[0]
-    chunks = first(con.execute("SELECT count(*) FROM chunks").fetchall())[0]
+    documents, chunks = cs.export_tables(store.catalog, TABLES, tables)
     store.catalog.release()
     # Each backend copies its saved files (leaving out those of an unfinished save).
     manifest = store.manifest
@@ -403,15 +398,12 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
     """An in-memory catalog holding a snapshot's tables."""
     catalog = Catalog.in_memory(dim)
     try:
-        with catalog.transaction() as con:
+        with catalog.transaction():
             for table in TABLES:
                 path = folder / TABLES_DIR / f"{table}.parquet"
                 if table in OPTIONAL_TABLES and not path.exists():
                     continue
-                # Replace the defaults the empty schema was created with (meta, presets).
-                con.execute(f"DELETE FROM {table}")
-                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)",
-                            [str(folder / TABLES_DIR / f"{table}.parquet")])
+                cs.replace_table(catalog, table, path)
     except Exception as exc:
         catalog.close()
         raise SnapshotError(f"snapshot {folder.name!r} cannot be loaded: {exc}", path=folder) from exc
@@ -420,9 +412,6 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
 
 # -- diff ----------------------------------------------------------------------------------
 
-_DIFF_COLUMNS = "document_id, content_hash, fingerprint, version, total_chunks"
-
-
 def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, int]]:
     """document_id -> (content_hash, fingerprint, version, total_chunks) for one side."""
     root = _root(target)
@@ -430,14 +419,11 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, i
         folder = _folder(root, side)
         catalog = Catalog.in_memory(1)
         try:
-            rows = catalog.con.execute(
-                f"SELECT {_DIFF_COLUMNS} FROM read_parquet(?)",
-                [str(folder / TABLES_DIR / "documents.parquet")],
-            ).fetchall()
+            rows = cs.diff_rows_of_file(catalog, folder / TABLES_DIR / "documents.parquet")
         finally:
             catalog.close()
     elif isinstance(target, StoreCore) and target.snapshot is None:
-        rows = target.catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM documents").fetchall()
+        rows = cs.diff_rows(target.catalog)
         target.catalog.release()
     else:
         manifest = mf.read_manifest(root)
@@ -445,7 +431,7 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, i
             raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
         catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
-            rows = catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM documents").fetchall()
+            rows = cs.diff_rows(catalog)
         finally:
             catalog.close()
     return {r[0]: (r[1], r[2], r[3], int(r[4])) for r in rows}

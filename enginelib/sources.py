@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog
+from .catalog_documents import upsert_source_row
 from .errors import InvalidInputError
 
 TIERS = ("gold", "silver", "bronze")
@@ -23,13 +24,6 @@ def upsert_source(catalog: Catalog, source_id: str, **fields: Any) -> None:
         raise InvalidInputError(f"authority_score {score!r} must be within 0..100")
     values = [source_id] + [fields.get(name) for name in _FIELDS]
     with catalog.transaction():
-        catalog.con.execute(
-            "INSERT INTO sources (source_id, name, tier, evidence_level, authority_score, "
-            "institution, peer_reviewed) VALUES (?, ?, ?, ?, ?, ?, coalesce(?, FALSE)) "
-            "ON CONFLICT (source_id) DO UPDATE SET name = excluded.name, tier = excluded.tier, "
-            "evidence_level = excluded.evidence_level, authority_score = excluded.authority_score, "
-            "institution = excluded.institution, peer_reviewed = excluded.peer_reviewed",
-            values,
-        )
+        upsert_source_row(catalog, values)
         # A new generation so that cached chunk views pick up the new authority values.
         catalog.bump_generation()

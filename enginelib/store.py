@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import manifest as mf
-from .catalog import first
+from .catalog_documents import store_counts
 from .chunker import ChunkingConfig
 from .core import layout
 from .core.layout import CATALOG_NAME, LOCK_NAME
@@ -216,24 +216,9 @@ class Store(StoreCore):
         return rows
 
     def stats(self) -> dict[str, Any]:
-        con = self.catalog.con
-        docs = first(con.execute("SELECT count(*) FROM documents").fetchall())
-        chunks = first(con.execute("SELECT count(*), coalesce(sum(token_count), 0) FROM chunks").fetchall())
-        versions = first(con.execute("SELECT count(*) FROM document_versions").fetchall())
-        by_level = dict(
-            con.execute(
-                "SELECT truth_level, count(*) FROM documents GROUP BY 1 ORDER BY 1"
-            ).fetchall()
-        )
-        queries = first(con.execute("SELECT count(*) FROM query_log").fetchall())
         return {
             "path": str(self.path),
-            "documents": int(docs[0]) if docs else 0,
-            "chunks": int(chunks[0]) if chunks else 0,
-            "tokens": int(chunks[1]) if chunks else 0,
-            "archived_versions": int(versions[0]) if versions else 0,
-            "documents_by_truth_level": by_level,
-            "queries_logged": int(queries[0]) if queries else 0,
+            **store_counts(self.catalog),
             "generation": self.catalog.generation,
             "index_version": self.index_version,
             "embedding_model": self.manifest.embedding_model,

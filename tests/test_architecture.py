@@ -9,6 +9,7 @@ annotations, never executed, and a facade's type may be named by the operations 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "enginelib"
@@ -182,3 +183,53 @@ def test_only_the_core_and_the_backends_name_index_files() -> None:
 def test_the_index_file_check_sees_a_stamp_in_code() -> None:
     tree = ast.parse('"""stamp.json in prose is fine."""\nSTAMP = "stamp.json"\n')
     assert [n.value for n in _string_constants(tree)] == ["stamp.json"]
+
+
+# -- SQL ------------------------------------------------------------------------------------
+
+# The catalog layer: the DuckDB tables and every statement run on them.
+CATALOG_LAYER = ("enginelib.catalog", "enginelib.schema", "enginelib.jobs.table")
+CATALOG_PREFIX = "enginelib.catalog_"  # catalog_maintenance, catalog_snapshots, ...
+SQL_ALLOWED = {
+    # The Postgres exporter writes the *target* database's SQL (DDL, COPY, hybrid_search):
+    # that is its own layer, built with psycopg.sql, and it reads the store through it too.
+    "enginelib.export": "Postgres SQL of the export target",
+    # TODO(issue 15): chunk_view.py is being reworked for lazy loading at 1M chunks; its two
+    # reads move into the catalog layer once that lands.
+    "enginelib.chunk_view": "issue 15 (lazy chunk view) moves its reads to the catalog",
+}
+_SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|COPY|WITH|PRAGMA)\s")
+_RUNS_SQL = {"execute", "executemany", "sql"}
+
+
+def _in_catalog_layer(name: str) -> bool:
+    return _owned(name, CATALOG_LAYER) or name.startswith(CATALOG_PREFIX)
+
+
+def sql_outside_the_catalog(source: str) -> list[tuple[int, str]]:
+    """(line, what) of every SQL literal and every statement run in ``source``."""
+    tree = ast.parse(source)
+    found = []
+    for node in _string_constants(tree):
+        if _SQL_START.match(node.value):
+            found.append((node.lineno, f"SQL literal {node.value.strip()[:40]!r}"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _RUNS_SQL):
+            found.append((node.lineno, f".{node.func.attr}(...)"))
+    return found
+
+
+def test_the_sql_check_sees_literals_and_calls() -> None:
+    source = 'X = "SELECT 1"\ncon.execute(X)\nnote = "Select the best"\n'
+    assert sql_outside_the_catalog(source) == [(1, "SQL literal 'SELECT 1'"), (2, ".execute(...)")]
+
+
+def test_sql_lives_only_in_the_catalog_layer() -> None:
+    found = []
+    for name, path in _modules().items():
+        if _in_catalog_layer(name) or _owned(name, tuple(SQL_ALLOWED)):
+            continue
+        for line, what in sql_outside_the_catalog(path.read_text(encoding="utf-8")):
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {what}")
+    assert not found, "SQL outside the catalog layer:\n" + "\n".join(found)
