@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import catalog_maintenance as cm
 from . import faults
 from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
-from .catalog import Catalog, first
+from .catalog import Catalog
+from .catalog_documents import document_count
 from .chunker import Chunker, ChunkingConfig
 from .core import layout
 from .core.generations import finish_reindex
@@ -45,7 +47,6 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
-from .schema import create_schema
 
 StoreLike = StoreCore | str | Path
 REINDEX_STEPS: tuple[str, ...] = ("reindex_before_catalog_commit", "reindex_after_catalog_commit")
@@ -107,18 +108,16 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
     labels = catalog.all_labels()
     facts: dict[str, Any] = {
         "generation": generation, "manifest_generation": manifest.generation,
-        "documents": first(catalog.con.execute("SELECT count(*) FROM documents").fetchall())[0],
+        "documents": document_count(catalog),
         "chunks": len(labels), "embedding_model": manifest.embedding_model,
         "embedding_dim": manifest.embedding_dim,
     }
     if manifest.generation != generation:
         problems.append(f"manifest is at generation {manifest.generation}, the catalog at "
                         f"{generation}: {fix}")
-    column = first(catalog.con.execute(
-        "SELECT data_type FROM information_schema.columns "
-        "WHERE table_name = 'chunks' AND column_name = 'embedding'").fetchall())
-    if column and column[0] != f"FLOAT[{manifest.embedding_dim}]":
-        problems.append(f"catalog vectors are {column[0]} but the manifest says "
+    column = cm.embedding_column_type(catalog)
+    if column and column != f"FLOAT[{manifest.embedding_dim}]":
+        problems.append(f"catalog vectors are {column} but the manifest says "
                         f"{manifest.embedding_dim} dims: run `enginelib reindex --store {root}`")
     problems += _catalog_problems(catalog)
     options = manifest.index_options
@@ -156,32 +155,14 @@ def _label_problems(what: str, catalog: np.ndarray, indexed: np.ndarray, fix: st
     return out
 
 
-_ORPHANS_SQL = """
-SELECT DISTINCT c.document_id FROM chunks c
-LEFT JOIN documents d ON d.document_id = c.document_id WHERE d.document_id IS NULL LIMIT ?
-"""
-_COUNTS_SQL = """
-SELECT d.document_id FROM documents d
-LEFT JOIN (SELECT document_id, count(*) AS n FROM chunks GROUP BY 1) c USING (document_id)
-WHERE coalesce(c.n, 0) <> d.total_chunks ORDER BY 1 LIMIT ?
-"""
-# DuckDB's substring counts code points from 1, like Python's str slicing from 0.
-_OFFSETS_SQL = """
-SELECT c.document_id || '#' || c.chunk_index FROM chunks c JOIN documents d USING (document_id)
-WHERE substring(d.content, c.start_offset + 1, c.end_offset - c.start_offset) <> c.content
-ORDER BY 1 LIMIT ?
-"""
-
-
 def _catalog_problems(catalog: Catalog) -> list[str]:
-    con = catalog.con
     out = []
-    for sql, message in (
-        (_ORPHANS_SQL, "chunks whose document is gone"),
-        (_COUNTS_SQL, "documents whose chunk count differs from total_chunks"),
-        (_OFFSETS_SQL, "chunks whose offsets do not cite their document's text"),
+    for check_name, message in (
+        ("orphans", "chunks whose document is gone"),
+        ("counts", "documents whose chunk count differs from total_chunks"),
+        ("offsets", "chunks whose offsets do not cite their document's text"),
     ):
-        rows = [r[0] for r in con.execute(sql, [_SAMPLE]).fetchall()]
+        rows = cm.catalog_sample(catalog, check_name, _SAMPLE)
         if rows:
             out.append(f"catalog: {message}: {rows} (re-ingest or reindex these documents)")
     return out
@@ -301,37 +282,6 @@ def _reindex_embedder(store: StoreCore, embedder: Embedder | str | None) -> Embe
     return resolve_embedder(embedder)
 
 
-def _staging_ddl(dim: int) -> list[str]:
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
-        raise ValueError(f"embedding dimension must be a positive int, got {dim!r}")
-    # dim is a validated int: the only value that cannot be a parameter in DDL.
-    return [
-        "DROP TABLE IF EXISTS reindex_chunks",
-        "DROP TABLE IF EXISTS reindex_documents",
-        f"""CREATE TABLE reindex_chunks (
-            document_id VARCHAR, chunk_index INTEGER, content VARCHAR, heading_path VARCHAR,
-            start_offset INTEGER, end_offset INTEGER, token_count INTEGER, page_start INTEGER,
-            page_end INTEGER, content_hash VARCHAR, cache_key VARCHAR, embedding FLOAT[{dim}])""",
-        "CREATE TABLE reindex_documents (document_id VARCHAR, total_chunks INTEGER, keywords VARCHAR[])",
-    ]
-
-
-_SWAP_CHUNKS_SQL = """
-INSERT INTO chunks (label, document_id, chunk_index, content, heading_path, start_offset,
-    end_offset, token_count, page_start, page_end, content_hash, embedding, retrieval_count,
-    generation)
-SELECT ? + row_number() OVER (ORDER BY document_id, chunk_index) - 1, document_id, chunk_index,
-       content, heading_path, start_offset, end_offset, token_count, page_start, page_end,
-       content_hash, embedding, 0, ?
-FROM reindex_chunks
-"""
-_UPDATE_DOCUMENTS_SQL = """
-UPDATE documents SET total_chunks = r.total_chunks, keywords = r.keywords, generation = ?,
-    index_version = ?
-FROM reindex_documents r WHERE documents.document_id = r.document_id
-"""
-
-
 def _reindex_store(
     store: StoreCore, embedder: Embedder, chunking: ChunkingConfig | None, progress: bool
 ) -> ReindexReport:
@@ -348,18 +298,13 @@ def _reindex_store(
     chunker, dim = Chunker(config), int(embedder.dim)
     catalog = store.catalog
     reuse_cache = dim == store.manifest.embedding_dim
-    for statement in _staging_ddl(dim):
-        catalog.con.execute(statement)
-    ids = [r[0] for r in catalog.con.execute("SELECT document_id FROM documents ORDER BY 1").fetchall()]
+    cm.create_staging(catalog, dim)
+    ids = cm.document_ids(catalog)
     chunks_before, embedded = catalog.chunk_count(), 0
     acronyms: list[tuple[str, str, str]] = []  # relearned: a store may predate them
     with IngestProgress(enabled=progress) as bar:
         for start in range(0, len(ids), _BATCH):
-            rows = catalog.con.execute(
-                "SELECT document_id, coalesce(title, ''), content, pages FROM documents "
-                "WHERE document_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1",
-                [ids[start:start + _BATCH]],
-            ).fetchall()
+            rows = cm.documents_to_rechunk(catalog, ids[start:start + _BATCH])
             catalog.release()  # chunking and embedding are slow: let readers in meanwhile
             staged, docs = [], []
             for doc_id, title, content, pages in rows:
@@ -382,22 +327,7 @@ def _reindex_store(
             raise StoreError(f"catalog of {root} changed during the reindex", path=root)
         index_version = mf.next_index_version(catalog.get_meta("index_version"))
         catalog.set_meta("index_version", index_version)
-        catalog.con.execute("INSERT INTO label_tombstones SELECT label, ? FROM chunks", [generation])
-        catalog.con.execute("DROP TABLE chunks")
-        if not reuse_cache:
-            catalog.con.execute("DROP TABLE embedding_cache")
-        create_schema(catalog.con, dim)  # recreates the dropped tables, with the new dimension
-        next_label = int(catalog.get_meta("next_label") or 0)
-        catalog.con.execute(_SWAP_CHUNKS_SQL, [next_label, generation])
-        count = catalog.chunk_count()
-        catalog.set_meta("next_label", str(next_label + count))
-        catalog.con.execute("INSERT INTO embedding_cache SELECT DISTINCT ON (cache_key) cache_key, "
-                    "embedding FROM reindex_chunks ON CONFLICT DO NOTHING")
-        catalog.con.execute(_UPDATE_DOCUMENTS_SQL, [generation, index_version])
-        catalog.con.execute("DELETE FROM acronyms")
-        catalog.insert_acronyms(acronyms)
-        catalog.con.execute("DROP TABLE reindex_chunks")
-        catalog.con.execute("DROP TABLE reindex_documents")
+        count = cm.swap_in_staged(catalog, dim, generation, index_version, reuse_cache, acronyms)
         catalog.set_meta("reindexed_generation", str(generation))
         faults.crash_point("reindex_before_catalog_commit")
     faults.crash_point("reindex_after_catalog_commit")
@@ -443,12 +373,6 @@ def _stage_batch(
         pa.array(flat.reshape(-1), type=pa.float32()), dim)})
     documents = pa.table({"document_id": [d[0] for d in docs], "total_chunks": [d[1] for d in docs],
                           "keywords": pa.array([d[2] for d in docs], pa.list_(pa.string()))})
-    con = catalog.con
-    for name, data in (("reindex_chunks", table), ("reindex_documents", documents)):
-        con.register("_staged", data)
-        try:
-            con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM _staged")
-        finally:
-            con.unregister("_staged")
+    cm.stage(catalog, table, documents)
     catalog.release()
     return len(missing)
