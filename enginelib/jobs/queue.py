@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..catalog import Catalog, first, utcnow
+from ..catalog import Catalog, utcnow
 from ..errors import InvalidInputError
 from . import table as t
 from .backoff import DEFAULT_MAX_ATTEMPTS, retry_delay
@@ -64,21 +64,19 @@ class JobQueue:
         ids: list[int] = []
         with self.catalog.transaction() as con:
             for job in jobs:
-                row = first(con.execute(t.INSERT_JOB, [
+                ids.append(t.insert_job(con, [
                     job.kind, job.source, job.document_id, json.dumps(job.options, default=str),
                     self.max_attempts, now, now, now,
-                ]).fetchall())
-                assert row is not None
-                ids.append(int(row[0]))
+                ]))
         return ids
 
     def expire_leases(self) -> list[int]:
         """RUNNING jobs whose lease ran out go back to PENDING (their worker died)."""
         now = self.clock()
         with self.catalog.transaction() as con:
-            rows = con.execute(t.EXPIRE_LEASES, [now, now]).fetchall()
+            rows = t.expire_leases(con, [now, now])
             for job_id, _ in rows:
-                con.execute(t.CLOSE_LOST_ATTEMPT, [now, job_id])
+                t.close_lost_attempt(con, [now, job_id])
         return [int(r[0]) for r in rows]
 
     def claim(self, owner: str) -> dict[str, Any] | None:
@@ -86,22 +84,22 @@ class JobQueue:
         now = self.clock()
         lease_until = now + timedelta(seconds=self.lease_s)
         with self.catalog.transaction() as con:
-            due = first(con.execute(t.NEXT_DUE, [now]).fetchall())
+            due = t.next_due(con, [now])
             if due is None:
                 return None
-            row = first(con.execute(t.CLAIM, [owner, lease_until, now, now, due[0]]).fetchall())
+            row = t.claim(con, [owner, lease_until, now, now, due[0]])
             if row is None:
                 return None
             job = t.job_row(row)
-            con.execute(t.OPEN_ATTEMPT, [job["job_id"], job["attempts"], owner, now, job["job_id"]])
+            t.open_attempt(con, [job["job_id"], job["attempts"], owner, now, job["job_id"]])
         job["options"] = json.loads(job["options"])
         return job
 
     def complete(self, job: dict[str, Any], owner: str, documents: Sequence[str]) -> None:
         now = self.clock()
         with self.catalog.transaction() as con:
-            con.execute(t.FINISH_DONE, [now, now, list(documents), job["job_id"], owner])
-            con.execute(t.CLOSE_ATTEMPT, [now, t.DONE, None, None, job["job_id"]])
+            t.finish_done(con, [now, now, list(documents), job["job_id"], owner])
+            t.close_attempt(con, [now, t.DONE, None, None, job["job_id"]])
 
     def fail(self, job: dict[str, Any], owner: str, error: str) -> str:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
@@ -114,8 +112,8 @@ class JobQueue:
             status = t.FAILED
             next_at = now + timedelta(seconds=retry_delay(attempts, self.rand) * self.time_unit)
         with self.catalog.transaction() as con:
-            con.execute(t.FINISH_FAILED, [status, error, next_at, now, now, job["job_id"], owner])
-            con.execute(t.CLOSE_ATTEMPT, [
+            t.finish_failed(con, [status, error, next_at, now, now, job["job_id"], owner])
+            t.close_attempt(con, [
                 now, status, error, None if status == t.DLQ else next_at, job["job_id"],
             ])
         return status
@@ -124,34 +122,33 @@ class JobQueue:
         """DLQ jobs back to PENDING with a fresh set of attempts; returns how many."""
         now = self.clock()
         with self.catalog.transaction() as con:
-            return len(con.execute(t.RETRY_DLQ, [now, now]).fetchall())
+            return t.retry_dlq(con, [now, now])
 
     def purge_done(self) -> int:
         """Move DONE jobs to ``jobs_history``; returns how many moved."""
         now = self.clock()
         with self.catalog.transaction() as con:
-            con.execute(t.COPY_DONE_TO_HISTORY, [now])
-            return len(con.execute(t.DELETE_DONE).fetchall())
+            return t.purge_done(con, [now])
 
     # -- reading ---------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}
         if self._exists():
-            found = {s: int(n) for s, n in self.catalog.con.execute(t.COUNTS).fetchall()}
+            found = t.status_counts(self.catalog.con)
         return {status: found.get(status, 0) for status in t.STATUSES}
 
     def next_wake(self) -> datetime | None:
         """The earliest time a job falls due or a lease runs out; None when nothing waits."""
         if not self._exists():
             return None
-        row = first(self.catalog.con.execute(t.NEXT_WAKE).fetchall())
+        row = t.next_wake(self.catalog.con)
         return row[0] if row else None
 
     def history_count(self) -> int:
         if not self._exists():
             return 0
-        row = first(self.catalog.con.execute(t.HISTORY_COUNT).fetchall())
+        row = t.history_count(self.catalog.con)
         return int(row[0]) if row else 0
 
     def jobs(self, *, status: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
@@ -159,7 +156,7 @@ class JobQueue:
             raise InvalidInputError(f"job status {status!r} is not one of {list(t.STATUSES)}")
         if not self._exists():
             return []
-        rows = self.catalog.con.execute(t.LIST_JOBS, [status, status, limit]).fetchall()
+        rows = t.list_jobs(self.catalog.con, [status, status, limit])
         jobs = [t.job_row(r) for r in rows]
         for job in jobs:
             job["options"] = json.loads(job["options"])
@@ -168,7 +165,7 @@ class JobQueue:
     def attempts(self, job_id: int) -> list[dict[str, Any]]:
         if not self._exists():
             return []
-        return t.rows_as_dicts(self.catalog.con.execute(t.ATTEMPTS_OF, [job_id]))
+        return t.attempts_of(self.catalog.con, job_id)
 
     def active(self) -> bool:
         counts = self.counts()

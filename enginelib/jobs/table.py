@@ -171,3 +171,82 @@ def as_naive(moment: datetime) -> datetime:
 
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment
+
+
+# -- the statements, run: the queue calls these, never ``execute`` itself ----------------------
+# Each takes the connection (inside the queue's transaction where it writes) and the
+# statement's parameters in the order the statement above names them.
+
+Params = Sequence[Any]
+
+
+def insert_job(con: duckdb.DuckDBPyConnection, params: Params) -> int:
+    rows = con.execute(INSERT_JOB, list(params)).fetchall()
+    assert rows
+    return int(rows[0][0])
+
+
+def expire_leases(con: duckdb.DuckDBPyConnection, params: Params) -> list[tuple[Any, ...]]:
+    return con.execute(EXPIRE_LEASES, list(params)).fetchall()
+
+
+def close_lost_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
+    con.execute(CLOSE_LOST_ATTEMPT, list(params))
+
+
+def next_due(con: duckdb.DuckDBPyConnection, params: Params) -> tuple[Any, ...] | None:
+    rows = con.execute(NEXT_DUE, list(params)).fetchall()
+    return rows[0] if rows else None
+
+
+def claim(con: duckdb.DuckDBPyConnection, params: Params) -> tuple[Any, ...] | None:
+    rows = con.execute(CLAIM, list(params)).fetchall()
+    return rows[0] if rows else None
+
+
+def open_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
+    con.execute(OPEN_ATTEMPT, list(params))
+
+
+def finish_done(con: duckdb.DuckDBPyConnection, params: Params) -> None:
+    con.execute(FINISH_DONE, list(params))
+
+
+def finish_failed(con: duckdb.DuckDBPyConnection, params: Params) -> None:
+    con.execute(FINISH_FAILED, list(params))
+
+
+def close_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
+    con.execute(CLOSE_ATTEMPT, list(params))
+
+
+def retry_dlq(con: duckdb.DuckDBPyConnection, params: Params) -> int:
+    return len(con.execute(RETRY_DLQ, list(params)).fetchall())
+
+
+def purge_done(con: duckdb.DuckDBPyConnection, params: Params) -> int:
+    """Copy DONE jobs to the history, then delete them; returns how many moved."""
+    con.execute(COPY_DONE_TO_HISTORY, list(params))
+    return len(con.execute(DELETE_DONE).fetchall())
+
+
+def status_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return {s: int(n) for s, n in con.execute(COUNTS).fetchall()}
+
+
+def next_wake(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    rows = con.execute(NEXT_WAKE).fetchall()
+    return rows[0] if rows else None
+
+
+def history_count(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    rows = con.execute(HISTORY_COUNT).fetchall()
+    return rows[0] if rows else None
+
+
+def list_jobs(con: duckdb.DuckDBPyConnection, params: Params) -> list[tuple[Any, ...]]:
+    return con.execute(LIST_JOBS, list(params)).fetchall()
+
+
+def attempts_of(con: duckdb.DuckDBPyConnection, job_id: int) -> list[dict[str, Any]]:
+    return rows_as_dicts(con.execute(ATTEMPTS_OF, [job_id]))

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..catalog_presets import preset_rows, upsert_preset
 from ..errors import InvalidInputError
 from ..types import FUSION_METHODS
 from .fusion import validate_rrf_k
@@ -13,23 +14,10 @@ from .fusion import validate_rrf_k
 if TYPE_CHECKING:
     from ..catalog import Catalog
 
-_SELECT = (
-    "SELECT name, fusion, rrf_k, vector_weight, text_weight, min_score, description "
-    "FROM search_config ORDER BY name"
-)
-_UPSERT = (
-    "INSERT INTO search_config (name, fusion, rrf_k, vector_weight, text_weight, min_score, "
-    "description) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
-    "fusion = excluded.fusion, rrf_k = excluded.rrf_k, vector_weight = excluded.vector_weight, "
-    "text_weight = excluded.text_weight, min_score = excluded.min_score, "
-    "description = excluded.description"
-)
-
-
 def load_presets(catalog: Catalog) -> dict[str, dict[str, Any]]:
     """Every preset as the search options it stands for (``fusion``, ``rrf_k``, ...)."""
     presets = {}
-    for name, fusion, rrf_k, vw, tw, min_score, description in catalog.con.execute(_SELECT).fetchall():
+    for name, fusion, rrf_k, vw, tw, min_score, description in preset_rows(catalog):
         options: dict[str, Any] = {"fusion": fusion, "rrf_k": int(rrf_k), "weights": (vw, tw)}
         if min_score is not None:
             options["min_score"] = float(min_score)
@@ -57,7 +45,7 @@ def save_preset(
         raise InvalidInputError(f"weights must be two non-negative numbers, not both 0: {weights}")
     values = [name.strip(), fusion, validate_rrf_k(rrf_k), vw, tw, min_score, description]
     with catalog.transaction():
-        catalog.con.execute(_UPSERT, values)
+        upsert_preset(catalog, values)
         catalog.bump_generation()  # readers in other processes reload their presets
 
 
