@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..errors import EngineError
@@ -28,7 +28,23 @@ from . import table as t
 from .queue import JobQueue, NewJob
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from collections.abc import Iterable
+
+    from ..catalog import Catalog
+    from ..types import IngestReport, LoadedDocument
+
+
+class IngestTarget(Protocol):
+    """What a worker needs of the store it feeds: the public ingest (with its argument
+    checks) of ``enginelib.Store``, the folder and the catalog. A Protocol, so the jobs
+    package does not import the facade that composes it."""
+
+    path: Path
+    catalog: Catalog
+
+    def ingest_documents(
+        self, documents: Iterable[LoadedDocument], **options: Any
+    ) -> IngestReport: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +60,7 @@ class Worker:
     """Processes a store's jobs. ``lock`` serializes store access with other threads (serve)."""
 
     def __init__(
-        self, store: Store, queue: JobQueue, *, lock: threading.RLock | None = None,
+        self, store: IngestTarget, queue: JobQueue, *, lock: threading.RLock | None = None,
         owner: str | None = None,
     ) -> None:
         self.store = store

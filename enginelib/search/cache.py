@@ -28,7 +28,7 @@ from .request import SearchRequest
 from .results import SearchResponse
 
 if TYPE_CHECKING:
-    from ..core.store_core import StoreCore as Store
+    from ..core.handles import CacheHolder as Store
 
 DEFAULT_MAX_ENTRIES = 1024
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
