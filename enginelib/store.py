@@ -20,6 +20,7 @@ from .core.layout import CATALOG_NAME, LOCK_NAME
 from .core.store_core import StoreCore
 from .embedders import Embedder, embedder_for_store, resolve_embedder
 from .errors import IncompatibleStoreError, SnapshotError, StoreNotFoundError
+from .schema import SCHEMA_VERSION
 from .search.cache import cache_stats
 from .types import IngestReport, LoadedDocument
 
@@ -32,8 +33,10 @@ if TYPE_CHECKING:
 # Documents per catalog transaction: each commit closes the DuckDB file (a checkpoint) so
 # that readers in other processes get their turn; larger batches amortize that cost.
 DEFAULT_BATCH = 256
-__all__ = ["CATALOG_NAME", "DEFAULT_BATCH", "LOCK_NAME", "Store", "open_for_maintenance",
-           "open_snapshot", "remove_store"]
+# The core reads ``schema.SCHEMA_VERSION`` when it opens; the name stays here for callers
+# (and tests) that knew it as ``enginelib.store.SCHEMA_VERSION``.
+__all__ = ["CATALOG_NAME", "DEFAULT_BATCH", "LOCK_NAME", "SCHEMA_VERSION", "Store",
+           "open_for_maintenance", "open_snapshot", "remove_store"]
 
 
 class Store(StoreCore):

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from .. import manifest as mf
+from .. import schema
 from ..chunker import ChunkingConfig
 from ..embedders import Embedder
 from ..errors import EmbeddingError, IncompatibleStoreError, InvalidInputError
-from ..schema import SCHEMA_VERSION
 
 # Index options that only change how a search runs, not what is on disk: an existing store
 # accepts them at open, for that session. The others are fixed when the store is created.
@@ -48,10 +48,10 @@ def runtime_index_options(options: dict[str, Any] | None) -> dict[str, dict[str,
 def check_compatible(
     root: Path, manifest: mf.Manifest, embedder: Embedder, chunking: ChunkingConfig | None
 ) -> None:
-    if manifest.schema_version > SCHEMA_VERSION:
+    if manifest.schema_version > schema.SCHEMA_VERSION:
         raise IncompatibleStoreError(
             f"store {root} uses schema {manifest.schema_version}, newer than this enginelib "
-            f"({SCHEMA_VERSION}): upgrade enginelib",
+            f"({schema.SCHEMA_VERSION}): upgrade enginelib",
             path=root,
         )
     if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:

@@ -27,7 +27,8 @@ from typing import Any, Self
 import numpy as np
 from filelock import FileLock
 
-from .. import faults
+# schema.SCHEMA_VERSION is read where it is used, so a patched (or migrated) version is seen.
+from .. import faults, schema
 from .. import manifest as mf
 from ..catalog import Catalog
 from ..chunk_view import ChunkView
@@ -37,7 +38,6 @@ from ..errors import ReadOnlyStoreError, StoreError, StoreLockedError, StoreNotF
 from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
 from ..querylog import QueryLog
-from ..schema import SCHEMA_VERSION
 from ..search.cache import ResponseCache
 from . import layout
 from .compat import CatalogOnlyEmbedder, check_compatible, runtime_index_options
@@ -133,7 +133,7 @@ class StoreCore:
                     embedding_dim=int(embedder.dim),
                     chunking=config.to_dict(),
                     chunking_hash=config.config_hash(),
-                    schema_version=SCHEMA_VERSION,
+                    schema_version=schema.SCHEMA_VERSION,
                     created_at=datetime.now().isoformat(timespec="seconds"),
                     index_options=dict(index_options or {}),
                 )
@@ -148,10 +148,10 @@ class StoreCore:
                             if embedder is None else resolve_embedder(embedder))
                 check_compatible(root, manifest, embedder, chunking)
             catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=read_only)
-            if not read_only and manifest.schema_version < SCHEMA_VERSION:
+            if not read_only and manifest.schema_version < schema.SCHEMA_VERSION:
                 # The catalog has just been migrated in its own transaction: record it.
                 manifest = mf.Manifest.from_dict(
-                    {**manifest.to_dict(), "schema_version": SCHEMA_VERSION}
+                    {**manifest.to_dict(), "schema_version": schema.SCHEMA_VERSION}
                 )
                 mf.write_manifest(root, manifest)
         except BaseException:
