@@ -9,6 +9,7 @@ annotations, never executed, and a facade's type may be named by the operations 
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -16,12 +17,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "enginelib"
 
 
 def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name. ``enginelib/indexes`` and ``enginelib/cli``
+    are symlinks to the top-level folders, so the walk follows links (``Path.rglob`` would
+    skip them)."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found[name] = path
-    return found
+    for folder, _dirs, files in os.walk(PACKAGE, followlinks=True):
+        for file in sorted(f for f in files if f.endswith(".py")):
+            path = Path(folder) / file
+            parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return dict(sorted(found.items()))
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -135,6 +141,8 @@ def test_the_graph_sees_function_level_imports_and_skips_type_checking() -> None
     # store.py imports its operations inside methods; the walk must count those.
     assert "enginelib.search.engine" in graph["enginelib.store"]
     assert all(name.startswith("enginelib") for name in graph)
+    # the symlinked folders are part of the package
+    assert "enginelib.indexes.hnsw" in graph and "enginelib.cli.main" in graph
 
 
 def test_no_import_circle_among_the_package_modules() -> None:
