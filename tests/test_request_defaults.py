@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,17 @@ def test_unknown_options_fail_with_a_suggestion(store: Store) -> None:
     with pytest.raises(InvalidInputError, match=r"unknown search parameter.*did you mean 'limit'"):
         search_options({"query": "q", "limt": "3"})
     assert enginelib.Store.search.__doc__
+
+
+def test_postgres_functions_default_to_the_request() -> None:
+    # The exported hybrid_search / match_chunks take the same defaults as a search.
+    from enginelib.export.pg_functions import _hybrid_search, _match_chunks
+    from enginelib.export.pg_schema import Names
+
+    names = Names("enginelib", "")
+    hybrid = _hybrid_search(names).as_string(None)
+    declared = dict(re.findall(r"^\s*(\w+) integer DEFAULT (\d+)", hybrid, flags=re.M))
+    assert declared == {"match_count": str(DEFAULTS["limit"]), "rrf_k": str(DEFAULTS["rrf_k"]),
+                        "candidate_count": str(DEFAULTS["candidates"])}
+    vector_only = _match_chunks(names).as_string(None)
+    assert re.findall(r"match_count integer DEFAULT (\d+)", vector_only) == [str(DEFAULTS["limit"])]
