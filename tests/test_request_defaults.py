@@ -215,3 +215,30 @@ def test_postgres_functions_default_to_the_request() -> None:
                         "candidate_count": str(DEFAULTS["candidates"])}
     vector_only = _match_chunks(names).as_string(None)
     assert re.findall(r"match_count integer DEFAULT (\d+)", vector_only) == [str(DEFAULTS["limit"])]
+
+
+def options_table() -> str:
+    """README's table of search options, rendered from the request type. To refresh it:
+    python -c "from tests.test_request_defaults import options_table; print(options_table())"
+    """
+    def shown(value: Any) -> str:
+        if isinstance(value, tuple):
+            return "`" + ",".join(str(v) for v in value) + "`"
+        return "`None`" if value is None else f"`{value}`"
+
+    lines = ["| option | default | CLI | HTTP | what it does |", "|---|---|---|---|---|"]
+    for name in OPTIONS:
+        spec = option_spec(name)
+        default = shown(DEFAULTS[name]) + (" (or the preset's)" if spec.preset else "")
+        cli = f"`{spec.cli}`" if spec.cli else ""
+        api = f"`{spec.api}`" if spec.api else ""
+        if is_flag(name):  # the flag sets this value
+            cli += f" (sets {shown(spec.flag)})" if cli else ""
+        what = spec.help.replace("|", "\\|")
+        lines.append(f"| `{name}` | {default} | {cli} | {api} | {what} |")
+    return "\n".join(lines)
+
+
+def test_readme_lists_every_option_with_its_default() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert options_table() in readme, "README's search options table is stale: see options_table()"
