@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from enginelib import EngineError, Store
 from enginelib.embedder import Embedder
@@ -170,10 +171,9 @@ def parse_key_values(pairs: tuple[str, ...], what: str) -> dict[str, str]:
     return result
 
 
-_CLICK_TYPES: dict[type, Any] = {int: int, float: float}
-
 # -- search options, generated from the request type (enginelib/search/request.py) ----------
 
+_CLICK_TYPES: dict[type, Any] = {int: int, float: float}  # str: click's default
 
 def cli_default(name: str) -> Any:
     """An option's default as the command line spells it (truth levels: ``L1,L2``)."""
@@ -217,7 +217,7 @@ def given_search_options(params: dict[str, Any]) -> dict[str, Any]:
     for name, value in params.items():
         spec = option_spec(name)
         source = ctx.get_parameter_source(name)
-        if source in (None, click.core.ParameterSource.DEFAULT):
+        if source in (None, ParameterSource.DEFAULT):
             continue
         if is_flag(name):
             if value:

@@ -52,6 +52,7 @@ _SEARCH_BODY = {
     },
 }
 
+
 def _op(summary: str, *, body: dict[str, Any] | None = None, ok: int = 200,
         params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary, "responses": {str(ok): _JSON, "4XX": _ERROR}}

@@ -38,6 +38,7 @@ API_OPTIONS: dict[str, str] = {
 }
 SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
 
+
 class Service:
     def __init__(
         self, store: Store, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, poll_s: float = 0.5,
