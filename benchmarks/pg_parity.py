@@ -24,6 +24,7 @@ from enginelib import HashingEmbedder
 from enginelib.embedder import default_embedder
 from enginelib.export import export_postgres
 from enginelib.export.verify import verify_postgres
+from enginelib.search.request import SearchRequest
 
 from . import beir
 from .pg_common import new_database, percentiles, postgres
@@ -64,8 +65,8 @@ def main() -> None:
             for query, vector in zip(queries, vectors, strict=True):
                 text = "[" + ",".join(f"{float(x):.9g}" for x in vector) + "]"
                 t0 = time.perf_counter()
-                conn.execute("SELECT id FROM enginelib.hybrid_search(%s, %s::extensions.vector, 10)",
-                             [query, text]).fetchall()
+                conn.execute("SELECT id FROM enginelib.hybrid_search(%s, %s::extensions.vector, %s)",
+                             [query, text, SearchRequest.limit]).fetchall()
                 latencies.append((time.perf_counter() - t0) * 1000)
         result["hybrid_search_ms"] = percentiles(latencies)
         store.close()

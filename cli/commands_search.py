@@ -10,14 +10,16 @@ from typing import Any
 import click
 
 from enginelib import SearchResponse
-from enginelib.types import STRATEGIES, TRUTH_LEVELS
+from enginelib.types import TRUTH_LEVELS
 
 from .options import (
     EXIT_NOTHING_RELEVANT,
     emit_json,
+    given_search_options,
     handle_errors,
     json_option,
     open_store,
+    search_request_options,
     snapshot_option,
     store_option,
 )
@@ -49,34 +51,16 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("query", required=False)
 @store_option
 @snapshot_option
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="hybrid", show_default=True)
-@click.option("--limit", type=int, default=10, show_default=True)
-@click.option("--offset", type=int, default=0, show_default=True)
-@click.option("--filter", "filters", multiple=True, help="FIELD=VALUE (repeatable); commas make lists.")
-@click.option("--truth-level", "truth_levels", default="L1,L2", show_default=True,
-              help="Comma-separated truth levels to search (widen explicitly, e.g. L1,L2,L3).")
-@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default=None,
-              help="Fusion method [default: rrf, or the preset's].")
-@click.option("--preset", default=None, help="Named fusion preset stored in the catalog "
-              "(default, balanced, semantic, keyword, or your own).")
-@click.option("--min-score", type=float, default=None, help="Drop hits whose fused score is lower.")
-@click.option("--diversify", is_flag=True, help="MMR (lambda 0.7) plus at most 2 chunks per source.")
-@click.option("--boost", is_flag=True, help="Apply authority boosts (tier, evidence, peer review).")
-@click.option("--no-gate", is_flag=True, help="Return hits even below the answerability threshold.")
+@search_request_options
 @click.option("--explain", is_flag=True, help="Show each method's rank and score and the citation.")
 @click.option("--vector-file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               default=None, help="The query's own vector (JSON list or .npy) for vector/hybrid "
               "search, e.g. on a store without a model; QUERY may then be left out (vector only).")
-@click.option("--no-rewrite", is_flag=True,
-              help="Search the words as typed: no typo correction, no acronym expansion.")
 @json_option
 @handle_errors
 def search_command(
-    query: str | None, store_path: Path, snapshot: str | None, strategy: str, limit: int,
-    offset: int, filters: tuple[str, ...], truth_levels: str, fusion: str | None,
-    preset: str | None, min_score: float | None,
-    diversify: bool, boost: bool, no_gate: bool, explain: bool, vector_file: Path | None,
-    no_rewrite: bool, as_json: bool,
+    query: str | None, store_path: Path, snapshot: str | None, explain: bool,
+    vector_file: Path | None, as_json: bool, **request_options: Any,
 ) -> None:
     """Search the store; every hit comes with its citation (document, offsets, truth level).
 
@@ -85,6 +69,10 @@ def search_command(
     """
     # One query: threads cannot pay for themselves, and on a busy machine they cost seconds.
     os.environ.setdefault("ENGINELIB_EMBED_THREADS", "1")
+    options = given_search_options(request_options)
+    if "filters" in options:
+        options["filters"] = parse_filters(options["filters"]) or None
+    strategy = request_options["strategy"]
     vector = None
     if vector_file is not None:
         from .vector_input import load_vector_file
@@ -99,23 +87,10 @@ def search_command(
             )
         query = f"vector from {vector_file}"
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
-        options: dict[str, Any] = dict(
-            strategy=strategy, limit=limit, offset=offset, filters=parse_filters(filters) or None,
-            truth_levels=truth_levels, min_score=min_score, mmr=diversify, boosts=boost,
-            preset=preset,
-        )
-        if fusion is not None:
-            options["fusion"] = fusion
-        if min_score is None:
-            del options["min_score"]  # a preset may carry one
-        if no_gate:
-            options["answerability_threshold"] = None
         if vector is not None:
             from .vector_input import check_dimension
 
             options["query_vector"] = check_dimension(vector, store, vector_file or Path())
-        if no_rewrite:
-            options["rewrite"] = False
         response = store.search(query, **options)
     if as_json:
         emit_json(response_json(response))

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from enginelib import EngineError, Store
 from enginelib.embedder import Embedder
+from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -167,3 +169,64 @@ def parse_key_values(pairs: tuple[str, ...], what: str) -> dict[str, str]:
             raise click.BadParameter(f"{pair!r} has an empty key", param_hint=what)
         result[key.strip()] = value
     return result
+
+
+# -- search options, generated from the request type (enginelib/search/request.py) ----------
+
+_CLICK_TYPES: dict[type, Any] = {int: int, float: float}  # str: click's default
+
+def cli_default(name: str) -> Any:
+    """An option's default as the command line spells it (truth levels: ``L1,L2``)."""
+    value = DEFAULTS[name]
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return value
+
+
+def search_request_options(func: F) -> F:
+    """One click option per search option that has a command-line flag, in the request's
+    order, named for the request field it sets; defaults and help come from the request."""
+    for name in reversed(list(OPTIONS)):
+        spec = option_spec(name)
+        if spec.cli is None:
+            continue
+        help_text = spec.cli_help or spec.help
+        if is_flag(name):
+            decorator = click.option(spec.cli, name, is_flag=True, default=False, help=help_text)
+        elif spec.multiple:
+            decorator = click.option(spec.cli, name, multiple=True, help=help_text)
+        else:
+            default = cli_default(name)
+            shown: bool | str = default is not None
+            if spec.preset:  # left out, the preset's value applies (see given_search_options)
+                shown = f"{default if default is not None else 'none'}, or the preset's"
+            decorator = click.option(
+                spec.cli, name, default=default, show_default=shown,
+                help=help_text,
+                type=click.Choice(spec.choices) if spec.choices else _CLICK_TYPES.get(spec.kind),
+            )
+        func = decorator(func)
+    return func
+
+
+def given_search_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The search options the user typed (a flag: the value it sets). Options left at their
+    default are not passed: the request's default, or a preset's value, applies."""
+    ctx = click.get_current_context()
+    given: dict[str, Any] = {}
+    for name, value in params.items():
+        spec = option_spec(name)
+        source = ctx.get_parameter_source(name)
+        if source in (None, ParameterSource.DEFAULT):
+            continue
+        if is_flag(name):
+            if value:
+                given[name] = spec.flag
+        elif spec.multiple:
+            if value:
+                given[name] = value
+        elif isinstance(value, str) and spec.parse is not None:
+            given[name] = from_text(name, value)
+        else:
+            given[name] = value
+    return given

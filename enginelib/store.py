@@ -22,6 +22,7 @@ from .embedders import Embedder, embedder_for_store, resolve_embedder
 from .errors import IncompatibleStoreError, SnapshotError, StoreNotFoundError
 from .schema import SCHEMA_VERSION
 from .search.cache import cache_stats
+from .search.request import search_signature
 from .types import IngestReport, LoadedDocument
 
 if TYPE_CHECKING:
@@ -237,14 +238,26 @@ class Store(StoreCore):
     # -- search (implemented in enginelib.search.engine) -----------------------------------
 
     def search(self, query: str | Sequence[str], **options: Any):  # type: ignore[no-untyped-def]
+        """Search the store: one response with cited hits, or NO_RELEVANT_SOURCES and why.
+
+        The options and their defaults are ``SearchRequest``'s fields (search/request.py);
+        ``inspect.signature`` shows them all.
+        """
         from .search.engine import search
 
         return search(self, query, **options)
 
+    # The keyword options, as the request type defines them (the body takes **options).
+    search.__signature__ = search_signature("query", vectors="query_vector")  # type: ignore[attr-defined]
+
     def search_batch(self, queries: Sequence[str], **options: Any):  # type: ignore[no-untyped-def]
+        """``search`` for many queries in one call (one embedding batch): a response each."""
         from .search.engine import search_batch
 
         return search_batch(self, queries, **options)
+
+    search_batch.__signature__ = search_signature(  # type: ignore[attr-defined]
+        "queries", vectors="query_vectors")
 
     # -- snapshots and maintenance (implemented in enginelib.snapshots / .maintenance) ------
 

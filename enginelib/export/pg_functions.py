@@ -23,7 +23,7 @@ from psycopg import sql
 
 from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
-from ..search.request import DEFAULT_CANDIDATES
+from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
 from .options import ExportOptions
 from .pg_schema import Names, SqlText
@@ -234,7 +234,7 @@ def _match_chunks(names: Names) -> sql.Composed:
         """CREATE OR REPLACE FUNCTION {fn}(
   query_embedding {vector},
   match_threshold double precision DEFAULT -1,
-  match_count integer DEFAULT 10,
+  match_count integer DEFAULT {limit},
   filters jsonb DEFAULT '{{}}'::jsonb)
 RETURNS TABLE (id bigint, document_id text, chunk_index integer, content text,
   similarity double precision, start_offset integer, end_offset integer, truth_level text,
@@ -270,6 +270,7 @@ $fn$"""
         chunks=names.table("chunks"), documents=names.table("documents"),
         where=filter_clause(names), ef_search=sql.SQL(_EF_SEARCH),
         declare=_declare_and_check(names), settings=sql.SQL(_SETTINGS),
+        limit=sql.SQL(str(int(DEFAULT_LIMIT))),
     )
 
 
@@ -295,7 +296,7 @@ def _hybrid_search(names: Names) -> sql.Composed:
         """CREATE OR REPLACE FUNCTION {fn}(
   query_text text,
   query_embedding {vector},
-  match_count integer DEFAULT 10,
+  match_count integer DEFAULT {limit},
   rrf_k integer DEFAULT {rrf_k},
   filters jsonb DEFAULT '{{}}'::jsonb,
   candidate_count integer DEFAULT {candidates})
@@ -418,6 +419,7 @@ $fn$"""
         where=filter_clause(names), ef_search=sql.SQL(_EF_SEARCH),
         declare=_declare_and_check(names), settings=sql.SQL(_SETTINGS),
         rrf_k=sql.SQL(str(int(RRF_K))), candidates=sql.SQL(str(int(DEFAULT_CANDIDATES))),
+        limit=sql.SQL(str(int(DEFAULT_LIMIT))),
         k1=sql.SQL(repr(BM25_K1)), k1_plus_1=sql.SQL(repr(BM25_K1 + 1)), b=sql.SQL(repr(BM25_B)),
     )
 

@@ -125,9 +125,11 @@ def _server_ids(conn: psycopg.Connection[Any], names: Names, strategy: str, quer
         statement = sql.SQL("SELECT id FROM {}({}, -1, %s, %s::jsonb)").format(names.table("match_chunks"), cast)
         params: list[Any] = [_vec(vector), k, json.dumps(filters)]
     else:
-        statement = sql.SQL("SELECT id FROM {}(%s, {}, %s, 60, %s::jsonb)").format(
+        statement = sql.SQL("SELECT id FROM {}(%s, {}, %s, %s, %s::jsonb)").format(
             names.table("hybrid_search"), cast)
-        params = [query, None if strategy == "fulltext" else _vec(vector), k, json.dumps(filters)]
+        # RRF's k: the search request's default, as the engine side uses
+        params = [query, None if strategy == "fulltext" else _vec(vector), k, SearchRequest.rrf_k,
+                  json.dumps(filters)]
     return [int(r[0]) for r in conn.execute(statement, params).fetchall()]
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..catalog_presets import preset_rows, upsert_preset
 from ..errors import InvalidInputError
-from ..types import FUSION_METHODS
-from .fusion import validate_rrf_k
+from .request import OPTIONS, SearchRequest, build_request, option_spec
 
 if TYPE_CHECKING:
     from ..catalog import Catalog
@@ -25,25 +23,28 @@ def load_presets(catalog: Catalog) -> dict[str, dict[str, Any]]:
     return presets
 
 
+# The options a preset sets (the columns of search_config); their defaults are the request's.
+PRESET_OPTIONS = tuple(name for name in OPTIONS if option_spec(name).preset)
+
+
 def save_preset(
     catalog: Catalog,
     name: str,
     *,
-    fusion: str = "rrf",
-    rrf_k: int = 60,
-    weights: tuple[float, float] = (0.5, 0.5),
-    min_score: float | None = None,
+    fusion: str = SearchRequest.fusion,
+    rrf_k: int = SearchRequest.rrf_k,
+    weights: Sequence[float] | Mapping[str, float] = SearchRequest.weights,
+    min_score: float | None = SearchRequest.min_score,
     description: str | None = None,
 ) -> None:
     """Insert or replace a preset; values are validated as a search request would be."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInputError("a preset needs a non-empty name")
-    if fusion not in FUSION_METHODS:
-        raise InvalidInputError(f"fusion {fusion!r} is not one of {', '.join(FUSION_METHODS)}")
-    vw, tw = (float(w) for w in weights)
-    if min(vw, tw) < 0 or vw + tw == 0 or not (math.isfinite(vw) and math.isfinite(tw)):
-        raise InvalidInputError(f"weights must be two non-negative numbers, not both 0: {weights}")
-    values = [name.strip(), fusion, validate_rrf_k(rrf_k), vw, tw, min_score, description]
+    # One rule for a preset's values and a search's: build the request they would make.
+    request = build_request("preset", fusion=fusion, rrf_k=rrf_k, weights=weights,
+                            min_score=min_score)
+    vw, tw = request.weights
+    values = [name.strip(), request.fusion, request.rrf_k, vw, tw, request.min_score, description]
     with catalog.transaction():
         upsert_preset(catalog, values)
         catalog.bump_generation()  # readers in other processes reload their presets
@@ -74,7 +75,7 @@ def apply_preset(
 ) -> dict[str, Any]:
     """The search options with the named (else the default) preset's values under the
     caller's explicit ones."""
-    name = options.pop("preset", None)
+    name = options.get("preset")
     if name is None:
         name = default
         if name not in presets:  # the default preset was deleted by hand: plain defaults

@@ -1,22 +1,35 @@
-"""A validated, frozen search request; every option's rule lives here, checked once."""
+"""The search request: every search option, its one default and its rule, in one frozen type.
+
+``SearchRequest``'s fields are the options. Each carries an ``Option`` in its metadata that
+says how it shows outside Python (help text, command-line flag, HTTP parameter, whether a
+preset may set it). ``Store.search``'s signature, the CLI's options, the HTTP API's
+parameters and OpenAPI schema, and preset saving all read their names and defaults from
+here, so a default is written once; ``tests/test_request_defaults.py`` checks them all.
+"""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import InvalidInputError, InvalidQueryError
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, FUSION_METHODS, STRATEGIES, validate_truth_level
-from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_OFFSET, MAX_QUERY_CHARS, MAX_RERANK_TOP
+from ..validation import MAX_QUERY_CHARS, check_search_options
 from .filters import CompiledFilter, compile_filters
 from .fusion import RRF_K, validate_rrf_k
 from .gate import DEFAULT_THRESHOLD
+from .post import MMR_LAMBDA, PER_SOURCE_CAP
 
 DEFAULT_LIMIT = 10
 DEFAULT_CANDIDATES = 100
+DEFAULT_RERANK_TOP = 50
+DEFAULT_WEIGHTS = (0.5, 0.5)  # (vector, bm25): equal, as the "balanced" preset
 # MAX_LIMIT, MAX_OFFSET, MAX_CANDIDATES...: the documented bounds live in validation.py.
 ANSWERABILITY_THRESHOLD = DEFAULT_THRESHOLD  # the gate's score (0..1) a query needs
 GATE_TOP_N = 3
@@ -25,35 +38,133 @@ GATE_TOP_N = 3
 Reranker = Callable[[str, Sequence[str]], Sequence[float]]
 
 
+class _Unset:
+    """Marks an ``Option`` attribute left unset (None is a meaningful value there)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def parse_weights(text: str) -> tuple[float, ...]:
+    """``VECTOR,BM25`` as typed on a command line or in a query string."""
+    try:
+        return tuple(float(part) for part in text.split(","))
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"weights must be two numbers VECTOR,BM25 such as 0.7,0.3, got {text!r}") from exc
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one search option shows outside Python.
+
+    ``kind`` is how text (a command-line value, a query-string parameter) is read. A flag
+    (``flag`` set) takes no value: given, it sets the option to ``flag``; left out, the
+    option keeps its default. ``preset``: a stored preset may set the option, so left out
+    means "the preset's value", and the CLI and the API pass it only when the caller gives it.
+    """
+
+    help: str
+    kind: type = str
+    cli: str | None = None  # the command-line flag; None: Python only
+    api: str | None = None  # the HTTP API's parameter name; None: not in the API
+    flag: Any = UNSET
+    choices: tuple[str, ...] = ()
+    preset: bool = False
+    multiple: bool = False  # repeatable on the command line (each shell reads the list)
+    cli_help: str | None = None  # the command line's own wording, where it differs
+    accepts: str | None = None  # the type a caller passes, where the field stores another
+    given_default: Any = UNSET  # what a caller passes for the default, if not the field's
+    parse: Callable[[str], Any] | None = None  # text -> value, where ``kind`` is not enough
+
+
+def _option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
+            **spec: Any) -> Any:
+    metadata = {"option": Option(**spec)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class SearchRequest:
     queries: tuple[str, ...]  # the query and its rewrites; fused per chunk keeping the best
-    strategy: str = "hybrid"
-    limit: int = DEFAULT_LIMIT
-    offset: int = 0
-    truth_levels: tuple[str, ...] = DEFAULT_SEARCH_TRUTH_LEVELS
-    filters: CompiledFilter = field(default_factory=lambda: compile_filters(None))
-    raw_filters: Mapping[str, Any] | None = None
-    fusion: str = "rrf"
-    rrf_k: int = RRF_K
-    weights: tuple[float, float] = (0.5, 0.5)  # (vector, bm25) for weighted fusion
-    candidates: int = DEFAULT_CANDIDATES
-    min_score: float | None = None
-    boosts: bool = False
-    mmr: bool = False
-    mmr_lambda: float = 0.7
-    per_source_cap: int | None = None
-    chunks_per_doc: int | None = None
-    answerability_threshold: float | None = ANSWERABILITY_THRESHOLD
-    exact: bool = False
-    reranker: Reranker | None = None
-    rerank_top: int = 50
+    strategy: str = _option(
+        "hybrid", choices=STRATEGIES, cli="--strategy", api="strategy",
+        help="vector, fulltext, hybrid (both, fused) or auto (quoted or short technical "
+             "queries go full-text, the rest hybrid).")
+    limit: int = _option(DEFAULT_LIMIT, kind=int, cli="--limit", api="limit",
+                         help="Hits per page.")
+    offset: int = _option(0, kind=int, cli="--offset", api="offset",
+                          help="Hits to skip: the page start (every page is a slice of one "
+                               "ranking).")
+    truth_levels: tuple[str, ...] = _option(
+        DEFAULT_SEARCH_TRUTH_LEVELS, cli="--truth-level", api="truth_levels",
+        accepts="str | Sequence[str] | None",
+        help="Truth levels to search (widen explicitly, e.g. L1,L2,L3).",
+        cli_help="Comma-separated truth levels to search (widen explicitly, e.g. L1,L2,L3).")
+    filters: CompiledFilter = _option(
+        factory=lambda: compile_filters(None), given_default=None, cli="--filter",
+        api="filters", multiple=True, accepts="Mapping[str, Any] | None",
+        help="Metadata filters: field -> value, list of values, or {operator: value}.",
+        cli_help="FIELD=VALUE (repeatable); commas make lists.")
+    raw_filters: Mapping[str, Any] | None = None  # the filters as given (the query log)
+    preset: str | None = _option(
+        None, cli="--preset", api="preset",
+        help="Named fusion preset stored in the catalog (default, balanced, semantic, "
+             "keyword, or your own); none named: the store's default preset.")
+    fusion: str = _option("rrf", choices=FUSION_METHODS, preset=True, cli="--fusion",
+                          api="fusion", help="Fusion method for hybrid search.")
+    rrf_k: int = _option(RRF_K, kind=int, preset=True, cli="--rrf-k", api="rrf_k",
+                         help="RRF's k in 1 / (k + rank).")
+    weights: tuple[float, float] = _option(
+        DEFAULT_WEIGHTS, preset=True, cli="--weights", api="weights",
+        accepts="Sequence[float] | Mapping[str, float]", parse=parse_weights,
+        help="(vector, bm25) weights for weighted fusion (VECTOR,BM25 as text).")
+    candidates: int = _option(DEFAULT_CANDIDATES, kind=int, cli="--candidates",
+                              api="candidates", help="Candidates each retriever returns.")
+    min_score: float | None = _option(None, kind=float, preset=True, cli="--min-score",
+                                      api="min_score",
+                                      help="Drop hits whose fused score is lower.")
+    boosts: bool = _option(False, kind=bool, flag=True, cli="--boost", api="boost",
+                           help="Apply authority boosts (tier, evidence, peer review).")
+    mmr: bool = _option(False, kind=bool, flag=True, cli="--diversify", api="diversify",
+                        help=f"MMR (lambda {MMR_LAMBDA}) plus at most {PER_SOURCE_CAP} chunks "
+                             "per source.")
+    mmr_lambda: float = _option(MMR_LAMBDA, kind=float, cli="--mmr-lambda", api="mmr_lambda",
+                                help="MMR's trade-off: 1 relevance only, 0 diversity only.")
+    per_source_cap: int | None = _option(
+        None, kind=int, cli="--per-source-cap", api="per_source_cap",
+        help=f"At most this many hits per source (with MMR: {PER_SOURCE_CAP} unless set).")
+    chunks_per_doc: int | None = _option(
+        None, kind=int, cli="--chunks-per-doc", api="chunks_per_doc",
+        help="Group hits by document, up to this many chunks each.")
+    answerability_threshold: float | None = _option(
+        ANSWERABILITY_THRESHOLD, kind=float, flag=None, cli="--no-gate", api="no_gate",
+        help="The gate's score a query needs to be answered; None: no gate.",
+        cli_help="Return hits even below the answerability threshold.")
+    exact: bool = _option(False, kind=bool, flag=True, cli="--exact", api="exact",
+                          help="Exact vector scan instead of the HNSW index.")
+    reranker: Reranker | None = _option(
+        None, help="Hook (query, passages) -> one score per passage, reorders the top hits.")
+    rerank_top: int = _option(DEFAULT_RERANK_TOP, kind=int,
+                              help="Hits the reranker reorders.")
     # Query rewriter hook: question -> a few sub-queries, run beside it (search/rewrite.py).
-    rewriter: Callable[[str], Sequence[str]] | None = None
+    rewriter: Callable[[str], Sequence[str]] | None = _option(
+        None, help="Hook question -> a few sub-queries searched beside it.")
     # False: search the words as typed (no typo correction, no acronym twins).
-    rewrite: bool = True
-    log: bool = True
-    cache: bool = True  # answer from the store's response cache when it holds this request
+    rewrite: bool = _option(True, kind=bool, flag=False, cli="--no-rewrite", api="no_rewrite",
+                            help="Correct typos and add acronym twins from the index.",
+                            cli_help="Search the words as typed: no typo correction, no "
+                                     "acronym expansion.")
+    log: bool = _option(True, kind=bool, flag=False, cli="--no-log",
+                        help="Record the search in the query log.",
+                        cli_help="Leave this search out of the query log.")
+    # answer from the store's response cache when it holds this request
+    cache: bool = _option(True, kind=bool, help="Answer from the store's response cache.")
 
     @property
     def depth(self) -> int:
@@ -62,84 +173,145 @@ class SearchRequest:
         return max(self.candidates, self.offset + self.limit)
 
 
+# -- the options, read from the dataclass -------------------------------------------------
+
+OPTIONS: Mapping[str, Field[Any]] = MappingProxyType(
+    {f.name: f for f in fields(SearchRequest) if "option" in f.metadata}
+)
+
+
+def option_spec(name: str) -> Option:
+    spec: Option = OPTIONS[name].metadata["option"]
+    return spec
+
+
+def option_default(name: str) -> Any:
+    """The value a caller passes to get the default (``filters``: None, not the compiled)."""
+    item = OPTIONS[name]
+    spec = option_spec(name)
+    if spec.given_default is not UNSET:
+        return spec.given_default
+    if item.default_factory is not MISSING:
+        return item.default_factory()
+    return item.default
+
+
+DEFAULTS: Mapping[str, Any] = MappingProxyType({name: option_default(name) for name in OPTIONS})
+
+
+def is_flag(name: str) -> bool:
+    return option_spec(name).flag is not UNSET
+
+
+def from_text(name: str, text: str) -> Any:
+    """An option's value from text (a command line, a query string), read by its kind."""
+    spec = option_spec(name)
+    if spec.parse is not None:
+        return spec.parse(text)
+    if spec.kind in (int, float):
+        try:
+            return spec.kind(text)
+        except ValueError as exc:
+            kind = "an integer" if spec.kind is int else "a number"
+            raise InvalidInputError(f"{name} must be {kind}, got {text!r}") from exc
+    return text
+
+# Call inputs that are data, not options: the caller's own query vector(s).
+CALL_INPUTS = ("query_vector", "query_vectors")
+
+
+def unknown_options_error(unknown: Iterable[str], known: Iterable[str],
+                          what: str = "search option") -> InvalidInputError:
+    """Unknown names, the closest known one as a suggestion, and every known name."""
+    names, choices = sorted(unknown), sorted(known)
+    close = [m for n in names for m in difflib.get_close_matches(n, choices, n=1, cutoff=0.6)]
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return InvalidInputError(f"unknown {what}(s) {names}{hint}; expected some of {choices}")
+
+
+def search_signature(first: str, *, vectors: str, doc: str = "") -> inspect.Signature:
+    """``Store.search``'s signature: ``first`` then every option keyword-only, with its default."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter(first, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation="str | Sequence[str]" if first == "query" else "Sequence[str]"),
+    ]
+    for name, item in OPTIONS.items():
+        annotation = option_spec(name).accepts or item.type
+        params.append(inspect.Parameter(name, kw, default=DEFAULTS[name], annotation=annotation))
+    params.append(inspect.Parameter(vectors, kw, default=None, annotation="ArrayLike | None"))
+    return inspect.Signature(params, return_annotation="SearchResponse" if first == "query"
+                             else "list[SearchResponse]")
+
+
+# -- building one --------------------------------------------------------------------------
+
+
 def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
+    """The request for ``query``: each option given or its default, checked once.
+
+    Types and bounds come from ``validation.check_search_options`` (the one place for
+    them); the rules that need more than a bound (choices, truth levels, weights,
+    filters) are applied here. None means the default, except for
+    ``answerability_threshold``, where None turns the gate off.
+    """
     queries = _queries(query)
-    known = set(SearchRequest.__dataclass_fields__) - {"queries", "filters", "raw_filters"}
-    known |= {"filters", "query_vectors"}
+    known = set(OPTIONS) | {"query_vectors"}
     unknown = set(options) - known
     if unknown:
-        raise InvalidInputError(
-            f"unknown search option(s) {sorted(unknown)}; expected some of {sorted(known)}"
-        )
+        raise unknown_options_error(unknown, known)
     options.pop("query_vectors", None)
-    strategy = options.get("strategy", "hybrid")
-    if strategy not in STRATEGIES:
-        raise InvalidInputError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    fusion = options.get("fusion", "rrf")
-    if fusion not in FUSION_METHODS:
-        raise InvalidInputError(f"fusion {fusion!r} is not one of {', '.join(FUSION_METHODS)}")
-    limit = _int("limit", options.get("limit", DEFAULT_LIMIT), minimum=1, maximum=MAX_LIMIT)
-    offset = _int("offset", options.get("offset", 0), minimum=0, maximum=MAX_OFFSET)
-    candidates = _int("candidates", options.get("candidates", DEFAULT_CANDIDATES), minimum=1,
-                      maximum=MAX_CANDIDATES)
-    levels = options.get("truth_levels")
-    if levels is None:
-        levels = DEFAULT_SEARCH_TRUTH_LEVELS
+    check_search_options(options)
+    values: dict[str, Any] = {}
+    for name in OPTIONS:
+        value = options.get(name)
+        if value is None and not (name == "answerability_threshold" and name in options):
+            value = DEFAULTS[name]
+        values[name] = value
+    for name in OPTIONS:
+        choices = option_spec(name).choices
+        if choices and values[name] not in choices:
+            raise InvalidInputError(
+                f"{name} {values[name]!r} is not one of {', '.join(choices)}")
+    values["truth_levels"] = _truth_levels(values["truth_levels"])
+    values["raw_filters"] = values["filters"]
+    values["filters"] = compile_filters(values["filters"])
+    values["weights"] = _weights(values["weights"])
+    values["rrf_k"] = validate_rrf_k(int(values["rrf_k"]))
+    for name in ("limit", "offset", "candidates", "rerank_top", "per_source_cap", "chunks_per_doc"):
+        if values[name] is not None:
+            values[name] = int(values[name])
+    for name in ("min_score", "mmr_lambda", "answerability_threshold"):
+        if values[name] is not None:
+            values[name] = float(values[name])
+    for name in ("boosts", "mmr", "exact", "rewrite", "log", "cache"):
+        values[name] = bool(values[name])
+    if values["rewriter"] is not None and not callable(values["rewriter"]):
+        raise InvalidInputError(
+            f"rewriter must be a callable question -> list of sub-queries, got {values['rewriter']!r}"
+        )
+    if values["min_score"] is not None and not math.isfinite(values["min_score"]):
+        raise InvalidInputError(f"min_score must be a finite number, got {values['min_score']}")
+    return SearchRequest(queries=queries, **values)
+
+
+def _truth_levels(levels: Any) -> tuple[str, ...]:
     if isinstance(levels, str):
         levels = [part for part in re.split(r"[,\s]+", levels) if part]
     truth_levels = tuple(dict.fromkeys(validate_truth_level(level) for level in levels))
     if not truth_levels:
         raise InvalidInputError("truth_levels is empty: nothing could match; pass e.g. ['L1', 'L2']")
-    raw_filters = options.get("filters")
-    compiled = compile_filters(raw_filters)
-    weights = options.get("weights", (0.5, 0.5))
+    return truth_levels
+
+
+def _weights(weights: Any) -> tuple[float, float]:
     if isinstance(weights, Mapping):
         weights = (weights.get("vector", 0.0), weights.get("bm25", weights.get("fulltext", 0.0)))
-    weights = tuple(float(w) for w in weights)
-    if len(weights) != 2 or any(w < 0 or not math.isfinite(w) for w in weights) or sum(weights) == 0:
-        raise InvalidInputError(f"weights must be two non-negative numbers, not both 0: {weights}")
-    threshold = options.get("answerability_threshold", ANSWERABILITY_THRESHOLD)
-    if threshold is not None and not -1.0 <= float(threshold) <= 1.0:
-        raise InvalidInputError(f"answerability_threshold must be within -1..1, got {threshold}")
-    for name in ("per_source_cap", "chunks_per_doc"):
-        if options.get(name) is not None:
-            _int(name, options[name], minimum=1)
-    rewriter = options.get("rewriter")
-    if rewriter is not None and not callable(rewriter):
-        raise InvalidInputError(
-            f"rewriter must be a callable question -> list of sub-queries, got {rewriter!r}"
-        )
-    min_score = options.get("min_score")
-    if min_score is not None and not math.isfinite(float(min_score)):
-        raise InvalidInputError(f"min_score must be a finite number, got {min_score}")
-    return SearchRequest(
-        queries=queries,
-        strategy=strategy,
-        limit=limit,
-        offset=offset,
-        truth_levels=truth_levels,
-        filters=compiled,
-        raw_filters=raw_filters,
-        fusion=fusion,
-        rrf_k=validate_rrf_k(options.get("rrf_k", RRF_K)),
-        weights=(weights[0], weights[1]),
-        candidates=candidates,
-        min_score=None if min_score is None else float(min_score),
-        boosts=bool(options.get("boosts", False)),
-        mmr=bool(options.get("mmr", False)),
-        mmr_lambda=float(options.get("mmr_lambda", 0.7)),
-        per_source_cap=options.get("per_source_cap"),
-        chunks_per_doc=options.get("chunks_per_doc"),
-        answerability_threshold=None if threshold is None else float(threshold),
-        exact=bool(options.get("exact", False)),
-        reranker=options.get("reranker"),
-        rerank_top=_int("rerank_top", options.get("rerank_top", 50), minimum=1,
-                        maximum=MAX_RERANK_TOP),
-        rewriter=rewriter,
-        rewrite=bool(options.get("rewrite", True)),
-        log=bool(options.get("log", True)),
-        cache=bool(options.get("cache", True)),
-    )
+    pair = tuple(float(w) for w in weights)
+    if len(pair) != 2 or any(w < 0 or not math.isfinite(w) for w in pair) or sum(pair) == 0:
+        raise InvalidInputError(f"weights must be two non-negative numbers, not both 0: {pair}")
+    return pair[0], pair[1]
 
 
 def _queries(query: str | Sequence[str]) -> tuple[str, ...]:
@@ -160,15 +332,6 @@ def _queries(query: str | Sequence[str]) -> tuple[str, ...]:
             )
         cleaned.append(text)
     return tuple(cleaned)
-
-
-def _int(name: str, value: Any, *, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{name} must be an integer, got {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"within {minimum}..{maximum}"
-        raise InvalidInputError(f"{name} must be {bound}, got {value}")
-    return value
 
 
 _TECHNICAL = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[\w\-./]+$|^\w*_\w*$|^[A-Z0-9\-]{3,}$")

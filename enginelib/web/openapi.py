@@ -4,21 +4,50 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..search.request import DEFAULTS, OPTIONS, is_flag, option_spec
+
 _ERROR = {"description": "bad request: {error, type} says what to fix",
           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _JSON = {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+
+_JSON_TYPES = {int: "integer", float: "number", bool: "boolean", str: "string"}
+
+
+def _json_default(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _search_property(name: str) -> dict[str, Any]:
+    """One search option's schema, from the request type (search/request.py)."""
+    spec = option_spec(name)
+    schema: dict[str, Any] = {"description": spec.help, "x-option": name}
+    if is_flag(name):  # true sets the option to the flag's value; left out, its default
+        schema.update(type="boolean", default=False, description=spec.cli_help or spec.help)
+        schema["x-sets"] = spec.flag
+        schema["x-option-default"] = _json_default(DEFAULTS[name])
+        return schema
+    if spec.choices:
+        schema["enum"] = list(spec.choices)
+    elif name == "filters":
+        schema["type"] = ["object", "string"]
+        schema["description"] += " An object, or its JSON text."
+    elif name in ("truth_levels", "weights"):
+        schema["type"] = ["string", "array"]
+    else:
+        schema["type"] = _JSON_TYPES[spec.kind]
+    if DEFAULTS[name] is not None:
+        schema["default"] = _json_default(DEFAULTS[name])
+    if spec.preset:
+        schema["description"] += " Left out: the preset's value."
+    return schema
+
 
 _SEARCH_BODY = {
     "type": "object", "required": ["query"],
     "properties": {
         "query": {"type": "string"},
-        "strategy": {"enum": ["vector", "fulltext", "hybrid", "auto"], "default": "hybrid"},
-        "limit": {"type": "integer", "default": 10}, "offset": {"type": "integer", "default": 0},
-        "filters": {"type": ["object", "string"], "description": "object, or its JSON text"},
-        "truth_levels": {"type": ["string", "array"], "default": "L1,L2"},
-        "fusion": {"enum": ["rrf", "weighted"]}, "preset": {"type": "string"},
-        "min_score": {"type": "number"}, "diversify": {"type": "boolean"},
-        "boost": {"type": "boolean"}, "no_gate": {"type": "boolean"},
+        **{spec.api: _search_property(name) for name in OPTIONS
+           if (spec := option_spec(name)).api is not None},
         "snapshot": {"type": "string", "description": "search this snapshot, read-only"},
     },
 }

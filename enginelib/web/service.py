@@ -23,6 +23,7 @@ from ..errors import InvalidFilterError, InvalidInputError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..search import check_answer_citations
+from ..search.request import OPTIONS, from_text, is_flag, option_spec, unknown_options_error
 from ..store import Store
 from .claims import claim_map
 
@@ -30,9 +31,12 @@ UPLOAD_DIR = "uploads"
 RELEASE_AFTER_S = 2.0
 DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
-# The search options the API takes: the CLI's, by the CLI's names.
-SEARCH_OPTIONS = ("query", "strategy", "limit", "offset", "filters", "truth_levels", "fusion",
-                  "preset", "min_score", "diversify", "boost", "no_gate", "snapshot")
+# The API's search parameters: the request's options that have an API name (search/
+# request.py), plus the query and the snapshot to read.
+API_OPTIONS: dict[str, str] = {
+    api: name for name in OPTIONS if (api := option_spec(name).api) is not None
+}
+SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
 
 
 class Service:
@@ -233,47 +237,51 @@ class Service:
 
 
 def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The API's search parameters (the CLI's names) as Store.search arguments."""
-    unknown = sorted(set(params) - set(SEARCH_OPTIONS))
+    """The API's search parameters (JSON values, or text from a query string) as
+    Store.search arguments. A parameter left out (or empty) is not passed: the request's
+    default, or for fusion settings the preset's, applies."""
+    unknown = set(params) - set(SEARCH_OPTIONS)
     if unknown:
-        raise InvalidInputError(f"unknown search parameter(s) {unknown}; expected some of "
-                                f"{list(SEARCH_OPTIONS)}")
+        raise unknown_options_error(unknown, SEARCH_OPTIONS, "search parameter")
     query = params.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("query must be a non-empty string")
-    filters = params.get("filters")
-    if isinstance(filters, str):
-        if filters.strip():
-            try:
-                filters = json.loads(filters)
-            except json.JSONDecodeError as exc:
-                raise InvalidFilterError(
-                    f"filters is not valid JSON ({exc.msg} at character {exc.pos}): send an "
-                    'object such as {"domain": "privacy", "tags": ["gdpr"]}'
-                ) from exc
+    options: dict[str, Any] = {}
+    for api_name, name in API_OPTIONS.items():
+        value = params.get(api_name)
+        if value is None or value == "":
+            continue
+        if name == "filters":
+            options[name] = _filters_param(value)
+        elif is_flag(name):
+            if _switched_on(value):
+                options[name] = option_spec(name).flag
+        elif isinstance(value, str):
+            options[name] = from_text(name, value)
+        elif option_spec(name).kind is int:
+            options[name] = _as_int(name, value)
         else:
-            filters = None
-    if filters is not None and not isinstance(filters, dict):
-        raise InvalidFilterError("filters must be a JSON object of field -> value")
-    options: dict[str, Any] = {
-        "strategy": params.get("strategy", "hybrid"),
-        "limit": _int_param(params, "limit", 10), "offset": _int_param(params, "offset", 0),
-        "filters": filters or None, "truth_levels": params.get("truth_levels", "L1,L2"),
-        "mmr": _bool_param(params, "diversify"), "boosts": _bool_param(params, "boost"),
-        "preset": params.get("preset") or None,
-    }
-    if params.get("fusion"):
-        options["fusion"] = params["fusion"]
-    if params.get("min_score") not in (None, ""):
-        try:
-            options["min_score"] = float(params["min_score"])
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"min_score must be a number, got {params['min_score']!r}") from exc
-    if _bool_param(params, "no_gate"):
-        options["answerability_threshold"] = None
+            options[name] = value
     if params.get("snapshot"):
         options["snapshot"] = str(params["snapshot"])
     return query, options
+
+
+def _filters_param(filters: Any) -> dict[str, Any] | None:
+    """Filters as a JSON object, or its text (a query string)."""
+    if isinstance(filters, str):
+        if not filters.strip():
+            return None
+        try:
+            filters = json.loads(filters)
+        except json.JSONDecodeError as exc:
+            raise InvalidFilterError(
+                f"filters is not valid JSON ({exc.msg} at character {exc.pos}): send an "
+                'object such as {"domain": "privacy", "tags": ["gdpr"]}'
+            ) from exc
+    if not isinstance(filters, dict):
+        raise InvalidFilterError("filters must be a JSON object of field -> value")
+    return filters or None
 
 
 def document_url(document_id: str, start: int, end: int) -> str:
@@ -288,18 +296,22 @@ def _authority(store: Store, document_ids: list[str]) -> dict[str, dict[str, Any
     return authority_of(store.catalog, document_ids)
 
 
+def _switched_on(value: Any) -> bool:
+    """A flag parameter: JSON true, or "1"/"true"/"yes"/"on" in a query string."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
 def _int_param(params: dict[str, Any], name: str, default: int) -> int:
     value = params.get(name, default)
     if value in (None, ""):
         return default
+    return _as_int(name, value)
+
+
+def _as_int(name: str, value: Any) -> int:
     try:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{name} must be an integer, got {value!r}") from exc
-
-
-def _bool_param(params: dict[str, Any], name: str) -> bool:
-    value = params.get(name, False)
-    if isinstance(value, str):
-        return value.lower() in ("1", "true", "yes", "on")
-    return bool(value)
