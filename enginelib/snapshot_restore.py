@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
+import numpy as np
 
+from . import columns as cols
 from . import faults
 from .catalog import first, utcnow
 from .manifest import next_index_version
@@ -112,7 +113,7 @@ def _semver(version: str) -> tuple[int, int, int]:
 
 def _restored_versions(
     snapshot: list[tuple[str, str]], known: list[tuple[str, str]]
-) -> pa.Table:
+) -> dict[str, np.ndarray]:
     """The version each restored document gets: its own, unless the document moved past it.
 
     Ingest bumps from the current version, so the current one must stay the newest the
@@ -131,5 +132,5 @@ def _restored_versions(
         else:
             out.append(f"{top[0]}.{top[1] + 1}.0")
             bumped.append(True)
-    return pa.table({"document_id": pa.array(ids, pa.string()),
-                     "version": pa.array(out, pa.string()), "bumped": pa.array(bumped, pa.bool_())})
+    return {"document_id": cols.objects(ids), "version": cols.objects(out),
+            "bumped": np.array(bumped, dtype=bool)}
