@@ -50,6 +50,15 @@ def matrix(column: np.ndarray, dim: int) -> np.ndarray:
     return np.asarray(np.stack(list(column)), dtype=np.float32).reshape(len(column), dim)
 
 
+def python_values(column: np.ndarray) -> list[Any]:
+    """A column from ``fetchnumpy`` as Python values (int, str, None...), as JSON wants them."""
+    if isinstance(column, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(column)
+        return [None if masked else value
+                for value, masked in zip(column.data.tolist(), mask.tolist(), strict=True)]
+    return list(column.tolist())
+
+
 @contextmanager
 def registered(
     con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str, np.ndarray]
