@@ -81,7 +81,9 @@ def _time(command: list[str], runs: int, env: dict[str, str],
         for which, run_env in enumerate(envs):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
-            out = subprocess.run(command, capture_output=True, text=True, env=run_env, check=False)
+            # cwd = the checkout timed: `python -c`/`-m` put the cwd ahead of PYTHONPATH.
+            out = subprocess.run(command, capture_output=True, text=True, env=run_env,
+                                 cwd=run_env["PYTHONPATH"], check=False)
             elapsed = time.perf_counter() - started
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if out.returncode not in (0, 1):
