@@ -90,10 +90,12 @@ def loaded_by_search(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return json.loads(_run(_SEARCH, tmp_path_factory.mktemp("search")))
 
 
+@pytest.mark.integration  # the real model, in a fresh process
 def test_a_search_imports_no_torch_psycopg_or_rich(loaded_by_search: list[str]) -> None:
     assert not {"torch", "sentence_transformers", "psycopg", "rich"} & set(loaded_by_search)
 
 
+@pytest.mark.integration
 @pytest.mark.xfail(strict=True, reason="enginelib/chunk_view.py still reads the view through "
                    "pyarrow (its owner's change; the rest of the core no longer needs it): "
                    "remove this mark, and pyarrow from the base dependencies, when it does not")
