@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cold = sub.add_parser("cold-start", help="CLI/API process start -> first answer, 5k chunks")
     cold.add_argument("--runs", type=int, default=5)
+    cold.add_argument("--model", action="append", default=None,
+                      help="e5-small, all-MiniLM-L6-v2 (repeatable; default both)")
+    cold.add_argument("--peer", type=Path, default=None,
+                      help="another checkout timed in the same runs, e.g. the landed main")
 
     sub.add_parser("report", help="rewrite results/*.md, the plot and RESULTS.md from the JSON")
 
@@ -87,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "cold-start":
         from .cold_start import measure
 
-        measure(runs=args.runs)
+        measure(models=args.model or ("e5-small", "all-MiniLM-L6-v2"), runs=args.runs,
+                peer=args.peer)
     elif args.command == "report":
         from .report import write_reports
 

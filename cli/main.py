@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 import click
 
-from . import (
-    commands_documents,
-    commands_eval,
-    commands_export,
-    commands_history,
-    commands_jobs,
-    commands_maintenance,
-    commands_serve,
-    commands_snapshot,
-)
 from .commands_search import search_command
 from .options import (
     embedder_option,
@@ -31,8 +22,45 @@ from .options import (
     vector_dim_option,
 )
 
+# Every command outside this module, registered by name -> (module, attribute). A module is
+# imported when one of its commands runs (or for `--help`), so `enginelib search` does not pay
+# for maintenance, snapshots, eval, jobs, export and serve at start. A module that fails to
+# import is an error when its command is asked for, never a command that silently disappears.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "history": ("commands_history", "history"),
+    "snapshot": ("commands_snapshot", "snapshot"),
+    "check": ("commands_maintenance", "check"),
+    "repair": ("commands_maintenance", "repair"),
+    "reindex": ("commands_maintenance", "reindex"),
+    "export": ("commands_export", "export"),
+    "eval": ("commands_eval", "eval_command"),
+    "worker": ("commands_jobs", "worker"),
+    "jobs": ("commands_jobs", "jobs"),
+    "list": ("commands_documents", "list_command"),
+    "delete": ("commands_documents", "delete"),
+    "update": ("commands_documents", "update"),
+    "serve": ("commands_serve", "serve"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Commands(click.Group):
+    """The top-level group: commands defined here, plus ``_COMMANDS`` loaded on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in _COMMANDS:
+            module, attribute = _COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f".{module}", __package__), attribute)
+            if not isinstance(command, click.Command) or command.name != cmd_name:
+                raise RuntimeError(f"{module}.{attribute} is not the command {cmd_name!r}")
+            self.add_command(command)
+        return command
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="enginelib")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error (for bug reports).")
 def main(debug: bool) -> None:
@@ -231,27 +259,6 @@ def _show_json(data: dict[str, Any]) -> dict[str, Any]:
 
 
 main.add_command(search_command)
-
-
-# Every command is registered by name: a command module that fails to import is an error
-# here, never a command that silently disappears. Each module imports only the public API
-# at the top; heavy dependencies (psycopg, starlette) load inside the command that needs them.
-for _command in (
-    commands_history.history,
-    commands_snapshot.snapshot,
-    commands_maintenance.check,
-    commands_maintenance.repair,
-    commands_maintenance.reindex,
-    commands_export.export,
-    commands_eval.eval_command,
-    commands_jobs.worker,
-    commands_jobs.jobs,
-    commands_documents.list_command,
-    commands_documents.delete,
-    commands_documents.update,
-    commands_serve.serve,
-):
-    main.add_command(_command)
 
 
 if __name__ == "__main__":

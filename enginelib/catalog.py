@@ -13,8 +13,8 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
+from . import columns as cols
 from .errors import DocumentNotFoundError, IncompatibleStoreError, StoreError, StoreLockedError
 from .schema import ACRONYMS_DDL, CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
 
@@ -36,6 +36,18 @@ class ChunkRow:
     page_start: int | None
     page_end: int | None
     content_hash: str
+
+
+@dataclass(frozen=True)
+class ChunkBatch:
+    """What the indexes need of a run of chunks, in label order."""
+
+    labels: np.ndarray  # int64
+    vectors: np.ndarray  # (n, dim) float32
+    content: list[str]
+    heading_path: list[str]
+    title: list[str]
+    language: list[str]
 
 
 class Catalog:
@@ -269,11 +281,8 @@ class Catalog:
         if not rows:
             return
         columns = list(rows[0])
-        data = {
-            c: pa.array([_encode_json(c, r[c]) for r in rows], type=_DOCUMENT_ARROW_TYPES.get(c))
-            for c in columns
-        }
-        self._insert_arrow("documents", columns, pa.table(data))
+        data = {c: cols.objects(_encode_json(c, r[c]) for r in rows) for c in columns}
+        self._insert_columns("documents", columns, data)
 
     def insert_chunks(
         self,
@@ -288,26 +297,24 @@ class Catalog:
         if n == 0:
             return
         doc_ids = [document_ids] * n if isinstance(document_ids, str) else list(document_ids)
-        table = pa.table(
-            {
-                "label": pa.array(labels, type=pa.int64()),
-                "document_id": pa.array(doc_ids, type=pa.string()),
-                "chunk_index": pa.array([c.chunk_index for c in chunks], type=pa.int32()),
-                "content": pa.array([c.content for c in chunks], type=pa.string()),
-                "heading_path": pa.array([c.heading_path for c in chunks], type=pa.string()),
-                "start_offset": pa.array([c.start_offset for c in chunks], type=pa.int32()),
-                "end_offset": pa.array([c.end_offset for c in chunks], type=pa.int32()),
-                "token_count": pa.array([c.token_count for c in chunks], type=pa.int32()),
-                "page_start": pa.array([c.page_start for c in chunks], type=pa.int32()),
-                "page_end": pa.array([c.page_end for c in chunks], type=pa.int32()),
-                "content_hash": pa.array([c.content_hash for c in chunks], type=pa.string()),
-                "embedding": _fixed_list(vectors, self.dim),
-                "retrieval_count": pa.array([0] * n, type=pa.int64()),
-                "last_retrieved_at": pa.array([None] * n, type=pa.timestamp("us")),
-                "generation": pa.array([generation] * n, type=pa.int64()),
-            }
-        )
-        self._insert_arrow("chunks", list(CHUNK_COLUMNS), table)
+        table = {
+            "label": np.asarray(labels, dtype=np.int64),
+            "document_id": cols.objects(doc_ids),
+            "chunk_index": cols.ints((c.chunk_index for c in chunks), np.int32),
+            "content": cols.objects(c.content for c in chunks),
+            "heading_path": cols.objects(c.heading_path for c in chunks),
+            "start_offset": cols.ints((c.start_offset for c in chunks), np.int32),
+            "end_offset": cols.ints((c.end_offset for c in chunks), np.int32),
+            "token_count": cols.ints((c.token_count for c in chunks), np.int32),
+            "page_start": cols.ints((c.page_start for c in chunks), np.int32),
+            "page_end": cols.ints((c.page_end for c in chunks), np.int32),
+            "content_hash": cols.objects(c.content_hash for c in chunks),
+            "embedding": _fixed_list(vectors, self.dim),
+            "retrieval_count": np.zeros(n, dtype=np.int64),
+            "last_retrieved_at": cols.objects([None] * n),
+            "generation": np.full(n, generation, dtype=np.int64),
+        }
+        self._insert_columns("chunks", list(CHUNK_COLUMNS), table)
 
     def insert_acronyms(self, rows: Sequence[tuple[str, str, str]]) -> None:
         """(document_id, acronym, expansion) rows; a replaced document's rows went with
@@ -324,17 +331,16 @@ class Catalog:
             return []
         return [(str(a), str(e), int(n)) for a, e, n in rows]
 
-    def _insert_arrow(self, table_name: str, columns: Sequence[str], data: pa.Table) -> None:
+    def _insert_columns(
+        self, table_name: str, columns: Sequence[str], data: dict[str, np.ndarray]
+    ) -> None:
         # Table and column names come from our own schema constants, never from the caller.
         view = f"_new_{table_name}"
-        self.con.register(view, data)
-        try:
+        with cols.registered(self.con, view, data):
             self.con.execute(
                 f"INSERT INTO {table_name} ({', '.join(columns)}) "
                 f"SELECT {', '.join(columns)} FROM {view}"
             )
-        finally:
-            self.con.unregister(view)
 
     def list_documents(self, limit: int | None = None) -> list[dict[str, Any]]:
         cursor = self.con.execute(
@@ -376,20 +382,25 @@ class Catalog:
 
     def chunk_batches(
         self, *, since_generation: int | None = None, batch_size: int = 8192
-    ) -> Iterator[pa.Table]:
+    ) -> Iterator[ChunkBatch]:
         """Chunks with what the indexes need (vectors, text, title, language), in batches."""
-        where, params = ("", [])
-        if since_generation is not None:
-            where, params = ("WHERE c.generation > ?", [since_generation])
-        relation = self.con.sql(
-            "SELECT c.label, c.embedding, c.content, c.heading_path, "
-            "coalesce(d.title, '') AS title, coalesce(d.language, 'en') AS language "
-            f"FROM chunks c JOIN documents d USING (document_id) {where} ORDER BY c.label",
-            params=params,
-        )
-        reader = relation.to_arrow_reader(batch_size)
-        for batch in reader:
-            yield pa.Table.from_batches([batch])
+        after: int | None = None  # keyset paging by label: one bounded query per batch
+        while True:
+            batch = self.con.execute(
+                _CHUNK_BATCH_SQL, [since_generation, since_generation, after, after, batch_size]
+            ).fetchnumpy()
+            labels = np.asarray(batch["label"], dtype=np.int64)
+            if len(labels) == 0:
+                return
+            yield ChunkBatch(
+                labels=labels,
+                vectors=cols.matrix(batch["embedding"], self.dim),
+                content=[str(v) for v in batch["content"]],
+                heading_path=[str(v) for v in batch["heading_path"]],
+                title=[str(v) for v in batch["title"]],
+                language=[str(v) for v in batch["language"]],
+            )
+            after = int(labels[-1])
 
     def tombstones_since(self, generation: int) -> np.ndarray:
         rows = self.con.execute(
@@ -423,14 +434,11 @@ class Catalog:
     def cache_embeddings(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         if not keys:
             return
-        table = pa.table({"cache_key": pa.array(list(keys)), "embedding": _fixed_list(vectors, self.dim)})
-        self.con.register("_new_cache", table)
-        try:
+        table = {"cache_key": cols.objects(keys), "embedding": _fixed_list(vectors, self.dim)}
+        with cols.registered(self.con, "_new_cache", table):
             self.con.execute(
                 "INSERT INTO embedding_cache SELECT * FROM _new_cache ON CONFLICT DO NOTHING"
             )
-        finally:
-            self.con.unregister("_new_cache")
 
     # -- query log -------------------------------------------------------------------------
 
@@ -454,24 +462,22 @@ class Catalog:
         if not entries:
             return
         now = utcnow()
-        # One Arrow insert, not executemany: a writer importing thousands of readers'
+        # One columnar insert, not executemany: a writer importing thousands of readers'
         # entries at open spent ~1 ms per row on separate statements.
-        rows = pa.table({
-            "query_text": pa.array([e["query_text"] for e, _ in entries], pa.string()),
-            "strategy": pa.array([e["strategy"] for e, _ in entries], pa.string()),
-            "filters": pa.array([json.dumps(e.get("filters"), default=str) for e, _ in entries],
-                                pa.string()),
-            "latency_ms": pa.array([float(e["latency_ms"]) for e, _ in entries], pa.float64()),
-            "chunks_retrieved": pa.array([int(e["chunks_retrieved"]) for e, _ in entries], pa.int64()),
-            "reranked_count": pa.array([int(e["reranked_count"]) for e, _ in entries], pa.int64()),
-            "result_count": pa.array([int(e["result_count"]) for e, _ in entries], pa.int64()),
-            "status": pa.array([e["status"] for e, _ in entries], pa.string()),
-            "created_at": pa.array([_timestamp_text(e.get("created_at") or now) for e, _ in entries],
-                                   pa.string()),
-        })
+        rows = {
+            "query_text": cols.objects(e["query_text"] for e, _ in entries),
+            "strategy": cols.objects(e["strategy"] for e, _ in entries),
+            "filters": cols.objects(json.dumps(e.get("filters"), default=str) for e, _ in entries),
+            "latency_ms": np.array([float(e["latency_ms"]) for e, _ in entries], np.float64),
+            "chunks_retrieved": cols.ints(int(e["chunks_retrieved"]) for e, _ in entries),
+            "reranked_count": cols.ints(int(e["reranked_count"]) for e, _ in entries),
+            "result_count": cols.ints(int(e["result_count"]) for e, _ in entries),
+            "status": cols.objects(e["status"] for e, _ in entries),
+            "created_at": cols.objects(_timestamp_text(e.get("created_at") or now)
+                                       for e, _ in entries),
+        }
         with self.transaction():
-            self.con.register("_logged", rows)
-            try:
+            with cols.registered(self.con, "_logged", rows):
                 self.con.execute(
                     "INSERT INTO query_log (query_text, strategy, filters, latency_ms, "
                     "chunks_retrieved, reranked_count, result_count, status, created_at) "
@@ -479,44 +485,27 @@ class Catalog:
                     "reranked_count, result_count, status, CAST(created_at AS TIMESTAMP) "
                     "FROM _logged"
                 )
-            finally:
-                self.con.unregister("_logged")
             counts: dict[int, int] = {}
             for _, labels in entries:
                 for label in labels:
                     counts[int(label)] = counts.get(int(label), 0) + 1
             if counts:
-                table = pa.table({"label": list(counts), "n": list(counts.values())})
-                self.con.register("_retrieved", table)
-                try:
+                table = {"label": cols.ints(counts), "n": cols.ints(counts.values())}
+                with cols.registered(self.con, "_retrieved", table):
                     self.con.execute(
                         "UPDATE chunks SET retrieval_count = retrieval_count + r.n, "
                         "last_retrieved_at = ? FROM _retrieved r WHERE chunks.label = r.label",
                         [now],
                     )
-                finally:
-                    self.con.unregister("_retrieved")
 
 
-# Arrow types for document columns whose type a list of Python values does not pin down
-# (all-None columns, empty lists); the rest are inferred.
-_DOCUMENT_ARROW_TYPES: dict[str, pa.DataType] = {
-    **{c: pa.string() for c in (
-        "document_id", "title", "content", "content_hash", "fingerprint", "source_type",
-        "source_path", "source_url", "source_id", "truth_level", "validated_by", "version",
-        "index_version", "domain", "language", "parent_document_id", "author", "document_type",
-        "file_path", "file_extension", "tenant_id", "custom", "pages",
-    )},
-    **{c: pa.list_(pa.string()) for c in ("entities", "keywords", "tags")},
-    **{c: pa.timestamp("us") for c in (
-        "validated_at", "created_at", "updated_at", "last_retrieved_at", "ingested_at",
-    )},
-    "total_chunks": pa.int32(),
-    "retrieval_count": pa.int64(),
-    "generation": pa.int64(),
-}
-
-
+_CHUNK_BATCH_SQL = """
+SELECT c.label, c.embedding, c.content, coalesce(c.heading_path, '') AS heading_path,
+       coalesce(d.title, '') AS title, coalesce(d.language, 'en') AS language
+FROM chunks c JOIN documents d USING (document_id)
+WHERE (? IS NULL OR c.generation > ?) AND (? IS NULL OR c.label > ?)
+ORDER BY c.label LIMIT ?
+"""
 _INSERT_ACRONYM_SQL = "INSERT INTO acronyms (document_id, acronym, expansion) VALUES (?, ?, ?)"
 _DELETE_ACRONYMS_SQL = "DELETE FROM acronyms WHERE document_id IN (SELECT unnest(?::VARCHAR[]))"
 _ACRONYM_COUNTS_SQL = """
@@ -527,9 +516,8 @@ def _timestamp_text(value: Any) -> str:
     return value.isoformat(sep=" ") if isinstance(value, datetime) else str(value)
 
 
-def _fixed_list(vectors: np.ndarray, dim: int) -> pa.FixedSizeListArray:
-    flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dim)
+def _fixed_list(vectors: np.ndarray, dim: int) -> np.ndarray:
+    return cols.vectors(np.asarray(vectors, dtype=np.float32).reshape(-1, dim))
 
 
 _JSON_COLUMNS = ("custom", "pages")

@@ -3,11 +3,13 @@ tables and the one swap transaction of a ``reindex``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pyarrow as pa
+import numpy as np
 
+
+from . import columns as cols
 from .catalog import Catalog, first
 from .schema import create_schema
 
@@ -97,15 +99,12 @@ def documents_to_rechunk(catalog: Catalog, ids: Sequence[str]) -> list[tuple[Any
     ).fetchall()
 
 
-def stage(catalog: Catalog, chunks: pa.Table, documents: pa.Table) -> None:
+def stage(catalog: Catalog, chunks: Mapping[str, np.ndarray], documents: Mapping[str, np.ndarray]) -> None:
     """Append one batch of re-chunked rows to the staging tables."""
     con = catalog.con
     for name, data in (("reindex_chunks", chunks), ("reindex_documents", documents)):
-        con.register("_staged", data)
-        try:
+        with cols.registered(con, "_staged", data):
             con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM _staged")
-        finally:
-            con.unregister("_staged")
 
 
 def swap_in_staged(

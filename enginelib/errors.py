@@ -28,6 +28,8 @@
      +-- RewriterError                 the caller's query rewriter hook failed or returned garbage
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
      +-- ExportError                   the Postgres export failed (server message attached)
+     +-- MissingExtraError             an optional feature's package is not installed
+                                       (also ImportError)  (.extra, .package)
  +-- NoRelevantSourcesError        the gate refused, raised where a caller asked for it (.reason)
 
 Dependency errors (duckdb, tantivy, hnswlib, psycopg) are mapped at the boundary with
@@ -170,6 +172,19 @@ class TokenizerError(EngineError):
 
 class ExportError(EngineError):
     pass
+
+
+class MissingExtraError(EngineError, ImportError):
+    """A feature outside the base install was used without its extra: names the pip command."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{feature} needs the package {package}, which the base install leaves out: "
+            f"pip install 'enginelib[{extra}]'"
+        )
+        self.feature = feature
+        self.package = package
+        self.extra = extra
 
 
 class NoRelevantSourcesError(EngineError):

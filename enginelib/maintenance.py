@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from . import catalog_maintenance as cm
+from . import columns as cols
 from . import faults
 from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
@@ -369,10 +369,11 @@ def _stage_batch(
             vectors_out.append(cached[key])
     dim = int(embedder.dim)
     flat = np.asarray(np.vstack(vectors_out) if vectors_out else np.zeros((0, dim)), np.float32)
-    table = pa.table({**columns, "embedding": pa.FixedSizeListArray.from_arrays(
-        pa.array(flat.reshape(-1), type=pa.float32()), dim)})
-    documents = pa.table({"document_id": [d[0] for d in docs], "total_chunks": [d[1] for d in docs],
-                          "keywords": pa.array([d[2] for d in docs], pa.list_(pa.string()))})
+    table = {**{name: cols.objects(values) for name, values in columns.items()},
+             "embedding": cols.vectors(flat.reshape(-1, dim))}
+    documents = {"document_id": cols.objects(d[0] for d in docs),
+                 "total_chunks": cols.ints(d[1] for d in docs),
+                 "keywords": cols.objects(d[2] for d in docs)}
     cm.stage(catalog, table, documents)
     catalog.release()
     return len(missing)

@@ -1,4 +1,4 @@
-"""Progress bars for long work (rich on stderr), silent unless asked for."""
+"""Progress bars for long work (tqdm on stderr), silent unless asked for."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sys
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # rich loads with the first bar shown, not with every search process
-    from rich.progress import Progress, TaskID
+if TYPE_CHECKING:  # tqdm loads with the first bar shown, not with every search process
+    from tqdm import tqdm
 
 
 class IngestProgress:
@@ -15,34 +15,18 @@ class IngestProgress:
 
     def __init__(self, *, enabled: bool) -> None:
         self.enabled = enabled
-        self._progress: Progress | None = None
-        self._docs: TaskID | None = None
-        self._chunks: TaskID | None = None
+        self._docs: tqdm[None] | None = None
+        self._chunks: tqdm[None] | None = None
 
     def __enter__(self) -> IngestProgress:
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                SpinnerColumn,
-                TextColumn,
-                TimeElapsedColumn,
-            )
+            # tqdm rather than rich: a bar is all we draw, and rich brings pygments and
+            # markdown-it (12 MB) into the base install.
+            from tqdm import tqdm
 
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
-                transient=False,
-            )
-            self._progress.start()
-            self._docs = self._progress.add_task("documents", total=None)
-            self._chunks = self._progress.add_task("embedding chunks", total=0)
+            self._docs = tqdm(desc="documents", unit=" docs", file=sys.stderr, position=0)
+            self._chunks = tqdm(desc="embedding chunks", total=0, unit=" chunks",
+                                file=sys.stderr, position=1)
         return self
 
     def __exit__(
@@ -51,18 +35,19 @@ class IngestProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        for bar in (self._chunks, self._docs):
+            if bar is not None:
+                bar.close()
 
     def advance_documents(self, count: int) -> None:
-        if self._progress is not None and self._docs is not None:
-            self._progress.advance(self._docs, count)
+        if self._docs is not None:
+            self._docs.update(count)
 
     def start_embedding(self, count: int) -> None:
-        if self._progress is not None and self._chunks is not None:
-            task = self._progress.tasks[self._chunks]
-            self._progress.update(self._chunks, total=(task.total or 0) + count)
+        if self._chunks is not None:
+            self._chunks.total = (self._chunks.total or 0) + count
+            self._chunks.refresh()
 
     def advance_chunks(self, count: int) -> None:
-        if self._progress is not None and self._chunks is not None:
-            self._progress.advance(self._chunks, count)
+        if self._chunks is not None:
+            self._chunks.update(count)

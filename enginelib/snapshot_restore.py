@@ -6,9 +6,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+import numpy as np
 
 from . import catalog_snapshots as cs
+from . import columns as cols
 from . import faults
 from .catalog import utcnow
 from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
@@ -64,7 +65,7 @@ def _semver(version: str) -> tuple[int, int, int]:
 
 def _restored_versions(
     snapshot: list[tuple[str, str]], known: list[tuple[str, str]]
-) -> pa.Table:
+) -> dict[str, np.ndarray]:
     """The version each restored document gets: its own, unless the document moved past it.
 
     Ingest bumps from the current version, so the current one must stay the newest the
@@ -83,5 +84,5 @@ def _restored_versions(
         else:
             out.append(f"{top[0]}.{top[1] + 1}.0")
             bumped.append(True)
-    return pa.table({"document_id": pa.array(ids, pa.string()),
-                     "version": pa.array(out, pa.string()), "bumped": pa.array(bumped, pa.bool_())})
+    return {"document_id": cols.objects(ids), "version": cols.objects(out),
+            "bumped": np.array(bumped, dtype=bool)}

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# The small, torch-free install as a user gets it: a fresh venv, `pip install .` and pytest only.
-# Asserts no torch, reports the size of site-packages (limit 300 MB), answers a cited search on
-# demo/ with the network cut, and runs the user test example (examples/test_with_enginelib.py).
+# The small, torch-free install as a user gets it: a fresh venv and `pip install .` only.
+# Asserts no torch, reports the size of enginelib and its dependencies per package (limit
+# 300 MiB, `du -sm`), answers a cited search on demo/ with the network cut, checks that the
+# search imports none of the optional stacks and that the Postgres export names its extra,
+# then installs pytest and runs the user test example (examples/test_with_enginelib.py).
+#
+# Measured: the venv's site-packages holds exactly what `pip install .` put there. The venv
+# is made without pip (pip and setuptools, ~20 MB, are the venv's tools, not enginelib's
+# dependencies: `uv venv` or `python -m venv --without-pip` give the same), and this
+# machine's pip installs into it with `pip --python` (pip >= 22.3).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${PYTHON:-python3}"
@@ -9,22 +16,22 @@ LIMIT_MB="${ENGINELIB_BASE_LIMIT_MB:-300}"
 WORK="$(mktemp -d -t enginelib-base-XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 VENV="$WORK/venv"
+PIP=("$PY" -m pip --python "$VENV/bin/python" --disable-pip-version-check)
 
 echo "== fresh venv in $VENV"
-"$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$PY" -m venv --without-pip "$VENV"
 # A copy of the tree, so nothing the build writes lands in the checkout.
 cp -r "$REPO" "$WORK/src"
 rm -rf "$WORK/src/.venv" "$WORK/src/build" "$WORK/src"/*.egg-info "$WORK/src/benchmarks/.cache" \
        "$WORK/src/benchmarks/.work"
-"$VENV/bin/python" -m pip install --quiet "$WORK/src" pytest
+"${PIP[@]}" install --quiet "$WORK/src"
 
 echo "== no torch"
 if "$VENV/bin/python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"; then
     echo "FAIL: torch is installed by the base install" >&2
     exit 1
 fi
-if "$VENV/bin/python" -m pip list 2>/dev/null | grep -iE '^(torch|nvidia-|sentence-transformers) '; then
+if "${PIP[@]}" list 2>/dev/null | grep -iE '^(torch|nvidia-|sentence-transformers) '; then
     echo "FAIL: torch-related packages in the base install" >&2
     exit 1
 fi
@@ -33,10 +40,23 @@ echo "ok: no torch, no sentence-transformers, no nvidia-* packages"
 echo "== size"
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 SIZE_MB="$(du -sm "$SITE" | cut -f1)"
-echo "site-packages: ${SIZE_MB} MB (limit ${LIMIT_MB} MB) at $SITE"
-echo "largest:"; du -sm "$SITE"/* | sort -rn | head -8
+echo "site-packages: ${SIZE_MB} MiB on disk (du -sm; limit ${LIMIT_MB}) at $SITE"
+# Per distribution, from each one's RECORD (file sizes, MB = 10^6 bytes; du also counts blocks).
+"$VENV/bin/python" - "$SITE" <<'PYSIZES'
+import os, sys
+from importlib import metadata
+site = sys.argv[1]
+rows = []
+for dist in metadata.distributions(path=[site]):
+    size = sum(os.path.getsize(os.path.join(site, f)) for f in dist.files or []
+               if os.path.isfile(os.path.join(site, f)))
+    rows.append((size / 1e6, f"{dist.metadata['Name']}=={dist.version}"))
+for mb, name in sorted(rows, reverse=True):
+    print(f"  {mb:7.1f} MB  {name}")
+print(f"  {sum(mb for mb, _ in rows):7.1f} MB  total of {len(rows)} distributions (file sizes)")
+PYSIZES
 if [ "$SIZE_MB" -gt "$LIMIT_MB" ]; then
-    echo "FAIL: the base install is over ${LIMIT_MB} MB" >&2
+    echo "FAIL: the base install is over ${LIMIT_MB} MiB" >&2
     exit 1
 fi
 
@@ -66,9 +86,34 @@ print(f"ok: {citation['display_text']} at {citation['start_offset']}..{citation[
 PYCHECK
 grep -q '"embedding_model": "e5-small"' "$WORK/store/manifest.json" && echo "ok: store built with e5-small"
 
+echo "== what a search imports"
+"${OFFLINE[@]}" "$VENV/bin/python" - "$WORK/store" <<'PYIMPORTS'
+import sys
+import enginelib
+with enginelib.open(sys.argv[1], read_only=True) as store:
+    assert store.search("right to erasure", limit=3).hits
+optional = ("torch", "sentence_transformers", "psycopg", "rich", "pyarrow")
+loaded = [m for m in optional if m in sys.modules]
+print(f"loaded of {optional}: {loaded or 'none'}")
+assert not {"torch", "sentence_transformers", "psycopg", "rich"} & set(loaded), loaded
+PYIMPORTS
+
+echo "== the Postgres export without its extra"
+set +e
+"${OFFLINE[@]}" "$VENV/bin/enginelib" export postgres --store "$WORK/store" --sql-file "$WORK/out.sql" \
+    > "$WORK/export.txt" 2>&1
+status=$?
+set -e
+if [ "$status" -ne 2 ] || ! grep -q "enginelib\[postgres\]" "$WORK/export.txt"; then
+    echo "FAIL: export without psycopg (exit $status): $(cat "$WORK/export.txt")" >&2
+    exit 1
+fi
+echo "ok: $(grep -o "needs the package.*" "$WORK/export.txt")"
+
 echo "== the user test example"
 EXAMPLE="$REPO/examples/test_with_enginelib.py"
 if [ -f "$EXAMPLE" ]; then
+    "${PIP[@]}" install --quiet pytest
     mkdir -p "$WORK/usertest" && cp "$EXAMPLE" "$WORK/usertest/"
     (cd "$WORK/usertest" && "${OFFLINE[@]}" "$VENV/bin/python" -m pytest -q -p no:cacheprovider test_with_enginelib.py)
     leftovers="$(find "$WORK/usertest" -mindepth 1 -not -name 'test_with_enginelib.py' -not -path '*__pycache__*' | head -5)"
@@ -80,4 +125,4 @@ if [ -f "$EXAMPLE" ]; then
 else
     echo "SKIP: examples/test_with_enginelib.py is not in this tree yet (branch edge); wire it when merged"
 fi
-echo "base install check passed (${SIZE_MB} MB)"
+echo "base install check passed (${SIZE_MB} MiB)"

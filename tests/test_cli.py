@@ -139,8 +139,11 @@ def test_missing_store_and_missing_path(runner: CliRunner, tmp_path: Path) -> No
 def test_every_command_has_help() -> None:
     def walk(command: click.Command, path: str) -> list[tuple[str, click.Command]]:
         found = [(path, command)]
-        if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
+        if isinstance(command, click.Group):  # through click's API: commands load lazily
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None, f"`{path} {name}` is listed but does not load"
                 found += walk(sub, f"{path} {name}")
         return found
 

@@ -314,22 +314,15 @@ class StoreCore:
 
     def _replay(self, index: VectorIndex | TextIndex, since: int | None) -> None:
         for batch in self.catalog.chunk_batches(since_generation=since):
-            labels = np.asarray(batch.column("label").to_numpy(), dtype=np.int64)
             if isinstance(index, VectorIndex):
-                emb = batch.column("embedding").combine_chunks()
-                flat = np.asarray(emb.values.to_numpy(zero_copy_only=False), dtype=np.float32)
-                index.add(labels, flat.reshape(len(labels), self.manifest.embedding_dim))
+                index.add(batch.labels, batch.vectors)
             else:
                 index.add(
                     [
-                        TextDocument(int(lb), content, heading or "", title, language or "en")
+                        TextDocument(int(lb), content, heading, title, language)
                         for lb, content, heading, title, language in zip(
-                            labels,
-                            batch.column("content").to_pylist(),
-                            batch.column("heading_path").to_pylist(),
-                            batch.column("title").to_pylist(),
-                            batch.column("language").to_pylist(),
-                            strict=True,
+                            batch.labels, batch.content, batch.heading_path, batch.title,
+                            batch.language, strict=True,
                         )
                     ]
                 )

@@ -19,12 +19,11 @@ Filters are decoded once into variables at the top of a function, never per row.
 
 from __future__ import annotations
 
-from psycopg import sql
-
 from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
+from ._psycopg import sql
 from .options import ExportOptions
 from .pg_schema import Names, SqlText
 from .pg_security import tenant_function

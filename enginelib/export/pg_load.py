@@ -8,10 +8,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psycopg
-from psycopg import sql
-
 from ..errors import ExportError
+from ._psycopg import psycopg, sql
 from .copy_text import encode_rows
 from .options import ExportOptions, options_from
 from .pg_schema import Names

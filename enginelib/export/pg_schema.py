@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psycopg import sql
-
 from ..indexes.analyzers import STEMMERS
+from ._psycopg import sql
 from .options import ExportOptions
 
 # (column, Postgres type and constraints, COPY encoding kind). Order = COPY column order.

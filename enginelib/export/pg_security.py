@@ -22,8 +22,7 @@ Postgres). A JWT that lacks the claim gets no tenant: it never falls back to
 
 from __future__ import annotations
 
-from psycopg import sql
-
+from ._psycopg import sql
 from .options import ExportOptions
 from .pg_schema import Names, SqlText
 

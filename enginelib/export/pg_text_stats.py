@@ -14,9 +14,8 @@ read them (document frequencies of words), which the docs point out.
 
 from __future__ import annotations
 
-from psycopg import sql
-
 from ..indexes.analyzers import STEMMERS
+from ._psycopg import sql
 from .pg_schema import Names, SqlText
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from psycopg import sql
-
+from ._psycopg import sql
 from .options import ExportOptions
 from .pg_functions import INTERNAL_FUNCTIONS, function_statements, signatures
 from .pg_schema import (

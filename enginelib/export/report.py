@@ -1,13 +1,14 @@
-"""What an export did (ExportReport) and its progress bars (rich, on stderr, off by default)."""
+"""What an export did (ExportReport) and its progress bars (tqdm, on stderr, off by default)."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 @dataclass(frozen=True)
@@ -42,30 +43,30 @@ class ExportProgress:
     """One bar per table being copied."""
 
     def __init__(self, *, enabled: bool) -> None:
-        self._progress: Progress | None = None
-        if enabled:
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), console=Console(file=sys.stderr),
-            )
-        self._task: object = None
+        self._enabled = enabled
+        self._bar: tqdm[None] | None = None
 
     def __enter__(self) -> ExportProgress:
-        if self._progress is not None:
-            self._progress.start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        self._close()
 
     def start(self, what: str, total: int) -> None:
-        if self._progress is not None:
-            self._task = self._progress.add_task(f"export {what}", total=total)
+        if self._enabled:
+            from tqdm import tqdm
+
+            self._close()
+            self._bar = tqdm(desc=f"export {what}", total=total, unit=" rows", file=sys.stderr)
 
     def advance(self, count: int) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.advance(self._task, count)  # type: ignore[arg-type]
+        if self._bar is not None:
+            self._bar.update(count)
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

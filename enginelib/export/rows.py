@@ -11,9 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..catalog import first
+from ..columns import matrix
 from ..indexes.analyzers import MAX_TOKEN_CHARS, code_tokens, word_parts
 from .pg_schema import ts_config
 
@@ -39,6 +38,12 @@ _CHUNK_SELECT = (
     "c.retrieval_count, c.last_retrieved_at, c.generation, d.title, d.truth_level, "
     "d.language, d.tenant_id"
 )
+# The page's scalars (the vectors come from _VECTOR_PAGE_SQL as numpy, not as float tuples).
+_CHUNK_PAGE_SQL = (
+    f"SELECT {_CHUNK_SELECT.replace('c.embedding', 'NULL AS embedding')} FROM chunks c JOIN documents d USING (document_id) "
+    "WHERE c.label > ? ORDER BY c.label LIMIT ?"
+)
+_VECTOR_PAGE_SQL = "SELECT c.embedding FROM chunks c WHERE c.label > ? ORDER BY c.label LIMIT ?"
 _VERSION_SELECT = (
     "document_id, version, index_version, title, content, content_hash, truth_level, "
     "total_chunks, CAST(custom AS VARCHAR), change_summary, valid_from, archived_at, generation"
@@ -83,26 +88,24 @@ class CatalogReader:
     def chunks(self, batch_size: int = 4096) -> Iterator[Row]:
         """Chunk rows with the embedding as a float32 array, then the row's ts_config,
         text_length and codes (pg_schema's chunk column order)."""
-        relation = self._con.sql(
-            f"SELECT {_CHUNK_SELECT} FROM chunks c JOIN documents d USING (document_id) "
-            "ORDER BY c.label"
-        )
         dim = self.meta.embedding_dim
-        for batch in relation.to_arrow_reader(batch_size):
-            names = batch.schema.names
-            at_embedding, at_language = names.index("embedding"), names.index("language")
-            at_title, at_heading, at_content = (names.index(n) for n in ("title", "heading_path", "content"))
-            # Vectors go through numpy in one piece; only the scalar columns become lists.
-            flat = batch.column(at_embedding).flatten().to_numpy(zero_copy_only=False)
-            vectors = np.asarray(flat, dtype=np.float32).reshape(batch.num_rows, dim)
-            columns = [
-                batch.column(j).to_pylist() if j != at_embedding else None
-                for j in range(len(names))
-            ]
-            for i in range(batch.num_rows):
-                row = [vectors[i] if col is None else col[i] for col in columns]
-                parts = (row[at_title], row[at_heading], row[at_content])
-                yield (*row, ts_config(row[at_language]), text_length(*parts), codes(*parts))
+        names = [name.strip().split(".")[-1] for name in _CHUNK_SELECT.split(",")]
+        at_embedding, at_language = names.index("embedding"), names.index("language")
+        at_title, at_heading, at_content = (names.index(n) for n in ("title", "heading_path", "content"))
+        after = -1  # keyset paging by label (labels are >= 0); one transaction keeps it consistent
+        while True:
+            # Scalars as Python values (what psycopg adapts); vectors through numpy in one piece.
+            rows = self._con.execute(_CHUNK_PAGE_SQL, [after, batch_size]).fetchall()
+            if not rows:
+                return
+            found = self._con.execute(_VECTOR_PAGE_SQL, [after, batch_size]).fetchnumpy()
+            vectors = matrix(found["embedding"], dim)
+            for i, row in enumerate(rows):
+                out = list(row)
+                out[at_embedding] = vectors[i]
+                parts = (out[at_title], out[at_heading], out[at_content])
+                yield (*out, ts_config(out[at_language]), text_length(*parts), codes(*parts))
+            after = int(rows[-1][0])
 
     def _rows(self, query: str) -> Iterator[Row]:
         cursor = self._con.execute(query)

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
-from psycopg import sql
 
 from ..catalog import first
 from ..errors import ExportError
 from ..search.filters import compile_filters
 from ..search.request import SearchRequest
 from ..types import TRUTH_LEVELS
+from ._psycopg import psycopg, sql
 from .options import ExportOptions
 from .pg_load import _extension_schema, _server_message
 from .pg_schema import Names
