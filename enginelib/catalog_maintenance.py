@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-
 from . import columns as cols
 from .catalog import Catalog, first
 from .schema import create_schema

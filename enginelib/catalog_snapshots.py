@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 
-
-from . import columns as cols
 from .catalog import Catalog, first
 
 _DIFF_COLUMNS = "document_id, content_hash, fingerprint, version, total_chunks"
