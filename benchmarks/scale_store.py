@@ -1,0 +1,280 @@
+"""Scale through the store: 10k / 100k / 1M chunks ingested, opened and searched as a user does.
+
+Every figure goes through the public API (``enginelib.open``, ``Store.ingest_documents`` with
+the caller's own vectors, ``store.search`` with a query vector), beside LanceDB on the same
+texts and vectors in the same run. Each step runs in its own process so that peak and
+after-open RSS belong to that step alone::
+
+    python -m benchmarks.scale_store build   --size 1000000   # once; cached in benchmarks/.cache
+    python -m benchmarks.scale_store measure --size 1000000   # open, search, recall, add 1,000
+    python -m benchmarks.scale_store lance   --size 1000000   # LanceDB, same data and queries
+    python -m benchmarks.scale_store report                   # table + plot from the JSON files
+    python -m benchmarks.scale_store all --sizes 10000 100000 1000000
+
+The corpus is deterministic and streamed: block ``b`` of ``BLOCK`` chunks is drawn from its own
+seeded generator, so any chunk (for queries, for the exact ground truth) can be regenerated
+without holding the corpus. One document is one chunk: ~100 pseudo-words (150-200 tokens, a
+paragraph-sized RAG chunk) whose words lean toward its vector cluster's topic, so text and
+vector agree as they do on real data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .timing import disk_bytes, machine, peak_rss_mb, percentiles, rss_mb, versions
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache" / "scale_store"
+RESULTS = HERE / "results" / "scale_store"
+DIM = 384
+CLUSTERS = 2_000
+VOCAB = 50_000
+TOPIC_WORDS = 40
+WORDS_MIN, WORDS_MAX = 60, 140
+BLOCK = 10_000
+SEED = 20261123
+BATCH = 4_096  # documents per catalog transaction in the bulk ingest
+# The graph is built with both cores (hnswlib's add_items threads): a store option, set at
+# creation; searches are measured one query at a time all the same.
+BUILD_OPTIONS = {"vector": {"num_threads": 2}}
+LEVELS = np.array(["L1", "L1", "L2", "L3"])
+QUERIES = 200
+ADD_DOCS = 1_000
+SEARCH = {"truth_levels": ["L1", "L2", "L3", "L4"], "answerability_threshold": None,
+          "log": False}
+
+
+# -- corpus ------------------------------------------------------------------------------
+
+def _word_names(count: int) -> np.ndarray:
+    """Letters-only pseudo-words: digits would make the text index treat them as codes."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    names = []
+    for i in range(count):
+        word, n = "", i + 26 * 26
+        while n:
+            n, r = divmod(n, 26)
+            word = letters[r] + word
+        names.append(word)
+    return np.array(names, dtype=object)
+
+
+class Corpus:
+    """Chunk ``i`` of the synthetic corpus, regenerated on demand block by block."""
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(SEED)
+        self.centres = rng.standard_normal((CLUSTERS, DIM)).astype(np.float32)
+        self.topics = rng.integers(0, VOCAB, (CLUSTERS, TOPIC_WORDS))
+        self.words = _word_names(VOCAB)
+
+    def block(self, b: int, prefix: str = "c") -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+        """(ids, texts, unit vectors, truth levels) of block ``b``."""
+        rng = np.random.default_rng([SEED, b, 0 if prefix == "c" else 1])
+        assign = rng.integers(0, CLUSTERS, BLOCK)
+        noise = rng.standard_normal((BLOCK, DIM)).astype(np.float32)
+        vectors = self.centres[assign] + 0.9 * noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        lengths = rng.integers(WORDS_MIN, WORDS_MAX + 1, BLOCK)
+        total = int(lengths.sum())
+        common = rng.zipf(1.3, total) % VOCAB
+        topical = self.topics[np.repeat(assign, lengths), rng.integers(0, TOPIC_WORDS, total)]
+        ids = np.where(rng.random(total) < 0.3, topical, common)
+        flat = self.words[ids]
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        texts = [" ".join(flat[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        start = b * BLOCK
+        names = [f"{prefix}{start + i}" for i in range(BLOCK)]
+        return names, texts, vectors.astype(np.float32), LEVELS[rng.integers(0, len(LEVELS), BLOCK)]
+
+    def documents(self, n: int, prefix: str = "c", first_block: int = 0) -> Iterator[Any]:
+        """The first ``n`` chunks as LoadedDocuments with their own vector, streamed."""
+        from enginelib import LoadedDocument
+
+        done = 0
+        b = first_block
+        while done < n:
+            names, texts, vectors, levels = self.block(b, prefix)
+            take = min(BLOCK, n - done)
+            for i in range(take):
+                yield LoadedDocument(
+                    id=names[i], text=texts[i], title=None, language="en",
+                    metadata={"truth_level": str(levels[i])}, vectors=vectors[i : i + 1],
+                )
+            done += take
+            b += 1
+
+    def queries(self, n: int, count: int = QUERIES) -> dict[str, Any]:
+        """Query vectors (a chunk's vector plus noise) and 4 of that chunk's words."""
+        rng = np.random.default_rng([SEED, 99, n])
+        picks = np.sort(rng.choice(n, size=count, replace=False))
+        vectors, texts = [], []
+        for b in np.unique(picks // BLOCK):
+            _, block_texts, block_vectors, _ = self.block(int(b))
+            for i in picks[picks // BLOCK == b] - b * BLOCK:
+                vectors.append(block_vectors[i])
+                words = block_texts[i].split()
+                texts.append(" ".join(words[:: max(1, len(words) // 4)][:4]))
+        qv = np.array(vectors) + 0.05 * rng.standard_normal((count, DIM)).astype(np.float32)
+        qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+        return {"picks": picks, "vectors": qv.astype(np.float32), "texts": texts}
+
+    def exact_top10(self, n: int, qvecs: np.ndarray) -> np.ndarray:
+        """Exact cosine top-10 labels (= chunk numbers: the store labels them in order)."""
+        best_s = np.full((len(qvecs), 10), -np.inf, dtype=np.float32)
+        best_i = np.zeros((len(qvecs), 10), dtype=np.int64)
+        for b in range(-(-n // BLOCK)):
+            _, _, vectors, _ = self.block(b)
+            take = min(BLOCK, n - b * BLOCK)
+            scores = qvecs @ vectors[:take].T
+            s = np.concatenate([best_s, scores], axis=1)
+            i = np.concatenate([best_i, np.arange(b * BLOCK, b * BLOCK + take)[None, :].repeat(len(qvecs), 0)], axis=1)
+            top = np.argsort(-s, axis=1, kind="stable")[:, :10]
+            best_s, best_i = np.take_along_axis(s, top, 1), np.take_along_axis(i, top, 1)
+        return best_i
+
+
+def store_path(n: int) -> Path:
+    return CACHE / f"store-{n}"
+
+
+def _save(name: str, payload: dict[str, Any]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {**payload, "load_average": os.getloadavg(), "machine": machine()}
+    (RESULTS / name).write_text(json.dumps(payload, indent=2, default=str))
+    print(json.dumps(payload, indent=2, default=str))
+
+
+# -- steps -------------------------------------------------------------------------------
+
+def build(n: int) -> None:
+    """Ingest ``n`` chunks through ``Store.ingest_documents`` (own vectors), in this process."""
+    import enginelib
+    from enginelib.own_vectors import ExternalVectors
+
+    path = store_path(n)
+    shutil.rmtree(path, ignore_errors=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    corpus = Corpus()
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    marks: list[tuple[int, float]] = []
+
+    def counted() -> Iterator[Any]:
+        for i, doc in enumerate(corpus.documents(n)):
+            if i and i % 50_000 == 0:
+                marks.append((i, time.perf_counter() - started))
+                print(f"{i} chunks in {marks[-1][1]:.0f} s, rss {rss_mb():.0f} MB", flush=True)
+            yield doc
+
+    with enginelib.open(path, embedder=ExternalVectors(DIM), index_options=BUILD_OPTIONS) as store:
+        report = store.ingest_documents(counted(), batch_size=BATCH,
+                                        progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - started
+    assert report.chunks_written == n, report.chunks_written
+    _save(f"build_{n}.json", {
+        "chunks": n, "seconds": round(seconds, 1), "chunks_per_s": round(n / seconds, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1), "disk_mb": round(disk_bytes(path) / 2**20, 1),
+        "batch_size": BATCH, "progress_marks": marks, "load_average_before": load_before,
+    })
+
+
+def _timed_searches(store: Any, queries: dict[str, Any], strategy: str) -> tuple[list[float], list[list[int]]]:
+    times, labels = [], []
+    for text, vector in zip(queries["texts"], queries["vectors"], strict=True):
+        started = time.perf_counter()
+        response = store.search(text, strategy=strategy, query_vector=vector, limit=10, **SEARCH)
+        times.append((time.perf_counter() - started) * 1000.0)
+        labels.append([hit.label for hit in response.hits])
+    return times, labels
+
+
+def measure(n: int) -> None:
+    """Open the cached store, search it, then add 1,000 documents, in this fresh process."""
+    import enginelib
+
+    path = store_path(n)
+    if not path.exists():
+        raise SystemExit(f"no store at {path}: run `python -m benchmarks.scale_store build --size {n}`")
+    corpus = Corpus()
+    queries = corpus.queries(n)
+    gc.collect()
+    rss_before = rss_mb()
+    started = time.perf_counter()
+    store = enginelib.open(path)
+    store.view()  # what the first search needs, so open time is open-to-searchable
+    open_s = time.perf_counter() - started
+    rss_open = rss_mb()
+    result: dict[str, Any] = {"chunks": n, "open_s": round(open_s, 3),
+                              "rss_before_open_mb": round(rss_before, 1),
+                              "rss_after_open_mb": round(rss_open, 1)}
+    # The truth is the store's own exact search (exact=True: every vector scored), so it
+    # stays right after earlier runs added documents to the cached store.
+    truth = [[h.label for h in store.search(t, strategy="vector", query_vector=v, exact=True,
+                                             limit=10, **SEARCH).hits]
+             for t, v in zip(queries["texts"], queries["vectors"], strict=True)]
+    found = 0
+    for strategy in ("vector", "fulltext", "hybrid"):
+        _timed_searches(store, {k: v[:20] for k, v in queries.items()}, strategy)  # warm-up
+        times, labels = _timed_searches(store, queries, strategy)
+        result[strategy] = percentiles(times)
+        if strategy == "vector":
+            result["recall@10"] = round(float(np.mean(
+                [len(set(got) & set(want)) / 10 for got, want in zip(labels, truth, strict=True)]
+            )), 4)
+        if strategy == "hybrid":
+            found = sum(int(p) in got for p, got in zip(queries["picks"], labels, strict=True))
+    result["hybrid_source_chunk_in_top10"] = round(found / len(queries["texts"]), 3)
+    result["rss_after_searches_mb"] = round(rss_mb(), 1)
+    # Incremental growth: 1,000 new documents (new ids, one batch of 1,000 chunks).
+    docs = list(corpus.documents(ADD_DOCS, prefix=f"add{int(time.time())}-", first_block=n // BLOCK))
+    started = time.perf_counter()
+    store.ingest_documents(docs, batch_size=BATCH)
+    ingest_s = time.perf_counter() - started
+    started = time.perf_counter()
+    store.view()
+    view_s = time.perf_counter() - started
+    result["add_1000"] = {"ingest_s": round(ingest_s, 3), "view_update_s": round(view_s, 3),
+                          "total_s": round(ingest_s + view_s, 3)}
+    hits = store.search(queries["texts"][0], query_vector=queries["vectors"][0], **SEARCH).hits
+    result["search_after_add_ok"] = bool(hits)
+    store.close()
+    result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    result["versions"] = versions(["duckdb", "hnswlib", "tantivy", "pyarrow", "numpy"])
+    _save(f"measure_{n}.json", result)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale_store")
+    parser.add_argument("step", choices=["build", "measure", "lance", "report", "all"])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
+    args = parser.parse_args(argv)
+    if args.step == "build":
+        build(args.size)
+    elif args.step == "measure":
+        measure(args.size)
+    elif args.step == "all":
+        for n in args.sizes:
+            for step in ("build", "measure"):
+                if step == "build" and (RESULTS / f"build_{n}.json").exists() and store_path(n).exists():
+                    continue
+                subprocess.run([sys.executable, "-m", "benchmarks.scale_store", step, "--size", str(n)],
+                               check=True, cwd=HERE.parent)
+
+
+if __name__ == "__main__":
+    main()
