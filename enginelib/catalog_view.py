@@ -30,6 +30,10 @@ COMPACT_SQL = _COMPACT_COLUMNS
 # changed (``update_document`` bumps the document's generation, not its chunks').
 CHANGED_SQL = _COMPACT_COLUMNS + "WHERE c.generation > ? OR d.generation > ?"
 SOURCES_SQL = "SELECT source_id, tier, evidence_level, authority_score, peer_reviewed FROM sources"
+TEXTS_SINCE_SQL = (
+    "SELECT label, content, coalesce(heading_path, '') AS heading_path FROM chunks "
+    "WHERE generation > ? ORDER BY label"
+)
 TEXT_SQL = "SELECT label, content, heading_path FROM chunks WHERE label IN (SELECT unnest(?::BIGINT[]))"
 VECTORS_SQL = "SELECT label, embedding FROM chunks WHERE label IN (SELECT unnest(?::BIGINT[]))"
 # ``where`` is a predicate compiled by search/filters.py from the caller's filters: its
@@ -60,6 +64,13 @@ def sources(catalog: Catalog) -> dict[str, tuple[Any, Any, Any, Any]]:
     """source_id -> (tier, evidence_level, authority_score, peer_reviewed); a small table."""
     return {row[0]: (row[1], row[2], row[3], row[4])
             for row in catalog.con.execute(SOURCES_SQL).fetchall()}
+
+
+def texts_since(catalog: Catalog, generation: int, batch_size: int = 16_384) -> Iterator[pa.RecordBatch]:
+    """(label, content, heading_path) of the chunks committed after ``generation``, by
+    label, streamed in batches (bounded memory at any corpus size)."""
+    reader = catalog.con.sql(TEXTS_SINCE_SQL, params=[generation]).to_arrow_reader(batch_size)
+    yield from reader
 
 
 def chunk_texts(catalog: Catalog, labels: Sequence[int]) -> dict[int, tuple[str, str]]:

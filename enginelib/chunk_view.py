@@ -2,9 +2,10 @@
 
 Opening a store must not cost time or memory in proportion to its text. So the view holds
 only what every search touches for every candidate (labels, truth levels, document ids,
-offsets, short document metadata) as Arrow/numpy columns; a chunk's text is read from the
-catalog when a returned hit (or the gate) asks for it, a few dozen rows per query; vectors
-are read from the vector index, which is their one owner in RAM, never copied here.
+offsets, short document metadata) as Arrow/numpy columns; a chunk's text is read when a
+returned hit (or the gate) asks for it, from memory-mapped segment files beside the catalog
+(``chunk_texts.py``; from the catalog itself when it is in memory); vectors are read from
+the vector index, which is their one owner in RAM, never copied here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pyarrow.compute as pc
 
 from . import catalog_view as queries
 from .catalog import Catalog
+from .chunk_texts import FOLDER as TEXTS_FOLDER
+from .chunk_texts import TextSegments
 
 # Text of this many chunks is kept per view (a top hit comes back for many queries).
 TEXT_CACHE_SIZE = 4096
@@ -29,6 +32,9 @@ READ_AHEAD = 64
 _HINT_MAX = 20_000
 # Low-cardinality columns are dictionary-encoded: a byte or two per chunk, not a string.
 _DICTIONARY = ("truth_level", "source_type", "source_id", "language", "version", "index_version")
+_NUMBERS = ("chunk_index", "start_offset", "end_offset", "token_count", "page_start", "page_end")
+_STRINGS = ("document_id", "title", "source_path", "source_url")
+_NULL = -(2**31)  # a null page number among the int32 columns (the catalog's INTEGER)
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +93,9 @@ class ViewVectors:
 
     def __getitem__(self, positions: Any) -> np.ndarray:
         if isinstance(positions, (int, np.integer)):
+            mirror = self._mirror_if_aligned()
+            if mirror is not None:
+                return mirror[int(positions)]  # type: ignore[no-any-return]
             return self.rows(np.array([int(positions)], dtype=np.int64))[0]
         if isinstance(positions, slice):
             positions = np.arange(len(self._view))[positions]
@@ -138,16 +147,23 @@ class ChunkView:
     def __init__(
         self, catalog: Catalog, table: pa.Table, generation: int,
         sources: dict[str, tuple[Any, Any, Any, Any]], vector_index: Any | None = None,
+        segments: TextSegments | None = None,
     ) -> None:
         self.generation = generation
         self.dim = catalog.dim
         self._catalog = catalog
+        self._segments = segments
         self._table = table
         self._sources = sources
         self.labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
-        levels = table.column("truth_level")
-        self.truth_levels = (np.asarray(levels.cast(pa.string()).to_numpy(zero_copy_only=False),
-                                        dtype="U2") if len(self.labels) else np.zeros(0, dtype="U2"))
+        # Columns as numpy codes and Arrow strings: a record is read in microseconds from
+        # them, while the table's rows never become Python objects (1M rows: ~100 MB).
+        self._numbers = {name: _numbers(table.column(name)) for name in _NUMBERS}
+        self._codes = {name: _codes(table.column(name)) for name in _DICTIONARY}
+        self._strings = {name: table.column(name).combine_chunks() for name in _STRINGS}
+        levels, level_names = self._codes["truth_level"]
+        self.truth_levels = (np.array(level_names, dtype="U2")[levels] if len(self.labels)
+                             else np.zeros(0, dtype="U2"))
         self.vectors = ViewVectors(self, vector_index)
         self._texts: OrderedDict[int, tuple[str, str]] = OrderedDict()
         self._hint = np.zeros(0, dtype=np.int64)
@@ -158,7 +174,10 @@ class ChunkView:
     def load(cls, catalog: Catalog, vector_index: Any | None = None) -> ChunkView:
         generation = catalog.generation
         table = _prepare(queries.compact_rows(catalog))
-        return cls(catalog, table, generation, queries.sources(catalog), vector_index)
+        segments = _segments_of(catalog)
+        if segments is not None:
+            _fill(segments, catalog, generation)
+        return cls(catalog, table, generation, queries.sources(catalog), vector_index, segments)
 
     def advance(self, catalog: Catalog, vector_index: Any | None = None) -> ChunkView:
         """The view at the catalog's generation, built from this one plus what changed.
@@ -187,7 +206,10 @@ class ChunkView:
             table = table.combine_chunks()
         if table.num_rows != catalog.chunk_count():
             return ChunkView.load(catalog, vector_index)
-        view = ChunkView(catalog, table, generation, queries.sources(catalog), vector_index)
+        if self._segments is not None:
+            _fill(self._segments, catalog, generation)
+        view = ChunkView(catalog, table, generation, queries.sources(catalog), vector_index,
+                         self._segments)
         view._texts = self._texts  # a label's text never changes: keep what was read
         return view
 
@@ -210,19 +232,17 @@ class ChunkView:
         return np.where(found, pos, -1)
 
     def record(self, position: int) -> ChunkRecord:
-        row = self._table.slice(position, 1).to_pylist()[0]
-        authority = self._sources.get(row["source_id"], (None, None, None, None))
+        p = int(position)
+        numbers = {name: (None if values[p] == _NULL else int(values[p]))
+                   for name, values in self._numbers.items()}
+        codes = {name: (None if values[p] < 0 else names[values[p]])
+                 for name, (values, names) in self._codes.items()}
+        strings = {name: array[p].as_py() for name, array in self._strings.items()}
+        authority = self._sources.get(codes["source_id"], (None, None, None, None))
         return ChunkRecord(
-            label=int(row["label"]), document_id=row["document_id"],
-            chunk_index=row["chunk_index"], start_offset=row["start_offset"],
-            end_offset=row["end_offset"], token_count=row["token_count"],
-            page_start=row["page_start"], page_end=row["page_end"],
-            truth_level=row["truth_level"], title=row["title"], source_path=row["source_path"],
-            source_type=row["source_type"], source_url=row["source_url"],
-            source_id=row["source_id"], language=row["language"], version=row["version"],
-            index_version=row["index_version"], source_tier=authority[0],
-            evidence_level=authority[1], authority_score=authority[2],
-            peer_reviewed=authority[3], _view=self,
+            label=int(self.labels[p]), **numbers, **codes, **strings,
+            source_tier=authority[0], evidence_level=authority[1],
+            authority_score=authority[2], peer_reviewed=authority[3], _view=self,
         )
 
     # -- on demand -------------------------------------------------------------------------
@@ -233,18 +253,25 @@ class ChunkView:
         cached = self._texts.get(label)
         if cached is not None:
             return cached
+        if self._segments is not None:
+            held = self._segments.get([label]).get(label)
+            if held is not None:
+                self._remember({label: held})
+                return held
         wanted = [label]
         at = np.flatnonzero(self._hint == label)
         if len(at):
             ahead = self._hint[int(at[0]) + 1 : int(at[0]) + 1 + 4 * READ_AHEAD].tolist()
             wanted += [x for x in ahead if x not in self._texts][: READ_AHEAD - 1]
         fetched = queries.chunk_texts(self._catalog, wanted)
-        for key, value in fetched.items():
-            self._texts[key] = value
-        while len(self._texts) > TEXT_CACHE_SIZE:
-            self._texts.popitem(last=False)
+        self._remember(fetched)
         # A label deleted by another process after this view was loaded has no text left.
         return fetched.get(label, ("", ""))
+
+    def _remember(self, texts: dict[int, tuple[str, str]]) -> None:
+        self._texts.update(texts)
+        while len(self._texts) > TEXT_CACHE_SIZE:
+            self._texts.popitem(last=False)
 
     def vectors_of(self, labels: np.ndarray, index: Any | None) -> np.ndarray:
         """Vectors of ``labels`` from the vector index; the catalog for any it lacks."""
@@ -282,6 +309,35 @@ class ChunkView:
         if mask.all():
             return None
         return self.labels[mask]
+
+
+def _numbers(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(column.cast(pa.int32()).fill_null(_NULL).to_numpy(), dtype=np.int32)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary codes (-1 for null) against one dictionary for the whole column."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    combined = column.combine_chunks()  # unifies the chunks' dictionaries
+    codes = np.asarray(combined.indices.fill_null(-1).to_numpy(), dtype=np.int32)
+    return codes, combined.dictionary.to_pylist()
+
+
+def _segments_of(catalog: Catalog) -> TextSegments | None:
+    """The text segments beside a catalog file; None for a catalog held in memory, which
+    answers text lookups itself in microseconds and locks no file."""
+    if catalog.in_memory_db:
+        return None
+    return TextSegments(catalog.path.parent / TEXTS_FOLDER, writable=not catalog.read_only,
+                        generation=catalog.generation)
+
+
+def _fill(segments: TextSegments, catalog: Catalog, generation: int) -> None:
+    """Make the segments hold every chunk up to ``generation``: the chunks committed after
+    what they hold, streamed from the catalog (a new segment, or a reader's RAM)."""
+    if segments.generation < generation:
+        segments.add(queries.texts_since(catalog, segments.generation), generation)
 
 
 def _prepare(table: pa.Table) -> pa.Table:
