@@ -233,12 +233,12 @@ class ChunkView:
 
     def record(self, position: int) -> ChunkRecord:
         p = int(position)
-        numbers = {name: (None if values[p] == _NULL else int(values[p]))
-                   for name, values in self._numbers.items()}
-        codes = {name: (None if values[p] < 0 else names[values[p]])
-                 for name, (values, names) in self._codes.items()}
-        strings = {name: array[p].as_py() for name, array in self._strings.items()}
-        authority = self._sources.get(codes["source_id"], (None, None, None, None))
+        numbers: dict[str, Any] = {name: (None if values[p] == _NULL else int(values[p]))
+                                   for name, values in self._numbers.items()}
+        codes: dict[str, Any] = {name: (None if values[p] < 0 else names[values[p]])
+                                 for name, (values, names) in self._codes.items()}
+        strings: dict[str, Any] = {name: array[p].as_py() for name, array in self._strings.items()}
+        authority = self._sources.get(codes["source_id"] or "", (None, None, None, None))
         return ChunkRecord(
             label=int(self.labels[p]), **numbers, **codes, **strings,
             source_tier=authority[0], evidence_level=authority[1],
