@@ -29,6 +29,9 @@ from .durable import fsync_dir, fsync_file
 
 FOLDER = "texts"
 _PREFIX = "seg-"
+# Past this many segments a writer merges all but the oldest into one (each segment is an
+# open memory map, and a lookup looks at every segment whose label range holds the label).
+MAX_SEGMENTS = 32
 SCHEMA = pa.schema([("label", pa.int64()), ("content", pa.string()), ("heading_path", pa.string())])
 
 
@@ -67,6 +70,8 @@ class TextSegments:
             for entry in folder.iterdir():
                 stamped = _generation_of(entry.name)
                 if stamped is None:
+                    if writable and entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                        entry.unlink(missing_ok=True)  # a segment a killed writer left half-written
                     continue
                 if stamped > generation:
                     if writable:
@@ -93,6 +98,27 @@ class TextSegments:
         up to its own (see ``ChunkView``), so the newest one tells.
         """
         return max(self._memory_generation, max((s.generation for s in self._segments), default=-1))
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    @property
+    def oldest_generation(self) -> int:
+        return min((s.generation for s in self._segments), default=-1)
+
+    def merge_newer(self, batches: Iterable[pa.RecordBatch], base: int, generation: int) -> None:
+        """Replace every segment newer than ``base`` by one holding ``batches`` (the chunks
+        committed after ``base``, read again from the catalog)."""
+        merged = [s for s in self._segments if s.generation > base]
+        self.add(batches, generation)
+        newest = self._segments[0]
+        for segment in merged:
+            if segment is not newest:
+                segment.path.unlink(missing_ok=True)  # mapped elsewhere: Linux keeps it readable
+        self._segments = [s for s in self._segments if s is newest or s not in merged]
+        if self.folder.is_dir():
+            fsync_dir(self.folder)
+        self._index()
 
     def covered(self, labels: np.ndarray) -> np.ndarray:
         """Which of ``labels`` some segment (or the reader's memory) holds."""

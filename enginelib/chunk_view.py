@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from . import catalog_view as queries
 from .catalog import Catalog
 from .chunk_texts import FOLDER as TEXTS_FOLDER
-from .chunk_texts import TextSegments
+from .chunk_texts import MAX_SEGMENTS, TextSegments
 
 # Text of this many chunks is kept per view (a top hit comes back for many queries).
 TEXT_CACHE_SIZE = 4096
@@ -338,6 +338,9 @@ def _fill(segments: TextSegments, catalog: Catalog, generation: int) -> None:
     what they hold, streamed from the catalog (a new segment, or a reader's RAM)."""
     if segments.generation < generation:
         segments.add(queries.texts_since(catalog, segments.generation), generation)
+    if segments.writable and len(segments) > MAX_SEGMENTS:
+        base = segments.oldest_generation
+        segments.merge_newer(queries.texts_since(catalog, base), base, generation)
 
 
 def _prepare(table: pa.Table) -> pa.Table:

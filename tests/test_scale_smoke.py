@@ -163,3 +163,22 @@ def test_a_segment_newer_than_the_catalog_is_not_used(tmp_path: Path) -> None:
     with enginelib.open(tmp_path / "s") as writer:
         assert _search(writer, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
     assert not (segments / "seg-999999999999-feedbeef.arrow").exists()
+
+
+def test_many_small_commits_merge_their_text_segments(tmp_path: Path) -> None:
+    from enginelib.chunk_texts import MAX_SEGMENTS
+
+    store = _small(tmp_path / "s")
+    for n in range(MAX_SEGMENTS + 3):  # a search after each commit: one segment each
+        store.ingest_documents([enginelib.LoadedDocument(
+            id=f"note{n}", text=f"Maintenance note number {n} about wiper blades.",
+            vectors=_vector("pads") + n)], truth_level="L1")
+        store.view()
+    segments = [p for p in (tmp_path / "s" / TEXTS).iterdir() if p.suffix == ".arrow"]
+    assert len(segments) <= MAX_SEGMENTS
+    for n in (0, MAX_SEGMENTS + 2):
+        hits = store.search(f"note number {n} wiper", strategy="fulltext", limit=50,
+                            answerability_threshold=None).hits
+        assert f"Maintenance note number {n} about wiper blades." in {h.content for h in hits}
+    assert _search(store, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
+    store.close()
