@@ -280,40 +280,54 @@ def measure(n: int) -> None:
     _save(f"measure_{n}.json", result)
 
 
-def lance(n: int) -> None:
-    """LanceDB on the same texts and vectors: build, reopen, search, add 1,000 rows."""
-    import lancedb
+def _lance_rows(corpus: Corpus, count: int, prefix: str = "c", first_block: int = 0) -> Iterator[Any]:
     import pyarrow as pa
-    from lancedb.rerankers import RRFReranker
+
+    done, b = 0, first_block
+    while done < count:
+        names, texts, vectors, _ = corpus.block(b, prefix)
+        take = min(BLOCK, count - done)
+        yield pa.table({
+            "row": pa.array(np.arange(b * BLOCK, b * BLOCK + take), type=pa.int64()),
+            "id": pa.array(names[:take]), "text": pa.array(texts[:take]),
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors[:take].reshape(-1), type=pa.float32()), DIM),
+        })
+        done += take
+        b += 1
+
+
+def lance_build(n: int) -> None:
+    """LanceDB table of the same chunks (streamed block by block) and its FTS index."""
+    import lancedb
 
     folder = CACHE / f"lance-{n}"
     shutil.rmtree(folder, ignore_errors=True)
-    corpus = Corpus()
-
-    def rows(count: int, prefix: str = "c", first_block: int = 0) -> Iterator[pa.Table]:
-        done, b = 0, first_block
-        while done < count:
-            names, texts, vectors, _ = corpus.block(b, prefix)
-            take = min(BLOCK, count - done)
-            yield pa.table({
-                "row": pa.array(np.arange(b * BLOCK, b * BLOCK + take), type=pa.int64()),
-                "id": pa.array(names[:take]), "text": pa.array(texts[:take]),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(vectors[:take].reshape(-1), type=pa.float32()), DIM),
-            })
-            done += take
-            b += 1
-
     started = time.perf_counter()
     db = lancedb.connect(str(folder))
-    blocks = rows(n)
+    blocks = _lance_rows(Corpus(), n)
     table = db.create_table("chunks", data=next(blocks))
     for block in blocks:
         table.add(block)
     table.create_fts_index("text", replace=True)
-    build_s = time.perf_counter() - started
-    del table, db
-    gc.collect()
+    seconds = time.perf_counter() - started
+    _save(f"lance_build_{n}.json", {"chunks": n, "build_s": round(seconds, 1),
+                                    "chunks_per_s": round(n / seconds, 1),
+                                    "peak_rss_mb": round(peak_rss_mb(), 1)})
+
+
+def lance(n: int) -> None:
+    """LanceDB on the same texts and vectors: built in a child process, then reopened here,
+    searched, and grown by 1,000 rows."""
+    import lancedb
+    from lancedb.rerankers import RRFReranker
+
+    folder = CACHE / f"lance-{n}"
+    subprocess.run([sys.executable, "-m", "benchmarks.scale_store", "lance-build", "--size", str(n)],
+                   check=True, cwd=HERE.parent)
+    built = json.loads((RESULTS / f"lance_build_{n}.json").read_text())
+    corpus = Corpus()
+
     queries = corpus.queries(n)
     truth = corpus.exact_top10(n, queries["vectors"])
     rss_before = rss_mb()
@@ -334,8 +348,9 @@ def lance(n: int) -> None:
                      .text(text).metric("cosine").rerank(reranker=reranker))
         return query.select(["row"]).limit(10).to_arrow()["row"].to_pylist()  # type: ignore[no-any-return]
 
-    result: dict[str, Any] = {"chunks": n, "build_s": round(build_s, 1),
-                              "chunks_per_s": round(n / build_s, 1), "open_s": round(open_s, 3),
+    result: dict[str, Any] = {"chunks": n, "build_s": built["build_s"],
+                              "chunks_per_s": built["chunks_per_s"],
+                              "build_peak_rss_mb": built["peak_rss_mb"], "open_s": round(open_s, 3),
                               "rss_before_open_mb": round(rss_before, 1),
                               "rss_after_open_mb": round(rss_open, 1),
                               "config": "flat vector search (no ANN index), native FTS index, "
@@ -357,7 +372,7 @@ def lance(n: int) -> None:
             result["hybrid_source_chunk_in_top10"] = round(found / len(got), 3)
     result["rss_after_searches_mb"] = round(rss_mb(), 1)
     started = time.perf_counter()
-    for block in rows(ADD_DOCS, prefix="add-", first_block=n // BLOCK):
+    for block in _lance_rows(corpus, ADD_DOCS, prefix="add-", first_block=n // BLOCK):
         table.add(block)
     add_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -369,9 +384,75 @@ def lance(n: int) -> None:
     _save(f"lance_{n}.json", result)
 
 
+def catalog_only(n: int) -> None:
+    """The chunk view alone at ``n`` chunks: a catalog written through ``Catalog``'s insert
+    functions (no indexes, so 1M fits in minutes), then ``ChunkView.load`` in child processes:
+    the first load (it writes the text segments) and a later one. Isolates the view's open
+    time and RAM from the vector index's."""
+    from enginelib.catalog import Catalog, ChunkRow
+
+    folder = CACHE / f"catalog-{n}"
+    path = folder / "catalog.duckdb"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        catalog = Catalog(path, DIM)
+        corpus = Corpus()
+        started = time.perf_counter()
+        for b in range(-(-n // BLOCK)):
+            names, texts, vectors, levels = corpus.block(b)
+            take = min(BLOCK, n - b * BLOCK)
+            with catalog.transaction():
+                generation = catalog.bump_generation()
+                catalog.insert_documents([_document_row(names[i], texts[i], str(levels[i]), generation)
+                                          for i in range(take)])
+                labels = catalog.allocate_labels(take)
+                chunks = [ChunkRow(0, texts[i], "", 0, len(texts[i]), len(texts[i].split()), None, None, "")
+                          for i in range(take)]
+                catalog.insert_chunks(names[:take], labels, chunks, vectors[:take], generation)
+        catalog.close()
+        print(f"catalog of {n} chunks written in {time.perf_counter() - started:.0f} s", flush=True)
+    for step in ("view-first", "view-again"):
+        subprocess.run([sys.executable, "-m", "benchmarks.scale_store", step, "--size", str(n)],
+                       check=True, cwd=HERE.parent)
+
+
+def _document_row(name: str, text: str, level: str, generation: int) -> dict[str, Any]:
+    from enginelib.catalog import utcnow
+
+    now = utcnow()
+    return {"document_id": name, "title": None, "content": text, "content_hash": "", "fingerprint": "",
+            "source_type": None, "source_path": None, "source_url": None, "source_id": None,
+            "truth_level": level, "validated_by": None, "validated_at": None, "version": "1.0.0",
+            "index_version": "2026.11.0", "domain": None, "entities": [], "keywords": [],
+            "language": "en", "total_chunks": 1, "parent_document_id": None, "author": None,
+            "created_at": now, "updated_at": now, "document_type": None, "tags": [],
+            "file_path": None, "file_extension": None, "tenant_id": None, "custom": {}, "pages": None,
+            "ingested_at": now, "generation": generation}
+
+
+def view_load(n: int, step: str) -> None:
+    from enginelib.catalog import Catalog
+    from enginelib.chunk_view import ChunkView
+
+    path = CACHE / f"catalog-{n}" / "catalog.duckdb"
+    gc.collect()
+    before = rss_mb()
+    started = time.perf_counter()
+    catalog = Catalog(path, DIM, read_only=step == "view-again")
+    view = ChunkView.load(catalog)
+    catalog.release()
+    seconds = time.perf_counter() - started
+    after = rss_mb()
+    text = view.record(len(view) // 2).content  # a text read through the segments
+    _save(f"{step}_{n}.json", {"chunks": n, "load_s": round(seconds, 3), "rss_before_mb": round(before, 1),
+                               "rss_after_mb": round(after, 1), "view_mb": round(after - before, 1),
+                               "text_ok": bool(text)})
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale_store")
-    parser.add_argument("step", choices=["build", "prepare", "measure", "lance", "report", "all"])
+    parser.add_argument("step", choices=["build", "prepare", "measure", "lance-build", "lance",
+                                         "catalog-only", "view-first", "view-again", "report", "all"])
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     args = parser.parse_args(argv)
@@ -381,6 +462,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"first open {prepare(args.size):.1f} s")
     elif args.step == "measure":
         measure(args.size)
+    elif args.step == "catalog-only":
+        catalog_only(args.size)
+    elif args.step in ("view-first", "view-again"):
+        view_load(args.size, args.step)
+    elif args.step == "lance-build":
+        lance_build(args.size)
     elif args.step == "lance":
         lance(args.size)
     elif args.step == "report":

@@ -10,6 +10,8 @@ from typing import Any
 def _load(folder: Path, prefix: str) -> dict[int, dict[str, Any]]:
     out = {}
     for path in sorted(folder.glob(f"{prefix}_*.json")):
+        if not path.stem[len(prefix) + 1:].isdigit():  # lance_build_N is not lance_N
+            continue
         data = json.loads(path.read_text())
         out[int(data["chunks"])] = data
     return out
@@ -46,7 +48,7 @@ def table(folder: Path) -> str:
             )
         if lance:
             lines.append(
-                f"| {n:,} | LanceDB | {lance['chunks_per_s']:.0f} ({lance['peak_rss_mb']:.0f}) | {lance['open_s']} | "
+                f"| {n:,} | LanceDB | {lance['chunks_per_s']:.0f} ({lance.get('build_peak_rss_mb', lance['peak_rss_mb']):.0f}) | {lance['open_s']} | "
                 f"{lance['rss_after_open_mb']} | {_ms(lance, 'vector', 'p50')} / {_ms(lance, 'vector', 'p99')} | "
                 f"{_ms(lance, 'fulltext', 'p50')} / {_ms(lance, 'fulltext', 'p99')} | "
                 f"{_ms(lance, 'hybrid', 'p50')} / {_ms(lance, 'hybrid', 'p99')} | {lance['recall@10']} | "
