@@ -165,6 +165,7 @@ def test_a_segment_newer_than_the_catalog_is_not_used(tmp_path: Path) -> None:
     assert not (segments / "seg-999999999999-feedbeef.arrow").exists()
 
 
+@pytest.mark.slow
 def test_many_small_commits_merge_their_text_segments(tmp_path: Path) -> None:
     from enginelib.chunk_texts import MAX_SEGMENTS
 
