@@ -210,7 +210,9 @@ class ChunkView:
             _fill(self._segments, catalog, generation)
         view = ChunkView(catalog, table, generation, queries.sources(catalog), vector_index,
                          self._segments)
-        view._texts = self._texts  # a label's text never changes: keep what was read
+        # A label's text never changes: the new view takes over what this one read (this
+        # one is closed next, and closing empties its cache).
+        view._texts, self._texts = self._texts, OrderedDict()
         return view
 
     def __len__(self) -> int:
