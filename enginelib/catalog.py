@@ -97,6 +97,11 @@ class Catalog:
             except duckdb.Error as exc:
                 raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
 
+    @property
+    def connected(self) -> bool:
+        """Whether the file is open now (``release`` closes it; ``con`` reopens it)."""
+        return self._con is not None
+
     def release(self) -> None:
         """Close the file so other processes can open it; the next use reopens it."""
         if self._con is not None and not self.in_memory_db:

@@ -1,39 +1,49 @@
-"""An in-memory columnar view of the chunks a search needs, so a query never waits on SQL."""
+"""The chunks a search reads, by label: compact columns in RAM, text and vectors on demand.
+
+Opening a store must not cost time or memory in proportion to its text. So the view holds
+only what every search touches for every candidate (labels, truth levels, document ids,
+offsets, short document metadata) as Arrow/numpy columns; a chunk's text is read when a
+returned hit (or the gate) asks for it, from memory-mapped segment files beside the catalog
+(``chunk_texts.py``; from the catalog itself when it is in memory); vectors are read from
+the vector index, which is their one owner in RAM, never copied here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from . import catalog_view as queries
 from .catalog import Catalog
+from .chunk_texts import FOLDER as TEXTS_FOLDER
+from .chunk_texts import MAX_SEGMENTS, TextSegments
 
-_VIEW_SQL = """
-SELECT c.label, c.document_id, c.chunk_index, c.content, c.heading_path,
-       c.start_offset, c.end_offset, c.token_count, c.page_start, c.page_end,
-       c.embedding,
-       d.truth_level, d.title, d.source_path, d.source_type, d.source_url, d.source_id,
-       d.language, d.version, d.index_version,
-       d.domain, d.document_type, d.author, d.tenant_id, d.tags, d.custom,
-       d.created_at, d.updated_at, d.validated_at,
-       s.tier AS source_tier, s.evidence_level, s.authority_score, s.peer_reviewed
-FROM chunks c
-JOIN documents d USING (document_id)
-LEFT JOIN sources s ON s.source_id = d.source_id
-ORDER BY c.label
-"""
+# Text of this many chunks is kept per view (a top hit comes back for many queries).
+TEXT_CACHE_SIZE = 4096
+# On a text miss, the next candidates of the ranking being read are fetched in the same
+# statement (each DuckDB statement costs about a millisecond, whatever its row count).
+READ_AHEAD = 64
+# A ranking longer than this is an allowed-label set, not candidates: no read-ahead hint.
+_HINT_MAX = 20_000
+# Low-cardinality columns are dictionary-encoded: a byte or two per chunk, not a string.
+_DICTIONARY = ("truth_level", "source_type", "source_id", "language", "version", "index_version")
+_NUMBERS = ("chunk_index", "start_offset", "end_offset", "token_count", "page_start", "page_end")
+_STRINGS = ("document_id", "title", "source_path", "source_url")
+_NULL = -(2**31)  # a null page number among the int32 columns (the catalog's INTEGER)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ChunkRecord:
+    """One chunk as a hit needs it; ``content`` and ``heading_path`` are read on first use."""
+
     label: int
     document_id: str
     chunk_index: int
-    content: str
-    heading_path: str
     start_offset: int
     end_offset: int
     token_count: int
@@ -52,47 +62,163 @@ class ChunkRecord:
     evidence_level: str | None
     authority_score: float | None
     peer_reviewed: bool | None
+    _view: ChunkView = field(repr=False)
+
+    @property
+    def content(self) -> str:
+        return self._view.text_of(self.label)[0]
+
+    @property
+    def heading_path(self) -> str:
+        return self._view.text_of(self.label)[1]
 
 
-# Columns only filters use; they stay in the Arrow table, out of ChunkRecord.
-_FILTER_ONLY = ("domain", "document_type", "author", "tenant_id", "tags", "custom",
-                "created_at", "updated_at", "validated_at")
+class ViewVectors:
+    """The view's vectors in its row order, read from the vector index (never copied whole
+    unless a caller asks for the full matrix and the index's rows are in another order)."""
+
+    def __init__(self, view: ChunkView, index: Any | None) -> None:
+        self._view = view
+        self._index = index
+        self._aligned: tuple[int, int] | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self._view), self._view.dim)
+
+    dtype = np.dtype(np.float32)
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    def __getitem__(self, positions: Any) -> np.ndarray:
+        if isinstance(positions, (int, np.integer)):
+            mirror = self._mirror_if_aligned()
+            if mirror is not None:
+                return mirror[int(positions)]  # type: ignore[no-any-return]
+            return self.rows(np.array([int(positions)], dtype=np.int64))[0]
+        if isinstance(positions, slice):
+            positions = np.arange(len(self._view))[positions]
+        return self.rows(np.asarray(positions, dtype=np.int64))
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        mirror = self._mirror_if_aligned()
+        if mirror is not None:
+            return mirror[positions]
+        return self._view.vectors_of(self._view.labels[positions], self._index)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        mirror = self._mirror_if_aligned()
+        array = mirror if mirror is not None else self.rows(np.arange(len(self._view)))
+        return array if dtype is None else array.astype(dtype)
+
+    @property
+    def T(self) -> np.ndarray:  # noqa: N802 - numpy's name: exact_topk computes q @ matrix.T
+        return np.asarray(self).T
+
+    def _mirror_if_aligned(self) -> np.ndarray | None:
+        """The index's own matrix when its rows hold exactly the view's labels in order.
+
+        A store opened from disk and grown by appends keeps them so; a deletion moves rows.
+        """
+        index = self._index
+        labels = getattr(index, "_labels", None)
+        vectors = getattr(index, "_vectors", None)
+        count = len(index) if index is not None else -1
+        if labels is None or vectors is None or count != len(self._view):
+            return None
+        key = (id(vectors), count)
+        if self._aligned != key:
+            if not np.array_equal(labels[:count], self._view.labels):
+                return None
+            self._aligned = key
+        return vectors[:count]  # type: ignore[no-any-return]
 
 
 class ChunkView:
-    """Chunk rows and vectors at one catalog generation, addressed by label.
+    """Chunk rows at one catalog generation, addressed by label (sorted) and row position.
 
-    Searches read only this view and the indexes, never the catalog file, so a reader
-    process needs the DuckDB file just while loading and a writer can commit meanwhile.
-    Filters run as SQL over the view's Arrow table in a private in-memory DuckDB.
+    Public surface (what the search engine reads): ``generation``, ``labels``,
+    ``truth_levels``, ``vectors`` (indexable by positions), ``positions``, ``record``,
+    ``labels_with_truth``, ``filter_labels``, ``close``. Filters run as SQL on the catalog;
+    texts come from the catalog for the records a search reads.
     """
 
-    def __init__(self, table: pa.Table, dim: int, generation: int) -> None:
+    def __init__(
+        self, catalog: Catalog, table: pa.Table, generation: int,
+        sources: dict[str, tuple[Any, Any, Any, Any]], vector_index: Any | None = None,
+        segments: TextSegments | None = None,
+    ) -> None:
         self.generation = generation
-        self._table = table.drop_columns(["embedding", "content"])
-        self._filter_con: duckdb.DuckDBPyConnection | None = None
+        self.dim = catalog.dim
+        self._catalog = catalog
+        self._segments = segments
+        self._table = table
+        self._sources = sources
         self.labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
-        embedding = table.column("embedding").combine_chunks()
-        if len(self.labels):
-            flat = np.asarray(embedding.values.to_numpy(zero_copy_only=False), dtype=np.float32)
-            self.vectors = flat.reshape(len(self.labels), dim)
-        else:
-            self.vectors = np.zeros((0, dim), dtype=np.float32)
-        self._columns = {
-            name: table.column(name).to_pylist()
-            for name in table.column_names
-            if name not in ("label", "embedding") and name not in _FILTER_ONLY
-        }
-        levels = np.array(self._columns["truth_level"], dtype=object)
-        self.truth_levels = levels.astype("U2") if len(levels) else np.zeros(0, dtype="U2")
+        # Columns as numpy codes and Arrow strings: a record is read in microseconds from
+        # them, while the table's rows never become Python objects (1M rows: ~100 MB).
+        self._numbers = {name: _numbers(table.column(name)) for name in _NUMBERS}
+        self._codes = {name: _codes(table.column(name)) for name in _DICTIONARY}
+        self._strings = {name: table.column(name).combine_chunks() for name in _STRINGS}
+        levels, level_names = self._codes["truth_level"]
+        self.truth_levels = (np.array(level_names, dtype="U2")[levels] if len(self.labels)
+                             else np.zeros(0, dtype="U2"))
+        self.vectors = ViewVectors(self, vector_index)
+        self._texts: OrderedDict[int, tuple[str, str]] = OrderedDict()
+        self._hint = np.zeros(0, dtype=np.int64)
+
+    # -- loading ---------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, catalog: Catalog) -> ChunkView:
-        table = catalog.con.sql(_VIEW_SQL).to_arrow_table()
-        return cls(table, catalog.dim, catalog.generation)
+    def load(cls, catalog: Catalog, vector_index: Any | None = None) -> ChunkView:
+        generation = catalog.generation
+        table = _prepare(queries.compact_rows(catalog))
+        segments = _segments_of(catalog)
+        if segments is not None:
+            _fill(segments, catalog, generation)
+        return cls(catalog, table, generation, queries.sources(catalog), vector_index, segments)
+
+    def advance(self, catalog: Catalog, vector_index: Any | None = None) -> ChunkView:
+        """The view at the catalog's generation, built from this one plus what changed.
+
+        Labels are never reused for other content except by a restore, so a commit is
+        tombstoned labels out and changed rows in; anything unexpected (a count that does
+        not add up) falls back to a full load.
+        """
+        generation = catalog.generation
+        if generation < self.generation:
+            return ChunkView.load(catalog, vector_index)
+        changed = _prepare(queries.compact_rows(catalog, since=self.generation))
+        drop = np.union1d(catalog.tombstones_since(self.generation),
+                          np.asarray(changed.column("label").to_numpy(), dtype=np.int64))
+        table = self._table
+        if len(drop):
+            keep = ~np.isin(self.labels, drop, assume_unique=True)
+            if not keep.all():
+                table = table.filter(pa.array(keep))
+        if changed.num_rows:
+            table = pa.concat_tables([table, changed.cast(table.schema)])
+            labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
+            if len(labels) > 1 and not (np.diff(labels) > 0).all():
+                table = table.take(pa.array(np.argsort(labels, kind="stable")))
+        if table.column(0).num_chunks > 64:
+            table = table.combine_chunks()
+        if table.num_rows != catalog.chunk_count():
+            return ChunkView.load(catalog, vector_index)
+        if self._segments is not None:
+            _fill(self._segments, catalog, generation)
+        view = ChunkView(catalog, table, generation, queries.sources(catalog), vector_index,
+                         self._segments)
+        # A label's text never changes: the new view takes over what this one read (this
+        # one is closed next, and closing empties its cache).
+        view._texts, self._texts = self._texts, OrderedDict()
+        return view
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    # -- addressing ------------------------------------------------------------------------
 
     def positions(self, labels: np.ndarray) -> np.ndarray:
         """Row positions of ``labels``; -1 where a label is not in this view."""
@@ -102,26 +228,82 @@ class ChunkView:
         pos = np.searchsorted(self.labels, labels)
         pos = np.clip(pos, 0, len(self.labels) - 1)
         found = self.labels[pos] == labels
+        if len(labels) <= _HINT_MAX:
+            # The ranking being resolved: its next rows are the likely next text reads.
+            self._hint = labels[found]
         return np.where(found, pos, -1)
 
     def record(self, position: int) -> ChunkRecord:
-        values: dict[str, Any] = {name: col[position] for name, col in self._columns.items()}
-        return ChunkRecord(label=int(self.labels[position]), **values)
+        p = int(position)
+        numbers: dict[str, Any] = {name: (None if values[p] == _NULL else int(values[p]))
+                                   for name, values in self._numbers.items()}
+        codes: dict[str, Any] = {name: (None if values[p] < 0 else names[values[p]])
+                                 for name, (values, names) in self._codes.items()}
+        strings: dict[str, Any] = {name: array[p].as_py() for name, array in self._strings.items()}
+        authority = self._sources.get(codes["source_id"] or "", (None, None, None, None))
+        return ChunkRecord(
+            label=int(self.labels[p]), **numbers, **codes, **strings,
+            source_tier=authority[0], evidence_level=authority[1],
+            authority_score=authority[2], peer_reviewed=authority[3], _view=self,
+        )
+
+    # -- on demand -------------------------------------------------------------------------
+
+    def text_of(self, label: int) -> tuple[str, str]:
+        """(content, heading_path) of one chunk, read from the catalog on a miss together
+        with the next candidates of the ranking last resolved by ``positions``."""
+        cached = self._texts.get(label)
+        if cached is not None:
+            return cached
+        if self._segments is not None:
+            held = self._segments.get([label]).get(label)
+            if held is not None:
+                self._remember({label: held})
+                return held
+        wanted = [label]
+        at = np.flatnonzero(self._hint == label)
+        if len(at):
+            ahead = self._hint[int(at[0]) + 1 : int(at[0]) + 1 + 4 * READ_AHEAD].tolist()
+            wanted += [x for x in ahead if x not in self._texts][: READ_AHEAD - 1]
+        fetched = queries.chunk_texts(self._catalog, wanted)
+        self._remember(fetched)
+        # A label deleted by another process after this view was loaded has no text left.
+        return fetched.get(label, ("", ""))
+
+    def _remember(self, texts: dict[int, tuple[str, str]]) -> None:
+        self._texts.update(texts)
+        while len(self._texts) > TEXT_CACHE_SIZE:
+            self._texts.popitem(last=False)
+
+    def vectors_of(self, labels: np.ndarray, index: Any | None) -> np.ndarray:
+        """Vectors of ``labels`` from the vector index; the catalog for any it lacks."""
+        labels = np.asarray(labels, dtype=np.int64)
+        out = np.zeros((len(labels), self.dim), dtype=np.float32)
+        missing = np.ones(len(labels), dtype=bool)
+        getter = getattr(index, "vectors_for", None)
+        if getter is not None:
+            out[:] = getter(labels)
+            missing[:] = False
+        else:
+            row_of = getattr(index, "_row", None)
+            mirror = getattr(index, "_vectors", None)
+            if row_of is not None and mirror is not None:
+                rows = np.fromiter((row_of.get(int(x), -1) for x in labels.tolist()),
+                                   dtype=np.int64, count=len(labels))
+                missing = rows < 0
+                out[~missing] = mirror[rows[~missing]]
+        if missing.any():
+            stored = queries.chunk_vectors(self._catalog, labels[missing].tolist())
+            for i in np.flatnonzero(missing):
+                out[i] = stored.get(int(labels[i]), out[i])
+        return out
 
     def filter_labels(self, where: str, params: tuple[object, ...]) -> np.ndarray:
         """Labels of the rows matching a compiled filter (``d.<column>`` references)."""
-        if self._filter_con is None:
-            self._filter_con = duckdb.connect(":memory:")
-            self._filter_con.register("chunk_view", self._table)
-        rows = self._filter_con.execute(
-            f"SELECT d.label FROM chunk_view d WHERE {where} ORDER BY d.label", list(params)
-        ).fetchnumpy()["label"]
-        return np.asarray(rows, dtype=np.int64)
+        return queries.filtered_labels(self._catalog, where, params)
 
     def close(self) -> None:
-        if self._filter_con is not None:
-            self._filter_con.close()
-            self._filter_con = None
+        self._texts.clear()
 
     def labels_with_truth(self, levels: tuple[str, ...]) -> np.ndarray | None:
         """Labels whose document has one of ``levels``; None when that is every chunk."""
@@ -129,3 +311,48 @@ class ChunkView:
         if mask.all():
             return None
         return self.labels[mask]
+
+
+def _numbers(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(column.cast(pa.int32()).fill_null(_NULL).to_numpy(), dtype=np.int32)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary codes (-1 for null) against one dictionary for the whole column."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    combined = column.combine_chunks()  # unifies the chunks' dictionaries
+    codes = np.asarray(combined.indices.fill_null(-1).to_numpy(), dtype=np.int32)
+    return codes, combined.dictionary.to_pylist()
+
+
+def _segments_of(catalog: Catalog) -> TextSegments | None:
+    """The text segments beside a catalog file; None for a catalog held in memory, which
+    answers text lookups itself in microseconds and locks no file."""
+    if catalog.in_memory_db:
+        return None
+    return TextSegments(catalog.path.parent / TEXTS_FOLDER, writable=not catalog.read_only,
+                        generation=catalog.generation)
+
+
+def _fill(segments: TextSegments, catalog: Catalog, generation: int) -> None:
+    """Make the segments hold every chunk up to ``generation``: the chunks committed after
+    what they hold, streamed from the catalog (a new segment, or a reader's RAM)."""
+    if segments.generation < generation:
+        segments.add(queries.texts_since(catalog, segments.generation), generation)
+    if segments.writable and len(segments) > MAX_SEGMENTS:
+        base = segments.oldest_generation
+        segments.merge_newer(queries.texts_since(catalog, base), base, generation)
+
+
+def _prepare(table: pa.Table) -> pa.Table:
+    """Sorted by label, low-cardinality strings dictionary-encoded."""
+    labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
+    if len(labels) > 1 and not (np.diff(labels) > 0).all():
+        table = table.take(pa.array(np.argsort(labels, kind="stable")))
+    for name in _DICTIONARY:
+        i = table.schema.get_field_index(name)
+        column = table.column(i)
+        if not pa.types.is_dictionary(column.type):
+            table = table.set_column(i, name, pc.dictionary_encode(column))
+    return table

@@ -245,7 +245,7 @@ class StoreCore:
                 self._refresh_after = time.monotonic() + 0.2
                 return False
             index_version = self.catalog.get_meta("index_version") or ""
-            view = ChunkView.load(self.catalog)
+            view = self._next_view(vector)
         except StoreLockedError:
             self._refresh_after = time.monotonic() + 0.2
             return False
@@ -353,11 +353,19 @@ class StoreCore:
         if self.read_only:
             self.refresh()
         if self._view is None or self._view.generation != self._generation:
-            view = ChunkView.load(self.catalog)
+            view = self._next_view()
             self.catalog.release()
             self._swap_view(view)
         assert self._view is not None
         return self._view
+
+    def _next_view(self, vector_index: VectorIndex | None = None) -> ChunkView:
+        """The view at the catalog's generation: the current one plus what changed, so a
+        commit costs what it changed, not a reload of every chunk."""
+        index = vector_index if vector_index is not None else self.vector_index
+        if self._view is None:
+            return ChunkView.load(self.catalog, index)
+        return self._view.advance(self.catalog, index)
 
     def apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
         """Mirror a committed catalog change into the in-memory indexes."""

@@ -1,0 +1,102 @@
+"""The catalog queries behind the chunk view: compact columns at open, text for hits only.
+
+Part of the catalog layer (every statement a named constant, every value a parameter); the
+chunk view (``chunk_view.py``) calls these functions and never writes SQL itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .catalog import Catalog
+
+# What a search needs of every chunk without reading its text: a few ints, the document's
+# short metadata (citations, truth filter, caps, grouping). Text and vectors stay out.
+_COMPACT_COLUMNS = """
+SELECT c.label, c.document_id, c.chunk_index, c.start_offset, c.end_offset, c.token_count,
+       c.page_start, c.page_end,
+       d.truth_level, d.title, d.source_path, d.source_type, d.source_url, d.source_id,
+       d.language, d.version, d.index_version
+FROM chunks c
+JOIN documents d USING (document_id)
+"""
+COMPACT_SQL = _COMPACT_COLUMNS
+# Rows that changed after a generation: new chunks, and chunks of documents whose metadata
+# changed (``update_document`` bumps the document's generation, not its chunks').
+CHANGED_SQL = _COMPACT_COLUMNS + "WHERE c.generation > ? OR d.generation > ?"
+SOURCES_SQL = "SELECT source_id, tier, evidence_level, authority_score, peer_reviewed FROM sources"
+TEXTS_SINCE_SQL = (
+    "SELECT label, content, coalesce(heading_path, '') AS heading_path FROM chunks "
+    "WHERE generation > ? ORDER BY label"
+)
+TEXT_SQL = "SELECT label, content, heading_path FROM chunks WHERE label IN (SELECT unnest(?::BIGINT[]))"
+VECTORS_SQL = "SELECT label, embedding FROM chunks WHERE label IN (SELECT unnest(?::BIGINT[]))"
+# ``where`` is a predicate compiled by search/filters.py from the caller's filters: its
+# values are parameters, its column names come from that module's fixed field map.
+_FILTER_SQL = "SELECT c.label FROM chunks c JOIN documents d USING (document_id) WHERE {where} ORDER BY c.label"
+
+
+@contextmanager
+def briefly(catalog: Catalog) -> Iterator[Catalog]:
+    """Use the catalog and give the file back if it was closed before: a search reading a
+    few texts must not keep other processes out of the file (see ``Catalog.release``)."""
+    was_open = catalog.connected
+    try:
+        yield catalog
+    finally:
+        if not was_open:
+            catalog.release()
+
+
+def compact_rows(catalog: Catalog, since: int | None = None) -> pa.Table:
+    """Every chunk's compact columns, or those of the rows changed after ``since``."""
+    if since is None:
+        return catalog.con.sql(COMPACT_SQL).to_arrow_table()
+    return catalog.con.sql(CHANGED_SQL, params=[since, since]).to_arrow_table()
+
+
+def sources(catalog: Catalog) -> dict[str, tuple[Any, Any, Any, Any]]:
+    """source_id -> (tier, evidence_level, authority_score, peer_reviewed); a small table."""
+    return {row[0]: (row[1], row[2], row[3], row[4])
+            for row in catalog.con.execute(SOURCES_SQL).fetchall()}
+
+
+def texts_since(catalog: Catalog, generation: int, batch_size: int = 16_384) -> Iterator[pa.RecordBatch]:
+    """(label, content, heading_path) of the chunks committed after ``generation``, by
+    label, streamed in batches (bounded memory at any corpus size)."""
+    reader = catalog.con.sql(TEXTS_SINCE_SQL, params=[generation]).to_arrow_reader(batch_size)
+    yield from reader
+
+
+def chunk_texts(catalog: Catalog, labels: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """label -> (content, heading_path) for the labels that exist."""
+    if not len(labels):
+        return {}
+    with briefly(catalog):
+        table = catalog.con.execute(TEXT_SQL, [[int(x) for x in labels]]).fetchnumpy()
+    return {int(label): (str(content), heading or "")
+            for label, content, heading in zip(table["label"], table["content"],
+                                               table["heading_path"], strict=True)}
+
+
+def chunk_vectors(catalog: Catalog, labels: Sequence[int]) -> dict[int, np.ndarray]:
+    """label -> stored vector, for a vector index that does not hold a label."""
+    if not len(labels):
+        return {}
+    with briefly(catalog):
+        table = catalog.con.sql(VECTORS_SQL, params=[[int(x) for x in labels]]).to_arrow_table()
+    flat = np.asarray(table.column("embedding").combine_chunks().values.to_numpy(
+        zero_copy_only=False), dtype=np.float32).reshape(table.num_rows, catalog.dim)
+    return {int(label): flat[i] for i, label in enumerate(table.column("label").to_pylist())}
+
+
+def filtered_labels(catalog: Catalog, where: str, params: tuple[object, ...]) -> np.ndarray:
+    """Labels of the chunks whose document matches a compiled filter (``d.<column>``)."""
+    with briefly(catalog):
+        rows = catalog.con.execute(_FILTER_SQL.format(where=where), list(params)).fetchnumpy()["label"]
+    return np.asarray(rows, dtype=np.int64)
