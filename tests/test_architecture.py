@@ -203,9 +203,6 @@ SQL_ALLOWED = {
     # The Postgres exporter writes the *target* database's SQL (DDL, COPY, hybrid_search):
     # that is its own layer, built with psycopg.sql, and it reads the store through it too.
     "enginelib.export": "Postgres SQL of the export target",
-    # TODO(issue 15): chunk_view.py is being reworked for lazy loading at 1M chunks; its two
-    # reads move into the catalog layer once that lands.
-    "enginelib.chunk_view": "issue 15 (lazy chunk view) moves its reads to the catalog",
 }
 _SQL_START = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|COPY|WITH|PRAGMA)\s")
 _RUNS_SQL = {"execute", "executemany", "sql"}
