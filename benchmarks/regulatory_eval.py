@@ -8,8 +8,9 @@ keyword``, plus the gate's refusal rate and nDCG@10 on SciFact/NFCorpus test que
 
 Stores are built once under ``benchmarks/.cache/regulatory/<embedder>/`` (vectors cached by
 content in ``benchmarks/.cache/vectors``); delete that folder after a chunking change.
-Each question is searched once with the gate off, so the ranking (top 3) and the gate's
-evidence come from the same search; the decision is ``gate.decide`` on that evidence,
+Each question is searched once with a gate that refuses nothing (threshold 0: the evidence
+is gathered, every hit kept), so the ranking (top 3) and the gate's evidence come from the
+same search; the decision is ``gate.decide`` on that evidence at the default threshold,
 which is exactly what a gated search decides.
 """
 
@@ -134,10 +135,15 @@ def _build(path: Path, embedder: Any, documents: Any) -> enginelib.Store:
 
 # -- running --------------------------------------------------------------------------
 
+# A gate that weighs the evidence but refuses nothing: a search with the gate off
+# (threshold None) skips gathering it, and the harness decides on it afterwards.
+GATHER_ONLY = 0.0
+
 
 @dataclass(frozen=True)
 class Outcome:
     qid: str
+    question: str
     split: str
     expected: tuple[str, ...]
     top: tuple[str, ...]  # document ids of the first hits, best first
@@ -150,14 +156,14 @@ def run_questions(
     texts = [q["question"] for q in questions]
     vectors = query_vectors(embedder, texts)
     responses = store.search_batch(
-        texts, query_vectors=vectors, limit=10, answerability_threshold=None, log=False,
+        texts, query_vectors=vectors, limit=10, answerability_threshold=GATHER_ONLY, log=False,
         chunks_per_doc=1, **options,
     )
     outcomes = []
     for q, response in zip(questions, responses, strict=True):
         evidence = response.gate.evidence if response.gate is not None else gate.GateEvidence()
         outcomes.append(Outcome(
-            q["id"], q.get("split", "test"), tuple(q.get("expected", ())),
+            q["id"], q["question"], q.get("split", "test"), tuple(q.get("expected", ())),
             tuple(h.document_id for h in response.hits), evidence,
         ))
     return outcomes
@@ -214,6 +220,18 @@ def regulatory_table(results: dict[str, Any], threshold: float = ANSWERABILITY_T
     return "\n".join(lines)
 
 
+def failures(results: dict[str, Any], k: int = 3) -> str:
+    """Every in-domain question whose expected article is not in the top ``k``: what it
+    asked, what it expected and what came first (to see why it fails, not to fit it)."""
+    lines = []
+    for key, value in results.items():
+        for o in value["in"]:
+            if not in_top(o, k):
+                lines.append(f"{key} {o.qid}: {o.question}\n    expected {', '.join(o.expected)}; "
+                             f"got {', '.join(o.top[:5]) or '-'}")
+    return "\n".join(lines)
+
+
 def _pct(value: float, target: float) -> str:
     mark = "" if math.isnan(value) else (" ✓" if value >= target else " ✗")
     return f"{value:.1%}{mark}"
@@ -246,7 +264,7 @@ def beir_eval(embedder: Any, name: str, split: str, max_docs: int = 0) -> dict[s
         batch = slice(start, start + 64)
         responses = store.search_batch(
             texts[batch], query_vectors=vectors[batch], limit=100, chunks_per_doc=1,
-            answerability_threshold=None, log=False,
+            answerability_threshold=GATHER_ONLY, log=False,
         )
         for qid, response in zip(ids[batch], responses, strict=True):
             ranking = [d for d, _ in documents_by_best_chunk(
@@ -312,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--beir-max-docs", type=int, default=0,
                         help="judged documents plus others up to this many (0: the whole corpus)")
     parser.add_argument("--calibrate", action="store_true", help="threshold sweep on the split")
+    parser.add_argument("--failures", action="store_true",
+                        help="print the in-domain questions that miss the top 3")
     parser.add_argument("--dump", type=Path, help="write every question's gate evidence as JSON")
     parser.add_argument("--skip-regulatory", action="store_true")
     args = parser.parse_args(argv)
@@ -324,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(regulatory_table(results))
         if args.calibrate:
             print("\n" + calibrate(results))
+        if args.failures:
+            print("\n" + failures(results))
         if args.dump:
             args.dump.write_text(json.dumps(evidence_dump(results), indent=1))
     for name in [n for n in args.beir.split(",") if n]:
