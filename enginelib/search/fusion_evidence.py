@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..language import detect_language
 from . import fusion, gate
 from .answerability import _hit_tokens
@@ -28,7 +30,7 @@ def weights_for(
     if not vector or not text:
         return {"vector": 1.0, "bm25": 1.0}
     query_language = detect_language(query, min_words=1)
-    position = int(view.positions([vector[0][0]])[0])
+    position = _position(view, vector[0][0])
     passage_language = view.record(position).language if position >= 0 else None
     if gate.same_language(query_language, passage_language):
         return fusion.method_weights(query_language, passage_language, None)
@@ -38,7 +40,7 @@ def weights_for(
 
 def bm25_coverage(store: Store, view: ChunkView, query: str, text: Ranking) -> float | None:
     """The IDF-weighted share of the query's content words in BM25's best hit (gate.coverage)."""
-    position = int(view.positions([text[0][0]])[0])
+    position = _position(view, text[0][0])
     if position < 0:
         return None
     terms = store.text_index.query_terms(query)
@@ -46,3 +48,8 @@ def bm25_coverage(store: Store, view: ChunkView, query: str, text: Ranking) -> f
     share, _missing = gate.coverage([t for t in terms if t.word in kept],
                                     set(_hit_tokens(store, view, position)))
     return share
+
+
+def _position(view: ChunkView, label: int) -> int:
+    """The view row of ``label``; -1 when the view lacks it (replaced meanwhile)."""
+    return int(view.positions(np.array([label], dtype=np.int64))[0])
