@@ -23,6 +23,10 @@ from collections.abc import Mapping, Sequence
 from ..errors import InvalidInputError
 
 RRF_K = 60
+# Weigh each method by its evidence in hybrid fusion (``method_weights``). A module default
+# until the search request carries an option for it; benchmarks turn it off to measure
+# the landed, unweighted fusion beside it in the same run.
+EVIDENCE_WEIGHTING = True
 
 Ranking = Sequence[tuple[int, float]]  # (label, score), best first
 

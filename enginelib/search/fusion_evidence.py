@@ -27,7 +27,7 @@ def weights_for(
     Cheap in one language (a language guess and one record): BM25's coverage is only read
     when the query's language differs from the best vector hit's.
     """
-    if not vector or not text:
+    if not fusion.EVIDENCE_WEIGHTING or not vector or not text:
         return {"vector": 1.0, "bm25": 1.0}
     query_language = detect_language(query, min_words=1)
     position = _position(view, vector[0][0])
