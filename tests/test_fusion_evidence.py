@@ -152,3 +152,15 @@ def test_a_definition_question_finds_the_definitions_article(regulatory: Store) 
     assert "gdpr-art-4" in [h.document_id for h in response.hits][:3]
     as_typed = regulatory.search(question, rewrite=False, **options)
     assert "gdpr-art-4" not in [h.document_id for h in as_typed.hits]
+
+
+def test_keywords_alone_have_no_language_to_compare(french: Store) -> None:
+    from enginelib.language import query_language
+
+    assert query_language("tourist information erased") is None
+    assert query_language("Can tourist information be erased?") == "en"
+    assert query_language("Les informations sont-elles effacées ?") == "fr"
+    # no function word: nothing says the query is English, BM25 keeps its full weight
+    weight, doc_id = _bm25_weight(french, "tourist information erased")
+    assert doc_id == "tourisme"
+    assert weight == pytest.approx(1.0, abs=1e-6)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..language import detect_language
+from ..language import query_language
 from . import fusion, gate
 from .answerability import _hit_tokens
 from .quotes import content_terms
@@ -25,17 +25,20 @@ def weights_for(
     """Per-method fusion weights for one (sub-)query and its two rankings.
 
     Cheap in one language (a language guess and one record): BM25's coverage is only read
-    when the query's language differs from the best vector hit's.
+    when the query's language differs from the best vector hit's. A query of keywords only
+    (no function word of any language) has no language to compare: plain weights.
     """
     if not fusion.EVIDENCE_WEIGHTING or not vector or not text:
         return {"vector": 1.0, "bm25": 1.0}
-    query_language = detect_language(query, min_words=1)
+    language = query_language(query)
+    if language is None:  # keywords only: no evidence that the languages differ
+        return {"vector": 1.0, "bm25": 1.0}
     position = _position(view, vector[0][0])
     passage_language = view.record(position).language if position >= 0 else None
-    if gate.same_language(query_language, passage_language):
-        return fusion.method_weights(query_language, passage_language, None)
+    if gate.same_language(language, passage_language):
+        return fusion.method_weights(language, passage_language, None)
     coverage = bm25_coverage(store, view, query, text)
-    return fusion.method_weights(query_language, passage_language, coverage)
+    return fusion.method_weights(language, passage_language, coverage)
 
 
 def bm25_coverage(store: Store, view: ChunkView, query: str, text: Ranking) -> float | None:
