@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidInputError, InvalidVectorError
 from ..indexes.exact import exact_topk
 from ..types import truth_rank
-from . import answerability, fusion, gate, paging, post, rewrite
+from . import answerability, fusion, fusion_evidence, gate, paging, post, rewrite
 from .cache import response_key
 from .citations import make_citation
 from .gate import GateDecision
@@ -225,12 +225,18 @@ def _retrieve_text(
     return store.text_index.search(list(request.queries), depth, allowed)
 
 
-def _fuse(request: SearchRequest, strategy: str, vector: Ranking, text: Ranking) -> dict[int, float]:
+def _fuse(
+    request: SearchRequest, strategy: str, vector: Ranking, text: Ranking,
+    evidence: dict[str, float] | None = None,
+) -> dict[int, float]:
     if strategy == "hybrid":
         rankings = {"vector": vector, "bm25": text}
+        # retrieval: each method weighed by its evidence (fusion.method_weights)
+        evidence = evidence or {}
         if request.fusion == "rrf":
-            return fusion.rrf(rankings, request.rrf_k)
-        weights = {"vector": request.weights[0], "bm25": request.weights[1]}
+            return fusion.rrf(rankings, request.rrf_k, evidence)
+        weights = {"vector": request.weights[0] * evidence.get("vector", 1.0),
+                   "bm25": request.weights[1] * evidence.get("bm25", 1.0)}
         return fusion.weighted(rankings, weights)
     return dict(vector if strategy == "vector" else text)
 
@@ -270,7 +276,9 @@ def _ranked(
     )
     # Each sub-query fused on its own, then every chunk keeps its best fused score.
     fused = rewrite.merge_by_chunk(
-        [_fuse(request, strategy, v, t) for v, t in zip(vector_rankings, text_rankings, strict=True)],
+        [_fuse(request, strategy, v, t,  # retrieval: evidence weights per sub-query
+               fusion_evidence.weights_for(store, view, q, v, t) if strategy == "hybrid" else None)
+         for q, v, t in zip(request.queries, vector_rankings, text_rankings, strict=True)],
         comparable=strategy == "hybrid", k=request.rrf_k,
     )
     vector_ranking = rewrite.per_method(vector_rankings, depth)
