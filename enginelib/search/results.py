@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .gate import GateDecision
+from .highlights import Highlight, find_highlights
+from .quotes import LazyQuote
 
 Status = Literal["ok", "NO_RELEVANT_SOURCES"]
 OK: Status = "ok"
@@ -31,11 +33,27 @@ class Scores:
         return self.fused
 
 
-@dataclass(frozen=True)
-class Highlight:
-    term: str
-    start_offset: int  # global offsets into the document text
-    end_offset: int
+class _QuotePart:
+    """A ``Citation`` field that holds its value, or a ``LazyQuote`` cut on first read.
+
+    Every read (attribute, ``asdict``, equality, ``repr``) goes through ``__get__``, so a
+    citation reads as before; it is only built without cutting its quote.
+    """
+
+    def __init__(self, part: str) -> None:
+        self._part = part  # the Quote attribute read: text | start_offset | end_offset
+        self._slot = "_quote_" + part
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self._slot]
+        if isinstance(value, LazyQuote):
+            return getattr(value.get(), self._part)
+        return value
+
+    def __set__(self, obj: object, value: Any) -> None:
+        obj.__dict__[self._slot] = value
 
 
 @dataclass(frozen=True)
@@ -45,7 +63,7 @@ class Citation:
     number: int
     document_id: str
     chunk_index: int
-    quote: str
+    quote: str  # the quote and its offsets may be deferred: see defer_quote
     start_offset: int
     end_offset: int
     display_text: str
@@ -62,6 +80,22 @@ class Citation:
     # where the quote sits in the document: document_text[quote_start:quote_end] == quote
     quote_start: int | None = None
     quote_end: int | None = None
+
+
+# Installed after the dataclass is made so its fields keep their plain types and defaults;
+# the generated __init__, equality, repr and asdict all go through them.
+Citation.quote = _QuotePart("text")  # type: ignore[assignment]
+Citation.quote_start = _QuotePart("start_offset")  # type: ignore[assignment]
+Citation.quote_end = _QuotePart("end_offset")  # type: ignore[assignment]
+
+
+def defer_quote(citation: Citation, quote: LazyQuote) -> Citation:
+    """``citation`` with its quote and quote offsets read from ``quote`` when first
+    accessed (cutting a quote costs more than retrieving the hit; most callers never
+    read it)."""
+    for name in ("quote", "quote_start", "quote_end"):
+        object.__setattr__(citation, name, quote)  # frozen: set through the descriptor
+    return citation
 
 
 @dataclass(frozen=True)
@@ -84,8 +118,6 @@ class Hit:
     def highlights(self) -> tuple[Highlight, ...]:
         """Where the query's terms occur, as global offsets; computed on first access
         because most callers (RAG prompts, evaluation) never look at them."""
-        from .citations import find_highlights
-
         return find_highlights(self.content, self.start_offset, self.highlight_terms)
 
     def to_dict(self) -> dict[str, Any]:
