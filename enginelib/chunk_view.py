@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import duckdb
@@ -83,6 +83,7 @@ class ChunkView:
             for name in table.column_names
             if name not in ("label", "embedding") and name not in _FILTER_ONLY
         }
+        self._ordered = [self._columns[f.name] for f in fields(ChunkRecord)[1:]]
         levels = np.array(self._columns["truth_level"], dtype=object)
         self.truth_levels = levels.astype("U2") if len(levels) else np.zeros(0, dtype="U2")
 
@@ -105,8 +106,13 @@ class ChunkView:
         return np.where(found, pos, -1)
 
     def record(self, position: int) -> ChunkRecord:
-        values: dict[str, Any] = {name: col[position] for name, col in self._columns.items()}
-        return ChunkRecord(label=int(self.labels[position]), **values)
+        # positional, in ChunkRecord's field order: a search builds one per returned hit
+        return ChunkRecord(int(self.labels[position]), *[col[position] for col in self._ordered])
+
+    def column(self, name: str) -> list[Any]:
+        """One ``ChunkRecord`` field (not ``label``) for every row, in row order, without
+        building records: grouping reads hundreds of candidates per search. Read-only."""
+        return self._columns[name]
 
     def filter_labels(self, where: str, params: tuple[object, ...]) -> np.ndarray:
         """Labels of the rows matching a compiled filter (``d.<column>`` references)."""

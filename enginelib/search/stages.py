@@ -205,7 +205,8 @@ def diversify(
         order_idx = np.concatenate([pool[picked], order_idx[len(pool):]])
     cap = _source_cap(request)
     if cap is not None and len(order_idx):
-        sources = [_source(view, int(positions[i])) for i in order_idx]
+        documents, source_ids = view.column("document_id"), view.column("source_id")
+        sources = [source_ids[p] or documents[p] for p in positions[order_idx].tolist()]
         order_idx = order_idx[post.cap_per_source(sources, cap)]
     if request.chunks_per_doc is not None and len(order_idx):
         order_idx = _group_by_document(view, positions, order_idx, request.chunks_per_doc)
@@ -220,6 +221,12 @@ def page(
     is placed; none once all is seen, or once a rung placed nothing new (min_score or
     filters leave no more: do not climb to 10,000)."""
     end = request.offset + request.limit
+    # One block placing the page is the ranking (its labels are unique and it follows the
+    # caps): what paging.stitch returns for it, without a key call per candidate.
+    n = len(first.order_idx) if first.exhausted else min(len(first.order_idx), request.candidates)
+    if n >= end or first.exhausted:
+        return paging.Stitched([(first, i) for i in first.order_idx[:n].tolist()],
+                               not first.exhausted)
     caps = _caps(view, request)
     blocks, depths = [first], [request.candidates]
     placed = -1
@@ -254,11 +261,15 @@ Item = tuple[Block, int]
 def _caps(view: ChunkView, request: SearchRequest) -> list[tuple[Callable[[Item], Hashable], int]]:
     """The grouping rules the stitched ranking must follow across blocks."""
 
+    documents = view.column("document_id")
+    sources = view.column("source_id")
+
     def document(item: Item) -> Hashable:
-        return view.record(int(item[0].positions[item[1]])).document_id
+        return documents[item[0].positions[item[1]]]  # type: ignore[no-any-return]
 
     def source(item: Item) -> Hashable:
-        return _source(view, int(item[0].positions[item[1]]))
+        position = item[0].positions[item[1]]
+        return sources[position] or documents[position]  # type: ignore[no-any-return]
 
     caps: list[tuple[Callable[[Item], Hashable], int]] = []
     if request.chunks_per_doc is not None:
@@ -273,11 +284,6 @@ def _source_cap(request: SearchRequest) -> int | None:
     return request.per_source_cap or (post.PER_SOURCE_CAP if request.mmr else None)
 
 
-def _source(view: ChunkView, position: int) -> str:
-    record = view.record(position)
-    return record.source_id or record.document_id
-
-
 def _authority(view: ChunkView, position: int) -> tuple[Any, Any, Any, Any]:
     r = view.record(position)
     return r.source_tier, r.evidence_level, r.peer_reviewed, r.authority_score
@@ -287,10 +293,10 @@ def _group_by_document(
     view: ChunkView, positions: np.ndarray, order_idx: np.ndarray, per_doc: int
 ) -> np.ndarray:
     """Documents ranked by their best chunk, then up to ``per_doc`` of their chunks each."""
+    documents = view.column("document_id")
     groups: dict[str, list[int]] = {}
-    for i in order_idx:
-        doc = view.record(int(positions[i])).document_id
-        bucket = groups.setdefault(doc, [])
+    for i, position in zip(order_idx.tolist(), positions[order_idx].tolist(), strict=True):
+        bucket = groups.setdefault(documents[position], [])
         if len(bucket) < per_doc:
-            bucket.append(int(i))
+            bucket.append(i)
     return np.array([i for bucket in groups.values() for i in bucket], dtype=np.int64)
