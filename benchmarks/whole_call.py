@@ -12,7 +12,8 @@ machine falls on all of them alike. Two engine configurations are measured:
   hit is not the call);
 - issue: every truth level, gate off, log off, cache off (issue 15's configuration);
 
-each at limit 10 and at depth 100 (limit 100: one hundred cited hits). A second pass with
+each at limit 10 and at depth 100 (limit 100, ``chunks_per_doc=1``: one hundred documents,
+each hit cited; the peers return their top 100 chunks). A second pass with
 timers around each stage gives the per-stage breakdown (the timers add ~1 us per stage).
 """
 
@@ -48,6 +49,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "truth_levels": list(TRUTH_LEVELS)},
 }
 LIMITS = (10, 100)
+
+
+def options_for(config: str, limit: int) -> dict[str, Any]:
+    """Depth 100 is one hundred documents, one chunk each (``chunks_per_doc=1``)."""
+    return {**CONFIGS[config], "limit": limit, **({"chunks_per_doc": 1} if limit == 100 else {})}
 
 
 class BareRrf:
@@ -157,11 +163,11 @@ def measure(store: enginelib.Store, peers: dict[str, Any], queries: list[str],
             vectors: np.ndarray, warmup: int) -> dict[str, dict[str, float]]:
     """p50/p95 per (system, limit), systems taking turns query by query."""
     calls: dict[str, Callable[[int, int], Any]] = {}
-    for config, options in CONFIGS.items():
+    for config in CONFIGS:
         for limit in LIMITS:
+            options = options_for(config, limit)
             calls[f"enginelib {config} limit {limit}"] = (
-                lambda i, _l=limit, _o=options: store.search(
-                    queries[i], query_vector=vectors[i], limit=_l, **_o))
+                lambda i, _o=options: store.search(queries[i], query_vector=vectors[i], **_o))
     for name, peer in peers.items():
         for limit in LIMITS:
             calls[f"{name} limit {limit}"] = (
@@ -184,14 +190,15 @@ def breakdown(store: enginelib.Store, queries: list[str], vectors: np.ndarray) -
     timers.install()
     out: dict[str, Any] = {}
     try:
-        for config, options in CONFIGS.items():
+        for config in CONFIGS:
             for limit in LIMITS:
+                options = options_for(config, limit)
                 totals: dict[str, float] = {}
                 whole = []
                 for query, vector in zip(queries, vectors, strict=True):
                     timers.current.clear()
                     started = time.perf_counter()
-                    store.search(query, query_vector=vector, limit=limit, **options)
+                    store.search(query, query_vector=vector, **options)
                     whole.append((time.perf_counter() - started) * 1000.0)
                     for stage, ms in timers.current.items():
                         totals[stage] = totals.get(stage, 0.0) + ms

@@ -3,7 +3,9 @@ response's RagContext. Only the page is built; each citation's quote is cut on f
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,7 +52,7 @@ def build_hits(
                             count=len(items))
     # one matrix product for the page, not one dot product per hit
     similarities = (view.vectors[positions] @ qvec).tolist() if qvec is not None else None
-    ranks: dict[int, tuple[dict[int, tuple[int, float]], dict[int, tuple[int, float]]]] = {}
+    ranks: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
     hits = []
     for n, (block, idx) in enumerate(items):
         rank = request.offset + n + 1
@@ -63,10 +65,10 @@ def build_hits(
         vr = block_ranks[0].get(label)
         tr = block_ranks[1].get(label)
         scores = Scores(
-            vector_rank=vr[0] if vr else None,
-            vector_score=float(vr[1]) if vr else None,
-            bm25_rank=tr[0] if tr else None,
-            bm25_score=float(tr[1]) if tr else None,
+            vector_rank=vr,
+            vector_score=float(block.vector_ranking[vr - 1][1]) if vr else None,
+            bm25_rank=tr,
+            bm25_score=float(block.text_ranking[tr - 1][1]) if tr else None,
             fused=float(block.fused_scores[idx]),
             similarity=similarities[n] if similarities is not None else None,
             boost=float(block.boosts[idx]),
@@ -92,8 +94,9 @@ def build_hits(
     return tuple(hits)
 
 
-def _ranks(ranking: Ranking) -> dict[int, tuple[int, float]]:
-    return {label: (rank, score) for rank, (label, score) in enumerate(ranking, 1)}
+def _ranks(ranking: Ranking) -> dict[int, int]:
+    """label -> rank (from 1); built by C-level iterators, not a Python loop."""
+    return dict(zip(map(itemgetter(0), ranking), itertools.count(1)))
 
 
 def context(

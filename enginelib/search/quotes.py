@@ -44,17 +44,23 @@ _QUESTION_WORDS = frozenset(
 )
 
 
+_WORD_PARTS = re.compile(r"[-'’]")
+
+
 def content_terms(terms: Sequence[str]) -> tuple[str, ...]:
     """``terms`` without stop words; a hyphenated term goes when all its parts are stop
     words ("doit-il", "est-ce")."""
-    out = []
-    for term in terms:
-        parts = [p for p in re.split(r"[-'’]", term.lower()) if p]
-        if parts and all(p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit())
-                        for p in parts):
-            continue
-        out.append(term)
-    return tuple(out)
+    return tuple(term for term in terms if not _is_question_word(term))
+
+
+@functools.lru_cache(maxsize=65536)
+def _is_question_word(term: str) -> bool:
+    # cached per word: the same words come back query after query, and both the gate and
+    # the quotes ask
+    parts = [p for p in _WORD_PARTS.split(term.lower()) if p]
+    return bool(parts) and all(
+        p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit()) for p in parts
+    )
 
 
 @dataclass(frozen=True)

@@ -135,9 +135,11 @@ def fuse(
         for v, t in zip(retrieved.vector, retrieved.text, strict=True)
     ]
     fused = rewrite.merge_by_chunk(per_query, comparable=strategy == "hybrid", k=request.rrf_k)
-    ordered = fusion.order(fused)
-    labels = np.fromiter((label for label, _ in ordered), dtype=np.int64, count=len(ordered))
-    scores = np.fromiter((score for _, score in ordered), dtype=np.float64, count=len(ordered))
+    labels = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
+    scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    # fusion.order's rule (best first, ties by the smaller label) as one numpy sort
+    order = np.lexsort((labels, -scores))
+    labels, scores = labels[order], scores[order]
     # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.
     positions = view.positions(labels)
     keep = positions >= 0
