@@ -10,7 +10,7 @@ from ..chunk_view import ChunkRecord
 from ..types import TRUTH_LEVELS
 from .highlights import find_highlights
 from .quotes import LazyQuote
-from .results import Citation, defer_quote
+from .results import Citation, assemble
 
 __all__ = ["CitationCheck", "check_answer_citations", "display_name", "find_highlights",
            "make_citation"]
@@ -29,11 +29,12 @@ def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -
     when first read."""
     level = TRUTH_LEVELS[record.truth_level].name
     quote = LazyQuote(record.content, record.start_offset, terms)
-    citation = Citation(
+    return assemble(
+        Citation,
         number=number,
         document_id=record.document_id,
         chunk_index=record.chunk_index,
-        quote="",
+        quote=quote,
         start_offset=record.start_offset,
         end_offset=record.end_offset,
         display_text=f"[{number}] {display_name(record)} ({level})",
@@ -47,8 +48,9 @@ def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -
         page_end=record.page_end,
         document_version=record.version,
         index_version=record.index_version,
+        quote_start=quote,
+        quote_end=quote,
     )
-    return defer_quote(citation, quote)
 
 
 _NUMBER_REF = re.compile(r"\[(\d+)\]")

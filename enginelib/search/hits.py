@@ -15,7 +15,7 @@ from .citations import make_citation
 from .gate import GateDecision
 from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest
-from .results import NO_RELEVANT_SOURCES, Hit, RagContext, Scores, SearchResponse
+from .results import NO_RELEVANT_SOURCES, Hit, RagContext, Scores, SearchResponse, assemble
 from .retrieve import Ranking
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ def build_hits(
             block_ranks = ranks[id(block)] = (_ranks(block.vector_ranking), _ranks(block.text_ranking))
         vr = block_ranks[0].get(label)
         tr = block_ranks[1].get(label)
-        scores = Scores(
+        scores = assemble(
+            Scores,
             vector_rank=vr,
             vector_score=float(block.vector_ranking[vr - 1][1]) if vr else None,
             bm25_rank=tr,
@@ -75,7 +76,8 @@ def build_hits(
             rerank_score=block.rerank_scores.get(idx),
         )
         hits.append(
-            Hit(
+            assemble(
+                Hit,
                 rank=rank,
                 label=label,
                 document_id=record.document_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .gate import GateDecision
 from .highlights import Highlight, find_highlights
@@ -63,7 +63,7 @@ class Citation:
     number: int
     document_id: str
     chunk_index: int
-    quote: str  # the quote and its offsets may be deferred: see defer_quote
+    quote: str  # the quote and its offsets may be a LazyQuote, cut on first read
     start_offset: int
     end_offset: int
     display_text: str
@@ -89,13 +89,29 @@ Citation.quote_start = _QuotePart("start_offset")  # type: ignore[assignment]
 Citation.quote_end = _QuotePart("end_offset")  # type: ignore[assignment]
 
 
-def defer_quote(citation: Citation, quote: LazyQuote) -> Citation:
-    """``citation`` with its quote and quote offsets read from ``quote`` when first
-    accessed (cutting a quote costs more than retrieving the hit; most callers never
-    read it)."""
-    for name in ("quote", "quote_start", "quote_end"):
-        object.__setattr__(citation, name, quote)  # frozen: set through the descriptor
-    return citation
+# Where a Citation keeps its quote fields (the descriptors' slots), for ``assemble``.
+_QUOTE_SLOTS = {"quote": "_quote_text", "quote_start": "_quote_start_offset",
+                "quote_end": "_quote_end_offset"}
+
+T = TypeVar("T")
+
+
+def assemble(cls: type[T], /, **values: Any) -> T:
+    """An instance of one of these frozen dataclasses from every field's value, without the
+    generated ``__init__``: frozen, it sets each field through ``object.__setattr__``, which
+    makes building a page of cited hits cost 4x what it must. The engine's own values only
+    (there is no check in ``__init__`` to skip); every field must be given."""
+    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    if values.keys() != fields.keys():
+        raise TypeError(f"assemble({cls.__name__}) needs exactly its fields; missing "
+                        f"{sorted(fields.keys() - values.keys())}, unknown "
+                        f"{sorted(values.keys() - fields.keys())}")
+    if cls is Citation:
+        for name, slot in _QUOTE_SLOTS.items():
+            values[slot] = values.pop(name)
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 @dataclass(frozen=True)
