@@ -247,6 +247,20 @@ class ChunkView:
             authority_score=authority[2], peer_reviewed=authority[3], _view=self,
         )
 
+    def column(self, name: str) -> _Column:
+        """One ``ChunkRecord`` field (not ``label``, not a text) by row position, without
+        building records: grouping and caps read hundreds of candidates per search."""
+        if name in self._strings:
+            array = self._strings[name]
+            return _Column(lambda p: array[p].as_py())
+        if name in self._codes:
+            values, names = self._codes[name]
+            return _Column(lambda p: None if values[p] < 0 else names[values[p]])
+        if name in self._numbers:
+            numbers = self._numbers[name]
+            return _Column(lambda p: None if numbers[p] == _NULL else int(numbers[p]))
+        raise KeyError(f"no column {name!r} in the chunk view")
+
     # -- on demand -------------------------------------------------------------------------
 
     def text_of(self, label: int) -> tuple[str, str]:
@@ -356,3 +370,15 @@ def _prepare(table: pa.Table) -> pa.Table:
         if not pa.types.is_dictionary(column.type):
             table = table.set_column(i, name, pc.dictionary_encode(column))
     return table
+
+
+class _Column:
+    """Read-only access to one view column by row position."""
+
+    __slots__ = ("_get",)
+
+    def __init__(self, get: Any) -> None:
+        self._get = get
+
+    def __getitem__(self, position: int) -> Any:
+        return self._get(int(position))
