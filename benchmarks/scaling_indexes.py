@@ -1,0 +1,231 @@
+"""Index-level scaling beside LanceDB: the hnswlib and Tantivy backends opened from built
+folders (``scaling_cache``) at 10k / 100k / 1M synthetic chunks, and LanceDB on the same
+vectors and texts in the same run.
+
+Per size: open time and RSS growth of opening the indexes (after open, and after the
+queries touched what they read), recall@10 against exact numpy search at the default
+settings, p50/p99 of vector (k=10 and k=100), BM25 (k=100) and hybrid (both at depth 100,
+RRF-fused: what the search layer's retrieval stage does), and a filtered search at 0.1 %
+selectivity checked against the exact top k.
+
+``python -m benchmarks.scaling_indexes --sizes 10000,100000,1000000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from enginelib.indexes import HnswVectorIndex, TantivyTextIndex
+from enginelib.indexes.exact import exact_topk
+from enginelib.indexes.hnsw import auto_ef
+from enginelib.search import fusion
+
+from .scaling import DIM, queries_for
+from .scaling_cache import CACHE, RECIPE, built, corpus
+from .timing import machine, percentiles, rss_mb, timed_ms
+
+# LanceDB's scanner warns on every query that selects columns without its scores.
+os.environ.setdefault("LANCE_LOG", "error")
+os.environ.setdefault("RUST_LOG", "error")
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "scaling_indexes.json"
+DEPTH = 100  # what the search layer asks each retriever for before fusion
+# LanceDB: exact (flat) search below this size, as its docs advise; an ANN index above.
+LANCE_INDEX_FROM = 500_000
+
+
+def _recall(got: list[list[tuple[int, float]]], want: list[list[tuple[int, float]]]) -> float:
+    return float(np.mean([len({a for a, _ in g} & {a for a, _ in w}) / max(1, len(w))
+                          for g, w in zip(got, want)]))
+
+
+def _series(fn: Any, items: list[Any]) -> tuple[list[Any], dict[str, float]]:
+    out, times = [], []
+    for item in items:
+        result, ms = timed_ms(lambda item=item: fn(item))
+        out.append(result)
+        times.append(ms)
+    return out, percentiles(times)
+
+
+def bench_ours(n: int, qvecs: np.ndarray, qtexts: list[str], truth: list[Any],
+               filt: tuple[np.ndarray, list[Any]], threads: int) -> dict[str, Any]:
+    folder, meta = built(n, threads=threads)
+    gc.collect()
+    rss0 = rss_mb()
+    started = time.perf_counter()
+    vec = HnswVectorIndex(folder / "vectors", DIM)
+    text = TantivyTextIndex(folder / "text", read_only=True)
+    open_s = time.perf_counter() - started
+    rss_open = rss_mb()
+    assert len(vec) == n and vec.generation == 1, "the cached vector index did not load"
+    qs = [qvecs[i : i + 1] for i in range(len(qvecs))]
+    for q, t in zip(qs, qtexts):  # warm-up: the pages the queries read
+        vec.search(q, DEPTH)
+        text.search([t], DEPTH)
+    res10, vector10 = _series(lambda q: vec.search(q, 10)[0], qs)
+    _, vector100 = _series(lambda q: vec.search(q, DEPTH)[0], qs)
+    _, bm25 = _series(lambda t: text.search([t], DEPTH)[0], qtexts)
+
+    def hybrid(i: int) -> list[tuple[int, float]]:
+        return fusion.order(fusion.rrf({"vector": vec.search(qs[i], DEPTH)[0],
+                                        "bm25": text.search([qtexts[i]], DEPTH)[0]}))
+
+    _, hybrid_ms = _series(hybrid, list(range(len(qs))))
+    allowed, filt_truth = filt
+    filt_got, filt_ms = _series(lambda q: vec.search(q, 10, allowed=allowed)[0], qs[:50])
+    exact_filtered = all([a for a, _ in g] == [a for a, _ in w] for g, w in zip(filt_got, filt_truth))
+    rss_after = rss_mb()
+    result = {
+        "build": meta,
+        "open_s": round(open_s, 2),
+        "rss_mib_open": round(rss_open - rss0, 1),
+        "rss_mib_after_queries": round(rss_after - rss0, 1),
+        "rows_ram_mib": round(vec._rows.ram_bytes / 2**20, 1),
+        "text_label_order": text._label_order,
+        "ef_k10": auto_ef(n, 10), "ef_k100": auto_ef(n, DEPTH),
+        "recall@10": round(_recall(res10, truth), 4),
+        "vector_k10_ms": vector10, "vector_k100_ms": vector100,
+        "bm25_k100_ms": bm25, "hybrid_rrf_ms": hybrid_ms,
+        "filtered_0.1pct_ms": filt_ms, "filtered_0.1pct_exact": exact_filtered,
+        "filtered_allowed": int(len(allowed)),
+    }
+    return result  # the indexes are released with this frame
+
+
+def _lance_table(n: int, vectors: np.ndarray, texts: list[str]) -> tuple[Any, dict[str, Any]]:
+    import lancedb
+    import pyarrow as pa
+
+    folder = CACHE / f"lance-{n}-r{RECIPE}"
+    meta_file = folder / "meta.json"
+    db = lancedb.connect(str(folder))
+    if meta_file.exists():
+        return db.open_table("chunks"), json.loads(meta_file.read_text())
+    started = time.perf_counter()
+    step = 100_000
+    table = None
+    for start in range(0, n, step):
+        part = vectors[start : start + step]
+        data = pa.table({
+            "row": pa.array(np.arange(start, start + len(part), dtype=np.int64)),
+            "text": pa.array(texts[start : start + step]),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(part.reshape(-1), type=pa.float32()), DIM),
+        })
+        if table is None:
+            table = db.create_table("chunks", data=data, mode="overwrite")
+        else:
+            table.add(data)
+    assert table is not None
+    load_s = time.perf_counter() - started
+    started = time.perf_counter()
+    table.create_fts_index("text", replace=True)
+    fts_s = time.perf_counter() - started
+    index = "flat (exact)"
+    vec_s = 0.0
+    if n >= LANCE_INDEX_FROM:
+        started = time.perf_counter()
+        table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", vector_column_name="vector")
+        vec_s = time.perf_counter() - started
+        index = "IVF_HNSW_SQ (defaults), cosine"
+    meta = {"load_s": round(load_s, 1), "fts_build_s": round(fts_s, 1),
+            "vector_index_build_s": round(vec_s, 1), "vector_index": index}
+    meta_file.write_text(json.dumps(meta, indent=1) + "\n")
+    return table, meta
+
+
+def bench_lance(n: int, vectors: np.ndarray, texts: list[str], qvecs: np.ndarray,
+                qtexts: list[str], truth: list[Any]) -> dict[str, Any]:
+    import lancedb
+    from lancedb.rerankers import RRFReranker
+
+    _, meta = _lance_table(n, vectors, texts)
+    gc.collect()
+    rss0 = rss_mb()
+    started = time.perf_counter()
+    table = lancedb.connect(str(CACHE / f"lance-{n}-r{RECIPE}")).open_table("chunks")
+    open_s = time.perf_counter() - started
+    reranker = RRFReranker(K=60)
+
+    def vsearch(q: np.ndarray, k: int) -> list[tuple[int, float]]:
+        rows = (table.search(q, vector_column_name="vector").metric("cosine")
+                .select(["row"]).limit(k).to_arrow())
+        return list(zip(rows["row"].to_pylist(), (1 - rows["_distance"].to_numpy()).tolist()))
+
+    def fts(t: str) -> list[tuple[int, float]]:
+        rows = table.search(t, query_type="fts").select(["row"]).limit(DEPTH).to_arrow()
+        return list(zip(rows["row"].to_pylist(), rows["_score"].to_pylist()))
+
+    def hybrid(i: int) -> Any:
+        return (table.search(query_type="hybrid", vector_column_name="vector")
+                .vector(qvecs[i]).text(qtexts[i]).metric("cosine").rerank(reranker=reranker)
+                .select(["row"]).limit(DEPTH).to_arrow())
+
+    for i in range(len(qvecs)):  # warm-up
+        vsearch(qvecs[i], DEPTH)
+        fts(qtexts[i])
+    res10, vector10 = _series(lambda q: vsearch(q, 10), list(qvecs))
+    _, vector100 = _series(lambda q: vsearch(q, DEPTH), list(qvecs))
+    _, fts_ms = _series(fts, qtexts)
+    _, hybrid_ms = _series(hybrid, list(range(len(qvecs))))
+    return {"build": meta, "open_s": round(open_s, 2),
+            "rss_mib_after_queries": round(rss_mb() - rss0, 1),
+            "recall@10": round(_recall(res10, truth), 4),
+            "vector_k10_ms": vector10, "vector_k100_ms": vector100,
+            "fts_k100_ms": fts_ms, "hybrid_rrf_ms": hybrid_ms}
+
+
+def bench_size(n: int, queries: int, threads: int, lance: bool) -> dict[str, Any]:
+    vectors, texts = corpus(n)
+    labels = np.arange(n, dtype=np.int64)
+    qvecs, qtexts = queries_for(vectors, texts, queries)
+    truth = exact_topk(vectors, labels, qvecs, 10)
+    allowed = np.sort(np.random.default_rng(7).choice(n, max(10, n // 1000), replace=False))
+    filt_truth = exact_topk(vectors[allowed], allowed, qvecs[:50], 10)
+    if not lance:
+        del vectors, texts
+    result: dict[str, Any] = {"chunks": n, "queries": queries,
+                              "load_before": open("/proc/loadavg").read().split()[:3]}
+    result["enginelib"] = bench_ours(n, qvecs, qtexts, truth, (allowed, filt_truth), threads)
+    print(json.dumps(result["enginelib"]), flush=True)
+    if lance:
+        result["lancedb"] = bench_lance(n, vectors, texts, qvecs, qtexts, truth)
+        print(json.dumps(result["lancedb"]), flush=True)
+    result["load_after"] = open("/proc/loadavg").read().split()[:3]
+    return result
+
+
+def run(sizes: list[int], queries: int = 200, threads: int = 2, lance: bool = True) -> dict[str, Any]:
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    result: dict[str, Any] = {"machine": machine(), "dim": DIM, "sizes": previous.get("sizes", {})}
+    for n in sizes:
+        print(f"[scaling_indexes] {n} chunks", flush=True)
+        result["sizes"][str(n)] = bench_size(n, queries, threads, lance)
+        gc.collect()
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--build-threads", type=int, default=2)
+    parser.add_argument("--no-lance", action="store_true")
+    args = parser.parse_args()
+    run([int(s) for s in args.sizes.split(",")], args.queries, args.build_threads,
+        not args.no_lance)
+
+
+if __name__ == "__main__":
+    main()
