@@ -41,6 +41,10 @@ OUT = HERE / "results" / "scaling_indexes.json"
 DEPTH = 100  # what the search layer asks each retriever for before fusion
 # LanceDB: exact (flat) search below this size, as its docs advise; an ANN index above.
 LANCE_INDEX_FROM = 500_000
+# Query settings for the indexed case: the fp32 re-rank of refine_factor x k candidates is
+# what our index does with its ef candidates.
+LANCE_NPROBES = 20
+LANCE_REFINE = 10
 
 
 def _recall(got: list[list[tuple[int, float]]], want: list[list[tuple[int, float]]]) -> float:
@@ -134,9 +138,10 @@ def _lance_table(n: int, vectors: np.ndarray, texts: list[str]) -> tuple[Any, di
     vec_s = 0.0
     if n >= LANCE_INDEX_FROM:
         started = time.perf_counter()
-        table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", vector_column_name="vector")
+        # IVF_PQ: LanceDB's default and the one its docs advise past ~0.5M rows.
+        table.create_index(metric="cosine", index_type="IVF_PQ", vector_column_name="vector")
         vec_s = time.perf_counter() - started
-        index = "IVF_HNSW_SQ (defaults), cosine"
+        index = f"IVF_PQ, nprobes {LANCE_NPROBES}, refine x{LANCE_REFINE}"
     meta = {"load_s": round(load_s, 1), "fts_build_s": round(fts_s, 1),
             "vector_index_build_s": round(vec_s, 1), "vector_index": index}
     meta_file.write_text(json.dumps(meta, indent=1) + "\n")
@@ -155,10 +160,13 @@ def bench_lance(n: int, vectors: np.ndarray, texts: list[str], qvecs: np.ndarray
     table = lancedb.connect(str(CACHE / f"lance-{n}-r{RECIPE}")).open_table("chunks")
     open_s = time.perf_counter() - started
     reranker = RRFReranker(K=60)
+    indexed = n >= LANCE_INDEX_FROM
 
     def vsearch(q: np.ndarray, k: int) -> list[tuple[int, float]]:
-        rows = (table.search(q, vector_column_name="vector").metric("cosine")
-                .select(["row"]).limit(k).to_arrow())
+        query = table.search(q, vector_column_name="vector").metric("cosine")
+        if indexed:
+            query = query.nprobes(LANCE_NPROBES).refine_factor(LANCE_REFINE)
+        rows = query.select(["row"]).limit(k).to_arrow()
         return list(zip(rows["row"].to_pylist(), (1 - rows["_distance"].to_numpy()).tolist()))
 
     def fts(t: str) -> list[tuple[int, float]]:
@@ -166,9 +174,11 @@ def bench_lance(n: int, vectors: np.ndarray, texts: list[str], qvecs: np.ndarray
         return list(zip(rows["row"].to_pylist(), rows["_score"].to_pylist()))
 
     def hybrid(i: int) -> Any:
-        return (table.search(query_type="hybrid", vector_column_name="vector")
-                .vector(qvecs[i]).text(qtexts[i]).metric("cosine").rerank(reranker=reranker)
-                .select(["row"]).limit(DEPTH).to_arrow())
+        query = (table.search(query_type="hybrid", vector_column_name="vector")
+                 .vector(qvecs[i]).text(qtexts[i]).metric("cosine"))
+        if indexed:
+            query = query.nprobes(LANCE_NPROBES).refine_factor(LANCE_REFINE)
+        return query.rerank(reranker=reranker).select(["row"]).limit(DEPTH).to_arrow()
 
     for i in range(len(qvecs)):  # warm-up
         vsearch(qvecs[i], DEPTH)
@@ -216,13 +226,52 @@ def run(sizes: list[int], queries: int = 200, threads: int = 2, lance: bool = Tr
     return result
 
 
+def _ms(stats: dict[str, float]) -> str:
+    return f"{stats['p50']:.2f} / {stats['p99']:.1f}"
+
+
+def table(result: dict[str, Any]) -> str:
+    """The "Scale: indexes" table of RESULTS.md, from a run's JSON."""
+    lines = [
+        "| chunks | engine | build (vector / text) | open | RSS after open / after queries | "
+        "recall@10 | vector k=10 p50 / p99 ms | BM25 k=100 p50 / p99 ms | "
+        "hybrid (2 x k=100 + RRF) p50 / p99 ms | filtered 0.1 % exact |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for n, size in sorted(result["sizes"].items(), key=lambda item: int(item[0])):
+        ours = size["enginelib"]
+        build = ours["build"]
+        lines.append(
+            f"| {int(n):,} | enginelib (hnsw ef {ours['ef_k10']}/{ours['ef_k100']}) | "
+            f"{build['hnsw_build_s']:.0f} s / {build['tantivy_build_s']:.0f} s | "
+            f"{ours['open_s']:.2f} s | {ours['rss_mib_open']:.0f} / "
+            f"{ours['rss_mib_after_queries']:.0f} MiB | {ours['recall@10']:.3f} | "
+            f"{_ms(ours['vector_k10_ms'])} | {_ms(ours['bm25_k100_ms'])} | "
+            f"{_ms(ours['hybrid_rrf_ms'])} | {'yes' if ours['filtered_0.1pct_exact'] else 'NO'} "
+            f"({ours['filtered_allowed']} allowed) |")
+        lance = size.get("lancedb")
+        if lance:
+            lb = lance["build"]
+            lines.append(
+                f"| {int(n):,} | LanceDB ({lb['vector_index']}) | "
+                f"{lb['vector_index_build_s']:.0f} s / {lb['fts_build_s']:.0f} s | "
+                f"{lance['open_s']:.2f} s | - / {lance['rss_mib_after_queries']:.0f} MiB | "
+                f"{lance['recall@10']:.3f} | {_ms(lance['vector_k10_ms'])} | "
+                f"{_ms(lance['fts_k100_ms'])} | {_ms(lance['hybrid_rrf_ms'])} | - |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--build-threads", type=int, default=2)
     parser.add_argument("--no-lance", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print the table of the last run")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(OUT.read_text())))
+        return
     run([int(s) for s in args.sizes.split(",")], args.queries, args.build_threads,
         not args.no_lance)
 
