@@ -232,6 +232,31 @@ def run(sizes: list[int], queries: int = 200, threads: int = 2, lance: int = 50)
     return result
 
 
+def bm25_paths(n: int, queries: int) -> dict[str, Any]:
+    """Where BM25 time goes at size ``n``: tantivy's own top 100 for the parsed query (the
+    floor), our search when tantivy's tie order is label order, and our exact tie path."""
+    folder, _ = built(n)
+    texts = (CACHE / f"corpus-{n}-r{RECIPE}" / "texts.txt").read_text(encoding="utf-8").splitlines()
+    placeholder = np.zeros((len(texts), DIM), dtype=np.float32)
+    placeholder[:, 0] = 1.0  # queries_for needs vectors; only its texts are used here
+    _, qtexts = queries_for(placeholder, texts, queries)
+    del texts, placeholder
+    text = TantivyTextIndex(folder / "text", read_only=True)
+    searcher = text._index.searcher()
+    parsed = {q: text._parse(q, False, True) for q in qtexts}
+    for q in qtexts:
+        text.search([q], DEPTH)
+    _, raw = _series(lambda q: searcher.search(parsed[q], limit=DEPTH, count=False).hits, qtexts)
+    saved_order = text._label_order
+    text._label_order = True
+    _, label_order = _series(lambda q: text.search([q], DEPTH), qtexts)
+    text._label_order = False
+    _, tie_path = _series(lambda q: text.search([q], DEPTH), qtexts)
+    return {"chunks": n, "segments": int(searcher.num_segments), "index_in_label_order": saved_order,
+            "tantivy_top100_ms": raw, "ours_label_order_path_ms": label_order,
+            "ours_exact_tie_path_ms": tie_path}
+
+
 def _ms(stats: dict[str, Any]) -> str:
     cpu = stats.get("cpu")
     wall = f"{stats['p50']:.2f} / {stats['p99']:.1f}"
@@ -277,7 +302,15 @@ def main() -> None:
     parser.add_argument("--lance-queries", type=int, default=50,
                         help="queries run on LanceDB (its first ones); 0 skips it")
     parser.add_argument("--table", action="store_true", help="print the table of the last run")
+    parser.add_argument("--bm25-paths", action="store_true",
+                        help="only compare tantivy's own top k with our two BM25 paths")
     args = parser.parse_args()
+    if args.bm25_paths:
+        out = HERE / "results" / "scaling_bm25_paths.json"
+        out.write_text(json.dumps([bm25_paths(int(n), args.queries)
+                                   for n in args.sizes.split(",")], indent=1) + "\n")
+        print(out.read_text())
+        return
     if args.table:
         print(table(json.loads(OUT.read_text())))
         return
