@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from enginelib.indexes import tantivy_text
 from enginelib.indexes.base import TextDocument
 from enginelib.indexes.tantivy_text import STAMP, TantivyTextIndex
 
@@ -51,6 +52,17 @@ def test_a_replaced_document_out_of_label_order_is_noticed(tmp_path: Path) -> No
     assert index._label_order
     index.add([TextDocument(2, "alpha beta")])  # re-added: now the newest address, label 2
     index.save(2)
+    assert not index._label_order
+    (got,) = index.search(["alpha"], 10)
+    assert [label for label, _ in got] == [10_000, 10_001, 10_002, *range(7)]
+
+
+def test_past_the_check_limit_ties_take_the_exact_path(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tantivy_text, "LABEL_ORDER_CHECK_MAX", 10)
+    index = TantivyTextIndex(tmp_path)
+    _fill(index, list(range(TIED)))
+    index.save(1)
     assert not index._label_order
     (got,) = index.search(["alpha"], 10)
     assert [label for label, _ in got] == [10_000, 10_001, 10_002, *range(7)]
