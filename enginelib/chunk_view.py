@@ -122,17 +122,18 @@ class ViewVectors:
         A store opened from disk and grown by appends keeps them so; a deletion moves rows.
         """
         index = self._index
-        labels = getattr(index, "_labels", None)
-        vectors = getattr(index, "_vectors", None)
-        count = len(index) if index is not None else -1
-        if labels is None or vectors is None or count != len(self._view):
+        in_order = getattr(index, "rows_in_order", None)
+        if in_order is None or len(index) != len(self._view):
             return None
-        key = (id(vectors), count)
+        labels, vectors = in_order()
+        count = len(labels)
+        base = getattr(vectors, "base", None)
+        key = (id(vectors if base is None else base), count)
         if self._aligned != key:
-            if not np.array_equal(labels[:count], self._view.labels):
+            if count != len(self._view) or not np.array_equal(labels, self._view.labels):
                 return None
             self._aligned = key
-        return vectors[:count]  # type: ignore[no-any-return]
+        return vectors  # type: ignore[no-any-return]
 
 
 class ChunkView:

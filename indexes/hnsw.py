@@ -255,6 +255,12 @@ class HnswVectorIndex:
                                     f"of chunks it holds (index.labels())")
         return self._rows.take(rows)
 
+    def rows_in_order(self) -> tuple[Labels, Matrix]:
+        """(labels, vectors) of every live row in the index's own row order, without a copy
+        when nothing was appended since the last save: a caller whose rows line up with
+        these (the store's chunk view) reads vectors by position instead of by label."""
+        return self._labels[: self._count], self._rows.matrix()
+
     def ef_for(self, k: int) -> int:
         """The ef a query for ``k`` neighbours runs with (``auto_ef`` unless set)."""
         if self.ef_search is not None:
