@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..catalog_export import sample_contents
 from ..errors import InvalidFilterError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -37,14 +38,7 @@ def read_queries(path: Path, limit: int) -> list[str]:
 
 def sample_queries(store: Store, limit: int) -> list[str]:
     """The first words of chunks spread over the store: queries that have answers."""
-    con = store.catalog.con
-    try:
-        rows = con.execute(
-            "SELECT content FROM chunks WHERE hash(label) % 7 = 0 ORDER BY label LIMIT ?", [limit]
-        ).fetchall()
-    finally:
-        store.catalog.release()
-    queries = [" ".join(str(r[0]).split()[:12]) for r in rows]
+    queries = [" ".join(text.split()[:12]) for text in sample_contents(store.catalog, limit)]
     if not queries:
         raise InvalidInputError("the store has no chunks to sample queries from; pass --queries")
     return queries

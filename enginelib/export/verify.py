@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import catalog_export as ce
 from ..catalog import first
 from ..errors import ExportError
 from ..search.filters import compile_filters
@@ -160,57 +161,33 @@ def _check_filter(store: Store, conn: psycopg.Connection[Any], names: Names, spe
 def engine_allowed(store: Store, spec: Mapping[str, Any]) -> set[int]:
     """Chunk labels the engine's filter lets through (every truth level unless the spec says)."""
     compiled = compile_filters(dict(spec) if spec else None)
-    where = f"WHERE {compiled.where}" if compiled.where else ""
-    con = store.catalog.con
-    try:
-        rows = con.execute(
-            f"SELECT c.label FROM chunks c JOIN documents d ON d.document_id = c.document_id {where}",
-            list(compiled.params),
-        ).fetchall()
-    finally:
-        store.catalog.release()
-    return {int(r[0]) for r in rows}
+    return ce.labels_matching(store.catalog, compiled.where, tuple(compiled.params))
 
 
 def filter_matrix(store: Store) -> list[dict[str, Any]]:
     """Filters over values the store really holds: each kind the engine supports."""
-    con = store.catalog.con
-    try:
-        def common(expression: str, where: str = "") -> list[Any]:
-            rows = con.execute(
-                f"SELECT v FROM (SELECT {expression} AS v FROM documents {where}) WHERE v IS NOT NULL "
-                "GROUP BY v ORDER BY count(*) DESC, v LIMIT 2"
-            ).fetchall()
-            return [r[0] for r in rows]
-
-        matrix: list[dict[str, Any]] = [{}]
-        matrix += [{"truth_level": level} for level in common("truth_level")]
-        for name in ("domain", "language", "document_type", "source_type", "author", "tenant_id"):
-            values = common(name)
-            if values:
-                matrix.append({name: values[0]})
-            if len(values) > 1:
-                matrix.append({name: values})
-        tags = common("unnest(tags)")
-        if tags:
-            matrix += [{"tags": tags[:1]}, {"tags": {"all": tags}}]
-        dates = con.execute(
-            "SELECT quantile_disc(created_at, 0.5), quantile_disc(updated_at, 0.25), "
-            "quantile_disc(updated_at, 0.75) FROM documents"
-        ).fetchone()
-        if dates and dates[0] is not None:
-            matrix += [{"created_at": {"gte": dates[0].isoformat()}},
-                       {"created_at": {"lt": dates[0].isoformat()}},
-                       {"updated_at": {"from": dates[1].isoformat(), "to": dates[2].isoformat()}}]
-        keys = con.execute(
-            "SELECT k, json_extract_string(custom, '$.\"' || k || '\"') AS v, count(*) AS n "
-            "FROM (SELECT custom, unnest(json_keys(custom)) AS k FROM documents WHERE custom IS NOT NULL) "
-            "WHERE json_type(custom, '$.\"' || k || '\"') NOT IN ('OBJECT', 'ARRAY') "
-            "GROUP BY k, v ORDER BY n DESC, k, v LIMIT 3"
-        ).fetchall()
-        for key, value, _ in keys:
-            if key and all(ch.isalnum() or ch in "_-" for ch in key):
-                matrix.append({f"metadata.{key}": value})
-    finally:
-        store.catalog.release()
+    held = ce.filter_probe_values(store.catalog, _COMMON_COLUMNS)
+    matrix: list[dict[str, Any]] = [{}]
+    matrix += [{"truth_level": level} for level in held.common["truth_level"]]
+    for name in _COMMON_COLUMNS[1:]:
+        values = held.common[name]
+        if values:
+            matrix.append({name: values[0]})
+        if len(values) > 1:
+            matrix.append({name: values})
+    tags = held.tags
+    if tags:
+        matrix += [{"tags": tags[:1]}, {"tags": {"all": tags}}]
+    dates = held.dates
+    if dates and dates[0] is not None:
+        matrix += [{"created_at": {"gte": dates[0].isoformat()}},
+                   {"created_at": {"lt": dates[0].isoformat()}},
+                   {"updated_at": {"from": dates[1].isoformat(), "to": dates[2].isoformat()}}]
+    for key, value in held.custom:
+        if key and all(ch.isalnum() or ch in "_-" for ch in key):
+            matrix.append({f"metadata.{key}": value})
     return matrix
+
+
+_COMMON_COLUMNS = ("truth_level", "domain", "language", "document_type", "source_type", "author",
+                   "tenant_id")
