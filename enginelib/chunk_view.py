@@ -165,7 +165,9 @@ class ChunkView:
         levels, level_names = self._codes["truth_level"]
         self.truth_levels = (np.array(level_names, dtype="U2")[levels] if len(self.labels)
                              else np.zeros(0, dtype="U2"))
-        self.vectors = ViewVectors(self, vector_index)
+        # Typed as the array it stands for: it answers every array use the engine makes
+        # (indexing by positions, len, shape, .T, np.asarray) without holding a copy.
+        self.vectors: np.ndarray = ViewVectors(self, vector_index)  # type: ignore[assignment]
         self._texts: OrderedDict[int, tuple[str, str]] = OrderedDict()
         self._hint = np.zeros(0, dtype=np.int64)
 
