@@ -123,7 +123,7 @@ class ViewVectors:
         """
         index = self._index
         in_order = getattr(index, "rows_in_order", None)
-        if in_order is None or len(index) != len(self._view):
+        if in_order is None or index is None or len(index) != len(self._view):
             return None
         labels, vectors = in_order()
         count = len(labels)
