@@ -7,11 +7,20 @@ that takes the Postgres fixture or the `integration` mark is tiered without anyo
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 # Whole modules whose every test is slow by nature: lint and types walk the package, the
-# concurrency tests race real processes, the harness test runs a benchmark end to end.
-SLOW_MODULES = frozenset({"test_lint", "test_concurrency", "test_bench_harness"})
+# concurrency tests race real processes, the harness test runs a benchmark end to end, the
+# CLI and fault modules run the program as real processes (and kill them), the web tests
+# drive the whole server app.
+SLOW_MODULES = frozenset({
+    "test_lint", "test_concurrency", "test_bench_harness", "test_cli", "test_cli_hostile",
+    "test_jobs_cli", "test_fault_injection", "test_web",
+})
+# A test that kills a real process at a crash point (named so: test_..._kill..., sigkill).
+KILLS = re.compile(r"kill", re.IGNORECASE)
 # Fixtures that start something expensive (a Postgres server, a browser, the real model).
 SLOW_FIXTURES = frozenset({"pg_server", "pg_dsn", "browser", "real_embedder", "e5_embedder"})
 
@@ -24,5 +33,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             module in SLOW_MODULES
             or fixtures & SLOW_FIXTURES
             or item.get_closest_marker("integration") is not None
+            or KILLS.search(item.name)
         ):
             item.add_marker(pytest.mark.slow)

@@ -133,6 +133,7 @@ def test_fixtures_give_empty_and_seeded_stores(enginelib_store, enginelib_store_
     assert other.manifest.embedding_dim == 16
 
 
+@pytest.mark.slow  # a second Python process
 def test_readme_user_test_runs_with_the_plugin_and_leaves_nothing(tmp_path):
     ram = tmp_path / "ram"
     ram.mkdir()

@@ -57,6 +57,7 @@ def test_a_commit_in_between_invalidates(enginelib_store_factory):
     assert _cache(store)["hits"] == 0
 
 
+@pytest.mark.slow  # a second Python process
 def test_a_commit_by_another_process_invalidates(tmp_path):
     path = tmp_path / "store"
     with open_test_store(path) as writer:
