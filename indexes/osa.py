@@ -60,6 +60,18 @@ def _within_many(typed: str, candidates: list[str], distance: int) -> list[tuple
     # (a typed word never holds U+0000, so padding never matches it).
     b = np.array(candidates, dtype=f"<U{width}").view(np.int32).reshape(len(candidates), width)
     a = [ord(c) for c in typed]
+    # A cheap bound first (most candidates fail it): each letter of a word that the other
+    # word lacks entirely costs at least one edit, whichever side it is on.
+    real = np.arange(width) < lengths[:, None]
+    extra = (real & ~np.isin(b, a)).sum(axis=1)
+    missing = np.zeros(len(candidates), dtype=np.int64)
+    for code in a:
+        missing += ~(b == code).any(axis=1)
+    keep = np.flatnonzero((extra <= distance) & (missing <= distance))
+    if not len(keep):
+        return []
+    candidates = [candidates[k] for k in keep]
+    b, lengths = b[keep], lengths[keep]
     m = len(candidates)
     cap = distance + 1
     # prev[:, j]: edits from typed[:i] to term[:j], all terms at once, capped.
