@@ -143,3 +143,16 @@ def test_the_export_without_psycopg_names_the_extra(tmp_path: Path) -> None:
     assert cli["exit_code"] == 2, cli
     assert "Error:" in cli["output"] and "enginelib[postgres]" in cli["output"]
     assert "Traceback" not in cli["output"]
+
+
+def test_every_subpackage_is_in_the_wheel() -> None:
+    """``pip install .`` ships only the packages pyproject.toml lists: a new subpackage left
+    out installs a package that fails at import (enginelib.core once did)."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    on_disk = {".".join(("enginelib", *p.parent.relative_to(REPO / "enginelib").parts)).rstrip(".")
+               for p in (REPO / "enginelib").glob("**/__init__.py")}
+    # cli and indexes are links inside enginelib/ to top-level folders (package-dir).
+    on_disk |= {f"enginelib.{name}" for name in ("cli", "indexes")}
+    assert on_disk <= set(config["packages"]), sorted(on_disk - set(config["packages"]))
