@@ -349,13 +349,14 @@ def _codes(column: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     """A string column from ``fetchnumpy`` as codes (-1 for NULL) into its distinct values."""
     mask = np.ma.getmaskarray(column) if isinstance(column, np.ma.MaskedArray) else None
     values = column.data if isinstance(column, np.ma.MaskedArray) else column
-    at: dict[Any, int] = {}
-    # One dict probe per row: the distinct values are few (per document or fewer).
-    codes = np.fromiter((at.setdefault(v, len(at)) for v in values.tolist()), dtype=np.int32,
-                        count=len(values))
+    rows = values.tolist()
+    names = list(dict.fromkeys(rows))
+    at = {value: i for i, value in enumerate(names)}
+    # One dict probe per row, iterated by ``map`` in C (a generator costs 3x more at 1M rows).
+    codes = np.fromiter(map(at.__getitem__, rows), dtype=np.int32, count=len(rows))
     if mask is not None and mask.any():
         codes[mask] = -1
-    return codes, list(at)
+    return codes, names
 
 
 def _segments_of(catalog: Catalog) -> TextSegments | None:
