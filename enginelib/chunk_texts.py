@@ -41,7 +41,7 @@ from .durable import fsync_dir, fsync_file
 FOLDER = "texts"
 _PREFIX = "seg-"
 _SUFFIX = ".txts"
-_OLD_SUFFIX = ".arrow"  # segments written through pyarrow before 0.1 dropped it
+_OLD_SUFFIX = ".arrow"  # segments of the releases that wrote them through pyarrow
 _MAGIC = b"ELTXTS01"
 _HEADER = struct.Struct("<8sqq")
 # Past this many segments a writer merges all but the oldest into one (each segment is an
