@@ -8,8 +8,9 @@ keyword``, plus the gate's refusal rate and nDCG@10 on SciFact/NFCorpus test que
 
 Stores are built once under ``benchmarks/.cache/regulatory/<embedder>/`` (vectors cached by
 content in ``benchmarks/.cache/vectors``); delete that folder after a chunking change.
-Each question is searched once with the gate off, so the ranking (top 3) and the gate's
-evidence come from the same search; the decision is ``gate.decide`` on that evidence,
+Each question is searched once with a gate that refuses nothing (threshold 0: the evidence
+is gathered, every hit kept), so the ranking (top 3) and the gate's evidence come from the
+same search; the decision is ``gate.decide`` on that evidence at the default threshold,
 which is exactly what a gated search decides.
 """
 
@@ -21,7 +22,8 @@ import math
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ import enginelib
 from enginelib.embedders.path import embed_queries
 from enginelib.embedders.registry import DEFAULT_EMBEDDER, embedder_names, make_embedder
 from enginelib.errors import IncompatibleStoreError, StoreNotFoundError
-from enginelib.search import gate
+from enginelib.search import fusion, gate, rewrite
 from enginelib.search.request import ANSWERABILITY_THRESHOLD
 from enginelib.store import remove_store
 from enginelib.types import LoadedDocument
@@ -66,6 +68,18 @@ TARGETS = {  # issue 10: answered, refused, top-3 per group
 def query_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
     """Queries through the embedding path a store uses (e5's "query: " role included)."""
     return embed_queries(embedder, list(texts))
+
+
+@contextmanager
+def landed_fusion() -> Iterator[None]:
+    """The fusion and rewriting as landed before issue 10's retrieval work: plain RRF (no
+    evidence weights), no definitions twin. The peer measured in the same run."""
+    saved = fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS
+    fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS = False, False
+    try:
+        yield
+    finally:
+        fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS = saved
 
 
 # -- corpora and questions ------------------------------------------------------------
@@ -134,10 +148,15 @@ def _build(path: Path, embedder: Any, documents: Any) -> enginelib.Store:
 
 # -- running --------------------------------------------------------------------------
 
+# A gate that weighs the evidence but refuses nothing: a search with the gate off
+# (threshold None) skips gathering it, and the harness decides on it afterwards.
+GATHER_ONLY = 0.0
+
 
 @dataclass(frozen=True)
 class Outcome:
     qid: str
+    question: str
     split: str
     expected: tuple[str, ...]
     top: tuple[str, ...]  # document ids of the first hits, best first
@@ -150,14 +169,14 @@ def run_questions(
     texts = [q["question"] for q in questions]
     vectors = query_vectors(embedder, texts)
     responses = store.search_batch(
-        texts, query_vectors=vectors, limit=10, answerability_threshold=None, log=False,
-        chunks_per_doc=1, **options,
+        texts, query_vectors=vectors, limit=10, answerability_threshold=GATHER_ONLY, log=False,
+        chunks_per_doc=1, cache=False, **options,
     )
     outcomes = []
     for q, response in zip(questions, responses, strict=True):
         evidence = response.gate.evidence if response.gate is not None else gate.GateEvidence()
         outcomes.append(Outcome(
-            q["id"], q.get("split", "test"), tuple(q.get("expected", ())),
+            q["id"], q["question"], q.get("split", "test"), tuple(q.get("expected", ())),
             tuple(h.document_id for h in response.hits), evidence,
         ))
     return outcomes
@@ -177,8 +196,21 @@ def share(flags: Sequence[bool]) -> float:
     return sum(flags) / len(flags) if flags else float("nan")
 
 
-def regulatory(embedder: Any, split: str | None) -> dict[str, Any]:
+def regulatory(embedder: Any, split: str | None, peer: bool = False) -> dict[str, Any]:
+    """Every group under every config; with ``peer``, the landed fusion too (its keys are
+    prefixed "landed ")."""
     stores = {corpus: open_store(embedder, corpus) for corpus in ("en", "fr")}
+    results: dict[str, Any] = {}
+    if peer:
+        with landed_fusion():
+            results.update({f"landed {k}": v for k, v in _regulatory(stores, embedder, split).items()})
+    results.update(_regulatory(stores, embedder, split))
+    for store in stores.values():
+        store.close()
+    return results
+
+
+def _regulatory(stores: dict[str, Any], embedder: Any, split: str | None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for config, options in CONFIGS.items():
         for group, in_set, off_set, corpus in GROUPS:
@@ -189,8 +221,6 @@ def regulatory(embedder: Any, split: str | None) -> dict[str, Any]:
                 "in": run_questions(store, embedder, inside, options),
                 "off": run_questions(store, embedder, outside, options),
             }
-    for store in stores.values():
-        store.close()
     return results
 
 
@@ -211,6 +241,18 @@ def regulatory_table(results: dict[str, Any], threshold: float = ANSWERABILITY_T
             f"| {config} | {group} | {len(inside)} | {_pct(ans, target_answer)} | "
             f"{_pct(top, target_top)} | {both:.1%} | {len(off)} | {_pct(ref, target_refuse)} |"
         )
+    return "\n".join(lines)
+
+
+def failures(results: dict[str, Any], k: int = 3) -> str:
+    """Every in-domain question whose expected article is not in the top ``k``: what it
+    asked, what it expected and what came first (to see why it fails, not to fit it)."""
+    lines = []
+    for key, value in results.items():
+        for o in value["in"]:
+            if not in_top(o, k):
+                lines.append(f"{key} {o.qid}: {o.question}\n    expected {', '.join(o.expected)}; "
+                             f"got {', '.join(o.top[:5]) or '-'}")
     return "\n".join(lines)
 
 
@@ -246,7 +288,7 @@ def beir_eval(embedder: Any, name: str, split: str, max_docs: int = 0) -> dict[s
         batch = slice(start, start + 64)
         responses = store.search_batch(
             texts[batch], query_vectors=vectors[batch], limit=100, chunks_per_doc=1,
-            answerability_threshold=None, log=False,
+            answerability_threshold=GATHER_ONLY, log=False, cache=False,
         )
         for qid, response in zip(ids[batch], responses, strict=True):
             ranking = [d for d, _ in documents_by_best_chunk(
@@ -260,6 +302,18 @@ def beir_eval(embedder: Any, name: str, split: str, max_docs: int = 0) -> dict[s
             "per_query": per_query}
 
 
+def randomisation_p(diffs: Sequence[float], rounds: int = 10_000, seed: int = 0) -> float:
+    """Two-sided sign-flip randomisation test of a mean paired difference (Smucker et al.
+    2007): how often random signs give a mean at least as far from 0 as the observed one."""
+    values = np.asarray(diffs, dtype=np.float64)
+    if not len(values) or not np.any(values):
+        return 1.0
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((-1.0, 1.0), size=(rounds, len(values)))
+    observed = abs(values.mean())
+    return float((np.abs((signs * values).mean(axis=1)) >= observed - 1e-12).mean())
+
+
 def paired_test(per_query: dict[str, float], baseline: dict[str, float] | float) -> str:
     """Paired t-test per query against a baseline run, or a one-sample test against a figure."""
     from statistics import mean, stdev
@@ -270,8 +324,10 @@ def paired_test(per_query: dict[str, float], baseline: dict[str, float] | float)
     else:
         diffs = [per_query[q] - baseline for q in ids]
     d, s = mean(diffs), stdev(diffs)
-    t = d / (s / math.sqrt(len(diffs))) if s > 0 else float("inf")
-    return f"mean diff {d:+.4f}, t = {t:.2f} (n = {len(diffs)})"
+    t = d / (s / math.sqrt(len(diffs))) if s > 0 else (0.0 if d == 0 else float("inf"))
+    changed = sum(1 for x in diffs if x != 0)
+    return (f"mean diff {d:+.4f}, t = {t:.2f}, randomisation p = {randomisation_p(diffs):.3f} "
+            f"(n = {len(diffs)}, {changed} differ)")
 
 
 # -- calibration ------------------------------------------------------------------------
@@ -312,22 +368,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--beir-max-docs", type=int, default=0,
                         help="judged documents plus others up to this many (0: the whole corpus)")
     parser.add_argument("--calibrate", action="store_true", help="threshold sweep on the split")
+    parser.add_argument("--failures", action="store_true",
+                        help="print the in-domain questions that miss the top 3")
     parser.add_argument("--dump", type=Path, help="write every question's gate evidence as JSON")
     parser.add_argument("--skip-regulatory", action="store_true")
+    parser.add_argument("--peer", action="store_true",
+                        help="also run the landed fusion (plain RRF, no definitions twin) in the "
+                             "same run; BEIR then gets a per-query paired test against it")
     args = parser.parse_args(argv)
     embedder = make_embedder(args.embedder)
     split = None if args.split == "all" else args.split
     if not args.skip_regulatory:
-        results = regulatory(embedder, split)
+        results = regulatory(embedder, split, args.peer)
         print(f"## Regulatory corpus, {embedder.name}, {args.split} split, gate threshold "
               f"{ANSWERABILITY_THRESHOLD}\n")
         print(regulatory_table(results))
         if args.calibrate:
             print("\n" + calibrate(results))
+        if args.failures:
+            print("\n" + failures(results))
         if args.dump:
             args.dump.write_text(json.dumps(evidence_dump(results), indent=1))
     for name in [n for n in args.beir.split(",") if n]:
+        if args.peer:
+            with landed_fusion():
+                landed = beir_eval(embedder, name, args.beir_split, args.beir_max_docs)
         out = beir_eval(embedder, name, args.beir_split, args.beir_max_docs)
+        if args.peer:
+            print(f"\n{name}: landed fusion nDCG@10 {landed['ndcg@10']:.4f}, gate refuses "
+                  f"{landed['refused']:.1%}; this fusion vs landed, paired per query: "
+                  f"{paired_test(out['per_query'], landed['per_query'])}")
         print(f"\n{name} {args.beir_split} ({out['documents']} documents): nDCG@10 {out['ndcg@10']:.4f} "
               f"(landed {LANDED_NDCG.get(name, float('nan'))}: "
               f"{paired_test(out['per_query'], LANDED_NDCG.get(name, 0.0))}), "

@@ -174,7 +174,7 @@ def filtered(name: str, params: dict | None) -> list[dict]:
                 reference = exact_topk(corpus[allowed], allowed, queries, K)
                 got, ms = _timed_search(index, queries, K, allowed)
                 m = len(allowed)
-                fetch = max(index.ef_search, K) * len(corpus) / m
+                fetch = index.ef_for(K) * len(corpus) / m
                 path = ("exact" if m <= threshold or m <= hnsw.EXACT_FRACTION * len(corpus)
                         or fetch > hnsw.MAX_FETCH else "graph")
                 out.append({"exact_threshold": threshold, "fraction": fraction, "allowed": m,

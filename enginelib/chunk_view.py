@@ -121,17 +121,18 @@ class ViewVectors:
         A store opened from disk and grown by appends keeps them so; a deletion moves rows.
         """
         index = self._index
-        labels = getattr(index, "_labels", None)
-        vectors = getattr(index, "_vectors", None)
-        count = len(index) if index is not None else -1
-        if labels is None or vectors is None or count != len(self._view):
+        in_order = getattr(index, "rows_in_order", None)
+        if in_order is None or len(index) != len(self._view):
             return None
-        key = (id(vectors), count)
+        labels, vectors = in_order()
+        count = len(labels)
+        base = getattr(vectors, "base", None)
+        key = (id(vectors if base is None else base), count)
         if self._aligned != key:
-            if not np.array_equal(labels[:count], self._view.labels):
+            if count != len(self._view) or not np.array_equal(labels, self._view.labels):
                 return None
             self._aligned = key
-        return vectors[:count]  # type: ignore[no-any-return]
+        return vectors  # type: ignore[no-any-return]
 
 
 class ChunkView:
@@ -239,6 +240,20 @@ class ChunkView:
             source_tier=authority[0], evidence_level=authority[1],
             authority_score=authority[2], peer_reviewed=authority[3], _view=self,
         )
+
+    def column(self, name: str) -> _Column:
+        """One ``ChunkRecord`` field (not ``label``, not a text) by row position, without
+        building records: grouping and caps read hundreds of candidates per search."""
+        if name in self._strings:
+            array = self._strings[name]
+            return _Column(lambda p: array[p].as_py())
+        if name in self._codes:
+            values, names = self._codes[name]
+            return _Column(lambda p: None if values[p] < 0 else names[values[p]])
+        if name in self._numbers:
+            numbers = self._numbers[name]
+            return _Column(lambda p: None if numbers[p] == _NULL else int(numbers[p]))
+        raise KeyError(f"no column {name!r} in the chunk view")
 
     # -- on demand -------------------------------------------------------------------------
 
@@ -386,3 +401,15 @@ def _prepare(columns: dict[str, np.ndarray]) -> _Table:
     if len(labels) > 1 and not (np.diff(labels) > 0).all():
         table = table.take(np.argsort(labels, kind="stable"))
     return table
+
+
+class _Column:
+    """Read-only access to one view column by row position."""
+
+    __slots__ = ("_get",)
+
+    def __init__(self, get: Any) -> None:
+        self._get = get
+
+    def __getitem__(self, position: int) -> Any:
+        return self._get(int(position))

@@ -28,3 +28,12 @@ def detect_language(text: str, sample_chars: int = 20_000, min_words: int = 3) -
     if french > english * 1.2 and french >= min_words:
         return "fr"
     return DEFAULT_LANGUAGE
+
+
+def query_language(text: str) -> str | None:
+    """The language of a short query, or None when it has no function word of either
+    language ("plaquettes frein 1K0615301M", "GDPR fines"): keywords say nothing of it."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    if not any(w in _FRENCH or w in _ENGLISH for w in words):
+        return None
+    return detect_language(text, min_words=1)

@@ -69,6 +69,10 @@ class VectorIndex(Protocol):
 
     def save(self, generation: int) -> None: ...
 
+    # The stored (L2-normalized, float32) vectors of the given labels, in order, so the
+    # store need not keep its own copy; an unknown label raises InvalidInputError.
+    def vectors_for(self, labels: Labels) -> Matrix: ...
+
 
 @runtime_checkable
 class TextIndex(Protocol):

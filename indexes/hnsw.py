@@ -1,10 +1,14 @@
-"""Vector index backend: an hnswlib graph (cosine) plus an exact float32 mirror.
+"""Vector index backend: an hnswlib graph (cosine) plus exact float32 rows.
 
-The graph answers unfiltered queries approximately. The mirror (label -> row of the
-normalized vectors) serves three purposes: filtered searches over small allowed sets are
+The graph answers unfiltered queries approximately. The rows (label -> row of the
+normalized vectors) serve three purposes: filtered searches over small allowed sets are
 answered exactly by numpy, ANN candidates are re-scored with the same arithmetic as the
 exact path (so scores and tie order never depend on which path ran), and the graph can
-be rebuilt from it when deletions pile up.
+be rebuilt from them when deletions pile up. The rows are not a second in-RAM copy: once
+saved they are a memory map of the generation's ``vectors.npy`` (``vector_rows.py``), so
+RAM holds the vectors once, inside hnswlib, and the store reads them with ``vectors_for``.
+
+How many candidates a query walks (``ef``) grows with the index: see ``auto_ef``.
 
 On disk (one folder per saved generation, swapped in by rewriting a pointer)::
 
@@ -34,6 +38,7 @@ from enginelib.errors import InvalidInputError, InvalidVectorError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
+from enginelib.indexes.vector_rows import VectorRows
 
 FORMAT_VERSION = 1
 STAMP = "stamp.json"
@@ -47,6 +52,14 @@ LABELS_FILE = "labels.npy"
 DEFAULT_M = 16
 DEFAULT_EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 100
+# Past this size a fixed ef loses recall: on 1M synthetic 384-dim vectors (benchmarks/
+# RESULTS.md, "Scaling") recall@10 was 0.846 at ef 100, 0.956 at 200 and 0.995 at 400,
+# while 100k kept 1.000 at ef 100. ef grows as (count / AUTO_EF_FROM) ** AUTO_EF_POWER:
+# 100 at 100k, ~190 at 300k, ~400 at 1M (each step costs well under a ms per query).
+AUTO_EF_FROM = 100_000
+AUTO_EF_POWER = 0.6
+# A deep query (k = 100 for fusion) needs a candidate list wider than k itself.
+AUTO_EF_PER_K = 2
 # Allowed sets up to this size are ranked exactly with numpy: gathering and scoring
 # ~2,000 scattered 384-dim rows costs 0.2-2 ms, about one filtered graph query (0.8-1.7 ms
 # in benchmarks/results/hnsw_tuning.md), and it is exact by construction. Larger sets
@@ -74,7 +87,7 @@ class HnswVectorIndex:
         *,
         M: int = DEFAULT_M,
         ef_construction: int = DEFAULT_EF_CONSTRUCTION,
-        ef_search: int = DEFAULT_EF_SEARCH,
+        ef_search: int | None = None,
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
         num_threads: int = 1,
     ) -> None:
@@ -82,7 +95,7 @@ class HnswVectorIndex:
             raise InvalidInputError(f"vector dimension must be positive, got {dim}")
         for name, value in (("M", M), ("ef_construction", ef_construction),
                             ("ef_search", ef_search), ("num_threads", num_threads)):
-            if value <= 0:
+            if value is not None and value <= 0:
                 raise InvalidInputError(f"{name} must be positive, got {value}")
         if exact_threshold < 0:
             raise InvalidInputError(f"exact_threshold must be >= 0, got {exact_threshold}")
@@ -90,6 +103,7 @@ class HnswVectorIndex:
         self.dim = int(dim)
         self.M = M
         self.ef_construction = ef_construction
+        # None: chosen per query from the index size and k (auto_ef); a number is used as is.
         self.ef_search = ef_search
         self.exact_threshold = exact_threshold
         # One thread by default: hnswlib inserts in order with a fixed seed, so the same
@@ -103,13 +117,13 @@ class HnswVectorIndex:
     # -- state ---------------------------------------------------------------------
 
     def _reset(self) -> None:
-        self._vectors = np.zeros((0, self.dim), dtype=np.float32)
-        self._labels = np.zeros(0, dtype=np.int64)
+        self._rows = VectorRows(self.dim)
+        self._labels = np.zeros(0, dtype=np.int64)  # row -> label, capacity-grown
         self._count = 0
-        self._row: dict[int, int] = {}
+        # label -> row as two aligned arrays sorted by label (searchsorted), rebuilt after a
+        # write: a dict of a million Python ints costs ~100 MB and a Python loop per lookup.
+        self._lookup: tuple[np.ndarray, np.ndarray] | None = None
         self._graph: hnswlib.Index | None = None
-        self._graph_ids: set[int] = set()  # every label the graph holds, deleted or not
-        self._graph_deleted: set[int] = set()  # labels marked deleted in the graph
 
     @property
     def generation(self) -> int | None:
@@ -137,59 +151,73 @@ class HnswVectorIndex:
         keep = np.sort(len(labels_arr) - 1 - last)
         labels_arr, matrix = labels_arr[keep], matrix[keep]
 
-        for label, vector in zip(labels_arr.tolist(), matrix):
-            row = self._row.get(label)
-            if row is None:
-                row = self._append_row(label)
-            self._vectors[row] = vector
+        rows = self._find(labels_arr)
+        present = rows >= 0
+        if present.any():
+            self._rows.put(rows[present], matrix[present])
+        fresh = ~present
+        if fresh.any():
+            start, added = self._count, int(fresh.sum())
+            if start + added > len(self._labels):
+                grown = np.zeros(max(_INITIAL_CAPACITY, start + added, 2 * len(self._labels)),
+                                 dtype=np.int64)
+                grown[:start] = self._labels[:start]
+                self._labels = grown
+            self._labels[start : start + added] = labels_arr[fresh]
+            self._rows.extend(matrix[fresh])
+            self._count += added
+            self._lookup = None
 
         graph = self._ensure_graph()
-        new_slots = sum(
-            1 for label in labels_arr.tolist() if label not in self._graph_ids
-        )
-        needed = graph.element_count + new_slots
+        # Every label the graph holds is live or marked deleted, so at most the labels
+        # not live now take new slots (a re-added deleted label reuses its own).
+        needed = graph.element_count + int(fresh.sum())
         if needed > graph.get_max_elements():
             graph.resize_index(max(needed, 2 * graph.get_max_elements()))
         # hnswlib replaces the vector of an existing label in place and un-marks it if it
         # was deleted, which is exactly the contract's "add replaces".
         graph.add_items(matrix, labels_arr.astype(np.uint64), num_threads=self.num_threads)
-        self._graph_ids.update(labels_arr.tolist())
-        self._graph_deleted.difference_update(labels_arr.tolist())
 
     def delete(self, labels: Iterable[int]) -> None:
-        for label in {int(x) for x in labels}:
-            row = self._row.pop(label, None)
-            if row is None:
-                continue  # unknown label: the contract makes this a no-op
-            last = self._count - 1
-            if row != last:  # keep the mirror dense: move the last row into the hole
-                moved = int(self._labels[last])
-                self._vectors[row] = self._vectors[last]
-                self._labels[row] = moved
-                self._row[moved] = row
-            self._count = last
-            if self._graph is not None:
+        wanted = np.unique(np.fromiter((int(x) for x in labels), dtype=np.int64))
+        rows = self._find(wanted)
+        gone, rows = wanted[rows >= 0], rows[rows >= 0]  # unknown labels: a no-op
+        if not len(rows):
+            return
+        # Keep the rows dense: the live rows past the new end move into the holes below it.
+        new_count = self._count - len(rows)
+        dead = np.zeros(self._count - new_count, dtype=bool)
+        tail_rows = rows[rows >= new_count]
+        dead[tail_rows - new_count] = True
+        movers = np.arange(new_count, self._count)[~dead]
+        holes = np.sort(rows[rows < new_count])
+        if len(holes):
+            self._rows.put(holes, self._rows.take(movers))
+            self._labels[holes] = self._labels[movers]
+        self._count = new_count
+        self._rows.truncate(new_count)
+        self._lookup = None
+        if self._graph is not None:
+            for label in gone.tolist():
                 self._graph.mark_deleted(label)
-                self._graph_deleted.add(label)
-        if len(self._graph_deleted) > max(COMPACT_MIN_DELETED, self._count):
-            self._rebuild_graph()
+            if self._graph.element_count - self._count > max(COMPACT_MIN_DELETED, self._count):
+                self._rebuild_graph()
 
     def clear(self) -> None:
         self._reset()
 
-    def _append_row(self, label: int) -> int:
-        if self._count == len(self._vectors):
-            capacity = max(_INITIAL_CAPACITY, 2 * len(self._vectors))
-            vectors = np.zeros((capacity, self.dim), dtype=np.float32)
-            vectors[: self._count] = self._vectors[: self._count]
-            labels = np.zeros(capacity, dtype=np.int64)
-            labels[: self._count] = self._labels[: self._count]
-            self._vectors, self._labels = vectors, labels
-        row = self._count
-        self._labels[row] = label
-        self._row[label] = row
-        self._count += 1
-        return row
+    def _find(self, labels: np.ndarray) -> np.ndarray:
+        """The row of each label, -1 where absent."""
+        lookup = self._lookup
+        if lookup is None:
+            live = self._labels[: self._count]
+            order = np.argsort(live, kind="stable")
+            lookup = self._lookup = (live[order], order.astype(np.int64))
+        keys, rows = lookup
+        if not len(keys):
+            return np.full(len(labels), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(keys, labels), len(keys) - 1)
+        return np.where(keys[at] == labels, rows[at], -1)
 
     def _ensure_graph(self) -> hnswlib.Index:
         if self._graph is None:
@@ -201,20 +229,43 @@ class HnswVectorIndex:
                 random_seed=100,
             )
             self._graph = graph
-            self._graph_ids = set()
         return self._graph
 
     def _rebuild_graph(self) -> None:
-        """Build a fresh graph from the mirror, dropping marked-deleted slots."""
+        """Build a fresh graph from the rows, dropping marked-deleted slots."""
         self._graph = None
-        self._graph_deleted = set()
         if self._count == 0:
             return
         graph = self._ensure_graph()
-        labels = self._labels[: self._count]
-        graph.add_items(self._vectors[: self._count], labels.astype(np.uint64),
-                        num_threads=self.num_threads)
-        self._graph_ids = set(labels.tolist())
+        step = 65_536  # bounded memory: never all rows copied out of the map at once
+        for start in range(0, self._count, step):
+            stop = min(self._count, start + step)
+            graph.add_items(self._rows.take(np.arange(start, stop)),
+                            self._labels[start:stop].astype(np.uint64),
+                            num_threads=self.num_threads)
+
+    def vectors_for(self, labels: Labels) -> Matrix:
+        """The stored (L2-normalized, float32) vectors of ``labels``, in order: what the
+        store reads instead of keeping its own copy. Unknown labels raise."""
+        wanted = _check_labels(labels)
+        rows = self._find(wanted)
+        if (rows < 0).any():
+            missing = wanted[rows < 0][:5].tolist()
+            raise InvalidInputError(f"labels {missing} are not in the vector index; pass labels "
+                                    f"of chunks it holds (index.labels())")
+        return self._rows.take(rows)
+
+    def rows_in_order(self) -> tuple[Labels, Matrix]:
+        """(labels, vectors) of every live row in the index's own row order, without a copy
+        when nothing was appended since the last save: a caller whose rows line up with
+        these (the store's chunk view) reads vectors by position instead of by label."""
+        return self._labels[: self._count], self._rows.matrix()
+
+    def ef_for(self, k: int) -> int:
+        """The ef a query for ``k`` neighbours runs with (``auto_ef`` unless set)."""
+        if self.ef_search is not None:
+            return max(self.ef_search, k)
+        return auto_ef(self._count, k)
 
     # -- search --------------------------------------------------------------------
 
@@ -242,13 +293,13 @@ class HnswVectorIndex:
         return self._graph_search(matrix, k, rows)
 
     def _rows_of(self, allowed: Labels) -> np.ndarray:
-        get = self._row.get
-        rows = [get(int(label)) for label in np.unique(np.asarray(allowed, dtype=np.int64))]
-        return np.array([r for r in rows if r is not None], dtype=np.int64)
+        rows = self._find(np.unique(np.asarray(allowed, dtype=np.int64)))
+        return rows[rows >= 0]
 
     def _exact(self, queries: Matrix, k: int, rows: np.ndarray | None) -> list[SearchResult]:
-        return exact_topk(self._vectors[: self._count], self._labels[: self._count],
-                          queries, k, rows)
+        if rows is None:
+            return exact_topk(self._rows.matrix(), self._labels[: self._count], queries, k)
+        return exact_topk(self._rows.take(rows), self._labels[rows], queries, k)
 
     def _graph_search(
         self, queries: Matrix, k: int, rows: np.ndarray | None
@@ -258,21 +309,21 @@ class HnswVectorIndex:
         if rows is None:
             # hnswlib keeps ef candidates anyway; taking them all and re-ranking exactly
             # costs ef dot products, lifts recall, and settles ties at the cut by label.
-            fetch, allowed_labels = max(self.ef_search, k), None
+            fetch, allowed_labels = self.ef_for(k), None
         else:
             # Over-fetch instead of hnswlib's filter callback: a Python predicate is
             # called for every visited node (GIL-bound, ~10x slower), while widening ef by
             # the inverse of the allowed fraction keeps the walk in C++ and leaves about
             # ef_search allowed candidates, i.e. the recall of an unfiltered search. If
             # fewer than k allowed labels come back, answer exactly.
-            fetch = math.ceil(max(self.ef_search, k) * self._count / len(rows))
+            fetch = math.ceil(self.ef_for(k) * self._count / len(rows))
             if fetch > MAX_FETCH:
                 return self._exact(queries, k, rows)
-            allowed_labels = set(self._labels[rows].tolist())
+            allowed_labels = np.sort(self._labels[rows])
         fetch = min(fetch, self._count)
         try:
             with self._lock:
-                graph.set_ef(max(self.ef_search, fetch))
+                graph.set_ef(max(self.ef_for(k), fetch))
                 found, _ = graph.knn_query(queries, k=fetch, num_threads=self.num_threads)
         except RuntimeError:
             # hnswlib could not collect enough live neighbours (heavy deletions): fall
@@ -281,16 +332,18 @@ class HnswVectorIndex:
         results: list[SearchResult] = []
         for query, candidates in zip(queries, found.astype(np.int64)):
             if allowed_labels is not None:
-                candidates = np.array([c for c in candidates.tolist() if c in allowed_labels],
-                                      dtype=np.int64)
+                at = np.minimum(np.searchsorted(allowed_labels, candidates),
+                                len(allowed_labels) - 1)
+                candidates = candidates[allowed_labels[at] == candidates]
                 if len(candidates) < k:
                     results.append(self._exact(query[None, :], k, rows)[0])
                     continue
-            # Re-score from the mirror so scores and tie order are the same arithmetic
-            # as the exact path.
-            cand_rows = np.fromiter((self._row[c] for c in candidates.tolist()),
-                                    dtype=np.int64, count=len(candidates))
-            results.append(exact_topk(self._vectors[cand_rows], candidates, query[None, :],
+            # Re-score from the rows so scores and tie order are the same arithmetic as
+            # the exact path.
+            cand_rows = self._find(candidates)
+            candidates = candidates[cand_rows >= 0]
+            cand_rows = cand_rows[cand_rows >= 0]
+            results.append(exact_topk(self._rows.take(cand_rows), candidates, query[None, :],
                                       k)[0])
         return results
 
@@ -327,7 +380,7 @@ class HnswVectorIndex:
         tmp.mkdir()
         if self._graph is not None:
             self._graph.save_index(str(tmp / GRAPH_FILE))
-        np.save(tmp / VECTORS_FILE, self._vectors[: self._count])
+        self._rows.write(tmp / VECTORS_FILE)
         np.save(tmp / LABELS_FILE, self._labels[: self._count])
         for name in os.listdir(tmp):
             fsync_file(tmp / name)
@@ -347,6 +400,9 @@ class HnswVectorIndex:
         }
         write_atomic(self.directory / STAMP, json.dumps(stamp, indent=2).encode())
         self._generation = generation
+        # The saved file now holds every row: map it and drop the RAM tail.
+        if self._count:
+            self._rows = VectorRows.mapped(self.directory / folder / VECTORS_FILE, self.dim)
         self._remove_stale(keep=folder)
 
     def _remove_stale(self, keep: str) -> None:
@@ -363,10 +419,11 @@ class HnswVectorIndex:
             if stamp.get("format") != FORMAT_VERSION or stamp.get("dim") != self.dim:
                 return
             folder = self.directory / str(stamp["folder"])
-            vectors = np.load(folder / VECTORS_FILE, allow_pickle=False)
             labels = np.load(folder / LABELS_FILE, allow_pickle=False)
             count = int(stamp["count"])
-            if vectors.shape != (count, self.dim) or labels.shape != (count,):
+            rows = (VectorRows.mapped(folder / VECTORS_FILE, self.dim) if count
+                    else VectorRows(self.dim))
+            if len(rows) != count or labels.shape != (count,):
                 return
             if len(np.unique(labels)) != count:
                 return
@@ -378,20 +435,26 @@ class HnswVectorIndex:
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):
             self._reset()
             return
-        graph_ids = set(graph.get_ids_list()) if graph is not None else set()
-        if not set(labels.tolist()) <= graph_ids:
-            return  # the graph does not cover the mirror: rebuild from the catalog
+        if graph is not None and count:
+            graph_ids = np.asarray(graph.get_ids_list(), dtype=np.int64)
+            if not np.isin(labels, graph_ids).all():
+                return  # the graph does not cover the rows: rebuild from the catalog
         self._reset()
-        self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._rows = rows
         self._labels = labels.astype(np.int64)
         self._count = count
-        self._row = {int(label): row for row, label in enumerate(self._labels.tolist())}
         self._graph = graph
-        self._graph_ids = graph_ids
-        self._graph_deleted = graph_ids - set(self._row)
         self.M = stamp.get("M", self.M)
         self.ef_construction = stamp.get("ef_construction", self.ef_construction)
         self._generation = generation
+
+
+def auto_ef(count: int, k: int) -> int:
+    """Candidates a graph query walks for ``k`` neighbours in an index of ``count``:
+    DEFAULT_EF_SEARCH up to AUTO_EF_FROM, then growing with the size (see the constants),
+    and never under AUTO_EF_PER_K * k."""
+    grown = DEFAULT_EF_SEARCH * max(1.0, count / AUTO_EF_FROM) ** AUTO_EF_POWER
+    return max(math.ceil(grown), AUTO_EF_PER_K * k)
 
 
 def _check_labels(labels: Labels) -> np.ndarray:

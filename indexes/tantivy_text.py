@@ -26,6 +26,13 @@ Writes are buffered in one IndexWriter and committed lazily, on the next read or
 ``save``; before a commit that ``save`` did not ask for, the stamp is first rewritten
 with ``generation: null``, so a crash in between can never leave a stamp that claims a
 generation the index content does not match.
+
+Ties: the contract breaks equal scores on the smaller label; tantivy breaks them on the
+document address. ``save`` checks whether address order is label order (true when chunks
+were indexed in label order, as the store does) and records it in the stamp with the
+opstamp it holds for: then tantivy's own top k is the answer. Otherwise every document
+tied at the cut is fetched and sorted by label, which on a large corpus with many equal
+scores costs a multiple of tantivy's search (``benchmarks/RESULTS.md``, "Scale: indexes").
 """
 
 from __future__ import annotations
@@ -71,6 +78,10 @@ TEXT_FIELD = "text"
 # code is a rare term whose IDF already ranks it first.
 DEFAULT_BOOSTS = {"title": 1.5, "headings": 1.2, CODE_FIELD: 1.0}
 DEFAULT_HEAP_SIZE = 50_000_000
+# The label-order check at save reads every document's label (~0.3 s per 100k on an idle
+# machine). Past this many documents it is skipped and ties take the exact path: a store's
+# every persist would otherwise pay seconds, and at 1M merges had reordered the segments anyway.
+LABEL_ORDER_CHECK_MAX = 300_000
 
 
 class TantivyTextIndex:
@@ -117,6 +128,8 @@ class TantivyTextIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
         self._generation: int | None = None
+        # True while the searcher's document addresses run in label order (see module doc).
+        self._label_order = False
         self._open()
 
     # -- opening -------------------------------------------------------------------
@@ -170,6 +183,7 @@ class TantivyTextIndex:
         if isinstance(generation, int) and stamp is not None:
             if stamp.get("opstamp") == self._disk_opstamp():
                 self._generation = generation
+                self._label_order = stamp.get("label_order") is True
 
     def _private_copy(self, path: Path) -> Path:
         folder = tempfile.mkdtemp(prefix="enginelib-ro-text-")
@@ -275,6 +289,7 @@ class TantivyTextIndex:
         self._writer.commit()
         self._index.reload()
         self._pending = False
+        self._label_order = False  # unknown until the next save checks it
         # Typo corrections and prefix expansions depend on the vocabulary just changed.
         self._translations.clear()
         self._lexicon = None
@@ -302,6 +317,8 @@ class TantivyTextIndex:
             self._index.reload()
             folder = self.directory / INDEX_DIR  # merges rewrite meta.json (0600): see _commit
             chmod_like_umask(folder / "meta.json", folder / ".managed.json")
+        if not self._label_order:
+            self._label_order = self._addresses_in_label_order()
         crash_point("mid_text_save")
         self._write_stamp(generation)
 
@@ -312,10 +329,26 @@ class TantivyTextIndex:
         self._pending = False
 
     def _write_stamp(self, generation: int | None) -> None:
-        stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp()}
+        stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp(),
+                 "label_order": self._label_order if generation is not None else None}
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.directory / STAMP, json.dumps(stamp, indent=2).encode())
         self._generation = generation
+
+    def _addresses_in_label_order(self) -> bool:
+        """Whether, in document-address order, labels strictly increase (one pass over the
+        label fast field: about 0.3 s per 100k documents, paid at save, not per query)."""
+        searcher = self._index.searcher()
+        total = int(searcher.num_docs)
+        if total == 0:
+            return True
+        if total > LABEL_ORDER_CHECK_MAX:
+            return False
+        # all_query scores every document 1.0, so its hits come in address order.
+        hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
+        labels = np.asarray(searcher.fast_field_values(LABEL_FIELD, [a for _, a in hits]),
+                            dtype=np.int64)
+        return bool((np.diff(labels) > 0).all())
 
     # -- reads ---------------------------------------------------------------------
 
@@ -371,20 +404,27 @@ class TantivyTextIndex:
             results.append(self._top_k(searcher, query, int(k)))
         return results
 
-    @staticmethod
-    def _top_k(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> SearchResult:
-        # tantivy breaks score ties by document address, we break them by label: fetch
-        # until the k-th score is strictly beaten, so every tied candidate is in hand.
-        limit = k + 1  # one past k tells whether the k-th score is tied with what follows
-        while True:
-            hits = searcher.search(query, limit=limit, count=False).hits
-            if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
-                break
-            limit *= 2
-        labels = searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits])
-        pairs = sorted((-float(score), int(label))  # type: ignore[arg-type]  # label: i64 field
-                       for (score, _), label in zip(hits, labels))
-        return [(label, -neg) for neg, label in pairs[:k]]
+    def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> SearchResult:
+        if self._label_order:
+            # Tied documents come in address order, which is label order here: tantivy's
+            # own top k already follows the contract.
+            hits = searcher.search(query, limit=k, count=False).hits
+        else:
+            # Fetch until the k-th score is strictly beaten, so every tied candidate is in
+            # hand (one past k tells whether the k-th score is tied with what follows).
+            limit = k + 1
+            while True:
+                hits = searcher.search(query, limit=limit, count=False).hits
+                if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
+                    break
+                limit *= 4
+        if not hits:
+            return []
+        labels = np.asarray(searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits]),
+                            dtype=np.int64)
+        scores = np.fromiter((score for score, _ in hits), dtype=np.float64, count=len(hits))
+        order = np.lexsort((labels, -scores))[:k]
+        return list(zip(labels[order].tolist(), scores[order].tolist()))
 
     def _translate(self, text: str, *, plain: bool, correct: bool = True) -> Translation:
         # A search translates its query twice (to parse it, then for highlights): keep

@@ -4,10 +4,15 @@ that exist in the corpus each set is asked over, a train/test split, and no dupl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+import enginelib
 from benchmarks import regulatory_eval as ev
+from enginelib import HashingEmbedder
+from enginelib.search import fusion, rewrite
+from enginelib.types import LoadedDocument
 from tests.helpers import DATASETS
 
 
@@ -50,3 +55,39 @@ def test_french_text_has_the_english_structure() -> None:
     assert len(recitals) == 173 and all(u.language == "fr" for u in units)
     erasure = next(u for u in articles if u.id == "gdpr-art-17")
     assert "effacement" in (erasure.title or "") and erasure.text.startswith("1. La personne concernée")
+
+
+# -- the harness's own pieces ------------------------------------------------------------
+
+
+def test_the_harness_reads_the_gates_evidence_from_the_search_it_ranks(tmp_path: Path) -> None:
+    """A gate-off search gathers no evidence: the harness must search with one that refuses
+    nothing and still weighs (else every question reads as refused)."""
+    embedder = HashingEmbedder(64)
+    store = enginelib.open(tmp_path / "s", embedder=embedder)
+    store.ingest_documents([
+        LoadedDocument(id="gdpr-art-17", text="The data subject has the right to erasure of "
+                       "personal data without undue delay.", title="Right to erasure"),
+        LoadedDocument(id="recipe", text="Boil the eggs for six minutes.", title="Eggs"),
+    ])
+    question = {"id": "q", "question": "right to erasure of personal data",
+                "expected": ["gdpr-art-17"], "split": "test"}
+    [outcome] = ev.run_questions(store, embedder, [question], {})
+    assert outcome.top[0] == "gdpr-art-17" and ev.in_top(outcome)
+    assert outcome.evidence.coverage == 1.0 and outcome.evidence.similarity is not None
+    assert ev.answered(outcome)
+    store.close()
+
+
+def test_the_landed_fusion_switches_are_restored() -> None:
+    with ev.landed_fusion():
+        assert not fusion.EVIDENCE_WEIGHTING and not rewrite.DEFINITION_TWINS
+    assert fusion.EVIDENCE_WEIGHTING and rewrite.DEFINITION_TWINS
+
+
+def test_randomisation_test_of_paired_differences() -> None:
+    assert ev.randomisation_p([0.0] * 50) == 1.0
+    assert ev.randomisation_p([0.1] * 40) < 0.001  # every query better: not chance
+    noise = [0.2, -0.2] * 20
+    assert ev.randomisation_p(noise) > 0.5
+    assert "0 differ" in ev.paired_test({"a": 0.5, "b": 0.7}, {"a": 0.5, "b": 0.7})

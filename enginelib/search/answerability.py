@@ -3,11 +3,13 @@ lets ``gate.decide`` answer or refuse (the math lives in ``gate``, pure)."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..chunk_view import ChunkView
 from ..language import detect_language
 from . import gate
 from .quotes import content_terms
@@ -39,8 +41,7 @@ def assess(
     top_cosines = sample_cosines = None
     if qvec is not None:
         top_cosines = view.vectors[top] @ qvec
-        sample = gate.sample_rows(len(view.vectors))
-        sample_cosines = view.vectors[sample] @ qvec
+        sample_cosines = _sample_matrix(view) @ qvec
     terms = _terms(store, request.queries)
     hit_tokens: set[str] = set()
     hit_language = view.record(int(top[0])).language
@@ -58,6 +59,18 @@ def assess(
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit)
+
+
+# The sampled passages' vectors, gathered once per view: a fresh gather copies 512 rows
+# (0.8 MB at 384 dims) on every query.
+_SAMPLES: weakref.WeakKeyDictionary[ChunkView, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def _sample_matrix(view: ChunkView) -> np.ndarray:
+    matrix = _SAMPLES.get(view)
+    if matrix is None:
+        matrix = _SAMPLES[view] = np.ascontiguousarray(view.vectors[gate.sample_rows(len(view.vectors))])
+    return matrix
 
 
 # Chunks whose analyzed words are kept per store (a top hit comes back for many queries).

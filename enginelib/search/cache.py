@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .quotes import QUOTE_MAX_CHARS
 from .request import SearchRequest
 from .results import SearchResponse
 
@@ -71,8 +72,9 @@ def estimate_bytes(response: SearchResponse) -> int:
     size = RESPONSE_OVERHEAD + len(response.query)
     for hit in response.hits:
         size += HIT_OVERHEAD + len(hit.content) + len(hit.title or "") + len(hit.heading_path)
-        if hit.citation.quote is not hit.content:
-            size += len(hit.citation.quote)
+        # the quote is a slice of the content, cut on first read: count its bound rather
+        # than cut every cached hit's quote here
+        size += min(len(hit.content), QUOTE_MAX_CHARS)
     return size
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..chunk_view import ChunkRecord
 from ..types import TRUTH_LEVELS
-from .quotes import best_quote
-from .results import Citation, Highlight
+from .highlights import find_highlights
+from .quotes import LazyQuote
+from .results import Citation, assemble
+
+__all__ = ["CitationCheck", "check_answer_citations", "display_name", "find_highlights",
+           "make_citation"]
 
 
 def display_name(record: ChunkRecord) -> str:
@@ -22,14 +25,16 @@ def display_name(record: ChunkRecord) -> str:
 
 
 def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -> Citation:
-    """The citation of a hit; its quote is the passage that best matches ``terms``."""
+    """The citation of a hit; its quote is the passage that best matches ``terms``, cut
+    when first read."""
     level = TRUTH_LEVELS[record.truth_level].name
-    quote = best_quote(record.content, record.start_offset, terms)
-    return Citation(
+    quote = LazyQuote(record.content, record.start_offset, terms)
+    return assemble(
+        Citation,
         number=number,
         document_id=record.document_id,
         chunk_index=record.chunk_index,
-        quote=quote.text,
+        quote=quote,
         start_offset=record.start_offset,
         end_offset=record.end_offset,
         display_text=f"[{number}] {display_name(record)} ({level})",
@@ -43,37 +48,8 @@ def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -
         page_end=record.page_end,
         document_version=record.version,
         index_version=record.index_version,
-        quote_start=quote.start_offset,
-        quote_end=quote.end_offset,
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    # One alternation, longest term first, compiled once per query: per-term patterns
-    # compiled for every hit cost more than the retrieval itself.
-    unique = sorted(dict.fromkeys(t.lower() for t in terms if t), key=lambda t: (-len(t), t))
-    if not unique:
-        return None
-    return re.compile(rf"(?<!\w)({'|'.join(map(re.escape, unique))})\w*", re.IGNORECASE)
-
-
-def find_highlights(content: str, start_offset: int, terms: Sequence[str]) -> tuple[Highlight, ...]:
-    """Offsets (global to the document) of each whole-word, case-insensitive term match.
-
-    A word that several terms match (``running`` for ``running`` and its stem ``run``) is
-    reported once, under the longest term.
-    """
-    pattern = _term_pattern(tuple(terms))
-    if pattern is None:
-        return ()
-    return tuple(
-        Highlight(
-            term=m.group(1).lower(),
-            start_offset=start_offset + m.start(),
-            end_offset=start_offset + m.end(),
-        )
-        for m in pattern.finditer(content)
+        quote_start=quote,
+        quote_end=quote,
     )
 
 

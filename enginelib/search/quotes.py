@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..keywords import STOPWORDS as _STOP
+from .highlights import term_pattern
 
 QUOTE_MAX_CHARS = 500
 
@@ -43,17 +44,23 @@ _QUESTION_WORDS = frozenset(
 )
 
 
+_WORD_PARTS = re.compile(r"[-'’]")
+
+
 def content_terms(terms: Sequence[str]) -> tuple[str, ...]:
     """``terms`` without stop words; a hyphenated term goes when all its parts are stop
     words ("doit-il", "est-ce")."""
-    out = []
-    for term in terms:
-        parts = [p for p in re.split(r"[-'’]", term.lower()) if p]
-        if parts and all(p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit())
-                        for p in parts):
-            continue
-        out.append(term)
-    return tuple(out)
+    return tuple(term for term in terms if not _is_question_word(term))
+
+
+@functools.lru_cache(maxsize=65536)
+def _is_question_word(term: str) -> bool:
+    # cached per word: the same words come back query after query, and both the gate and
+    # the quotes ask
+    parts = [p for p in _WORD_PARTS.split(term.lower()) if p]
+    return bool(parts) and all(
+        p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit()) for p in parts
+    )
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,12 @@ class Quote:
     end_offset: int
 
 
-def sentence_spans(content: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of ``content``, surrounding whitespace excluded."""
+@functools.lru_cache(maxsize=4096)
+def sentence_spans(content: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each sentence of ``content``, surrounding whitespace excluded.
+
+    Cached by text: a chunk that comes back for many queries is split once.
+    """
     spans = []
     pos = 0
     for match in _BOUNDARY.finditer(content):
@@ -85,16 +96,26 @@ def sentence_spans(content: str) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], end)  # "1." or "(a)" opens the sentence after it
         else:
             out.append((start, end))
-    return out
+    return tuple(out)
 
 
-@functools.lru_cache(maxsize=256)
-def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    # compiled once per query, not once per hit
-    unique = sorted({t.lower() for t in terms if t}, key=lambda t: (-len(t), t))
-    if not unique:
-        return None
-    return re.compile(rf"(?<!\w)({'|'.join(map(re.escape, unique))})\w*", re.IGNORECASE)
+class LazyQuote:
+    """A quote cut on first read: a search returns every hit's citation, but most callers
+    (evaluation, a prompt that takes the chunk text) never read the quote, and cutting one
+    costs more than retrieving the hit. Same result as ``best_quote``, computed once."""
+
+    __slots__ = ("_content", "_start_offset", "_terms", "_quote")
+
+    def __init__(self, content: str, start_offset: int, terms: Sequence[str]) -> None:
+        self._content = content
+        self._start_offset = start_offset
+        self._terms = tuple(terms)
+        self._quote: Quote | None = None
+
+    def get(self) -> Quote:
+        if self._quote is None:  # two threads may both cut it: same value, no lock needed
+            self._quote = best_quote(self._content, self._start_offset, self._terms)
+        return self._quote
 
 
 def best_quote(
@@ -106,7 +127,7 @@ def best_quote(
         return Quote("", start_offset, start_offset)
     body = [i for i, (s, e) in enumerate(spans) if not _HEADING_LINE.match(content[s:e])]
     candidates = body or list(range(len(spans)))
-    pattern = _term_pattern(tuple(terms))
+    pattern = term_pattern(tuple(terms))
     found: list[set[str]] = [set() for _ in spans]
     if pattern is not None:  # one pass over the chunk, each match filed under its sentence
         starts = [s for s, _ in spans]
@@ -135,7 +156,7 @@ def best_quote(
 
 
 def _window(
-    content: str, start_offset: int, spans: list[tuple[int, int]], first: int,
+    content: str, start_offset: int, spans: Sequence[tuple[int, int]], first: int,
     candidates: list[int], scores: dict[int, float], limit: int, pattern: re.Pattern[str] | None,
 ) -> Quote:
     """The sentence ``first`` grown by neighbours while within ``limit`` characters.

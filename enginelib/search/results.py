@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .gate import GateDecision
+from .highlights import Highlight, find_highlights
+from .quotes import LazyQuote
 
 Status = Literal["ok", "NO_RELEVANT_SOURCES"]
 OK: Status = "ok"
@@ -31,11 +33,27 @@ class Scores:
         return self.fused
 
 
-@dataclass(frozen=True)
-class Highlight:
-    term: str
-    start_offset: int  # global offsets into the document text
-    end_offset: int
+class _QuotePart:
+    """A ``Citation`` field that holds its value, or a ``LazyQuote`` cut on first read.
+
+    Every read (attribute, ``asdict``, equality, ``repr``) goes through ``__get__``, so a
+    citation reads as before; it is only built without cutting its quote.
+    """
+
+    def __init__(self, part: str) -> None:
+        self._part = part  # the Quote attribute read: text | start_offset | end_offset
+        self._slot = "_quote_" + part
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self._slot]
+        if isinstance(value, LazyQuote):
+            return getattr(value.get(), self._part)
+        return value
+
+    def __set__(self, obj: object, value: Any) -> None:
+        obj.__dict__[self._slot] = value
 
 
 @dataclass(frozen=True)
@@ -45,7 +63,7 @@ class Citation:
     number: int
     document_id: str
     chunk_index: int
-    quote: str
+    quote: str  # the quote and its offsets may be a LazyQuote, cut on first read
     start_offset: int
     end_offset: int
     display_text: str
@@ -62,6 +80,38 @@ class Citation:
     # where the quote sits in the document: document_text[quote_start:quote_end] == quote
     quote_start: int | None = None
     quote_end: int | None = None
+
+
+# Installed after the dataclass is made so its fields keep their plain types and defaults;
+# the generated __init__, equality, repr and asdict all go through them.
+Citation.quote = _QuotePart("text")  # type: ignore[assignment]
+Citation.quote_start = _QuotePart("start_offset")  # type: ignore[assignment]
+Citation.quote_end = _QuotePart("end_offset")  # type: ignore[assignment]
+
+
+# Where a Citation keeps its quote fields (the descriptors' slots), for ``assemble``.
+_QUOTE_SLOTS = {"quote": "_quote_text", "quote_start": "_quote_start_offset",
+                "quote_end": "_quote_end_offset"}
+
+T = TypeVar("T")
+
+
+def assemble(cls: type[T], /, **values: Any) -> T:
+    """An instance of one of these frozen dataclasses from every field's value, without the
+    generated ``__init__``: frozen, it sets each field through ``object.__setattr__``, which
+    makes building a page of cited hits cost 4x what it must. The engine's own values only
+    (there is no check in ``__init__`` to skip); every field must be given."""
+    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    if values.keys() != fields.keys():
+        raise TypeError(f"assemble({cls.__name__}) needs exactly its fields; missing "
+                        f"{sorted(fields.keys() - values.keys())}, unknown "
+                        f"{sorted(values.keys() - fields.keys())}")
+    if cls is Citation:
+        for name, slot in _QUOTE_SLOTS.items():
+            values[slot] = values.pop(name)
+    obj = object.__new__(cls)
+    obj.__dict__.update(values)
+    return obj
 
 
 @dataclass(frozen=True)
@@ -84,8 +134,6 @@ class Hit:
     def highlights(self) -> tuple[Highlight, ...]:
         """Where the query's terms occur, as global offsets; computed on first access
         because most callers (RAG prompts, evaluation) never look at them."""
-        from .citations import find_highlights
-
         return find_highlights(self.content, self.start_offset, self.highlight_terms)
 
     def to_dict(self) -> dict[str, Any]:

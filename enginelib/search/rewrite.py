@@ -9,7 +9,11 @@ Where sub-queries come from, in order:
    indexed word in every sub-query, so both retrievers (BM25 and the embedding) see
    "gdpr" when "GPDR" was typed; the response lists them (``corrections``);
 4. learned acronyms: a sub-query naming an acronym or an expansion the corpus defines
-   gets a twin naming both ("DPIA" -> "data protection impact assessment (DPIA)").
+   gets a twin naming both ("DPIA" -> "data protection impact assessment (DPIA)");
+5. definition questions: "How is X defined?", "What is meant by X?", "Qu'entend-on par
+   X ?" look for a definitions section, whose words they do not share ("defined" stems to
+   "defin", "Definitions" to "definit"): a twin adds the word "definitions" in the
+   question's language. Laws, standards and contracts define their terms in one place.
 
 Merging: each sub-query is retrieved and fused on its own (RRF or weighted, as asked),
 then every chunk keeps its best fused score over the sub-queries (a chunk found by two
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from ..acronyms import AcronymTable
 from ..errors import RewriterError
+from ..language import detect_language
 from .fusion import Ranking, best_per_label, order
 
 if TYPE_CHECKING:
@@ -75,7 +80,37 @@ def plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
         if variant is not None:
             out.append(variant)
             expansions.update(used)
+    definition = definition_variant(corrected[0]) if DEFINITION_TWINS else None
+    if definition is not None:
+        out.append(definition)
     return QueryPlan(tuple(dict.fromkeys(out)), corrections, expansions)
+
+
+# Add the definitions twin (step 5). A module default until the search request carries an
+# option for it; benchmarks turn it off to measure the landed rewriting beside it.
+DEFINITION_TWINS = True
+# Questions that ask what a term means, per language (guessed by ``detect_language``).
+# Phrasings only: "mean" alone is a statistic ("the mean rate") as often as a question.
+_DEFINITION_QUESTIONS = {
+    "en": re.compile(
+        r"\bhow (?:is|are)\b.{1,80}?\bdefined\b|\bwhat (?:is|are) meant by\b|"
+        r"\bwhat (?:does|do)\b.{1,80}?\bmean\b|\b(?:definition|meaning) of\b|"
+        r"\bwithin the meaning of\b", re.IGNORECASE | re.DOTALL),
+    "fr": re.compile(
+        r"\bdéfini(?:e|es|s)?\b|\bdéfinition d|\bentend(?:-on| on)? par\b|\bsignifie\b|"
+        r"\bqu['’]est-ce qu(?:e\b|['’])|\bau sens d", re.IGNORECASE | re.DOTALL),
+}
+_DEFINITIONS_WORD = {"en": "definitions", "fr": "définitions"}
+
+
+def definition_variant(question: str) -> str | None:
+    """``question`` plus the word "definitions" in its language when it asks what a term
+    means (module docstring, step 5); None otherwise."""
+    language = detect_language(question, min_words=1)
+    pattern = _DEFINITION_QUESTIONS.get(language)
+    if pattern is None or not pattern.search(question):
+        return None
+    return f"{question} {_DEFINITIONS_WORD[language]}"
 
 
 def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
