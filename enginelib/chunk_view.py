@@ -122,7 +122,7 @@ class ViewVectors:
         """
         index = self._index
         in_order = getattr(index, "rows_in_order", None)
-        if in_order is None or len(index) != len(self._view):
+        if in_order is None or index is None or len(index) != len(self._view):
             return None
         labels, vectors = in_order()
         count = len(labels)
@@ -244,9 +244,6 @@ class ChunkView:
     def column(self, name: str) -> _Column:
         """One ``ChunkRecord`` field (not ``label``, not a text) by row position, without
         building records: grouping and caps read hundreds of candidates per search."""
-        if name in self._strings:
-            array = self._strings[name]
-            return _Column(lambda p: array[p].as_py())
         if name in self._codes:
             values, names = self._codes[name]
             return _Column(lambda p: None if values[p] < 0 else names[values[p]])

@@ -241,3 +241,19 @@ def test_many_small_commits_merge_their_text_segments(tmp_path: Path) -> None:
         assert f"Maintenance note number {n} about wiper blades." in {h.content for h in hits}
     assert _search(store, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
     store.close()
+
+
+def test_view_columns_agree_with_records(tmp_path: Path) -> None:
+    store = _small(tmp_path / "s")
+    store.update_document("gdpr", truth_level="L4")  # codes concatenated by an advance
+    view = store.view()
+    names = ("document_id", "truth_level", "title", "source_id", "version", "chunk_index",
+             "start_offset", "page_start")
+    for p in range(len(view)):
+        record = view.record(p)
+        assert {n: view.column(n)[p] for n in names} == {n: getattr(record, n) for n in names}
+    assert {view.column("document_id")[p]: view.column("truth_level")[p]
+            for p in range(len(view))}["gdpr"] == "L4"
+    with pytest.raises(KeyError):
+        view.column("content")
+    store.close()
