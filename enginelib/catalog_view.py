@@ -11,9 +11,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from .catalog import Catalog
+from .columns import matrix
+
+# A batch of texts: labels (int64, ascending), contents, heading paths ('' for none).
+TextBatch = tuple[np.ndarray, list[str], list[str]]
 
 # What a search needs of every chunk without reading its text: a few ints, the document's
 # short metadata (citations, truth filter, caps, grouping). Text and vectors stay out.
@@ -53,11 +56,12 @@ def briefly(catalog: Catalog) -> Iterator[Catalog]:
             catalog.release()
 
 
-def compact_rows(catalog: Catalog, since: int | None = None) -> pa.Table:
-    """Every chunk's compact columns, or those of the rows changed after ``since``."""
+def compact_rows(catalog: Catalog, since: int | None = None) -> dict[str, np.ndarray]:
+    """Every chunk's compact columns, or those of the rows changed after ``since``, as
+    numpy columns (``fetchnumpy``: a column holding NULLs is a masked array)."""
     if since is None:
-        return catalog.con.sql(COMPACT_SQL).to_arrow_table()
-    return catalog.con.sql(CHANGED_SQL, params=[since, since]).to_arrow_table()
+        return catalog.con.execute(COMPACT_SQL).fetchnumpy()
+    return catalog.con.execute(CHANGED_SQL, [since, since]).fetchnumpy()
 
 
 def sources(catalog: Catalog) -> dict[str, tuple[Any, Any, Any, Any]]:
@@ -66,11 +70,15 @@ def sources(catalog: Catalog) -> dict[str, tuple[Any, Any, Any, Any]]:
             for row in catalog.con.execute(SOURCES_SQL).fetchall()}
 
 
-def texts_since(catalog: Catalog, generation: int, batch_size: int = 16_384) -> Iterator[pa.RecordBatch]:
-    """(label, content, heading_path) of the chunks committed after ``generation``, by
+def texts_since(catalog: Catalog, generation: int, batch_size: int = 16_384) -> Iterator[TextBatch]:
+    """(labels, contents, heading paths) of the chunks committed after ``generation``, by
     label, streamed in batches (bounded memory at any corpus size)."""
-    reader = catalog.con.sql(TEXTS_SINCE_SQL, params=[generation]).to_arrow_reader(batch_size)
-    yield from reader
+    # The caller must not use the catalog's connection until the batches are consumed
+    # (another statement would end this result).
+    result = catalog.con.execute(TEXTS_SINCE_SQL, [generation])
+    while rows := result.fetchmany(batch_size):
+        labels, contents, headings = zip(*rows, strict=True)
+        yield np.array(labels, dtype=np.int64), list(contents), list(headings)
 
 
 def chunk_texts(catalog: Catalog, labels: Sequence[int]) -> dict[int, tuple[str, str]]:
@@ -89,10 +97,9 @@ def chunk_vectors(catalog: Catalog, labels: Sequence[int]) -> dict[int, np.ndarr
     if not len(labels):
         return {}
     with briefly(catalog):
-        table = catalog.con.sql(VECTORS_SQL, params=[[int(x) for x in labels]]).to_arrow_table()
-    flat = np.asarray(table.column("embedding").combine_chunks().values.to_numpy(
-        zero_copy_only=False), dtype=np.float32).reshape(table.num_rows, catalog.dim)
-    return {int(label): flat[i] for i, label in enumerate(table.column("label").to_pylist())}
+        table = catalog.con.execute(VECTORS_SQL, [[int(x) for x in labels]]).fetchnumpy()
+    flat = matrix(table["embedding"], catalog.dim)
+    return {int(label): flat[i] for i, label in enumerate(table["label"].tolist())}
 
 
 def filtered_labels(catalog: Catalog, where: str, params: tuple[object, ...]) -> np.ndarray:

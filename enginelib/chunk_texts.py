@@ -1,56 +1,114 @@
-"""Chunk texts in memory-mapped Arrow files beside the catalog, read per hit without DuckDB.
+"""Chunk texts in memory-mapped segment files beside the catalog, read per hit without DuckDB.
 
 A search shows the text of a few dozen chunks. Holding every text in RAM makes a store's
 memory grow with its corpus; reading them from DuckDB per search means opening the catalog
 file per search (tens of milliseconds, and it keeps a writer process out meanwhile). So the
 texts are also written, once, to append-only segment files that every process maps::
 
-    <store>/texts/seg-<generation>-<nonce>.arrow   Arrow IPC: label, content, heading_path
+    <store>/texts/seg-<generation>-<nonce>.txts   label, content, heading_path (layout below)
 
 A segment holds the chunks a commit added, sorted by label; the newest segment holding a
 label wins (a restore may give a label back). Segments are derived, like the indexes: a
 missing one (a crash between the catalog commit and its segment) is written again from the
 catalog by the next writable open, and a reader fills the gap from the catalog into RAM.
-A label deleted from the catalog stays in its segment, unread, until a rewrite.
+A label deleted from the catalog stays in its segment, unread, until a rewrite. Segments of
+an older release (``.arrow``) are not read: to this module they are missing, so a writer
+writes their texts again from the catalog and deletes them.
+
+Layout of a segment (little-endian; plain numpy, so no Arrow in the base install)::
+
+    header   8-byte magic, int64 rows n, int64 blob bytes b
+    blob     b bytes of UTF-8: per row its content then its heading path, padded to 8
+    labels   int64[n], ascending
+    offsets  int64[2n + 1] into the blob: row i's content is [2i, 2i+1), its heading [2i+1, 2i+2)
+
+The header is written last and the file size must match it, so a torn file reads as missing.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import secrets
+import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as ipc
 
 from .durable import fsync_dir, fsync_file
 
 FOLDER = "texts"
 _PREFIX = "seg-"
+_SUFFIX = ".txts"
+_OLD_SUFFIX = ".arrow"  # segments of the releases that wrote them through pyarrow
+_MAGIC = b"ELTXTS01"
+_HEADER = struct.Struct("<8sqq")
 # Past this many segments a writer merges all but the oldest into one (each segment is an
 # open memory map, and a lookup looks at every segment whose label range holds the label).
 MAX_SEGMENTS = 32
-SCHEMA = pa.schema([("label", pa.int64()), ("content", pa.string()), ("heading_path", pa.string())])
+# A batch of texts: labels (int64, ascending), contents, heading paths ('' for none).
+TextBatch = tuple[np.ndarray, list[str], list[str]]
+
+
+class SegmentError(ValueError):
+    """A segment file that does not hold what its header says (torn or foreign)."""
 
 
 class _Segment:
     def __init__(self, path: Path, generation: int) -> None:
         self.path = path
         self.generation = generation
-        # Memory-mapped: the texts are paged in when read, never loaded whole.
-        table = ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-        self.labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
-        # Per record batch (no combine: that would copy the mapped texts into RAM).
-        self.contents = table.column("content").chunks
-        self.headings = table.column("heading_path").chunks
-        self.starts = np.cumsum([0] + [len(c) for c in self.contents])[:-1]
+        # Memory-mapped: the texts are paged in when read, never loaded whole. The map
+        # outlives a deletion of the file (Linux), so a merge never breaks a reader.
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < _HEADER.size:
+                raise SegmentError(f"{path}: {size} bytes, shorter than a header")
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        magic, rows, blob = _HEADER.unpack_from(self._map, 0)
+        if magic != _MAGIC or rows < 0 or blob < 0 or size != _HEADER.size + blob + 8 * (3 * rows + 1):
+            self._map.close()
+            raise SegmentError(f"{path}: not a complete text segment")
+        self._blob = _HEADER.size
+        self.labels = np.frombuffer(self._map, dtype="<i8", count=rows, offset=_HEADER.size + blob)
+        self._offsets = np.frombuffer(self._map, dtype="<i8", count=2 * rows + 1,
+                                      offset=_HEADER.size + blob + 8 * rows)
 
     def text(self, row: int) -> tuple[str, str]:
-        batch = int(np.searchsorted(self.starts, row, side="right")) - 1
-        at = row - int(self.starts[batch])
-        return self.contents[batch][at].as_py(), self.headings[batch][at].as_py() or ""
+        a, b, c = (int(x) for x in self._offsets[2 * row : 2 * row + 3])
+        base = self._blob
+        return (self._map[base + a : base + b].decode("utf-8"),
+                self._map[base + b : base + c].decode("utf-8"))
+
+
+def _write(path: Path, batches: Iterable[TextBatch]) -> int:
+    """Write a segment file at ``path`` (a temp name the caller renames); the row count."""
+    labels: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []  # per batch: content, heading, content, heading... bytes
+    blob = 0
+    with open(path, "wb") as f:
+        f.write(bytes(_HEADER.size))  # the header goes in last: a torn file never matches it
+        for batch_labels, contents, headings in batches:
+            labels.append(np.asarray(batch_labels, dtype=np.int64))
+            parts = [text.encode("utf-8") for pair in zip(contents, headings, strict=True)
+                     for text in (pair[0], pair[1] or "")]
+            f.write(b"".join(parts))
+            lengths.append(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+            blob += int(lengths[-1].sum())
+        pad = -blob % 8  # the int64 columns stay aligned in the map
+        f.write(bytes(pad))
+        blob += pad
+        rows = sum(len(x) for x in labels)
+        all_labels = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64)
+        offsets = np.zeros(2 * rows + 1, dtype=np.int64)
+        if rows:
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+        f.write(all_labels.astype("<i8").tobytes())
+        f.write(offsets.astype("<i8").tobytes())
+        f.seek(0)
+        f.write(_HEADER.pack(_MAGIC, rows, blob))
+    return rows
 
 
 class TextSegments:
@@ -72,6 +130,9 @@ class TextSegments:
                 if stamped is None:
                     if writable and entry.name.startswith(".") and entry.name.endswith(".tmp"):
                         entry.unlink(missing_ok=True)  # a segment a killed writer left half-written
+                    elif writable and entry.name.startswith(_PREFIX) and entry.name.endswith(_OLD_SUFFIX):
+                        # An older release's segment: its texts are written again (see above).
+                        entry.unlink(missing_ok=True)
                     continue
                 if stamped > generation:
                     if writable:
@@ -79,7 +140,7 @@ class TextSegments:
                     continue
                 try:
                     self._segments.append(_Segment(entry, stamped))
-                except (OSError, pa.ArrowInvalid):
+                except (OSError, ValueError):
                     continue  # unreadable: its labels read as missing and are written again
         self._segments.sort(key=lambda s: -s.generation)
         self._index()
@@ -106,7 +167,7 @@ class TextSegments:
     def oldest_generation(self) -> int:
         return min((s.generation for s in self._segments), default=-1)
 
-    def merge_newer(self, batches: Iterable[pa.RecordBatch], base: int, generation: int) -> None:
+    def merge_newer(self, batches: Iterable[TextBatch], base: int, generation: int) -> None:
         """Replace every segment newer than ``base`` by one holding ``batches`` (the chunks
         committed after ``base``, read again from the catalog)."""
         merged = [s for s in self._segments if s.generation > base]
@@ -149,29 +210,22 @@ class TextSegments:
                     break
         return out
 
-    def add(self, batches: Iterable[pa.RecordBatch], generation: int) -> int:
+    def add(self, batches: Iterable[TextBatch], generation: int) -> int:
         """Keep texts read from the catalog: a new segment when writable, else in RAM.
         Returns the number of rows kept."""
         if not self.writable:
             rows = 0
-            for batch in batches:
-                for label, content, heading in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
-                                                   batch.column(2).to_pylist(), strict=True):
+            for labels, contents, headings in batches:
+                for label, content, heading in zip(labels.tolist(), contents, headings, strict=True):
                     self._memory[int(label)] = (content, heading or "")
                     rows += 1
             self._memory_generation = generation
             return rows
         self.folder.mkdir(parents=True, exist_ok=True)
-        name = f"{_PREFIX}{generation:012d}-{secrets.token_hex(4)}.arrow"
+        name = f"{_PREFIX}{generation:012d}-{secrets.token_hex(4)}{_SUFFIX}"
         tmp = self.folder / f".{name}.tmp"
-        rows = 0
         try:
-            with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, SCHEMA) as writer:
-                for batch in batches:
-                    writer.write_batch(pa.RecordBatch.from_arrays(
-                        [batch.column(0).cast(pa.int64()), batch.column(1).cast(pa.string()),
-                         batch.column(2).cast(pa.string())], schema=SCHEMA))
-                    rows += batch.num_rows
+            rows = _write(tmp, batches)
             if rows == 0:  # nothing new: the next fetch after this generation finds it empty
                 tmp.unlink()
                 return 0
@@ -187,7 +241,7 @@ class TextSegments:
 
 
 def _generation_of(name: str) -> int | None:
-    if not (name.startswith(_PREFIX) and name.endswith(".arrow")):
+    if not (name.startswith(_PREFIX) and name.endswith(_SUFFIX)):
         return None
     try:
         return int(name[len(_PREFIX):].split("-", 1)[0])

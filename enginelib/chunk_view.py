@@ -2,7 +2,7 @@
 
 Opening a store must not cost time or memory in proportion to its text. So the view holds
 only what every search touches for every candidate (labels, truth levels, document ids,
-offsets, short document metadata) as Arrow/numpy columns; a chunk's text is read when a
+offsets, short document metadata) as numpy columns (strings as dictionary codes); a chunk's text is read when a
 returned hit (or the gate) asks for it, from memory-mapped segment files beside the catalog
 (``chunk_texts.py``; from the catalog itself when it is in memory); vectors are read from
 the vector index, which is their one owner in RAM, never copied here.
@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import catalog_view as queries
 from .catalog import Catalog
@@ -30,10 +28,11 @@ TEXT_CACHE_SIZE = 4096
 READ_AHEAD = 64
 # A ranking longer than this is an allowed-label set, not candidates: no read-ahead hint.
 _HINT_MAX = 20_000
-# Low-cardinality columns are dictionary-encoded: a byte or two per chunk, not a string.
-_DICTIONARY = ("truth_level", "source_type", "source_id", "language", "version", "index_version")
+# Every string column is per document (the chunks of one document repeat it), so each is
+# held as int32 codes into its distinct values: four bytes per chunk, not a Python string.
+_DICTIONARY = ("truth_level", "source_type", "source_id", "language", "version", "index_version",
+               "document_id", "title", "source_path", "source_url")
 _NUMBERS = ("chunk_index", "start_offset", "end_offset", "token_count", "page_start", "page_end")
-_STRINGS = ("document_id", "title", "source_path", "source_url")
 _NULL = -(2**31)  # a null page number among the int32 columns (the catalog's INTEGER)
 
 
@@ -146,7 +145,7 @@ class ChunkView:
     """
 
     def __init__(
-        self, catalog: Catalog, table: pa.Table, generation: int,
+        self, catalog: Catalog, table: _Table, generation: int,
         sources: dict[str, tuple[Any, Any, Any, Any]], vector_index: Any | None = None,
         segments: TextSegments | None = None,
     ) -> None:
@@ -156,12 +155,11 @@ class ChunkView:
         self._segments = segments
         self._table = table
         self._sources = sources
-        self.labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
-        # Columns as numpy codes and Arrow strings: a record is read in microseconds from
-        # them, while the table's rows never become Python objects (1M rows: ~100 MB).
-        self._numbers = {name: _numbers(table.column(name)) for name in _NUMBERS}
-        self._codes = {name: _codes(table.column(name)) for name in _DICTIONARY}
-        self._strings = {name: table.column(name).combine_chunks() for name in _STRINGS}
+        self.labels = table.labels
+        # Columns as numpy numbers and codes: a record is read in microseconds from them,
+        # while the rows never become Python objects (1M rows: ~100 MB).
+        self._numbers = table.numbers
+        self._codes = table.codes
         levels, level_names = self._codes["truth_level"]
         self.truth_levels = (np.array(level_names, dtype="U2")[levels] if len(self.labels)
                              else np.zeros(0, dtype="U2"))
@@ -193,21 +191,17 @@ class ChunkView:
         if generation < self.generation:
             return ChunkView.load(catalog, vector_index)
         changed = _prepare(queries.compact_rows(catalog, since=self.generation))
-        drop = np.union1d(catalog.tombstones_since(self.generation),
-                          np.asarray(changed.column("label").to_numpy(), dtype=np.int64))
+        drop = np.union1d(catalog.tombstones_since(self.generation), changed.labels)
         table = self._table
         if len(drop):
             keep = ~np.isin(self.labels, drop, assume_unique=True)
             if not keep.all():
-                table = table.filter(pa.array(keep))
-        if changed.num_rows:
-            table = pa.concat_tables([table, changed.cast(table.schema)])
-            labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
-            if len(labels) > 1 and not (np.diff(labels) > 0).all():
-                table = table.take(pa.array(np.argsort(labels, kind="stable")))
-        if table.column(0).num_chunks > 64:
-            table = table.combine_chunks()
-        if table.num_rows != catalog.chunk_count():
+                table = table.take(np.flatnonzero(keep))
+        if len(changed.labels):
+            table = table.concat(changed)
+            if len(table.labels) > 1 and not (np.diff(table.labels) > 0).all():
+                table = table.take(np.argsort(table.labels, kind="stable"))
+        if len(table.labels) != catalog.chunk_count():
             return ChunkView.load(catalog, vector_index)
         if self._segments is not None:
             _fill(self._segments, catalog, generation)
@@ -242,10 +236,9 @@ class ChunkView:
                                    for name, values in self._numbers.items()}
         codes: dict[str, Any] = {name: (None if values[p] < 0 else names[values[p]])
                                  for name, (values, names) in self._codes.items()}
-        strings: dict[str, Any] = {name: array[p].as_py() for name, array in self._strings.items()}
         authority = self._sources.get(codes["source_id"] or "", (None, None, None, None))
         return ChunkRecord(
-            label=int(self.labels[p]), **numbers, **codes, **strings,
+            label=int(self.labels[p]), **numbers, **codes,
             source_tier=authority[0], evidence_level=authority[1],
             authority_score=authority[2], peer_reviewed=authority[3], _view=self,
         )
@@ -253,9 +246,6 @@ class ChunkView:
     def column(self, name: str) -> _Column:
         """One ``ChunkRecord`` field (not ``label``, not a text) by row position, without
         building records: grouping and caps read hundreds of candidates per search."""
-        if name in self._strings:
-            array = self._strings[name]
-            return _Column(lambda p: array[p].as_py())
         if name in self._codes:
             values, names = self._codes[name]
             return _Column(lambda p: None if values[p] < 0 else names[values[p]])
@@ -330,17 +320,57 @@ class ChunkView:
         return self.labels[mask]
 
 
-def _numbers(column: pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(column.cast(pa.int32()).fill_null(_NULL).to_numpy(), dtype=np.int32)
+class _Table:
+    """The view's rows, sorted by label: int64 labels, int32 numbers (``_NULL`` for null),
+    and per string column int32 codes (-1 for null) into a list of its distinct values."""
+
+    def __init__(self, labels: np.ndarray, numbers: dict[str, np.ndarray],
+                 codes: dict[str, tuple[np.ndarray, list[Any]]]) -> None:
+        self.labels = labels
+        self.numbers = numbers
+        self.codes = codes
+
+    def take(self, rows: np.ndarray) -> _Table:
+        return _Table(self.labels[rows], {k: v[rows] for k, v in self.numbers.items()},
+                      {k: (v[rows], names) for k, (v, names) in self.codes.items()})
+
+    def concat(self, other: _Table) -> _Table:
+        """These rows then ``other``'s; ``other``'s codes are mapped into these values
+        (a value no row uses any more stays in the list: a few bytes, never read)."""
+        codes: dict[str, tuple[np.ndarray, list[Any]]] = {}
+        for name, (values, names) in self.codes.items():
+            their_values, their_names = other.codes[name]
+            names = list(names)
+            at = {value: i for i, value in enumerate(names)}
+            mapping = np.array([at.setdefault(value, len(at)) for value in their_names] + [-1],
+                               dtype=np.int32)
+            names.extend(list(at)[len(names):])
+            # -1 (null) indexes the mapping's last entry, which is -1 again.
+            codes[name] = (np.concatenate([values, mapping[their_values]]), names)
+        return _Table(np.concatenate([self.labels, other.labels]),
+                      {k: np.concatenate([v, other.numbers[k]]) for k, v in self.numbers.items()},
+                      codes)
 
 
-def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary codes (-1 for null) against one dictionary for the whole column."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    combined = column.combine_chunks()  # unifies the chunks' dictionaries
-    codes = np.asarray(combined.indices.fill_null(-1).to_numpy(), dtype=np.int32)
-    return codes, combined.dictionary.to_pylist()
+def _numbers(column: np.ndarray) -> np.ndarray:
+    """An integer column from ``fetchnumpy`` as int32, ``_NULL`` where it is NULL."""
+    if isinstance(column, np.ma.MaskedArray):
+        column = column.filled(_NULL)
+    return np.asarray(column, dtype=np.int32)
+
+
+def _codes(column: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """A string column from ``fetchnumpy`` as codes (-1 for NULL) into its distinct values."""
+    mask = np.ma.getmaskarray(column) if isinstance(column, np.ma.MaskedArray) else None
+    values = column.data if isinstance(column, np.ma.MaskedArray) else column
+    rows = values.tolist()
+    names = list(dict.fromkeys(rows))
+    at = {value: i for i, value in enumerate(names)}
+    # One dict probe per row, iterated by ``map`` in C (a generator costs 3x more at 1M rows).
+    codes = np.fromiter(map(at.__getitem__, rows), dtype=np.int32, count=len(rows))
+    if mask is not None and mask.any():
+        codes[mask] = -1
+    return codes, names
 
 
 def _segments_of(catalog: Catalog) -> TextSegments | None:
@@ -362,16 +392,13 @@ def _fill(segments: TextSegments, catalog: Catalog, generation: int) -> None:
         segments.merge_newer(queries.texts_since(catalog, base), base, generation)
 
 
-def _prepare(table: pa.Table) -> pa.Table:
-    """Sorted by label, low-cardinality strings dictionary-encoded."""
-    labels = np.asarray(table.column("label").to_numpy(), dtype=np.int64)
+def _prepare(columns: dict[str, np.ndarray]) -> _Table:
+    """``fetchnumpy`` columns sorted by label, strings as codes."""
+    labels = np.asarray(columns["label"], dtype=np.int64)
+    table = _Table(labels, {name: _numbers(columns[name]) for name in _NUMBERS},
+                   {name: _codes(columns[name]) for name in _DICTIONARY})
     if len(labels) > 1 and not (np.diff(labels) > 0).all():
-        table = table.take(pa.array(np.argsort(labels, kind="stable")))
-    for name in _DICTIONARY:
-        i = table.schema.get_field_index(name)
-        column = table.column(i)
-        if not pa.types.is_dictionary(column.type):
-            table = table.set_column(i, name, pc.dictionary_encode(column))
+        table = table.take(np.argsort(labels, kind="stable"))
     return table
 
 

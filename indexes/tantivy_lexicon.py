@@ -36,8 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import tantivy
-from rapidfuzz import process
-from rapidfuzz.distance import OSA
+
+from .osa import within
 
 # The words field is lowercased and accent-folded: its words start with one of these.
 _FIRST_LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -152,6 +152,4 @@ def _is_name(word: str) -> bool:
 
 
 def _within(typed: str, terms: Mapping[str, int], distance: int) -> list[tuple[str, int, int]]:
-    matches = process.extract(typed, list(terms), scorer=OSA.distance, score_cutoff=distance,
-                              limit=None)
-    return [(str(term), int(edits), int(terms[term])) for term, edits, _ in matches]
+    return [(term, edits, int(terms[term])) for term, edits in within(typed, terms, distance)]

@@ -149,7 +149,7 @@ def test_lost_text_segments_are_written_again_and_readers_fill_the_gap(tmp_path:
     with enginelib.open(tmp_path / "s") as writer:
         hit = _search(writer, "caliper bolts", _vector("bolts"))[0]
         assert hit.content == TEXTS_BY_ID["bolts"]
-    assert any(p.suffix == ".arrow" for p in segments.iterdir())
+    assert any(p.suffix == ".txts" for p in segments.iterdir())
 
 
 def test_a_segment_newer_than_the_catalog_is_not_used(tmp_path: Path) -> None:
@@ -157,12 +157,70 @@ def test_a_segment_newer_than_the_catalog_is_not_used(tmp_path: Path) -> None:
     store.view()
     store.close()
     segments = tmp_path / "s" / TEXTS
-    (segment,) = [p for p in segments.iterdir() if p.suffix == ".arrow"]
+    (segment,) = [p for p in segments.iterdir() if p.suffix == ".txts"]
     # A segment from a later generation (a catalog put back from a backup): never trusted.
-    shutil.copy(segment, segments / "seg-999999999999-feedbeef.arrow")
+    shutil.copy(segment, segments / "seg-999999999999-feedbeef.txts")
     with enginelib.open(tmp_path / "s") as writer:
         assert _search(writer, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
-    assert not (segments / "seg-999999999999-feedbeef.arrow").exists()
+    assert not (segments / "seg-999999999999-feedbeef.txts").exists()
+
+
+def test_a_torn_segment_reads_as_missing_and_is_written_again(tmp_path: Path) -> None:
+    store = _small(tmp_path / "s")
+    store.view()
+    store.close()
+    segments = tmp_path / "s" / TEXTS
+    (segment,) = [p for p in segments.iterdir() if p.suffix == ".txts"]
+    data = segment.read_bytes()
+    segment.write_bytes(data[: len(data) - 8])  # a file cut short (a disk that lied on fsync)
+    with enginelib.open(tmp_path / "s", read_only=True) as reader:
+        assert _search(reader, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
+    with enginelib.open(tmp_path / "s") as writer:
+        assert _search(writer, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
+    (rewritten,) = [p for p in segments.iterdir() if p.suffix == ".txts" and p.name != segment.name]
+    assert rewritten.stat().st_size == len(data)
+
+
+def test_a_store_with_arrow_segments_of_an_older_release_opens(tmp_path: Path) -> None:
+    """Before pyarrow left the base install, segments were Arrow IPC files; they are never
+    read now: a reader takes the texts from the catalog, a writer writes new segments and
+    deletes the old ones."""
+    store = _small(tmp_path / "s")
+    store.view()
+    generation = store.view().generation
+    store.close()
+    segments = tmp_path / "s" / TEXTS
+    for p in segments.iterdir():
+        p.unlink()
+    old = segments / f"seg-{generation:012d}-0badc0de.arrow"
+    # Wrong texts on purpose: a hit showing them would mean the old file was read.
+    old.write_bytes(b"ARROW1\x00\x00" + b"Torque the caliper bolts to 99 Nm." + b"ARROW1")
+    with enginelib.open(tmp_path / "s", read_only=True) as reader:
+        hit = _search(reader, "caliper bolts", _vector("bolts"))[0]
+        assert hit.document_id == "bolts" and hit.content == TEXTS_BY_ID["bolts"]
+    assert old.exists()  # a reader deletes nothing
+    with enginelib.open(tmp_path / "s") as writer:
+        hits = _search(writer, "brake pads", _vector("pads"))
+        assert hits[0].content == TEXTS_BY_ID["pads"]
+        assert writer.stats()["chunks"] == len(TEXTS_BY_ID)
+    assert not old.exists()
+    assert [p.suffix for p in segments.iterdir()] == [".txts"]
+
+
+def test_segment_texts_round_trip_unicode_and_empty_headings(tmp_path: Path) -> None:
+    from enginelib.chunk_texts import TextSegments
+
+    texts = ["Größe ≤ 3 mm — 日本語", "", "plain"]
+    headings = ["A > B", "", ""]
+    segments = TextSegments(tmp_path / "t", writable=True, generation=5)
+    batches = [(np.array([2, 7], dtype=np.int64), texts[:2], headings[:2]),
+               (np.array([9], dtype=np.int64), texts[2:], headings[2:])]
+    assert segments.add(iter(batches), 5) == 3
+    again = TextSegments(tmp_path / "t", writable=False, generation=5)
+    assert again.generation == 5
+    assert again.get([9, 2, 7, 3]) == {2: (texts[0], headings[0]), 7: ("", ""), 9: ("plain", "")}
+    assert again.covered(np.array([1, 2, 7, 8, 9], dtype=np.int64)).tolist() == [
+        False, True, True, False, True]
 
 
 @pytest.mark.slow
@@ -175,11 +233,27 @@ def test_many_small_commits_merge_their_text_segments(tmp_path: Path) -> None:
             id=f"note{n}", text=f"Maintenance note number {n} about wiper blades.",
             vectors=_vector("pads") + n)], truth_level="L1")
         store.view()
-    segments = [p for p in (tmp_path / "s" / TEXTS).iterdir() if p.suffix == ".arrow"]
+    segments = [p for p in (tmp_path / "s" / TEXTS).iterdir() if p.suffix == ".txts"]
     assert len(segments) <= MAX_SEGMENTS
     for n in (0, MAX_SEGMENTS + 2):
         hits = store.search(f"note number {n} wiper", strategy="fulltext", limit=50,
                             answerability_threshold=None).hits
         assert f"Maintenance note number {n} about wiper blades." in {h.content for h in hits}
     assert _search(store, "caliper bolts", _vector("bolts"))[0].content == TEXTS_BY_ID["bolts"]
+    store.close()
+
+
+def test_view_columns_agree_with_records(tmp_path: Path) -> None:
+    store = _small(tmp_path / "s")
+    store.update_document("gdpr", truth_level="L4")  # codes concatenated by an advance
+    view = store.view()
+    names = ("document_id", "truth_level", "title", "source_id", "version", "chunk_index",
+             "start_offset", "page_start")
+    for p in range(len(view)):
+        record = view.record(p)
+        assert {n: view.column(n)[p] for n in names} == {n: getattr(record, n) for n in names}
+    assert {view.column("document_id")[p]: view.column("truth_level")[p]
+            for p in range(len(view))}["gdpr"] == "L4"
+    with pytest.raises(KeyError):
+        view.column("content")
     store.close()
