@@ -79,8 +79,7 @@ class StoreCore:
         self._refresh_after = 0.0
         self._view: ChunkView | None = None
         self._closed = False
-        self.filter_cache: dict[tuple[int, str], np.ndarray] = {}
-        # the gate's analyzed words of a chunk, by label; emptied with the filter cache
+        # the gate's analyzed words of a chunk, by label; emptied when the indexes change
         self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None
         self._default_preset = "default"
@@ -255,7 +254,6 @@ class StoreCore:
         self._generation, self._index_version = generation, index_version
         self.manifest = manifest
         self._manifest_stamp = stamp
-        self.filter_cache.clear()
         self.hit_token_cache.clear()
         self._presets = None
         self._swap_view(view)
@@ -405,7 +403,6 @@ class StoreCore:
         self.require_writable()
         discard_index_files(self._index_root)
         self.vector_index, self.text_index = self._open_indexes()
-        self.filter_cache.clear()
         self.hit_token_cache.clear()
         self.sync_indexes()
 
