@@ -50,6 +50,7 @@ import tantivy
 from enginelib.durable import can_write, chmod_like_umask, write_atomic
 from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
+from enginelib.indexes import tantivy_prune
 from enginelib.indexes.analyzers import (
     CODE_ANALYZER,
     PLAIN,
@@ -130,6 +131,14 @@ class TantivyTextIndex:
         self._generation: int | None = None
         # True while the searcher's document addresses run in label order (see module doc).
         self._label_order = False
+        # tantivy's BM25 document count as of the searcher's last reload (None: unknown, an
+        # in-memory index): what lets plain queries skip postings (see tantivy_prune).
+        self._bm25_docs: int | None = None
+        self._index_path: Path | None = None
+        # Field names in schema order: a parsed query names its fields by position.
+        self._field_names = [f"{field}_{lang}" for lang in suffixes
+                             for field in (TEXT_FIELD, *USER_FIELDS)]
+        self._field_names += [CODE_FIELD, WORDS_FIELD, LABEL_FIELD]
         self._open()
 
     # -- opening -------------------------------------------------------------------
@@ -194,6 +203,8 @@ class TantivyTextIndex:
         return target
 
     def _make_index(self, path: Path | None) -> tantivy.Index:
+        self._index_path = path
+        self._bm25_docs = self._read_bm25_docs()
         index = tantivy.Index(self._schema(), path=None if path is None else str(path),
                               reuse=True)
         for name, analyzer in self._analyzers.items():
@@ -201,6 +212,10 @@ class TantivyTextIndex:
         index.reload()
         _ = index.searcher().num_docs  # touch the segments now: corruption fails here
         return index
+
+    def _read_bm25_docs(self) -> int | None:
+        # Call before a reload: merges finishing in between only lower it (see total_docs).
+        return None if self._index_path is None else tantivy_prune.total_docs(self._index_path)
 
     def _read_stamp(self) -> dict[str, object] | None:
         try:
@@ -287,6 +302,7 @@ class TantivyTextIndex:
             return
         assert self._writer is not None
         self._writer.commit()
+        self._bm25_docs = self._read_bm25_docs()
         self._index.reload()
         self._pending = False
         self._label_order = False  # unknown until the next save checks it
@@ -314,6 +330,7 @@ class TantivyTextIndex:
             # Finish merges and release the writer lock so other processes may write.
             self._writer.wait_merging_threads()
             self._writer = None
+            self._bm25_docs = self._read_bm25_docs()
             self._index.reload()
             folder = self.directory / INDEX_DIR  # merges rewrite meta.json (0600): see _commit
             chmod_like_umask(folder / "meta.json", folder / ".managed.json")
@@ -401,11 +418,29 @@ class TantivyTextIndex:
                 query = tantivy.Query.boolean_query(
                     [(tantivy.Occur.Must, query), (tantivy.Occur.Must, restriction)]
                 )
-            results.append(self._top_k(searcher, query, int(k)))
+                results.append(self._top_k(searcher, query, int(k), prune=False))
+            else:
+                results.append(self._top_k(searcher, query, int(k)))
         return results
 
-    def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> SearchResult:
-        if self._label_order:
+    def _pruned(self, searcher: tantivy.Searcher, query: tantivy.Query,
+                k: int) -> tantivy_prune.Hits | None:
+        """tantivy_prune's hits for a plain words query, or None (search it in full)."""
+        if self._bm25_docs is None or int(searcher.num_docs) > self._bm25_docs:
+            return None  # N unknown (or stale): the bound could be too low
+        clauses = tantivy_prune.plain_clauses(query, self._field_names)
+        if clauses is None:
+            return None
+        return tantivy_prune.top_k(searcher, self._index.schema, query, clauses, k, self._bm25_docs,
+                                   LABEL_FIELD)
+
+    def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
+               prune: bool = True) -> SearchResult:
+        # Pruned hits hold the exact top k and the whole tie at its k-th score.
+        hits = self._pruned(searcher, query, k) if prune else None
+        if hits is not None:
+            pass
+        elif self._label_order:
             # Tied documents come in address order, which is label order here: tantivy's
             # own top k already follows the contract.
             hits = searcher.search(query, limit=k, count=False).hits
