@@ -15,9 +15,8 @@ the k-th best score there, the whole tie at it included, beats that bound, no do
 outside can enter the top k and the answer is exact. Otherwise E grows; when E would read
 about as many postings as the full query, the caller runs the full query.
 
-Scores are tantivy's own (same term weights, computed from the whole searcher's statistics);
-only the order in which a document's clause scores are added may differ, as it already does
-between tantivy's own scorers (float rounding, far below any real score gap).
+Scores are tantivy's own, bit for bit: the same term weights (from the whole searcher's
+statistics), added in the same order (see ``_candidates_top_k``).
 """
 
 from __future__ import annotations
@@ -39,12 +38,15 @@ _MARGIN = 1e-4
 # Below this many postings the full query is already cheap (about 1 ms per 250k postings):
 # pruning would only add its second search.
 MIN_POSTINGS = 200_000
-# Give up pruning (run the full query) once the essential clauses hold this share of the
-# query's postings: the intersections would then cost about what the full scan costs.
-MAX_ESSENTIAL_SHARE = 0.35
-# Candidates fetched by the essential clauses beyond k: room for documents that a common
-# word lifts past one that only has the rare ones.
-CANDIDATE_MARGIN = 100
+# Cost model, in postings scanned by the full query: an essential document costs a seek
+# into every other term's postings, each about SEEK_COST scanned postings (measured at 1M:
+# ~25 ns a seek, ~5 ns a scanned posting). Pruning is tried while its attempts together are
+# predicted below MAX_PRUNE_COST of the full scan: a failed attempt is paid on top of it.
+SEEK_COST = 5.0
+MAX_PRUNE_COST = 0.5
+# Where documents have about the same length, many share a score, and a tie often crosses
+# the k-th place: fetch this many times k at once (see with_ties).
+TIE_ROOM = 4
 
 _CLAUSE = re.compile(
     r'\(Should, (?:Boost\(query=)?TermQuery\(Term\(field=(\d+), type=Str, "((?:[^"\\]|\\.)*)"\)\)'
@@ -111,44 +113,36 @@ Hits = list[tuple[float, tantivy.DocAddress]]
 def top_k(
     searcher: tantivy.Searcher,
     schema: tantivy.Schema,
-    query: tantivy.Query,
     clauses: Sequence[Clause],
     k: int,
     num_docs: int,
-    label_field: str,
 ) -> Hits | None:
-    """Hits holding the exact top ``k`` of ``query`` (whose clauses are ``clauses``) and
-    every document tied with the k-th score, or None when pruning cannot prove it cheaply
-    (run the full query then)."""
-    weighted = []
-    for clause in clauses:
-        df = int(searcher.doc_freq(clause.field, clause.token))
-        if df > 0:  # a term no document holds adds nothing to any score
-            weighted.append((df, _upper_bound(df, clause.boost, num_docs), clause))
-    postings = sum(df for df, _, _ in weighted)
-    if postings < MIN_POSTINGS or len(weighted) < 2:
+    """Hits holding the exact top ``k`` of the disjunction of ``clauses`` and every
+    document tied with the k-th score, or None when pruning cannot prove it cheaply (run
+    the full query then)."""
+    # A term no document holds adds nothing to any score: leave it out.
+    kept = [(clause, int(searcher.doc_freq(clause.field, clause.token))) for clause in clauses]
+    kept = [(clause, df) for clause, df in kept if df > 0]
+    postings = sum(df for _, df in kept)
+    if postings < MIN_POSTINGS or len(kept) < 2:
         return None
-    weighted.sort(key=lambda item: item[0])
-    limit = max(2 * k, k + CANDIDATE_MARGIN)
+    bounds = [_upper_bound(df, clause.boost, num_docs) for clause, df in kept]
+    terms = [_term(schema, clause) for clause, _ in kept]
+    rarest_first = sorted(range(len(kept)), key=lambda i: kept[i][1])
+    essential: list[int] = []
     essential_postings = 0
-    for split in range(1, len(weighted)):
-        essential_postings += weighted[split - 1][0]
-        if essential_postings > MAX_ESSENTIAL_SHARE * postings:
-            return None
+    spent = 0.0
+    for i in rarest_first[:-1]:
+        essential.append(i)
+        essential_postings += kept[i][1]
         if essential_postings < k:
             continue  # fewer candidates than k: documents outside are needed
-        outside = sum(ub for _, ub, _ in weighted[split:])
-        essential = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, _term(schema, clause)) for _, _, clause in weighted[:split]])
-        first = searcher.search(essential, limit=limit, count=False).hits
-        # A document not fetched scores at most what the other clauses could add, plus,
-        # when the fetch stopped at its limit, the last essential score fetched.
-        bound = outside + (first[-1][0] if len(first) == limit else 0.0)
-        bound = bound * (1.0 + _MARGIN) + _MARGIN
-        labels = [int(label) for label in  # type: ignore[arg-type]
-                  searcher.fast_field_values(label_field, [address for _, address in first])]
-        hits = _rescore(searcher, schema, query, labels, label_field)
-        if len(hits) >= k and hits[k - 1][0] > bound:
+        spent += essential_postings * (1.0 + SEEK_COST * (len(kept) - len(essential)))
+        if spent > MAX_PRUNE_COST * postings:
+            return None
+        outside = sum(bounds[j] for j in range(len(kept)) if j not in essential)
+        hits = _candidates_top_k(searcher, terms, set(essential), k)
+        if len(hits) >= k and hits[k - 1][0] > outside * (1.0 + _MARGIN) + _MARGIN:
             return hits
     return None
 
@@ -158,11 +152,39 @@ def _term(schema: tantivy.Schema, clause: Clause) -> tantivy.Query:
     return query if clause.boost == 1.0 else tantivy.Query.boost_query(query, clause.boost)
 
 
-def _rescore(searcher: tantivy.Searcher, schema: tantivy.Schema, query: tantivy.Query,
-             labels: Sequence[int], label_field: str) -> Hits:
-    """The full query's own scores of the documents with these labels, best first."""
-    only = tantivy.Query.const_score_query(
-        tantivy.Query.term_set_query(schema, label_field, list(labels)), 0.0)
-    restricted = tantivy.Query.boolean_query(
-        [(tantivy.Occur.Must, query), (tantivy.Occur.Must, only)])
-    return searcher.search(restricted, limit=len(labels), count=False).hits
+def _candidates_top_k(searcher: tantivy.Searcher, terms: Sequence[tantivy.Query],
+                      essential: set[int], k: int) -> Hits:
+    """Top k, and the whole tie at the k-th score, of the documents holding an essential
+    term, each scored by every term.
+
+    The clauses stay in the query's order (an essential term as it is, any other one
+    intersected with the essential documents, adding 0 for them): tantivy then adds a
+    document's clause scores in the same order as for the full query, and the scores are
+    bit for bit the full query's (checked on 1M chunks, ``benchmarks/RESULTS.md``).
+    """
+    should, must = tantivy.Occur.Should, tantivy.Occur.Must
+    holds_one = tantivy.Query.const_score_query(
+        tantivy.Query.boolean_query([(should, terms[i]) for i in sorted(essential)]), 0.0)
+    query = tantivy.Query.boolean_query([
+        (should, term) if i in essential
+        else (should, tantivy.Query.boolean_query([(must, term), (must, holds_one)]))
+        for i, term in enumerate(terms)
+    ])
+    return with_ties(searcher, query, k)
+
+
+def with_ties(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> Hits:
+    """The top ``k`` hits and every hit tied with the k-th score (tantivy breaks ties on
+    the document address, the contract on the label: the caller sorts the tie).
+
+    Fetches until the k-th score is strictly beaten. The first fetch already goes past k
+    (``TIE_ROOM``): a wider top costs little beside the scan, a second search costs the
+    scan again.
+    """
+    limit = TIE_ROOM * k + 1
+    while True:
+        hits = searcher.search(query, limit=limit, count=False).hits
+        if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
+            cut = hits[k - 1][0] if len(hits) >= k else -math.inf
+            return [hit for hit in hits if hit[0] >= cut]
+        limit *= 4

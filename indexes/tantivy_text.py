@@ -431,28 +431,18 @@ class TantivyTextIndex:
         clauses = tantivy_prune.plain_clauses(query, self._field_names)
         if clauses is None:
             return None
-        return tantivy_prune.top_k(searcher, self._index.schema, query, clauses, k, self._bm25_docs,
-                                   LABEL_FIELD)
+        return tantivy_prune.top_k(searcher, self._index.schema, clauses, k, self._bm25_docs)
 
     def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
                prune: bool = True) -> SearchResult:
         # Pruned hits hold the exact top k and the whole tie at its k-th score.
         hits = self._pruned(searcher, query, k) if prune else None
-        if hits is not None:
-            pass
-        elif self._label_order:
+        if hits is None and self._label_order:
             # Tied documents come in address order, which is label order here: tantivy's
             # own top k already follows the contract.
             hits = searcher.search(query, limit=k, count=False).hits
-        else:
-            # Fetch until the k-th score is strictly beaten, so every tied candidate is in
-            # hand (one past k tells whether the k-th score is tied with what follows).
-            limit = k + 1
-            while True:
-                hits = searcher.search(query, limit=limit, count=False).hits
-                if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
-                    break
-                limit *= 4
+        elif hits is None:
+            hits = tantivy_prune.with_ties(searcher, query, k)
         if not hits:
             return []
         labels = np.asarray(searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits]),

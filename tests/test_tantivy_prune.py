@@ -13,7 +13,7 @@ from enginelib.indexes import tantivy_prune
 from enginelib.indexes.base import TextDocument
 from enginelib.indexes.tantivy_text import TantivyTextIndex
 
-WORDS = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(400)]
+WORDS = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(5000)]
 
 
 def _corpus(n: int, seed: int) -> list[str]:
@@ -79,13 +79,16 @@ def test_pruned_top_k_is_the_full_query_top_k(tmp_path: Path, monkeypatch: pytes
 def test_ties_at_the_cut_keep_the_smallest_labels(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tantivy_prune, "MIN_POSTINGS", 0)
+    counting = _Counting()
+    monkeypatch.setattr(tantivy_prune, "top_k", counting)
     index = TantivyTextIndex(tmp_path)
-    filler = [TextDocument(5000 + i, "common words only here") for i in range(400)]
+    filler = [TextDocument(10_000 + i, "common words only here") for i in range(5000)]
     tied = [TextDocument(label, "rare common words") for label in range(300, 0, -1)]
     index.add(filler + tied)
     index.save(1)
     (got,) = index.search(["rare common"], 10)
     assert [label for label, _ in got] == list(range(1, 11))
+    assert counting.answered == 1
 
 
 @pytest.mark.parametrize("query", ['"alpha beta"', "+alpha beta", "alpha -beta"])
