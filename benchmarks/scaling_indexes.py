@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from enginelib.indexes import HnswVectorIndex, TantivyTextIndex
+from enginelib.indexes import HnswVectorIndex, TantivyTextIndex, tantivy_prune
 from enginelib.indexes.exact import exact_topk
 from enginelib.indexes.hnsw import auto_ef
 from enginelib.search import fusion
@@ -90,6 +90,10 @@ def bench_ours(n: int, qvecs: np.ndarray, qtexts: list[str], truth: list[Any],
                                         "bm25": text.search([qtexts[i]], DEPTH)[0]}))
 
     _, hybrid_ms = _series(hybrid, list(range(len(qs))))
+    # The fusion step alone (RRF of the two depth-100 rankings, then the ordered list).
+    pairs = [(vec.search(q, DEPTH)[0], text.search([t], DEPTH)[0]) for q, t in zip(qs, qtexts)]
+    _, fusion_ms = _series(lambda p: fusion.order(fusion.rrf({"vector": p[0], "bm25": p[1]})),
+                           pairs)
     allowed, filt_truth = filt
     filt_got, filt_ms = _series(lambda q: vec.search(q, 10, allowed=allowed)[0], qs[:50])
     exact_filtered = all([a for a, _ in g] == [a for a, _ in w] for g, w in zip(filt_got, filt_truth))
@@ -104,7 +108,7 @@ def bench_ours(n: int, qvecs: np.ndarray, qtexts: list[str], truth: list[Any],
         "ef_k10": auto_ef(n, 10), "ef_k100": auto_ef(n, DEPTH),
         "recall@10": round(_recall(res10, truth), 4),
         "vector_k10_ms": vector10, "vector_k100_ms": vector100,
-        "bm25_k100_ms": bm25, "hybrid_rrf_ms": hybrid_ms,
+        "bm25_k100_ms": bm25, "hybrid_rrf_ms": hybrid_ms, "fusion_only_ms": fusion_ms,
         "filtered_0.1pct_ms": filt_ms, "filtered_0.1pct_exact": exact_filtered,
         "filtered_allowed": int(len(allowed)),
     }
@@ -233,8 +237,10 @@ def run(sizes: list[int], queries: int = 200, threads: int = 2, lance: int = 50)
 
 
 def bm25_paths(n: int, queries: int) -> dict[str, Any]:
-    """Where BM25 time goes at size ``n``: tantivy's own top 100 for the parsed query (the
-    floor), our search when tantivy's tie order is label order, and our exact tie path."""
+    """Where BM25 time goes at size ``n``: tantivy's own top 100 for the parsed query (a
+    full scan: tantivy-py's search never prunes), our search as it runs (pruned for plain
+    word queries, ``indexes/tantivy_prune.py``), and our two full-scan paths (tantivy's tie
+    order is label order; the exact tie path), each checked against the pruned answers."""
     folder, _ = built(n)
     texts = (CACHE / f"corpus-{n}-r{RECIPE}" / "texts.txt").read_text(encoding="utf-8").splitlines()
     placeholder = np.zeros((len(texts), DIM), dtype=np.float32)
@@ -247,14 +253,34 @@ def bm25_paths(n: int, queries: int) -> dict[str, Any]:
     for q in qtexts:
         text.search([q], DEPTH)
     _, raw = _series(lambda q: searcher.search(parsed[q], limit=DEPTH, count=False).hits, qtexts)
-    saved_order = text._label_order
-    text._label_order = True
-    _, label_order = _series(lambda q: text.search([q], DEPTH), qtexts)
-    text._label_order = False
-    _, tie_path = _series(lambda q: text.search([q], DEPTH), qtexts)
+    answered = []
+    real_top_k = tantivy_prune.top_k
+
+    def counting(*args: Any) -> Any:
+        hits = real_top_k(*args)
+        answered.append(hits is not None)
+        return hits
+
+    tantivy_prune.top_k = counting  # type: ignore[assignment]
+    try:
+        pruned_results, pruned = _series(lambda q: text.search([q], DEPTH)[0], qtexts)
+    finally:
+        tantivy_prune.top_k = real_top_k  # type: ignore[assignment]
+    saved_order, saved_min = text._label_order, tantivy_prune.MIN_POSTINGS
+    tantivy_prune.MIN_POSTINGS = 10**15  # never prune: the full-scan paths
+    try:
+        text._label_order = True
+        _, label_order = _series(lambda q: text.search([q], DEPTH), qtexts)
+        text._label_order = False
+        exact_results, tie_path = _series(lambda q: text.search([q], DEPTH)[0], qtexts)
+    finally:
+        text._label_order, tantivy_prune.MIN_POSTINGS = saved_order, saved_min
     return {"chunks": n, "segments": int(searcher.num_segments), "index_in_label_order": saved_order,
-            "tantivy_top100_ms": raw, "ours_label_order_path_ms": label_order,
-            "ours_exact_tie_path_ms": tie_path}
+            "load": open("/proc/loadavg").read().split()[:3],
+            "tantivy_top100_ms": raw, "ours_pruned_ms": pruned,
+            "pruned_share": round(sum(answered) / max(1, len(answered)), 3),
+            "pruned_identical_to_exact": sum(a == b for a, b in zip(pruned_results, exact_results)),
+            "ours_label_order_path_ms": label_order, "ours_exact_tie_path_ms": tie_path}
 
 
 def _ms(stats: dict[str, Any]) -> str:
