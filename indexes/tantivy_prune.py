@@ -21,12 +21,10 @@ statistics), added in the same order (see ``_candidates_top_k``).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import tantivy
 
@@ -52,6 +50,8 @@ _CLAUSE = re.compile(
     r'\(Should, (?:Boost\(query=)?TermQuery\(Term\(field=(\d+), type=Str, "((?:[^"\\]|\\.)*)"\)\)'
     r"(?:, boost=([0-9.eE+-]+)\))?\)"
 )
+_DOCS_IN_EXPLANATION = re.compile(
+    r'"value": ([0-9.eE+-]+),\s*"description": "N, total number of docs"')
 _PLAIN = re.compile(r"^Query\(BooleanQuery \{ subqueries: \[(.*)\], minimum_number_should_match: 1 \}\)$",
                     re.DOTALL)
 
@@ -91,17 +91,6 @@ def plain_clauses(query: tantivy.Query, field_names: Sequence[str]) -> list[Clau
     return clauses
 
 
-def total_docs(index_dir: Path) -> int | None:
-    """tantivy's BM25 ``N``: every document slot of every segment, deleted ones included
-    (``max_doc``), from ``meta.json``. Read before the searcher reloads, it can only be
-    at least the searcher's own (merges in between only purge deleted slots)."""
-    try:
-        meta = json.loads((index_dir / "meta.json").read_text("utf-8"))
-        return sum(int(segment["max_doc"]) for segment in meta["segments"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def _upper_bound(df: int, boost: float, num_docs: int) -> float:
     idf = math.log(1.0 + (num_docs - df + 0.5) / (df + 0.5))
     return boost * (1.0 + K1) * idf
@@ -115,7 +104,6 @@ def top_k(
     schema: tantivy.Schema,
     clauses: Sequence[Clause],
     k: int,
-    num_docs: int,
 ) -> Hits | None:
     """Hits holding the exact top ``k`` of the disjunction of ``clauses`` and every
     document tied with the k-th score, or None when pruning cannot prove it cheaply (run
@@ -126,7 +114,6 @@ def top_k(
     postings = sum(df for _, df in kept)
     if postings < MIN_POSTINGS or len(kept) < 2:
         return None
-    bounds = [_upper_bound(df, clause.boost, num_docs) for clause, df in kept]
     terms = [_term(schema, clause) for clause, _ in kept]
     rarest_first = sorted(range(len(kept)), key=lambda i: kept[i][1])
     essential: list[int] = []
@@ -140,11 +127,29 @@ def top_k(
         spent += essential_postings * (1.0 + SEEK_COST * (len(kept) - len(essential)))
         if spent > MAX_PRUNE_COST * postings:
             return None
-        outside = sum(bounds[j] for j in range(len(kept)) if j not in essential)
-        hits = _candidates_top_k(searcher, terms, set(essential), k)
-        if len(hits) >= k and hits[k - 1][0] > outside * (1.0 + _MARGIN) + _MARGIN:
+        query, hits = _candidates_top_k(searcher, terms, set(essential), k)
+        if len(hits) < k:
+            continue
+        num_docs = _bm25_docs(searcher, query, hits[0][1])
+        if num_docs is None:
+            return None
+        outside = sum(_upper_bound(df, clause.boost, num_docs)
+                      for j, (clause, df) in enumerate(kept) if j not in essential)
+        if hits[k - 1][0] > outside * (1.0 + _MARGIN) + _MARGIN:
             return hits
     return None
+
+
+def _bm25_docs(searcher: tantivy.Searcher, query: tantivy.Query,
+               address: tantivy.DocAddress) -> int | None:
+    """tantivy's BM25 ``N`` in this searcher (every document slot of every segment,
+    deleted ones included), read from the explanation of one hit: the binding exposes it
+    nowhere else, and it is then exactly the searcher's own, whatever reloads happened."""
+    found = _DOCS_IN_EXPLANATION.findall(query.explain(searcher, address).to_json())
+    if not found:
+        return None
+    # Written as a float32: exact below 2**24, within a few units above.
+    return int(max(float(value) for value in found) * (1.0 + 1e-6)) + 1
 
 
 def _term(schema: tantivy.Schema, clause: Clause) -> tantivy.Query:
@@ -153,7 +158,7 @@ def _term(schema: tantivy.Schema, clause: Clause) -> tantivy.Query:
 
 
 def _candidates_top_k(searcher: tantivy.Searcher, terms: Sequence[tantivy.Query],
-                      essential: set[int], k: int) -> Hits:
+                      essential: set[int], k: int) -> tuple[tantivy.Query, Hits]:
     """Top k, and the whole tie at the k-th score, of the documents holding an essential
     term, each scored by every term.
 
@@ -170,7 +175,7 @@ def _candidates_top_k(searcher: tantivy.Searcher, terms: Sequence[tantivy.Query]
         else (should, tantivy.Query.boolean_query([(must, term), (must, holds_one)]))
         for i, term in enumerate(terms)
     ])
-    return with_ties(searcher, query, k)
+    return query, with_ties(searcher, query, k)
 
 
 def with_ties(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> Hits:

@@ -131,10 +131,6 @@ class TantivyTextIndex:
         self._generation: int | None = None
         # True while the searcher's document addresses run in label order (see module doc).
         self._label_order = False
-        # tantivy's BM25 document count as of the searcher's last reload (None: unknown, an
-        # in-memory index): what lets plain queries skip postings (see tantivy_prune).
-        self._bm25_docs: int | None = None
-        self._index_path: Path | None = None
         # Field names in schema order: a parsed query names its fields by position.
         self._field_names = [f"{field}_{lang}" for lang in suffixes
                              for field in (TEXT_FIELD, *USER_FIELDS)]
@@ -203,8 +199,6 @@ class TantivyTextIndex:
         return target
 
     def _make_index(self, path: Path | None) -> tantivy.Index:
-        self._index_path = path
-        self._bm25_docs = self._read_bm25_docs()
         index = tantivy.Index(self._schema(), path=None if path is None else str(path),
                               reuse=True)
         for name, analyzer in self._analyzers.items():
@@ -212,10 +206,6 @@ class TantivyTextIndex:
         index.reload()
         _ = index.searcher().num_docs  # touch the segments now: corruption fails here
         return index
-
-    def _read_bm25_docs(self) -> int | None:
-        # Call before a reload: merges finishing in between only lower it (see total_docs).
-        return None if self._index_path is None else tantivy_prune.total_docs(self._index_path)
 
     def _read_stamp(self) -> dict[str, object] | None:
         try:
@@ -302,7 +292,6 @@ class TantivyTextIndex:
             return
         assert self._writer is not None
         self._writer.commit()
-        self._bm25_docs = self._read_bm25_docs()
         self._index.reload()
         self._pending = False
         self._label_order = False  # unknown until the next save checks it
@@ -330,7 +319,6 @@ class TantivyTextIndex:
             # Finish merges and release the writer lock so other processes may write.
             self._writer.wait_merging_threads()
             self._writer = None
-            self._bm25_docs = self._read_bm25_docs()
             self._index.reload()
             folder = self.directory / INDEX_DIR  # merges rewrite meta.json (0600): see _commit
             chmod_like_umask(folder / "meta.json", folder / ".managed.json")
@@ -426,12 +414,10 @@ class TantivyTextIndex:
     def _pruned(self, searcher: tantivy.Searcher, query: tantivy.Query,
                 k: int) -> tantivy_prune.Hits | None:
         """tantivy_prune's hits for a plain words query, or None (search it in full)."""
-        if self._bm25_docs is None or int(searcher.num_docs) > self._bm25_docs:
-            return None  # N unknown (or stale): the bound could be too low
         clauses = tantivy_prune.plain_clauses(query, self._field_names)
         if clauses is None:
             return None
-        return tantivy_prune.top_k(searcher, self._index.schema, clauses, k, self._bm25_docs)
+        return tantivy_prune.top_k(searcher, self._index.schema, clauses, k)
 
     def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
                prune: bool = True) -> SearchResult:

@@ -120,7 +120,14 @@ def test_plain_clauses_name_every_field_and_boost(tmp_path: Path) -> None:
                                                     ("title_plain", 1.5)}
 
 
-def test_an_in_memory_index_never_prunes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # read_only over a folder with no index opens an empty in-memory index: N is unknown
-    index = TantivyTextIndex(tmp_path / "missing", read_only=True)
-    assert index._bm25_docs is None
+def test_bm25_document_count_counts_deleted_slots(tmp_path: Path) -> None:
+    index = TantivyTextIndex(tmp_path)
+    index.add([TextDocument(label, f"alpha w{label}") for label in range(100)])
+    index.save(1)
+    index.delete(range(10))  # deleted, not yet merged away: still in BM25's N
+    index.save(2)
+    searcher = index._index.searcher()
+    query = index._parse("alpha", False, True)
+    (hit,) = searcher.search(query, limit=1, count=False).hits
+    assert int(searcher.num_docs) == 90
+    assert tantivy_prune._bm25_docs(searcher, query, hit[1]) == 101  # 100 slots, rounded up
