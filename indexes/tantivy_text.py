@@ -31,8 +31,13 @@ Ties: the contract breaks equal scores on the smaller label; tantivy breaks them
 document address. ``save`` checks whether address order is label order (true when chunks
 were indexed in label order, as the store does) and records it in the stamp with the
 opstamp it holds for: then tantivy's own top k is the answer. Otherwise every document
-tied at the cut is fetched and sorted by label, which on a large corpus with many equal
-scores costs a multiple of tantivy's search (``benchmarks/RESULTS.md``, "Scale: indexes").
+tied at the cut is fetched (4 k deep at once, wider only when the tie is wider) and
+sorted by label.
+
+Speed: tantivy-py's search scores every posting of every query term (it never prunes);
+a plain words query over a large index first tries ``tantivy_prune`` (the exact top k from
+the documents holding its rare terms, with the whole tie at the cut), and only when that
+cannot prove its answer cheaply runs the full query.
 """
 
 from __future__ import annotations
