@@ -74,14 +74,13 @@ def query_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 @contextmanager
 def landed_fusion() -> Iterator[None]:
     """The fusion and rewriting as landed before issue 10's retrieval work: plain RRF (no
-    evidence weights, no sibling evidence), no definitions twin. The peer measured in the
-    same run (on the same stores: the chunking is not switched)."""
-    saved = fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS, fusion.SIBLING_WEIGHT
-    fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS, fusion.SIBLING_WEIGHT = False, False, 0.0
+    evidence weights), no definitions twin. The peer measured in the same run."""
+    saved = fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS
+    fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS = False, False
     try:
         yield
     finally:
-        fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS, fusion.SIBLING_WEIGHT = saved
+        fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS = saved
 
 
 # -- corpora and questions ------------------------------------------------------------

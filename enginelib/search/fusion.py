@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from ..errors import InvalidInputError
 
 RRF_K = 60
@@ -31,15 +29,6 @@ RRF_K = 60
 EVIDENCE_WEIGHTING = True
 
 Ranking = Sequence[tuple[int, float]]  # (label, score), best first
-
-# A passage whose document answers elsewhere too is more likely the document asked for: in
-# hybrid fusion each chunk gains this share of the fused score of the best other chunk of
-# its document among the candidates (``sibling_evidence``). One sibling only, so a document
-# of many chunks (a definitions article) cannot outvote a one-chunk one by its size: summing
-# every sibling's score lost half the French train questions at 0.5. Chosen on the train
-# split of the regulatory question sets (benchmarks/RESULTS.md): 0.05 / 0.1 / 0.2 gave 99 /
-# 101 / 100 of 114 train questions in the top 3 against 97 without, 0.3 gave 95.
-SIBLING_WEIGHT = 0.1
 
 
 def validate_rrf_k(k: int) -> int:
@@ -122,28 +111,3 @@ def best_per_label(rankings: Sequence[Ranking]) -> list[tuple[int, float]]:
             if label not in best or score > best[label]:
                 best[label] = score
     return order(best)
-
-
-def sibling_evidence(scores: np.ndarray, groups: np.ndarray, weight: float = SIBLING_WEIGHT) -> np.ndarray:
-    """``scores`` plus ``weight`` times the best score of another candidate of the same
-    group (document); a candidate alone in its group gains nothing."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if weight == 0 or len(scores) < 2:
-        return scores
-    _, group = np.unique(np.asarray(groups), return_inverse=True)
-    order = np.lexsort((-scores, group))  # by group, best first inside each
-    sorted_groups = group[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = sorted_groups[1:] != sorted_groups[:-1]
-    starts = np.flatnonzero(first)
-    best = scores[order[starts]]  # per group, in group order
-    second = np.zeros(len(starts))
-    has_second = np.zeros(len(starts), dtype=bool)
-    ends = np.append(starts[1:], len(order))
-    has_second[ends - starts > 1] = True
-    second[has_second] = scores[order[starts[has_second] + 1]]
-    g = np.searchsorted(sorted_groups[starts], group)  # each candidate's group index
-    is_best = np.zeros(len(scores), dtype=bool)
-    is_best[order[starts]] = True
-    bonus = np.where(is_best, second[g], best[g])
-    return scores + weight * bonus

@@ -140,19 +140,14 @@ def fuse(
     fused = rewrite.merge_by_chunk(per_query, comparable=strategy == "hybrid", k=request.rrf_k)
     labels = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
     scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+    # fusion.order's rule (best first, ties by the smaller label) as one numpy sort
+    order = np.lexsort((labels, -scores))
+    labels, scores = labels[order], scores[order]
     # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.
     positions = view.positions(labels)
     keep = positions >= 0
-    labels, positions, scores = labels[keep], positions[keep], scores[keep]
-    if strategy == "hybrid" and fusion.SIBLING_WEIGHT:
-        # a chunk whose document matched elsewhere too gains from it (fusion.py)
-        documents = view.column("document_id")
-        scores = fusion.sibling_evidence(
-            scores, np.array([documents[p] for p in positions.tolist()], dtype=object))
-    # fusion.order's rule (best first, ties by the smaller label) as one numpy sort
-    order = np.lexsort((labels, -scores))
     return Fused(rewrite.per_method(retrieved.vector, depth), rewrite.per_method(retrieved.text, depth),
-                 labels[order], positions[order], scores[order])
+                 labels[keep], positions[keep], scores[keep])
 
 
 def _fuse_one(
