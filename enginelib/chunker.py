@@ -77,7 +77,8 @@ class ChunkingConfig:
     # e5's MS MARCO). Prose with no line break in reach is cut at max_tokens as before,
     # so a corpus of one-paragraph abstracts (SciFact, NFCorpus) chunks exactly the same.
     # 0 turns it off, and so does any value not between overlap_tokens and max_tokens
-    # (max_tokens then rules alone), and the legacy "flat" structure. Why 200 and what it moved: benchmarks/RESULTS.md.
+    # (max_tokens then rules alone), and the legacy "flat" structure. Why 200 and what it
+    # moved: benchmarks/RESULTS.md.
     paragraph_tokens: int = 200
 
     def validate(self) -> None:
@@ -149,7 +150,8 @@ class ChunkingConfig:
         if self.structure == _LEGACY_STRUCTURE:
             # the flat chunker's dict (and so its hash) stays what stores recorded for it
             del d["structure"]
-        if self.paragraph_tokens == _LEGACY_PARAGRAPH_TOKENS or self.structure == _LEGACY_STRUCTURE:
+        if (self.paragraph_tokens == _LEGACY_PARAGRAPH_TOKENS
+                or self.structure == _LEGACY_STRUCTURE):
             # likewise for a chunker without paragraph-sized chunks (the flat one never
             # cuts at paragraphs)
             del d["paragraph_tokens"]
