@@ -7,7 +7,7 @@ keyword``, plus the gate's refusal rate and nDCG@10 on SciFact/NFCorpus test que
     python -m benchmarks.regulatory_eval --calibrate       # sweep the gate on the train split
 
 Stores are built once under ``benchmarks/.cache/regulatory/<embedder>/`` (vectors cached by
-content in ``benchmarks/.cache/vectors``); delete that folder after a chunking change.
+content in ``benchmarks/.cache/vectors``) and rebuilt when the default chunking changes.
 Each question is searched once with a gate that refuses nothing (threshold 0: the evidence
 is gathered, every hit kept), so the ranking (top 3) and the gate's evidence come from the
 same search; the decision is ``gate.decide`` on that evidence at the default threshold,
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 import enginelib
+from enginelib.chunker import ChunkingConfig
 from enginelib.embedders.path import embed_queries
 from enginelib.embedders.registry import DEFAULT_EMBEDDER, embedder_names, make_embedder
 from enginelib.errors import IncompatibleStoreError, StoreNotFoundError
@@ -131,9 +132,11 @@ def open_store(embedder: Any, corpus: str) -> enginelib.Store:
 
 
 def _build(path: Path, embedder: Any, documents: Any) -> enginelib.Store:
-    """Open the cached store, rebuilding it when the code's chunking no longer matches."""
+    """Open the cached store, rebuilding it when the code's chunking no longer matches
+    (the default ``ChunkingConfig``: a store chunked otherwise is refused at open)."""
     try:
-        store = enginelib.Store.open(path, embedder=embedder, create=False)
+        store = enginelib.Store.open(path, embedder=embedder, create=False,
+                                     chunking=ChunkingConfig())
     except (IncompatibleStoreError, StoreNotFoundError):
         if (path / "manifest.json").exists():
             remove_store(path)

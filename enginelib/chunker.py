@@ -51,6 +51,13 @@ _CLOSING_MARKS = re.compile(r"(?:^|[ \t]+)#+$")
 # are reindexed. A manifest without the field was written by the flat chunker.
 STRUCTURES = ("sections", "flat")
 _LEGACY_STRUCTURE = "flat"
+# Paragraph-sized chunks (``paragraph_tokens``): a manifest written before the field existed
+# describes a chunker that cut only at max_tokens, recorded as 0 (off) so such a store keeps
+# chunking the same way, and keeps its hash, until it is reindexed.
+_LEGACY_PARAGRAPH_TOKENS = 0
+# Where a paragraph-sized chunk may end: a blank line, else a line break (a numbered
+# paragraph, a list item, a point "(a)" of a legal text).
+_LINE_SEPARATORS = ("\n\n", "\n")
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,20 @@ class ChunkingConfig:
     separators: tuple[str, ...] = ("\n## ", "\n### ", "\n\n", ". ")
     encoding: str = "cl100k_base"
     structure: str = "sections"
+    # Text laid out in lines (paragraphs, numbered points, list items) is cut at the last
+    # line break within about this many tokens, so a long article gives one chunk per
+    # paragraph or two rather than 500 tokens of several provisions, whose one vector
+    # blurs them all: dense retrievers are trained on passages of ~100-200 words (DPR,
+    # e5's MS MARCO). Prose with no line break in reach is cut at max_tokens as before,
+    # so a corpus of one-paragraph abstracts (SciFact, NFCorpus) chunks exactly the same.
+    # 0 turns it off, and so does any value not between overlap_tokens and max_tokens
+    # (max_tokens then rules alone), and the legacy "flat" structure. Why 200 and what it
+    # moved: benchmarks/RESULTS.md.
+    paragraph_tokens: int = 200
 
     def validate(self) -> None:
         """Raise InvalidInputError naming the field when the config cannot be used."""
-        for name in ("max_tokens", "overlap_tokens", "min_tokens"):
+        for name in ("max_tokens", "overlap_tokens", "min_tokens", "paragraph_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise InvalidInputError(f"chunking {name} must be an int, got {value!r}")
@@ -86,6 +103,10 @@ class ChunkingConfig:
             )
         if self.min_tokens < 0:
             raise InvalidInputError(f"chunking min_tokens must be >= 0, got {self.min_tokens}")
+        if self.paragraph_tokens < 0:
+            raise InvalidInputError(
+                f"chunking paragraph_tokens must be >= 0 (0: off), got {self.paragraph_tokens}"
+            )
         if self.min_tokens > self.max_tokens:
             raise InvalidInputError(
                 f"chunking min_tokens ({self.min_tokens}) must not exceed max_tokens "
@@ -114,12 +135,26 @@ class ChunkingConfig:
                 f"got {self.structure!r}"
             )
 
+    @property
+    def paragraph_budget(self) -> int:
+        """Core tokens of a paragraph-sized chunk (its overlap aside); 0 when off."""
+        if self.structure != _LEGACY_STRUCTURE and (
+            self.overlap_tokens < self.paragraph_tokens < self.max_tokens
+        ):
+            return self.paragraph_tokens - self.overlap_tokens
+        return 0
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["separators"] = list(self.separators)  # JSON has no tuples
         if self.structure == _LEGACY_STRUCTURE:
             # the flat chunker's dict (and so its hash) stays what stores recorded for it
             del d["structure"]
+        if (self.paragraph_tokens == _LEGACY_PARAGRAPH_TOKENS
+                or self.structure == _LEGACY_STRUCTURE):
+            # likewise for a chunker without paragraph-sized chunks (the flat one never
+            # cuts at paragraphs)
+            del d["paragraph_tokens"]
         return d
 
     @classmethod
@@ -134,6 +169,7 @@ class ChunkingConfig:
             )
         kwargs = dict(d)
         kwargs.setdefault("structure", _LEGACY_STRUCTURE)
+        kwargs.setdefault("paragraph_tokens", _LEGACY_PARAGRAPH_TOKENS)
         if isinstance(kwargs.get("separators"), list):
             kwargs["separators"] = tuple(kwargs["separators"])
         config = cls(**kwargs)
@@ -361,6 +397,7 @@ class Chunker:
             *(sep for sep in _FALLBACK_SEPARATORS if sep not in self.config.separators),
         ]
         self._separators = [(sep, _cut_offset(sep)) for sep in ordered]
+        self._line_separators = [(sep, _cut_offset(sep)) for sep in _LINE_SEPARATORS]
 
     @property
     def _enc(self) -> tiktoken.Encoding:
@@ -412,7 +449,9 @@ class Chunker:
         for unit in units:
             # the same whole-chunk rule as a text without sections (its core budget), so a
             # document with no heading is cut exactly as before sections existed
-            if unit.count <= cfg.max_tokens - cfg.overlap_tokens:
+            if unit.count <= cfg.max_tokens - cfg.overlap_tokens and not self._paragraphs(
+                text, unit
+            ):
                 spans = [[unit.start, unit.start, unit.end, unit.count]]
             else:
                 spans = self._merge_small(text, self._plan(text, tokens, unit.start, unit.end))
@@ -428,6 +467,13 @@ class Chunker:
                     )
                 )
         return chunks
+
+    def _paragraphs(self, text: str, unit: _Unit) -> bool:
+        """The section is over the paragraph size and has a line break to cut at."""
+        budget = self.config.paragraph_budget
+        return bool(budget) and unit.count > budget and (
+            text.find("\n", unit.start, unit.end - 1) >= 0
+        )
 
     def _sections(self, text: str) -> list[_Unit]:
         """One unit per section: from its heading line to the next heading (or the end)."""
@@ -493,8 +539,13 @@ class Chunker:
         while core < hi:
             start = self._overlap_start(text, tokens, prev_core, core) if spans else core
             budget = core_budget
+            # a paragraph-sized chunk where the text has a line break in reach (ChunkingConfig)
+            line_end = self._cut_at_line(text, tokens, core, cfg.paragraph_budget, hi)
             while True:
-                end = self._cut(text, tokens, core, budget, hi)
+                if line_end is not None:
+                    end, line_end = line_end, None
+                else:
+                    end = self._cut(text, tokens, core, budget, hi)
                 count = self.count_tokens(text[start:end])
                 if count <= cfg.max_tokens:
                     break
@@ -537,6 +588,34 @@ class Chunker:
         if _joins_previous(text, cut):
             cut = hi
         return min(cut, n)
+
+    def _cut_at_line(
+        self, text: str, tokens: _TokenMap, core: int, budget: int, n: int
+    ) -> int | None:
+        """End of a paragraph-sized chunk core from ``core``: the last blank line, else
+        line break, within ``budget`` tokens (keeping min_tokens on either side, as
+        ``_cut`` does); None when paragraphs are off, the rest fits the budget, or no line
+        break is in reach (the caller then cuts at max_tokens)."""
+        if not budget:
+            return None
+        first = tokens.tok_at(core)
+        n_tokens = tokens.tok_at(n)
+        if n_tokens - first <= budget:
+            return None
+        hi_tok = first + budget
+        tail_cap = n_tokens - self.config.min_tokens
+        if hi_tok > tail_cap > first + budget // 2:
+            hi_tok = tail_cap
+        lo_tok = first + min(self.config.min_tokens, budget // 2)
+        hi = max(tokens.char_at(hi_tok), core + 1)
+        lo = max(tokens.char_at(lo_tok), core)
+        if hi <= lo:
+            return None
+        for sep, offset in self._line_separators:
+            idx = text.rfind(sep, max(0, lo - offset + 1), min(n, hi - offset + len(sep)))
+            if idx >= 0 and lo < idx + offset <= hi:
+                return idx + offset
+        return None
 
     def _overlap_start(self, text: str, tokens: _TokenMap, prev_core: int, core: int) -> int:
         """Start of a chunk whose core starts at ``core``: about overlap_tokens earlier."""

@@ -290,9 +290,12 @@ def _reindex_store(
     store.require_writable()
     started = time.monotonic()
     # A reindex re-chunks with the current chunker: a store built by the flat one moves to
-    # section structure (its sizes kept); pass ``chunking`` to choose otherwise.
+    # section structure, one built before paragraph-sized chunks gets them (its sizes
+    # kept); pass ``chunking`` to choose otherwise.
+    recorded = ChunkingConfig.from_dict(store.manifest.chunking)
     config = chunking or replace(
-        ChunkingConfig.from_dict(store.manifest.chunking), structure="sections"
+        recorded, structure="sections",
+        paragraph_tokens=recorded.paragraph_tokens or ChunkingConfig.paragraph_tokens,
     )
     config.validate()
     chunker, dim = Chunker(config), int(embedder.dim)

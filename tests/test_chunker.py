@@ -323,6 +323,10 @@ def test_config_hash_is_stable_and_tracks_every_field() -> None:
     default = ChunkingConfig()
     # pinned: a change here changes every store's manifest and forces a re-index
     assert default.config_hash() == (
+        "a5a434cddd6c44f05acc87b9655ab2624389c07655bed58cbdcdc89e7b23dded"
+    )
+    # the section chunker before paragraph-sized chunks keeps the hash its stores recorded
+    assert ChunkingConfig(paragraph_tokens=0).config_hash() == (
         "9eb82c8803ddbd9f37aa98cbaffd0495c0b7721a676647287b2086e62768634f"
     )
     # the flat chunker keeps the hash stores built with it recorded, so opening one with
@@ -343,6 +347,7 @@ def test_config_hash_changes_when_a_field_changes() -> None:
         ChunkingConfig(separators=("\n### ", "\n## ", "\n\n", ". ")),  # order matters
         ChunkingConfig(encoding="o200k_base"),
         ChunkingConfig(structure="flat"),
+        ChunkingConfig(paragraph_tokens=150),
     ]
     hashes = {v.config_hash() for v in variants}
     assert base not in hashes
@@ -355,9 +360,15 @@ def test_config_dict_round_trip() -> None:
     assert d["separators"] == ["\n## ", "\n### ", "\n\n", ". "]
     assert ChunkingConfig.from_dict(d) == config
     assert ChunkingConfig.from_dict(d).config_hash() == config.config_hash()
-    assert ChunkingConfig.from_dict({"structure": "sections"}) == ChunkingConfig()
-    # a manifest written before section structure existed describes the flat chunker
-    assert ChunkingConfig.from_dict({}) == ChunkingConfig(structure="flat")
+    assert ChunkingConfig.from_dict({"structure": "sections", "paragraph_tokens": 200}) == (
+        ChunkingConfig()
+    )
+    # a manifest written before section structure existed describes the flat chunker, and
+    # one written before paragraph-sized chunks a chunker without them
+    assert ChunkingConfig.from_dict({}) == ChunkingConfig(structure="flat", paragraph_tokens=0)
+    assert ChunkingConfig.from_dict({"structure": "sections"}) == (
+        ChunkingConfig(paragraph_tokens=0)
+    )
 
 
 def test_config_from_dict_rejects_unknown_and_invalid_fields() -> None:
@@ -392,3 +403,68 @@ def test_gdpr_articles() -> None:
     assert article17
     assert any("right to be forgotten" in c.content or "erasure" in c.content for c in article17)
     assert all(c.headings[0].startswith("Regulation (EU) 2016/679") for c in chunks)
+
+
+# -- paragraph-sized chunks -----------------------------------------------------------
+
+
+@pytest.mark.skipif(not GDPR.exists(), reason="GDPR dataset not present")
+def test_long_article_is_cut_at_its_paragraphs() -> None:
+    text = normalize_text(GDPR.read_text(encoding="utf-8"))
+    config = ChunkingConfig()
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    legacy = Chunker(ChunkingConfig(paragraph_tokens=0)).chunk(text)
+    # Article 21 (six numbered paragraphs, ~350 tokens) was one chunk and is now several,
+    # each ending where a paragraph ends
+    article21 = [c for c in chunks if c.headings and "Article 21" in c.headings[-1]]
+    before = [c for c in legacy if c.headings and "Article 21" in c.headings[-1]]
+    assert len(before) == 1 and len(article21) > 1
+    for c in article21[:-1]:
+        assert c.content.endswith("\n")
+    assert "scientific or historical research" in article21[-1].content
+    # paragraph-sized: no chunk cut at a line break exceeds paragraph_tokens by more than
+    # the overlap it repeats and a merged short tail
+    cut_at_lines = [c for c in chunks if c.content.endswith("\n")]
+    assert cut_at_lines
+    assert sum(c.token_count for c in chunks) / len(chunks) < config.paragraph_tokens * 1.5
+    assert len(chunks) > len(legacy)
+
+
+def test_prose_without_line_breaks_is_cut_as_before() -> None:
+    # an abstract (SciFact, NFCorpus) has no line break: max_tokens alone cuts it, so a
+    # store of such documents chunks, and embeds, exactly as before paragraphs
+    text = PROSE * 12
+    assert "\n" not in text
+    config = ChunkingConfig()
+    new = Chunker(config).chunk(text)
+    old = Chunker(ChunkingConfig(paragraph_tokens=0)).chunk(text)
+    assert [(c.start_offset, c.end_offset) for c in new] == (
+        [(c.start_offset, c.end_offset) for c in old]
+    )
+    assert_invariants(text, new, config)
+
+
+def test_lines_are_cut_near_paragraph_tokens() -> None:
+    lines = [f"{i}. " + PROSE.strip() for i in range(1, 13)]
+    text = "\n".join(lines)
+    config = ChunkingConfig(max_tokens=500, overlap_tokens=20, min_tokens=20,
+                            paragraph_tokens=120)
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    assert len(chunks) > 1
+    for c in chunks[:-1]:
+        assert c.content.endswith("\n")  # a line break ends every chunk but the last
+        assert c.token_count <= config.paragraph_tokens + config.overlap_tokens
+    off = Chunker(ChunkingConfig(max_tokens=500, overlap_tokens=20, min_tokens=20,
+                                 paragraph_tokens=0)).chunk(text)
+    assert len(off) < len(chunks)
+
+
+def test_paragraph_tokens_validation_and_no_effect_outside_its_range() -> None:
+    with pytest.raises(InvalidInputError, match="paragraph_tokens"):
+        ChunkingConfig(paragraph_tokens=-1).validate()
+    # above max_tokens (or at most the overlap) it changes nothing: max_tokens rules alone
+    assert ChunkingConfig(max_tokens=100, overlap_tokens=10).paragraph_budget == 0
+    assert ChunkingConfig(paragraph_tokens=40, overlap_tokens=50).paragraph_budget == 0
+    assert ChunkingConfig().paragraph_budget == 150

@@ -203,3 +203,28 @@ def test_numbered_line_forms() -> None:
     titles = [h.title for h in find_headings(text)]
     assert titles == ["Article 1er — Objet", "Article 2 bis — Ajout", "CHAPITRE PREMIER",
                       "Art. 5", "Artikel 3 - Begriffe", "Section 2.3: Details"]
+
+
+def test_store_built_before_paragraph_chunks_keeps_them_until_reindex(tmp_path: Path) -> None:
+    # a long section of numbered paragraphs: one chunk before, several after a reindex
+    text = "## Article 1\n\n" + "\n".join(
+        f"{i}. " + "The controller shall keep records of processing activities. " * 6
+        for i in range(1, 7)
+    )
+    before = ChunkingConfig(paragraph_tokens=0)
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), chunking=before)
+    store.ingest_documents([enginelib.LoadedDocument(id="d", text=text)], truth_level="L1")
+    manifest = (tmp_path / "s" / "manifest.json").read_text()
+    assert '"paragraph_tokens"' not in manifest  # what a store of the older chunker recorded
+    assert len(store.show("d")["chunks"]) == 1
+    store.close()
+    with pytest.raises(IncompatibleStoreError, match="reindex"):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), chunking=ChunkingConfig())
+    reopened = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16))
+    assert reopened.chunker.config.paragraph_tokens == 0  # keeps chunking as it was built
+    reopened.reindex(embedder=HashingEmbedder(16))
+    assert reopened.manifest.chunking_hash == ChunkingConfig().config_hash()
+    chunks = reopened.show("d")["chunks"]
+    assert len(chunks) > 1
+    assert all(c["heading_path"] == "Article 1" for c in chunks)
+    reopened.close()
