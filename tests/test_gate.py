@@ -36,6 +36,35 @@ def test_coverage_weighs_words_by_idf_and_names_the_missing_ones() -> None:
     assert gate.coverage([], {"data"}) == (None, ())
 
 
+def test_a_hyphenated_word_is_weighed_once_through_its_parts() -> None:
+    def term(word: str) -> gate.QueryTerm:
+        return gate.QueryTerm(word, 5.0, frozenset({word}))
+
+    compound = [term("african-american"), term("african"), term("american"), term("diet")]
+    assert [t.word for t in gate.one_term_per_word(compound)] == ["african", "american", "diet"]
+    # "l'effacement": the elided article is too short to index, the word carries it
+    assert [t.word for t in gate.one_term_per_word([term("l'effacement"), term("effacement")])] == [
+        "effacement"]
+    # a code with no part of its own among the terms stays one term
+    assert [t.word for t in gate.one_term_per_word([term("covid-19"), term("covid")])] == [
+        "covid-19", "covid"]
+    assert [t.word for t in gate.one_term_per_word([term("1k0615301m")])] == ["1k0615301m"]
+
+
+def test_a_hyphenated_query_word_is_covered_by_its_unhyphenated_spelling(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s", chunking=None)
+    store.ingest_documents([
+        doc("a", "Hypertension among African American women on a plant based diet.", title="Diet"),
+        doc("b", "Brake pads wear faster in city traffic.", title="Brakes"),
+    ])
+    response = store.search("African-American hypertension")
+    assert response.gate is not None
+    evidence = response.gate.evidence
+    assert evidence.coverage == pytest.approx(1.0) and evidence.missing_words == ()
+    assert "african-american" not in evidence.content_words
+    store.close()
+
+
 def test_agreement_is_the_overlap_of_the_two_top_lists() -> None:
     assert gate.agreement([1, 2, 3], [3, 2, 9]) == pytest.approx(2 / 3)
     assert gate.agreement([1, 2], []) is None

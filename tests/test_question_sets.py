@@ -91,3 +91,41 @@ def test_randomisation_test_of_paired_differences() -> None:
     noise = [0.2, -0.2] * 20
     assert ev.randomisation_p(noise) > 0.5
     assert "0 differ" in ev.paired_test({"a": 0.5, "b": 0.7}, {"a": 0.5, "b": 0.7})
+
+
+def _tiny_beir(folder: Path) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    docs = [("d1", "Brake pads", "Replace the brake pads when thinner than 2 mm."),
+            ("d2", "Erasure", "The data subject has the right to erasure of personal data."),
+            ("d3", "Coffee", "Espresso is brewed by forcing hot water through ground coffee.")]
+    (folder / "corpus.jsonl").write_text(
+        "\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs) + "\n")
+    queries = [("q1", "brake pads"), ("q2", "erasure of personal data"), ("q3", "zyxwv qwerty")]
+    (folder / "queries.jsonl").write_text(
+        "\n".join(json.dumps({"_id": q, "text": t}) for q, t in queries) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td3\t1\n")
+    (folder / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return folder
+
+
+def test_beir_eval_keeps_each_querys_score_and_gate_decision(tmp_path: Path) -> None:
+    """Per-query nDCG and the gate's decision with its reason, for a paired test against a
+    peer run and for reading why a query is refused; one store serves every split."""
+    folder = _tiny_beir(tmp_path / "tiny")
+    stores, vectors = tmp_path / "stores", tmp_path / "vectors"
+    out = ev.beir_eval(HashingEmbedder(64), str(folder), "test", stores=stores, vectors_root=vectors)
+    assert set(out["per_query"]) == {"q1", "q2", "q3"} == set(out["decisions"])
+    assert out["per_query"]["q1"] == 1.0 and out["per_query"]["q2"] == 1.0
+    assert out["decisions"]["q1"].answerable
+    refused = out["decisions"]["q3"]  # no word of it is in the corpus
+    assert not refused.answerable and refused.reason_code == "WEAK_EVIDENCE"
+    assert out["refused"] == 1 / 3 and "WEAK_EVIDENCE 1" in ev.reason_counts(out)
+    assert "q3 WEAK_EVIDENCE" in ev.refusals(out) and "zyxwv" in ev.refusals(out)
+    dev = ev.beir_eval(HashingEmbedder(64), str(folder), "dev", stores=stores, vectors_root=vectors)
+    assert set(dev["per_query"]) == {"q1"}
+    assert [p.name for p in (stores / "hashing-64").iterdir()] == ["beir-tiny-all"]
+    peer = ev.beir_eval(HashingEmbedder(32), str(folder), "test", stores=stores, vectors_root=vectors,
+                        options={"strategy": "fulltext"})
+    assert peer["embedder"] == "hashing-32" and peer["per_query"]["q1"] == 1.0
+    assert "(n = 3," in ev.paired_test(out["per_query"], peer["per_query"])

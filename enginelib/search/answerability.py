@@ -99,4 +99,4 @@ def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
     # Question words ("when", "must", "doit") are not what a question asks about: the same
     # list the quotes and highlights skip, beyond the index's own stop words.
     kept = set(content_terms([t.word for t in terms]))
-    return [t for t in terms if t.word in kept]
+    return gate.one_term_per_word([t for t in terms if t.word in kept])

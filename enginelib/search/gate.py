@@ -27,6 +27,7 @@ reports the held-out (test split) rates.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -116,6 +117,26 @@ def bm25_idf(doc_freq: int, num_docs: int) -> float:
     n = max(int(num_docs), 0)
     df = min(max(int(doc_freq), 0), n)
     return math.log1p((n - df + 0.5) / (df + 0.5))
+
+
+_WORD_PARTS = re.compile(r"[-'’]")
+
+
+def one_term_per_word(terms: Sequence[QueryTerm]) -> list[QueryTerm]:
+    """``terms`` with each query word weighed once. The text index makes a hyphenated word
+    ("African-American", "l'effacement") a code term *and* its parts; counting both weighs
+    the word two or three times and demands the hyphenated spelling in the hits, so a
+    passage saying "African Americans" missed most of the query. A compound goes when each
+    of its parts is another term or a word too short to index; its parts carry it."""
+    words = {t.word for t in terms}
+    kept = []
+    for term in terms:
+        parts = [p for p in _WORD_PARTS.split(term.word) if p]
+        carried = len(parts) > 1 and any(p in words for p in parts) and all(
+            p in words or len(p) == 1 for p in parts)
+        if not carried:
+            kept.append(term)
+    return kept
 
 
 def coverage(terms: Sequence[QueryTerm], hit_tokens: set[str]) -> tuple[float | None, tuple[str, ...]]:
