@@ -66,7 +66,8 @@ MAX_FETCH = 4_000
 COMPACT_MIN_DELETED = 1_000
 
 
-def _usearch() -> Any:
+def require_usearch() -> Any:
+    """usearch's ``index`` module, or MissingExtraError naming the [compact] extra."""
     try:
         import usearch.index
     except ImportError as exc:
@@ -90,7 +91,7 @@ class UsearchVectorIndex:
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
         num_threads: int = 1,
     ) -> None:
-        self._ui = _usearch()
+        self._ui = require_usearch()
         if dim <= 0:
             raise InvalidInputError(f"vector dimension must be positive, got {dim}")
         if dtype not in DTYPES:
