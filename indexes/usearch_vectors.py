@@ -244,8 +244,9 @@ class UsearchVectorIndex:
         allowed_labels = None
         if rows is not None:
             # Over-fetch rather than filter inside the walk (see the hnsw backend): about
-            # OVERSAMPLE * k allowed candidates survive, else the answer is exact.
-            fetch = math.ceil(fetch * count / len(rows))
+            # as many allowed candidates survive as an unfiltered walk visits (the expansion;
+            # OVERSAMPLE * k allowed ones lost recall at 40 % selectivity), else exact.
+            fetch = math.ceil(self.ef_for(k) * count / len(rows))
             if fetch > MAX_FETCH:
                 return self._rows.exact(queries, k, rows)
             allowed_labels = np.sort(self._rows.live_labels()[rows])
