@@ -57,6 +57,14 @@ def _folder(backend: str, n: int) -> Path:
     return CACHE / f"{backend}-{n}-r{RECIPE}"
 
 
+def _shared_mib() -> float:
+    """Resident file-backed pages (memory maps of index files): page cache the kernel can
+    drop, counted in RSS. RSS minus this is the process's own memory."""
+    import psutil
+
+    return float(psutil.Process().memory_info().shared) / 2**20
+
+
 def _load() -> list[str]:
     return open("/proc/loadavg").read().split()[:3]
 
@@ -172,7 +180,7 @@ def measure(backend: str, n: int, seed: int, ef: int | None) -> dict[str, Any]:
         def search(q: np.ndarray, k: int) -> list[int]:
             return [label for label, _ in index.search(q[None, :], k)[0]]
     open_s = time.perf_counter() - started
-    rss_open = rss_mb()
+    rss_open, shared_open = rss_mb(), _shared_mib()
     search(qvecs[0], 10)  # first query: pages of the graph's entry levels
     got10, k10 = _series(lambda q: search(q, 10), list(qvecs))
     got100, k100 = _series(lambda q: search(q, 100), list(qvecs))
@@ -180,6 +188,8 @@ def measure(backend: str, n: int, seed: int, ef: int | None) -> dict[str, Any]:
         "backend": backend, "chunks": n, "open_s": round(open_s, 3),
         "rss_mib_before_open": round(rss0, 1), "rss_mib_after_open": round(rss_open, 1),
         "rss_mib_after_queries": round(rss_mb(), 1),
+        "shared_mib_after_open": round(shared_open, 1),
+        "shared_mib_after_queries": round(_shared_mib(), 1),
         "recall@10": round(_recall(got10, truth), 4),
         "recall@100": round(_recall(got100, truth, 100), 4),
         "vector_k10_ms": k10, "vector_k100_ms": k100, "load": _load(),
@@ -269,13 +279,15 @@ def table(result: dict[str, Any]) -> str:
     lines = ["| chunks | backend | build s (cpu) | open s | RSS open / after q MiB | "
              "recall@10 | k10 p50 / p99 ms (cpu p50) | k100 p50 ms | 0.1 % filter exact |",
              "|---|---|---|---|---|---|---|---|---|"]
+    # RSS cells: total (of which file-backed shared pages, i.e. mapped index files)
     for n, rows in result["sizes"].items():
         for backend, r in rows.items():
             k10, k100 = r["vector_k10_ms"], r["vector_k100_ms"]
             lines.append(
                 f"| {int(n):,} | {backend} | {r['build']['build_s']} ({r['build']['build_cpu_s']}) "
-                f"| {r['open_s']:.2f} | {r['rss_mib_after_open']:.0f} / "
-                f"{r['rss_mib_after_queries']:.0f} | {r['recall@10']:.3f} | "
+                f"| {r['open_s']:.2f} | {r['rss_mib_after_open']:.0f} "
+                f"({r['shared_mib_after_open']:.0f}) / {r['rss_mib_after_queries']:.0f} "
+                f"({r['shared_mib_after_queries']:.0f}) | {r['recall@10']:.3f} | "
                 f"{k10['p50']:.2f} / {k10['p99']:.2f} ({k10['cpu']['p50']:.2f}) | "
                 f"{k100['p50']:.2f} | {r.get('filtered_0.1pct_exact', '-')} |")
     return "\n".join(lines)
