@@ -304,6 +304,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=BENCH_SEED)
     parser.add_argument("--ef", type=int, default=None)
+    parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--efs", default="64,100,150,200,256,300,400")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -320,8 +321,9 @@ def main() -> None:
         calibrate(args.size, args.backend, [int(e) for e in args.efs.split(",")])
     else:
         result = run(sizes, backends)
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps(result, indent=1) + "\n")
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
         print(table(result))
 
 
