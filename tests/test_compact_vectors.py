@@ -226,3 +226,19 @@ def test_a_writer_killed_while_saving_loses_nothing(tmp_path: Path, step: str) -
     found = store.search("beta", strategy="hybrid", answerability_threshold=None)
     assert {h.document_id for h in found.hits} >= {"beta"}
     store.close()
+
+
+def test_reindex_and_snapshots_keep_the_compact_form(tmp_path: Path) -> None:
+    store = _compact_store(tmp_path / "s")
+    store.ingest_documents([doc("manual", paragraphs(6), title="Manual")])
+    store.reindex(embedder=HashingEmbedder(32))
+    assert isinstance(store.vector_index, UsearchVectorIndex)
+    assert store.search("rotor", strategy="vector", answerability_threshold=None).hits
+    store.create_snapshot("2026.11.0")
+    store.close()
+    assert json.loads((tmp_path / "s" / "manifest.json").read_text())["vector_backend"] == (
+        "usearch-i8")
+    snap = enginelib.open(tmp_path / "s", snapshot="2026.11.0", embedder=HashingEmbedder(32))
+    assert isinstance(snap.vector_index, UsearchVectorIndex)
+    assert snap.search("rotor", strategy="hybrid", answerability_threshold=None).hits
+    snap.close()
