@@ -275,6 +275,36 @@ def real_vectors(cache: Path, queries: int = 1_000) -> list[dict[str, Any]]:
     return out
 
 
+def plot(files: list[Path], out: Path) -> None:
+    """Vector k=10 CPU p50 and RSS after open against size, per backend, from result files
+    (a later file's (size, backend) replaces an earlier one's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows: dict[str, dict[int, dict[str, Any]]] = {}
+    for file in files:
+        for n, by_backend in json.loads(file.read_text())["sizes"].items():
+            for backend, row in by_backend.items():
+                rows.setdefault(backend, {})[int(n)] = row
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for backend, by_size in sorted(rows.items()):
+        sizes = sorted(by_size)
+        left.plot(sizes, [by_size[n]["vector_k10_ms"]["cpu"]["p50"] for n in sizes], "o-",
+                  label=backend)
+        right.plot(sizes, [by_size[n]["rss_mib_after_open"] for n in sizes], "o-", label=backend)
+    for axis, title in ((left, "vector k=10: CPU ms per query (p50)"),
+                        (right, "process RSS after open (MiB)")):
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("chunks")
+        axis.set_title(title)
+        axis.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def table(result: dict[str, Any]) -> str:
     lines = ["| chunks | backend | build s (cpu) | open s | RSS open / after q MiB | "
              "recall@10 | k10 p50 / p99 ms (cpu p50) | k100 p50 ms | 0.1 % filter exact |",
@@ -295,7 +325,8 @@ def table(result: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["build", "run", "one", "calibrate", "real"])
+    parser.add_argument("command", choices=["build", "run", "one", "calibrate", "real", "plot"])
+    parser.add_argument("--files", default="", help="plot: result files, later ones win")
     parser.add_argument("--vector-cache", default=str(HERE / ".cache" / "vectors" / "e5-small"))
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--size", type=int, default=0)
@@ -315,6 +346,8 @@ def main() -> None:
                 print(json.dumps(build(backend, n, args.threads)), flush=True)
     elif args.command == "one":
         print(json.dumps(measure(args.backend, args.size, args.seed, args.ef)))
+    elif args.command == "plot":
+        plot([Path(f) for f in args.files.split(",")], OUT.with_suffix(".png"))
     elif args.command == "real":
         real_vectors(Path(args.vector_cache))
     elif args.command == "calibrate":
