@@ -19,6 +19,7 @@ from enginelib.errors import InvalidInputError
 from enginelib.indexes.base import TextDocument, TextIndex, VectorIndex
 from enginelib.indexes.hnsw import HnswVectorIndex
 from enginelib.indexes.tantivy_text import TantivyTextIndex
+from enginelib.indexes.usearch_vectors import UsearchVectorIndex
 
 DIM = 8
 
@@ -39,7 +40,7 @@ def _vector(rank: int) -> np.ndarray:
     return vec
 
 
-def _vector_add(index: HnswVectorIndex, items: list[tuple[int, int]]) -> None:
+def _vector_add(index: HnswVectorIndex | UsearchVectorIndex, items: list[tuple[int, int]]) -> None:
     labels = np.array([label for label, _ in items], dtype=np.int64)
     index.add(labels, np.stack([_vector(rank) for _, rank in items]))
 
@@ -56,6 +57,15 @@ HARNESSES = {
     "hnsw-graph": Harness(lambda d: HnswVectorIndex(d, DIM, exact_threshold=0), _vector_add,
                           _vector(0)[None, :], VectorIndex),
     "tantivy": Harness(lambda d: TantivyTextIndex(d), _text_add, ["alpha"], TextIndex),
+    # The compact forms ([compact] extra, in [test]): quantized graph, exact float32 re-rank.
+    **{
+        f"usearch-{dtype}{suffix}": Harness(
+            lambda d, dtype=dtype, threshold=threshold: UsearchVectorIndex(
+                d, DIM, dtype=dtype, exact_threshold=threshold),
+            _vector_add, _vector(0)[None, :], VectorIndex)
+        for dtype in ("i8", "f16")
+        for suffix, threshold in (("", 2_000), ("-graph", 0))
+    },
 }
 
 

@@ -35,7 +35,7 @@ from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
 from ..errors import ReadOnlyStoreError, StoreError, StoreLockedError, StoreNotFoundError
-from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS
+from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS, split_vector_backend
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
 from ..querylog import QueryLog
 from ..search.cache import ResponseCache
@@ -127,6 +127,9 @@ class StoreCore:
                 embedder = resolve_embedder(embedder)
                 config = chunking or ChunkingConfig()
                 config.validate()
+                # index_options["vector"]["backend"] picks the vector backend (e.g. the
+                # compact "usearch-i8"); the manifest records it for every later open.
+                backend, index_options = split_vector_backend(index_options)
                 manifest = mf.Manifest(
                     embedding_model=embedder.name,
                     embedding_dim=int(embedder.dim),
@@ -135,6 +138,7 @@ class StoreCore:
                     schema_version=schema.SCHEMA_VERSION,
                     created_at=datetime.now().isoformat(timespec="seconds"),
                     index_options=dict(index_options or {}),
+                    vector_backend=backend,
                 )
                 mf.write_manifest(root, manifest)
             else:
