@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..chunk_view import ChunkRecord
 from ..types import TRUTH_LEVELS
@@ -12,42 +13,65 @@ from .highlights import find_highlights
 from .quotes import LazyQuote
 from .results import Citation, assemble
 
-__all__ = ["CitationCheck", "check_answer_citations", "display_name", "find_highlights",
-           "make_citation"]
+__all__ = ["CitationCheck", "check_answer_citations", "citation_of", "display_name",
+           "find_highlights", "make_citation"]
 
 
 def display_name(record: ChunkRecord) -> str:
-    if record.title:
-        return record.title
-    if record.source_path:
-        return record.source_path.rsplit("/", 1)[-1]
-    return record.document_id
+    return _display_name(record.title, record.source_path, record.document_id)
+
+
+def _display_name(title: str | None, source_path: str | None, document_id: str) -> str:
+    if title:
+        return title
+    if source_path:
+        return source_path.rsplit("/", 1)[-1]
+    return document_id
 
 
 def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -> Citation:
     """The citation of a hit; its quote is the passage that best matches ``terms``, cut
     when first read."""
-    level = TRUTH_LEVELS[record.truth_level].name
-    quote = LazyQuote(record.content, record.start_offset, terms)
+    fields = {name: [getattr(record, name)] for name in _RECORD_FIELDS}
+    return citation_of(number, fields, 0, record.content, record.heading_path, terms)
+
+
+# The ChunkView fields a citation reads (``ChunkView.fields_at`` gives them as columns).
+_RECORD_FIELDS = ("document_id", "chunk_index", "start_offset", "end_offset", "truth_level",
+                  "source_path", "source_type", "source_url", "title", "page_start", "page_end",
+                  "version", "index_version")
+
+
+def citation_of(
+    number: int, rows: Mapping[str, Sequence[Any]], n: int, content: str, heading_path: str,
+    terms: Sequence[str] = (),
+) -> Citation:
+    """The citation of row ``n`` of ``rows`` (the view's columns over a page of hits), with
+    its ``content`` and ``heading_path``; the quote is cut when first read."""
+    start_offset = rows["start_offset"][n]
+    title, source_path, document_id = rows["title"][n], rows["source_path"][n], rows["document_id"][n]
+    truth_level = rows["truth_level"][n]
+    quote = LazyQuote(content, start_offset, terms)
     return assemble(
         Citation,
         number=number,
-        document_id=record.document_id,
-        chunk_index=record.chunk_index,
+        document_id=document_id,
+        chunk_index=rows["chunk_index"][n],
         quote=quote,
-        start_offset=record.start_offset,
-        end_offset=record.end_offset,
-        display_text=f"[{number}] {display_name(record)} ({level})",
-        truth_level=record.truth_level,
-        source_path=record.source_path,
-        source_type=record.source_type,
-        source_url=record.source_url,
-        title=record.title,
-        heading_path=record.heading_path or "",
-        page_start=record.page_start,
-        page_end=record.page_end,
-        document_version=record.version,
-        index_version=record.index_version,
+        start_offset=start_offset,
+        end_offset=rows["end_offset"][n],
+        display_text=f"[{number}] {_display_name(title, source_path, document_id)} "
+                     f"({TRUTH_LEVELS[truth_level].name})",
+        truth_level=truth_level,
+        source_path=source_path,
+        source_type=rows["source_type"][n],
+        source_url=rows["source_url"][n],
+        title=title,
+        heading_path=heading_path or "",
+        page_start=rows["page_start"][n],
+        page_end=rows["page_end"][n],
+        document_version=rows["version"][n],
+        index_version=rows["index_version"][n],
         quote_start=quote,
         quote_end=quote,
     )

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..types import truth_rank
-from .citations import make_citation
+from .cache import GenerationMemo
+from .citations import citation_of
 from .gate import GateDecision
 from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest
@@ -46,19 +47,20 @@ def build_hits(
 ) -> tuple[Hit, ...]:
     """One hit per page item (``(block, index into the block)``), ranked from offset + 1."""
     # the quote looks for the query's words even in a vector search; highlights stay BM25's
-    quote_terms = content_terms(store.text_index.highlight_terms(request.queries[0]))
+    quote_terms = quote_terms_of(store, view, request.queries[0])
     terms = quote_terms if strategy != "vector" else ()
-    positions = np.fromiter((int(b.positions[i]) for b, i in items), dtype=np.int64,
-                            count=len(items))
-    # one matrix product for the page, not one dot product per hit
+    positions, fused, boosts = _page_columns(items)
+    # The page's rows column by column and one matrix product for its similarities: no
+    # record object and no dot product per hit.
+    rows = view.fields_at(positions)
+    texts = view.texts_of(rows["label"])
     similarities = (view.vectors[positions] @ qvec).tolist() if qvec is not None else None
     ranks: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
     hits = []
     for n, (block, idx) in enumerate(items):
         rank = request.offset + n + 1
-        label = int(block.labels[idx])
-        position = int(positions[n])
-        record = view.record(position)
+        label = rows["label"][n]
+        content, heading_path = texts[n]
         block_ranks = ranks.get(id(block))
         if block_ranks is None:  # built once per block the page draws from
             block_ranks = ranks[id(block)] = (_ranks(block.vector_ranking), _ranks(block.text_ranking))
@@ -70,9 +72,9 @@ def build_hits(
             vector_score=float(block.vector_ranking[vr - 1][1]) if vr else None,
             bm25_rank=tr,
             bm25_score=float(block.text_ranking[tr - 1][1]) if tr else None,
-            fused=float(block.fused_scores[idx]),
+            fused=fused[n],
             similarity=similarities[n] if similarities is not None else None,
-            boost=float(block.boosts[idx]),
+            boost=boosts[n],
             rerank_score=block.rerank_scores.get(idx),
         )
         hits.append(
@@ -80,20 +82,51 @@ def build_hits(
                 Hit,
                 rank=rank,
                 label=label,
-                document_id=record.document_id,
-                chunk_index=record.chunk_index,
-                content=record.content,
-                start_offset=record.start_offset,
-                end_offset=record.end_offset,
-                truth_level=record.truth_level,
+                document_id=rows["document_id"][n],
+                chunk_index=rows["chunk_index"][n],
+                content=content,
+                start_offset=rows["start_offset"][n],
+                end_offset=rows["end_offset"][n],
+                truth_level=rows["truth_level"][n],
                 scores=scores,
-                citation=make_citation(rank, record, quote_terms),
+                citation=citation_of(rank, rows, n, content, heading_path, quote_terms),
                 highlight_terms=terms,
-                title=record.title,
-                heading_path=record.heading_path or "",
+                title=rows["title"][n],
+                heading_path=heading_path or "",
             )
         )
     return tuple(hits)
+
+
+def _page_columns(items: list[tuple[Block, int]]) -> tuple[np.ndarray, list[float], list[float]]:
+    """The page's view positions, fused scores and boosts, gathered block by block."""
+    idx = np.fromiter((i for _, i in items), dtype=np.int64, count=len(items))
+    blocks = list({id(b): b for b, _ in items}.values())
+    if len(blocks) == 1:  # the usual page: one depth placed it
+        block = blocks[0]
+        return (block.positions[idx], block.fused_scores[idx].tolist(),
+                block.boosts[idx].tolist())
+    owner = np.fromiter((blocks.index(b) for b, _ in items), dtype=np.int64, count=len(items))
+    positions = np.empty(len(items), dtype=np.int64)
+    fused = np.empty(len(items), dtype=np.float64)
+    boosts = np.empty(len(items), dtype=np.float64)
+    for k, block in enumerate(blocks):
+        mine = owner == k
+        positions[mine] = block.positions[idx[mine]]
+        fused[mine] = block.fused_scores[idx[mine]]
+        boosts[mine] = block.boosts[idx[mine]]
+    return positions, fused.tolist(), boosts.tolist()
+
+
+# The quote terms of recent query texts, per store and generation (a typo correction
+# depends on the vocabulary): the same question asked again skips the analyzers.
+_QUOTE_TERMS: GenerationMemo[tuple[str, ...]] = GenerationMemo()
+
+
+def quote_terms_of(store: Store, view: ChunkView, query: str) -> tuple[str, ...]:
+    """The query's content words and their stems, as quotes and highlights look for them."""
+    return _QUOTE_TERMS.get(store, (view.generation, store.index_version), query,
+                            lambda: content_terms(store.text_index.highlight_terms(query)))
 
 
 def _ranks(ranking: Ranking) -> dict[int, int]:
@@ -107,7 +140,8 @@ def context(
     """What a RAG prompt needs beside the hits: their documents and citations, the lowest
     truth level, and a confidence from the top similarities."""
     if similarity is not None and len(similarity):
-        confidence = float(np.clip(np.mean(similarity[:GATE_TOP_N]), 0.0, 1.0))
+        # plain min/max: np.clip on a scalar costs more than the mean
+        confidence = min(max(float(np.mean(similarity[:GATE_TOP_N])), 0.0), 1.0)
     else:
         confidence = 1.0 if hits else 0.0
     lowest = max((h.truth_level for h in hits), key=truth_rank, default=None)
