@@ -305,6 +305,8 @@ def _group_by_document(
     """Documents ranked by their best chunk, then up to ``per_doc`` of their chunks each."""
     # Document codes stand for the documents (equal code, equal id): numpy sorts, no dict.
     documents = view.codes("document_id")[positions[order_idx]]
+    if per_doc == 1:  # each document's best chunk, in rank order
+        return order_idx[np.sort(np.unique(documents, return_index=True)[1])]
     _, first, group = np.unique(documents, return_index=True, return_inverse=True)
     # a candidate's place among its document's candidates (0 for the best one)
     by_group = np.argsort(group, kind="stable")
