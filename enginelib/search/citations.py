@@ -11,9 +11,9 @@ from ..chunk_view import ChunkRecord
 from ..types import TRUTH_LEVELS
 from .highlights import find_highlights
 from .quotes import LazyQuote
-from .results import Citation, assemble
+from .results import Citation, assemble_rows
 
-__all__ = ["CitationCheck", "check_answer_citations", "citation_of", "display_name",
+__all__ = ["CitationCheck", "check_answer_citations", "citations_of", "display_name",
            "find_highlights", "make_citation"]
 
 
@@ -32,8 +32,8 @@ def _display_name(title: str | None, source_path: str | None, document_id: str) 
 def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -> Citation:
     """The citation of a hit; its quote is the passage that best matches ``terms``, cut
     when first read."""
-    fields = {name: [getattr(record, name)] for name in _RECORD_FIELDS}
-    return citation_of(number, fields, 0, record.content, record.heading_path, terms)
+    rows = {name: [getattr(record, name)] for name in _RECORD_FIELDS}
+    return citations_of([number], rows, [record.content], [record.heading_path or ""], terms)[0]
 
 
 # The ChunkView fields a citation reads (``ChunkView.fields_at`` gives them as columns).
@@ -42,38 +42,41 @@ _RECORD_FIELDS = ("document_id", "chunk_index", "start_offset", "end_offset", "t
                   "version", "index_version")
 
 
-def citation_of(
-    number: int, rows: Mapping[str, Sequence[Any]], n: int, content: str, heading_path: str,
-    terms: Sequence[str] = (),
-) -> Citation:
-    """The citation of row ``n`` of ``rows`` (the view's columns over a page of hits), with
-    its ``content`` and ``heading_path``; the quote is cut when first read."""
-    start_offset = rows["start_offset"][n]
-    title, source_path, document_id = rows["title"][n], rows["source_path"][n], rows["document_id"][n]
-    truth_level = rows["truth_level"][n]
-    quote = LazyQuote(content, start_offset, terms)
-    return assemble(
+def citations_of(
+    numbers: Sequence[int], rows: Mapping[str, Sequence[Any]], contents: Sequence[str],
+    headings: Sequence[str], terms: Sequence[str] = (),
+) -> list[Citation]:
+    """The citations of a page of hits from the view's columns over it (``rows``) and their
+    texts; each quote is cut when first read."""
+    quotes = [LazyQuote(content, start, terms)
+              for content, start in zip(contents, rows["start_offset"], strict=True)]
+    display = [
+        f"[{number}] {_display_name(title, path, document)} ({TRUTH_LEVELS[level].name})"
+        for number, title, path, document, level in zip(
+            numbers, rows["title"], rows["source_path"], rows["document_id"], rows["truth_level"],
+            strict=True)
+    ]
+    return assemble_rows(
         Citation,
-        number=number,
-        document_id=document_id,
-        chunk_index=rows["chunk_index"][n],
-        quote=quote,
-        start_offset=start_offset,
-        end_offset=rows["end_offset"][n],
-        display_text=f"[{number}] {_display_name(title, source_path, document_id)} "
-                     f"({TRUTH_LEVELS[truth_level].name})",
-        truth_level=truth_level,
-        source_path=source_path,
-        source_type=rows["source_type"][n],
-        source_url=rows["source_url"][n],
-        title=title,
-        heading_path=heading_path or "",
-        page_start=rows["page_start"][n],
-        page_end=rows["page_end"][n],
-        document_version=rows["version"][n],
-        index_version=rows["index_version"][n],
-        quote_start=quote,
-        quote_end=quote,
+        number=numbers,
+        document_id=rows["document_id"],
+        chunk_index=rows["chunk_index"],
+        quote=quotes,
+        start_offset=rows["start_offset"],
+        end_offset=rows["end_offset"],
+        display_text=display,
+        truth_level=rows["truth_level"],
+        source_path=rows["source_path"],
+        source_type=rows["source_type"],
+        source_url=rows["source_url"],
+        title=rows["title"],
+        heading_path=headings,
+        page_start=rows["page_start"],
+        page_end=rows["page_end"],
+        document_version=rows["version"],
+        index_version=rows["index_version"],
+        quote_start=quotes,
+        quote_end=quotes,
     )
 
 
