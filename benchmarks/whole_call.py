@@ -118,6 +118,8 @@ class StageTimers:
         "gate": [(answerability, "assess"), (stages, "top_similarity")],
         "hits and citations": [(stages, "build_hits"), (stages, "context")],
         "logging": [(engine, "log")],
+        "validation (options, query vector)": [(engine, "build_request"),
+                                               (engine, "_query_vectors")],
     }
 
     def __init__(self) -> None:
@@ -205,7 +207,7 @@ def breakdown(store: enginelib.Store, queries: list[str], vectors: np.ndarray) -
                 stage_ms = {s: round(totals.get(s, 0.0) / len(queries), 4) for s in timers.STAGES}
                 # nested: page() holds deeper rungs' ranking; report paging net of them
                 mean = statistics.fmean(whole)
-                stage_ms["validation, request, cache key, glue"] = round(
+                stage_ms["glue (presets, cache key, response copy)"] = round(
                     mean - sum(v for s, v in stage_ms.items() if s != "paging (stitch)"), 4)
                 out[f"{config} limit {limit}"] = {"mean_ms": round(mean, 4), "stages_ms": stage_ms}
     finally:
@@ -221,6 +223,7 @@ def main() -> None:
     parser.add_argument("--no-lance", action="store_true", help="skip LanceDB")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    os.environ.setdefault("LANCE_LOG", "error")  # lance's deprecation notices, per query
     documents, queries = load_scifact(args.docs, args.queries)
     embedder = HashingEmbedder(384)
     vectors = np.asarray(embedder.embed(queries), dtype=np.float32)
