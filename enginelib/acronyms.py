@@ -135,6 +135,8 @@ def _match_backward(acronym: str, text: str, *, whole: bool = False) -> str | No
 
 def fold(text: str) -> str:
     """Lowercase without accents, one character per character (offsets stay valid)."""
+    if text.isascii():  # no ASCII character decomposes: the common case, without the loop
+        return text.lower()
     return "".join(unicodedata.normalize("NFKD", ch)[0] for ch in text.lower())
 
 

@@ -34,6 +34,7 @@ _DICTIONARY = ("truth_level", "source_type", "source_id", "language", "version",
                "document_id", "title", "source_path", "source_url")
 _NUMBERS = ("chunk_index", "start_offset", "end_offset", "token_count", "page_start", "page_end")
 _NULL = -(2**31)  # a null page number among the int32 columns (the catalog's INTEGER)
+_NO_SOURCE: tuple[Any, Any, Any, Any] = (None, None, None, None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,6 +243,31 @@ class ChunkView:
             source_tier=authority[0], evidence_level=authority[1],
             authority_score=authority[2], peer_reviewed=authority[3], _view=self,
         )
+
+    def fields_at(self, positions: np.ndarray) -> dict[str, list[Any]]:
+        """Every ``ChunkRecord`` field but the texts, one list per field over ``positions``:
+        a page of hits reads its rows column by column instead of a record per row."""
+        positions = np.asarray(positions, dtype=np.int64)
+        out: dict[str, list[Any]] = {"label": self.labels[positions].tolist()}
+        for name, values in self._numbers.items():
+            out[name] = [None if v == _NULL else v for v in values[positions].tolist()]
+        for name, (codes, names) in self._codes.items():
+            out[name] = [None if c < 0 else names[c] for c in codes[positions].tolist()]
+        authority = [self._sources.get(s or "", _NO_SOURCE) for s in out["source_id"]]
+        for i, name in enumerate(("source_tier", "evidence_level", "authority_score",
+                                  "peer_reviewed")):
+            out[name] = [a[i] for a in authority]
+        return out
+
+    def codes(self, name: str) -> np.ndarray:
+        """A string column's int32 codes by row position (-1 for null; equal codes, equal
+        values): grouping by document compares codes, not strings."""
+        return self._codes[name][0]
+
+    def texts_of(self, labels: list[int]) -> list[tuple[str, str]]:
+        """(content, heading_path) of each label, as ``text_of`` reads them."""
+        texts = self._texts
+        return [texts.get(label) or self.text_of(label) for label in labels]
 
     def column(self, name: str) -> _Column:
         """One ``ChunkRecord`` field (not ``label``, not a text) by row position, without

@@ -66,4 +66,6 @@ def _topk_row(scores: np.ndarray, labels: np.ndarray, k: int) -> SearchResult:
     cand_scores = scores[candidates]
     cand_labels = labels[candidates]
     order = np.lexsort((cand_labels, -cand_scores))[:k]
-    return [(int(cand_labels[i]), float(cand_scores[i])) for i in order]
+    # tolist() gives the same Python ints and floats as int()/float() on each element,
+    # without a numpy scalar per element (a graph search re-ranks ef candidates per query)
+    return list(zip(cand_labels[order].tolist(), cand_scores[order].tolist()))

@@ -388,3 +388,19 @@ def test_a_snapshot_with_an_older_text_index_is_searched_without_being_rewritten
     assert [h.document_id for h in response.hits] == ["glossary-dpia"]
     frozen.close()
     assert digest() == before
+
+
+def test_a_correction_follows_the_vocabulary_after_a_commit(tmp_path: Path) -> None:
+    # the plan is kept per query text for the store's generation: a word the corpus gains
+    # is searched as typed from the next search on
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([LoadedDocument(id="art-17", text="The right to erasure of personal "
+                                           "data applies without undue delay.")])
+    first = store.search("erasre of data", answerability_threshold=None, log=False)
+    assert first.corrections == {"erasre": "erasure"}
+    assert store.search("erasre of data", answerability_threshold=None,
+                        log=False).corrections == {"erasre": "erasure"}
+    store.ingest_documents([LoadedDocument(id="typo", text="An erasre is how this memo spells it.")])
+    after = store.search("erasre of data", answerability_threshold=None, log=False)
+    assert after.corrections == {} and after.sub_queries[0] == "erasre of data"
+    store.close()

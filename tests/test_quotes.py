@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,29 @@ def test_highlights_skip_stop_words_in_english_and_french(tmp_path: Path) -> Non
 def test_content_terms_drop_question_words_keep_numbers() -> None:
     assert content_terms(["when", "must", "controller", "doit-il", "est-ce", "5", "e-commerce"]) == (
         "controller", "5", "e-commerce")
+
+
+# Two sentences scoring the same (kinase and caspase each in three sentences): a plain sum
+# over each sentence's set of terms differed by an ulp with the hash seed, and some
+# processes quoted the later sentence.
+TIED = ("Then fusion and phagosome were seen. Then membrane and kinase and lysosome and phagosome "
+        "were seen. Then lysosome and phagosome and fusion and caspase were seen. Then lysosome "
+        "and actin and fusion were seen. Then bacteria and phagosome and lysosome were seen. Then "
+        "fusion and actin and kinase and phagosome and bacteria were seen. Then membrane and "
+        "caspase were seen. Then kinase were seen. Then bacteria and fusion and phagosome and "
+        "caspase and actin were seen.")
+TIED_TERMS = ("caspase", "fusion", "lysosome", "phagosome", "actin", "bacteria", "membrane", "kinase")
+
+
+def test_tied_sentences_quote_the_earlier_one_whatever_the_hash_seed() -> None:
+    code = ("import sys; from enginelib.search.quotes import best_quote; "
+            "from tests.test_quotes import TIED, TIED_TERMS; "
+            "print(best_quote(TIED, 0, TIED_TERMS, limit=40).start_offset)")
+    root = Path(__file__).resolve().parents[1]
+    starts = {
+        subprocess.run([sys.executable, "-c", code], cwd=root, check=True, capture_output=True,
+                       text=True, env={**os.environ, "PYTHONHASHSEED": str(seed),
+                                       "PYTHONPATH": str(root)}).stdout.strip()
+        for seed in (0, 1, 4)
+    }
+    assert starts == {str(TIED.index("Then fusion and actin and kinase"))}

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from enginelib.search.quotes import LazyQuote, best_quote
-from enginelib.search.results import Citation, Hit, Scores, assemble
+from enginelib.search.results import Citation, Hit, Scores, assemble, assemble_rows
 
 TEXT = "Scope of the rules. Personal data must be erased without undue delay. Exceptions apply."
 
@@ -58,3 +58,18 @@ def test_assemble_refuses_a_missing_or_unknown_field() -> None:
         assemble(Scores, **values)
     with pytest.raises(TypeError, match="colour"):
         assemble(Scores, **values, rerank_score=None, colour="red")
+
+
+def test_assemble_rows_builds_a_page_from_columns() -> None:
+    lazy = [LazyQuote(TEXT, 100, ("erased",)), LazyQuote(TEXT, 100, ("scope",))]
+    rows = [_citation_values(quote) for quote in lazy]
+    columns = {name: [row[name] for row in rows] for name in rows[0]}
+    built = assemble_rows(Citation, **columns)
+    assert built == [Citation(**row) for row in rows]  # type: ignore[arg-type]
+    assert [c.quote for c in built] == ["Personal data must be erased without undue delay.",
+                                        "Scope of the rules."]
+    assert assemble_rows(Scores, **{name: [] for name in Scores.__dataclass_fields__}) == []
+    with pytest.raises(TypeError, match="one length"):
+        assemble_rows(Citation, **{**columns, "number": [1]})
+    with pytest.raises(TypeError, match="page_end"):
+        assemble_rows(Citation, **{k: v for k, v in columns.items() if k != "page_end"})

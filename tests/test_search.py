@@ -148,6 +148,21 @@ def test_diversity_caps_chunks_per_source(corpus_store: enginelib.Store) -> None
     assert len({h.document_id for h in grouped.hits}) == len(grouped.hits)
 
 
+def test_chunks_per_doc_ranks_documents_by_their_best_chunk(corpus_store: enginelib.Store) -> None:
+    # every chunk of the corpus is a candidate (fewer chunks than the depth): the grouped
+    # page is the plain ranking regrouped by hand
+    plain = search(corpus_store, "workshop manual torque", limit=500, log=False)
+    assert not plain.total_is_lower_bound and len(plain.hits) > 40
+    expected: dict[str, list[int]] = {}
+    for hit in plain.hits:
+        bucket = expected.setdefault(hit.document_id, [])
+        if len(bucket) < 2:
+            bucket.append(hit.label)
+    grouped = search(corpus_store, "workshop manual torque", limit=500, chunks_per_doc=2, log=False)
+    assert [h.label for h in grouped.hits] == [x for bucket in expected.values() for x in bucket]
+    assert [h.rank for h in grouped.hits] == list(range(1, len(grouped.hits) + 1))
+
+
 def test_authority_boost_lifts_gold_sources(tmp_path: Path) -> None:
     store = open_test_store(tmp_path / "s")
     store.add_source("oem", tier="gold", evidence_level="rct", peer_reviewed=True, authority_score=90)

@@ -18,9 +18,10 @@ import dataclasses
 import hashlib
 import json
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -172,6 +173,39 @@ class ResponseCache:
             _, (_, size) = self._entries.popitem(last=False)
             self.bytes -= size
             self.evictions += 1
+
+
+V = TypeVar("V")
+
+
+class GenerationMemo(Generic[V]):
+    """Values derived from a query's text and a store's data (the query plan, the quote
+    terms), per store, kept for one generation: the same question asked again (another
+    page, another limit, a retry) skips the work. A thread-safe LRU of ``max_entries`` per
+    store; the first look-up at another generation empties it, as the response cache does."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._stores: weakref.WeakKeyDictionary[Any, tuple[Hashable, OrderedDict[Hashable, V]]] = (
+            weakref.WeakKeyDictionary())
+
+    def get(self, store: Any, generation: Hashable, key: Hashable, compute: Callable[[], V]) -> V:
+        with self._lock:
+            entry = self._stores.get(store)
+            if entry is None or entry[0] != generation:
+                entry = self._stores[store] = (generation, OrderedDict())
+            values = entry[1]
+            if key in values:
+                values.move_to_end(key)
+                return values[key]
+        # computed outside the lock: two threads may both compute it, and get the same value
+        value = compute()
+        with self._lock:
+            values[key] = value
+            while len(values) > self.max_entries:
+                values.popitem(last=False)
+        return value
 
 
 def cache_stats(store: Store) -> dict[str, int]:

@@ -3,53 +3,80 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..chunk_view import ChunkRecord
 from ..types import TRUTH_LEVELS
 from .highlights import find_highlights
 from .quotes import LazyQuote
-from .results import Citation, assemble
+from .results import Citation, assemble_rows
 
-__all__ = ["CitationCheck", "check_answer_citations", "display_name", "find_highlights",
-           "make_citation"]
+__all__ = ["CitationCheck", "check_answer_citations", "citations_of", "display_name",
+           "find_highlights", "make_citation"]
 
 
 def display_name(record: ChunkRecord) -> str:
-    if record.title:
-        return record.title
-    if record.source_path:
-        return record.source_path.rsplit("/", 1)[-1]
-    return record.document_id
+    return _display_name(record.title, record.source_path, record.document_id)
+
+
+def _display_name(title: str | None, source_path: str | None, document_id: str) -> str:
+    if title:
+        return title
+    if source_path:
+        return source_path.rsplit("/", 1)[-1]
+    return document_id
 
 
 def make_citation(number: int, record: ChunkRecord, terms: Sequence[str] = ()) -> Citation:
     """The citation of a hit; its quote is the passage that best matches ``terms``, cut
     when first read."""
-    level = TRUTH_LEVELS[record.truth_level].name
-    quote = LazyQuote(record.content, record.start_offset, terms)
-    return assemble(
+    rows = {name: [getattr(record, name)] for name in _RECORD_FIELDS}
+    return citations_of([number], rows, [record.content], [record.heading_path or ""], terms)[0]
+
+
+# The ChunkView fields a citation reads (``ChunkView.fields_at`` gives them as columns).
+_RECORD_FIELDS = ("document_id", "chunk_index", "start_offset", "end_offset", "truth_level",
+                  "source_path", "source_type", "source_url", "title", "page_start", "page_end",
+                  "version", "index_version")
+
+
+def citations_of(
+    numbers: Sequence[int], rows: Mapping[str, Sequence[Any]], contents: Sequence[str],
+    headings: Sequence[str], terms: Sequence[str] = (),
+) -> list[Citation]:
+    """The citations of a page of hits from the view's columns over it (``rows``) and their
+    texts; each quote is cut when first read."""
+    quotes = [LazyQuote(content, start, terms)
+              for content, start in zip(contents, rows["start_offset"], strict=True)]
+    display = [
+        f"[{number}] {_display_name(title, path, document)} ({TRUTH_LEVELS[level].name})"
+        for number, title, path, document, level in zip(
+            numbers, rows["title"], rows["source_path"], rows["document_id"], rows["truth_level"],
+            strict=True)
+    ]
+    return assemble_rows(
         Citation,
-        number=number,
-        document_id=record.document_id,
-        chunk_index=record.chunk_index,
-        quote=quote,
-        start_offset=record.start_offset,
-        end_offset=record.end_offset,
-        display_text=f"[{number}] {display_name(record)} ({level})",
-        truth_level=record.truth_level,
-        source_path=record.source_path,
-        source_type=record.source_type,
-        source_url=record.source_url,
-        title=record.title,
-        heading_path=record.heading_path or "",
-        page_start=record.page_start,
-        page_end=record.page_end,
-        document_version=record.version,
-        index_version=record.index_version,
-        quote_start=quote,
-        quote_end=quote,
+        number=numbers,
+        document_id=rows["document_id"],
+        chunk_index=rows["chunk_index"],
+        quote=quotes,
+        start_offset=rows["start_offset"],
+        end_offset=rows["end_offset"],
+        display_text=display,
+        truth_level=rows["truth_level"],
+        source_path=rows["source_path"],
+        source_type=rows["source_type"],
+        source_url=rows["source_url"],
+        title=rows["title"],
+        heading_path=headings,
+        page_start=rows["page_start"],
+        page_end=rows["page_end"],
+        document_version=rows["version"],
+        index_version=rows["index_version"],
+        quote_start=quotes,
+        quote_end=quotes,
     )
 
 

@@ -6,16 +6,17 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..types import truth_rank
-from .citations import make_citation
+from .cache import GenerationMemo
+from .citations import citations_of
 from .gate import GateDecision
 from .quotes import content_terms
 from .request import GATE_TOP_N, SearchRequest
-from .results import NO_RELEVANT_SOURCES, Hit, RagContext, Scores, SearchResponse, assemble
+from .results import NO_RELEVANT_SOURCES, Hit, RagContext, Scores, SearchResponse, assemble_rows
 from .retrieve import Ranking
 
 if TYPE_CHECKING:
@@ -46,54 +47,99 @@ def build_hits(
 ) -> tuple[Hit, ...]:
     """One hit per page item (``(block, index into the block)``), ranked from offset + 1."""
     # the quote looks for the query's words even in a vector search; highlights stay BM25's
-    quote_terms = content_terms(store.text_index.highlight_terms(request.queries[0]))
+    quote_terms = quote_terms_of(store, view, request.queries[0])
     terms = quote_terms if strategy != "vector" else ()
-    positions = np.fromiter((int(b.positions[i]) for b, i in items), dtype=np.int64,
-                            count=len(items))
-    # one matrix product for the page, not one dot product per hit
-    similarities = (view.vectors[positions] @ qvec).tolist() if qvec is not None else None
+    positions, fused, boosts = _page_columns(items)
+    # The page's rows column by column and one matrix product for its similarities: no
+    # record object and no dot product per hit; each object built from its columns.
+    rows = view.fields_at(positions)
+    labels = rows["label"]
+    texts = view.texts_of(labels)
+    contents = [content for content, _ in texts]
+    headings = [heading or "" for _, heading in texts]
+    count = len(items)
+    similarities = ((view.vectors[positions] @ qvec).tolist() if qvec is not None
+                    else [None] * count)
+    numbers = range(request.offset + 1, request.offset + 1 + count)
+    vector_rank, vector_score, bm25_rank, bm25_score, rerank = _method_columns(items, labels)
+    scores = assemble_rows(
+        Scores,
+        vector_rank=vector_rank,
+        vector_score=vector_score,
+        bm25_rank=bm25_rank,
+        bm25_score=bm25_score,
+        fused=fused,
+        similarity=similarities,
+        boost=boosts,
+        rerank_score=rerank,
+    )
+    return tuple(assemble_rows(
+        Hit,
+        rank=numbers,
+        label=labels,
+        document_id=rows["document_id"],
+        chunk_index=rows["chunk_index"],
+        content=contents,
+        start_offset=rows["start_offset"],
+        end_offset=rows["end_offset"],
+        truth_level=rows["truth_level"],
+        scores=scores,
+        citation=citations_of(numbers, rows, contents, headings, quote_terms),
+        highlight_terms=[terms] * count,
+        title=rows["title"],
+        heading_path=headings,
+    ))
+
+
+def _method_columns(items: list[tuple[Block, int]], labels: list[int]) -> tuple[list[Any], ...]:
+    """Per hit: its rank and score in each method (None where a method missed it), and
+    its reranker score (None unless reranked)."""
     ranks: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
-    hits = []
-    for n, (block, idx) in enumerate(items):
-        rank = request.offset + n + 1
-        label = int(block.labels[idx])
-        position = int(positions[n])
-        record = view.record(position)
+    columns: tuple[list[Any], ...] = ([], [], [], [], [])
+    vector_rank, vector_score, bm25_rank, bm25_score, rerank = columns
+    for (block, idx), label in zip(items, labels, strict=True):
         block_ranks = ranks.get(id(block))
         if block_ranks is None:  # built once per block the page draws from
             block_ranks = ranks[id(block)] = (_ranks(block.vector_ranking), _ranks(block.text_ranking))
         vr = block_ranks[0].get(label)
         tr = block_ranks[1].get(label)
-        scores = assemble(
-            Scores,
-            vector_rank=vr,
-            vector_score=float(block.vector_ranking[vr - 1][1]) if vr else None,
-            bm25_rank=tr,
-            bm25_score=float(block.text_ranking[tr - 1][1]) if tr else None,
-            fused=float(block.fused_scores[idx]),
-            similarity=similarities[n] if similarities is not None else None,
-            boost=float(block.boosts[idx]),
-            rerank_score=block.rerank_scores.get(idx),
-        )
-        hits.append(
-            assemble(
-                Hit,
-                rank=rank,
-                label=label,
-                document_id=record.document_id,
-                chunk_index=record.chunk_index,
-                content=record.content,
-                start_offset=record.start_offset,
-                end_offset=record.end_offset,
-                truth_level=record.truth_level,
-                scores=scores,
-                citation=make_citation(rank, record, quote_terms),
-                highlight_terms=terms,
-                title=record.title,
-                heading_path=record.heading_path or "",
-            )
-        )
-    return tuple(hits)
+        vector_rank.append(vr)
+        vector_score.append(float(block.vector_ranking[vr - 1][1]) if vr else None)
+        bm25_rank.append(tr)
+        bm25_score.append(float(block.text_ranking[tr - 1][1]) if tr else None)
+        rerank.append(block.rerank_scores.get(idx))
+    return columns
+
+
+def _page_columns(items: list[tuple[Block, int]]) -> tuple[np.ndarray, list[float], list[float]]:
+    """The page's view positions, fused scores and boosts, gathered block by block."""
+    idx = np.fromiter((i for _, i in items), dtype=np.int64, count=len(items))
+    blocks = list({id(b): b for b, _ in items}.values())
+    if len(blocks) == 1:  # the usual page: one depth placed it
+        block = blocks[0]
+        return (block.positions[idx], block.fused_scores[idx].tolist(),
+                block.boosts[idx].tolist())
+    owner = np.fromiter((blocks.index(b) for b, _ in items), dtype=np.int64, count=len(items))
+    positions = np.empty(len(items), dtype=np.int64)
+    fused = np.empty(len(items), dtype=np.float64)
+    boosts = np.empty(len(items), dtype=np.float64)
+    for k, block in enumerate(blocks):
+        mine = owner == k
+        positions[mine] = block.positions[idx[mine]]
+        fused[mine] = block.fused_scores[idx[mine]]
+        boosts[mine] = block.boosts[idx[mine]]
+    return positions, fused.tolist(), boosts.tolist()
+
+
+# The quote terms of recent query texts, per store and generation (a typo correction
+# depends on the vocabulary): the same question asked again skips the analyzers.
+_QUOTE_TERMS: GenerationMemo[tuple[str, ...]] = GenerationMemo()
+
+
+def quote_terms_of(store: Store, view: ChunkView, query: str) -> tuple[str, ...]:
+    """The query's content words and their stems, as quotes and highlights look for them."""
+    return _QUOTE_TERMS.get(store, (view.generation, store.index_version), query,
+                            lambda: content_terms(store.text_index.highlight_terms(query)))
 
 
 def _ranks(ranking: Ranking) -> dict[int, int]:
@@ -107,10 +153,12 @@ def context(
     """What a RAG prompt needs beside the hits: their documents and citations, the lowest
     truth level, and a confidence from the top similarities."""
     if similarity is not None and len(similarity):
-        confidence = float(np.clip(np.mean(similarity[:GATE_TOP_N]), 0.0, 1.0))
+        # plain min/max: np.clip on a scalar costs more than the mean
+        confidence = min(max(float(np.mean(similarity[:GATE_TOP_N])), 0.0), 1.0)
     else:
         confidence = 1.0 if hits else 0.0
-    lowest = max((h.truth_level for h in hits), key=truth_rank, default=None)
+    # the distinct levels in hit order: the same first-maximal level, one rank call each
+    lowest = max(dict.fromkeys(h.truth_level for h in hits), key=truth_rank, default=None)
     return RagContext(
         document_ids=tuple(dict.fromkeys(h.document_id for h in hits)),
         citations=tuple(h.citation for h in hits),

@@ -143,7 +143,10 @@ def best_quote(
             counts[term] = counts.get(term, 0) + 1
     # rarer terms weigh more: log(1 + sentences / sentences holding the term)
     weight = {t: math.log(1.0 + len(candidates) / n) for t, n in counts.items()}
-    scores = {i: sum(weight[t] for t in found[i]) for i in candidates}
+    # fsum: exactly rounded whatever the order a set yields its terms in, so two sentences
+    # holding the same terms tie exactly and the earlier one wins in every process (a
+    # plain sum over a set's order differed by an ulp with the hash seed: another quote)
+    scores = {i: math.fsum(weight[t] for t in found[i]) for i in candidates}
     best = max(candidates, key=lambda i: (scores[i], -i))
     if scores[best] <= 0.0:
         return _window(content, start_offset, spans, candidates[0], candidates, {}, limit, None)
@@ -151,7 +154,7 @@ def best_quote(
     have = set(found[best])
     gains: dict[int, float] = {}
     for i in candidates:
-        gains[i] = sum(weight[t] for t in found[i] - have)
+        gains[i] = math.fsum(weight[t] for t in found[i] - have)
     return _window(content, start_offset, spans, best, candidates, gains, limit, pattern)
 
 

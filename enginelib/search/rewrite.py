@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from ..acronyms import AcronymTable
 from ..errors import RewriterError
 from ..language import detect_language
+from .cache import GenerationMemo
 from .fusion import Ranking, best_per_label, order
 
 if TYPE_CHECKING:
@@ -59,7 +60,23 @@ class QueryPlan:
 
 
 def plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
-    """The sub-queries of ``request`` (see the module docstring for the order)."""
+    """The sub-queries of ``request`` (see the module docstring for the order).
+
+    Without a rewriter hook the plan depends only on the query text and the store's data:
+    it is kept per text for the store's generation (``_PLANS``), so a question asked again
+    (the next page, another limit) skips the typo look-ups and the acronym scan."""
+    if request.rewriter is not None:
+        return _plan(store, request, generation)
+    key = (request.queries, request.rewrite, DEFINITION_TWINS)
+    return _PLANS.get(store, (generation, store.index_version), key,
+                      lambda: _plan(store, request, generation))
+
+
+# Plans of recent query texts, per store and generation (a corpus change can change them).
+_PLANS: GenerationMemo[QueryPlan] = GenerationMemo()
+
+
+def _plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
     queries = list(request.queries)
     if request.rewriter is not None:
         queries.extend(call_rewriter(request.rewriter, request.queries[0]))

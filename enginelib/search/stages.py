@@ -303,10 +303,18 @@ def _group_by_document(
     view: ChunkView, positions: np.ndarray, order_idx: np.ndarray, per_doc: int
 ) -> np.ndarray:
     """Documents ranked by their best chunk, then up to ``per_doc`` of their chunks each."""
-    documents = view.column("document_id")
-    groups: dict[str, list[int]] = {}
-    for i, position in zip(order_idx.tolist(), positions[order_idx].tolist(), strict=True):
-        bucket = groups.setdefault(documents[position], [])
-        if len(bucket) < per_doc:
-            bucket.append(i)
-    return np.array([i for bucket in groups.values() for i in bucket], dtype=np.int64)
+    # Document codes stand for the documents (equal code, equal id): numpy sorts, no dict.
+    documents = view.codes("document_id")[positions[order_idx]]
+    if per_doc == 1:  # each document's best chunk, in rank order
+        return order_idx[np.sort(np.unique(documents, return_index=True)[1])]
+    _, first, group = np.unique(documents, return_index=True, return_inverse=True)
+    # a candidate's place among its document's candidates (0 for the best one)
+    by_group = np.argsort(group, kind="stable")
+    sizes = np.bincount(group)
+    starts = np.cumsum(sizes) - sizes
+    place = np.empty(len(group), dtype=np.int64)
+    place[by_group] = np.arange(len(group)) - np.repeat(starts, sizes)
+    # each document at its best chunk's rank, its chunks in rank order
+    keep = np.flatnonzero(place < per_doc)
+    keep = keep[np.lexsort((keep, first[group[keep]]))]
+    return order_idx[keep].astype(np.int64, copy=False)
