@@ -146,8 +146,17 @@ def fuse(
     # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.
     positions = view.positions(labels)
     keep = positions >= 0
+    labels, positions, scores = labels[keep], positions[keep], scores[keep]
+    if strategy == "hybrid" and request.fusion == "rrf" and fusion.SIBLING_WEIGHT and len(labels) > 1:
+        # a provision whose document answers in another provision too gains from it
+        documents = view.column("document_id")
+        scores = fusion.sibling_evidence(
+            scores, [documents[p] for p in positions.tolist()],
+            fusion_evidence.cut_at_lines(view, positions))
+        order = np.lexsort((labels, -scores))
+        labels, positions, scores = labels[order], positions[order], scores[order]
     return Fused(rewrite.per_method(retrieved.vector, depth), rewrite.per_method(retrieved.text, depth),
-                 labels[keep], positions[keep], scores[keep])
+                 labels, positions, scores)
 
 
 def _fuse_one(
