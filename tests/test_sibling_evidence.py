@@ -94,6 +94,11 @@ def test_provisions_gain_from_their_best_sibling_and_prose_halves_do_not(
             assert score == pytest.approx(base + weight * best)
         else:  # prose cut by size, and a one-chunk document, keep their fused score
             assert score == base
+    # the hit says how much of its fused score its sibling gave
+    monkeypatch.undo()
+    for hit in store.search(QUERY, answerability_threshold=None, limit=50, cache=False).hits:
+        assert hit.scores.sibling == pytest.approx(hit.scores.fused - plain[hit.label][1])
+        assert (hit.scores.sibling > 0) == (hit.document_id == "article-30")
 
 
 def test_weighted_fusion_and_single_methods_keep_their_scores(

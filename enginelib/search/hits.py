@@ -38,6 +38,7 @@ class Block:
     rerank_scores: dict[int, float]
     reranked: int
     exhausted: bool  # every method returned fewer than the depth: nothing lies deeper
+    sibling: np.ndarray | None = None  # sibling evidence within fused_scores (stages.fuse)
 
 
 def build_hits(
@@ -71,6 +72,7 @@ def build_hits(
             bm25_rank=tr,
             bm25_score=float(block.text_ranking[tr - 1][1]) if tr else None,
             fused=float(block.fused_scores[idx]),
+            sibling=float(block.sibling[idx]) if block.sibling is not None else 0.0,
             similarity=similarities[n] if similarities is not None else None,
             boost=float(block.boosts[idx]),
             rerank_score=block.rerank_scores.get(idx),
