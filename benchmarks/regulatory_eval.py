@@ -74,13 +74,19 @@ def query_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 @contextmanager
 def landed_fusion() -> Iterator[None]:
     """The fusion and rewriting as landed before issue 10's retrieval work: plain RRF (no
-    evidence weights), no definitions twin. The peer measured in the same run."""
-    saved = fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS
-    fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS = False, False
+    evidence weights, no sibling evidence), no definitions twin, every acronym twin. The
+    peer measured in the same run."""
+    saved = (fusion.EVIDENCE_WEIGHTING, fusion.SIBLING_WEIGHT, rewrite.DEFINITION_TWINS,
+             rewrite.MIN_ACRONYM_IDF)
+    fusion.EVIDENCE_WEIGHTING, fusion.SIBLING_WEIGHT = False, 0.0
+    rewrite.DEFINITION_TWINS, rewrite.MIN_ACRONYM_IDF = False, 0.0
+    rewrite._TABLES.clear()  # acronym tables are cached with the cap applied
     try:
         yield
     finally:
-        fusion.EVIDENCE_WEIGHTING, rewrite.DEFINITION_TWINS = saved
+        (fusion.EVIDENCE_WEIGHTING, fusion.SIBLING_WEIGHT, rewrite.DEFINITION_TWINS,
+         rewrite.MIN_ACRONYM_IDF) = saved
+        rewrite._TABLES.clear()
 
 
 # -- corpora and questions ------------------------------------------------------------

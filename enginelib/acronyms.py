@@ -183,6 +183,16 @@ class AcronymTable:
     def __bool__(self) -> bool:
         return bool(self.expansion_of)
 
+    def without(self, acronyms: Iterable[str]) -> AcronymTable:
+        """This table less the pairs of ``acronyms`` (folded), both directions."""
+        drop = set(acronyms)
+        if not drop:
+            return self
+        return AcronymTable(
+            {k: e for k, e in self.expansion_of.items() if k not in drop},
+            {w: a for w, a in self.acronym_of.items() if fold(a) not in drop},
+        )
+
     def expand(self, query: str) -> tuple[str | None, dict[str, str]]:
         """A sub-query naming both forms of every acronym the query uses in either form,
         and what was expanded (``{"DPIA": "data protection impact assessment"}``); None

@@ -84,6 +84,15 @@ class TantivyLexicon:
             self._known[word] = cached
         return cached
 
+    def document_frequency(self, word: str) -> tuple[int, int]:
+        """(chunks holding ``word`` as written (folded, not stemmed), indexed chunks); the
+        count is 0 for a word of several tokens."""
+        folded = self._fold.analyze(word)
+        total = int(self._searcher.num_docs)
+        if len(folded) != 1:
+            return 0, total
+        return int(self._searcher.doc_freq(self._words_field, folded[0])), total
+
     def correct(self, word: str) -> Correction | None:
         """The closest indexed word for a word the index does not know, or None."""
         folded = self._fold.analyze(word)

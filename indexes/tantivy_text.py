@@ -478,6 +478,12 @@ class TantivyTextIndex:
                 continue
         return {}
 
+    def document_frequency(self, word: str) -> tuple[int, int]:
+        """(chunks holding ``word`` as written, stop words included, indexed chunks): the
+        acronym twin's frequency check (search/rewrite.py)."""
+        self._refresh()
+        return self._get_lexicon().document_frequency(word)
+
     def _parse(self, text: str, lenient: bool, correct: bool = True) -> tantivy.Query:
         if not isinstance(text, str) or not text.strip():
             raise InvalidQueryError("empty query: pass at least one word to search for")

@@ -16,6 +16,9 @@ import pytest
 import enginelib
 from enginelib import HashingEmbedder, InvalidInputError, InvalidQueryError, RewriterError, Store
 from enginelib.acronyms import AcronymTable, find_pairs
+from enginelib.search import fusion, rewrite
+from enginelib.search.gate import bm25_idf
+from enginelib.search.cache import GenerationMemo
 from enginelib.types import LoadedDocument
 from tests.helpers import DATASETS
 
@@ -234,6 +237,39 @@ def test_a_query_names_both_forms() -> None:
     assert table.expand("AI literacy")[0] == "artificial intelligence (AI) literacy"
 
 
+def test_a_table_less_some_acronyms_drops_both_directions() -> None:
+    table = AcronymTable.build([("DPIA", "data protection impact assessment", 2),
+                                ("AI", "artificial intelligence", 5)])
+    fewer = table.without(["ai"])
+    assert fewer.expand("AI literacy") == (None, {})
+    assert fewer.expand("artificial intelligence literacy") == (None, {})
+    assert fewer.expand("when is a DPIA required")[1] == {"DPIA": "data protection impact assessment"}
+    assert table.without([]) is table
+
+
+def test_an_acronym_the_corpus_writes_everywhere_gets_no_twin(
+    regulatory: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "AI" is written in over half of the regulatory chunks (the AI Act's subject): its
+    # twin would add no evidence. "DPIA" is in one glossary note.
+    assert bm25_idf(*regulatory.text_index.document_frequency("AI")) < rewrite.MIN_ACRONYM_IDF
+    df, total = regulatory.text_index.document_frequency("DPIA")
+    assert df == 1 and bm25_idf(df, total) > rewrite.MIN_ACRONYM_IDF
+    options = {"strategy": "fulltext", "answerability_threshold": None, "cache": False}
+    assert regulatory.search("Which AI practices are prohibited?", **options).expansions == {}
+    assert regulatory.search("When is a DPIA required?", **options).expansions == {
+        "DPIA": "data protection impact assessment"}
+    # The same store without the frequency cap expands it (the table is cached per store).
+    monkeypatch.setattr(rewrite, "MIN_ACRONYM_IDF", 0.0)
+    monkeypatch.delitem(rewrite._TABLES, regulatory)
+    # query plans are kept per text for a generation: start from an empty memo
+    monkeypatch.setattr(rewrite, "_PLANS", GenerationMemo())
+    assert regulatory.search("Which AI practices are prohibited?", **options).expansions == {
+        "AI": "artificial intelligence"}
+    monkeypatch.undo()
+    rewrite._TABLES.pop(regulatory, None)
+
+
 @pytest.mark.parametrize(("lang", "acronym_query", "expanded_query", "article"), [
     # The GDPR never writes "DPIA": only the glossary note defines it.
     ("en", "When is a DPIA required?", "When is a data protection impact assessment required?",
@@ -282,8 +318,11 @@ def test_pairs_follow_documents_snapshots_and_reindex(tmp_path: Path) -> None:
 
 
 def test_rewriter_sub_queries_run_and_merge_keeping_the_best_fused_score(
-    regulatory: Store,
+    regulatory: Store, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The merge rule alone: sibling evidence is added after the merge, over the merged
+    # candidates (tests/test_sibling_evidence.py), so single searches would differ from it.
+    monkeypatch.setattr(fusion, "SIBLING_WEIGHT", 0.0)
     question = "erasure"
     subs = ["data portability", "administrative fines"]
     options = {"strategy": "hybrid", "answerability_threshold": None, "limit": 100,

@@ -25,7 +25,7 @@ def _citation_values(quote: object) -> dict[str, object]:
 
 def test_assembled_objects_equal_constructed_ones() -> None:
     scores = dict(vector_rank=1, vector_score=0.8, bm25_rank=None, bm25_score=None, fused=0.016,
-                  similarity=0.8, boost=0.0, rerank_score=None)
+                  sibling=0.0, similarity=0.8, boost=0.0, rerank_score=None)
     assert assemble(Scores, **scores) == Scores(**scores)
     citation = _citation_values("must be erased")
     assert assemble(Citation, **citation) == Citation(**citation)  # type: ignore[arg-type]

@@ -109,14 +109,16 @@ def test_score_breakdown_per_method(corpus_store: enginelib.Store) -> None:
         s = hit.scores
         assert s.vector_rank is not None or s.bm25_rank is not None
         expected = sum(1 / (60 + r) for r in (s.vector_rank, s.bm25_rank) if r is not None)
-        assert s.fused == pytest.approx(expected)
+        # plus the share of its best sibling provision's score (tests/test_sibling_evidence.py)
+        assert s.fused == pytest.approx(expected + s.sibling)
     vector_only = search(corpus_store, "gdpr", strategy="vector", limit=5)
     assert all(h.scores.bm25_rank is None and h.scores.vector_rank for h in vector_only.hits)
 
 
 def test_rrf_k_and_weighted_fusion(corpus_store: enginelib.Store) -> None:
     a = search(corpus_store, "gdpr workshop", rrf_k=1, limit=5)
-    assert a.hits[0].scores.fused <= 1.0 and a.hits[0].scores.fused > 1 / 61 * 2
+    rrf = a.hits[0].scores.fused - a.hits[0].scores.sibling  # RRF's part is at most 2 / (k + 1)
+    assert rrf <= 1.0 and rrf > 1 / 61 * 2
     w = search(corpus_store, "gdpr workshop", fusion="weighted", weights=(0.0, 1.0), limit=10)
     bm25_order = search(corpus_store, "gdpr workshop", strategy="fulltext", limit=10)
     assert [h.label for h in w.hits] == [h.label for h in bm25_order.hits]
@@ -316,11 +318,12 @@ def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
     assert [h.scores.fused for h in keyword.hits] == [h.scores.fused for h in by_hand.hits]
     # Explicit options win over the preset's.
     rrf = store.search(query, preset="keyword", fusion="rrf", answerability_threshold=None)
-    assert rrf.hits[0].scores.fused <= 2 / 61
+    assert rrf.hits[0].scores.fused - rrf.hits[0].scores.sibling <= 2 / 61  # RRF's part
     store.save_search_preset("tight", fusion="rrf", rrf_k=5, description="steep RRF")
     tight = store.search(query, preset="tight", answerability_threshold=None)
     top = tight.hits[0].scores
-    assert top.fused == pytest.approx(sum(1 / (5 + r) for r in (top.vector_rank, top.bm25_rank) if r))
+    assert top.fused == pytest.approx(
+        sum(1 / (5 + r) for r in (top.vector_rank, top.bm25_rank) if r) + top.sibling)
     with pytest.raises(InvalidInputError, match="unknown search preset 'nope'.*keyword"):
         store.search(query, preset="nope")
     with pytest.raises(InvalidInputError):
@@ -336,14 +339,15 @@ def test_a_store_can_change_its_default_preset(tmp_path: Path) -> None:
     query = PRESET_QUERY
     rrf = store.search(query, answerability_threshold=None)
     assert store.default_search_preset() == "default"
-    assert rrf.hits[0].scores.fused <= 2 / 61  # RRF k=60 until told otherwise
+    assert rrf.hits[0].scores.fused - rrf.hits[0].scores.sibling <= 2 / 61  # RRF k=60 until told otherwise
     reader = enginelib.open(tmp_path / "s", embedder=store.embedder, read_only=True)
     store.set_default_search_preset("balanced")
     weighted = store.search(query, fusion="weighted", weights=(0.5, 0.5), answerability_threshold=None)
     by_default = store.search(query, answerability_threshold=None)
     assert [h.scores.fused for h in by_default.hits] == [h.scores.fused for h in weighted.hits]
     # An explicit fusion still wins over the store's default.
-    assert store.search(query, fusion="rrf", answerability_threshold=None).hits[0].scores.fused <= 2 / 61
+    top = store.search(query, fusion="rrf", answerability_threshold=None).hits[0].scores
+    assert top.fused - top.sibling <= 2 / 61
     with pytest.raises(InvalidInputError, match="unknown search preset 'fastest'"):
         store.set_default_search_preset("fastest")
     store.close()

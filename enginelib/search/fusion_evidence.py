@@ -56,3 +56,30 @@ def bm25_coverage(store: Store, view: ChunkView, query: str, text: Ranking) -> f
 def _position(view: ChunkView, label: int) -> int:
     """The view row of ``label``; -1 when the view lacks it (replaced meanwhile)."""
     return int(view.positions(np.array([label], dtype=np.int64))[0])
+
+
+def cut_at_lines(view: ChunkView, positions: np.ndarray) -> np.ndarray:
+    """Per candidate (view row), whether it may share sibling evidence (fusion.py): its
+    document has another candidate and every candidate of that document but the last one
+    (by chunk index) ends on a line break, i.e. the chunker cut it between provisions
+    (numbered paragraphs, points, sections), not inside prose by size.
+
+    Read from what the view holds: document ids and chunk indexes for every candidate,
+    and the text of only the candidates that share a document with another one (a chunk
+    cut at a line break ends with it: chunker ``_cut_at_line``). Prose cut by size never
+    ends on a line break, so a SciFact abstract's two halves stay apart.
+    """
+    documents, indexes = view.column("document_id"), view.column("chunk_index")
+    rows = positions.tolist()
+    by_document: dict[str, list[tuple[int, int]]] = {}
+    for i, row in enumerate(rows):
+        by_document.setdefault(documents[row], []).append((indexes[row], i))
+    out = np.zeros(len(rows), dtype=bool)
+    for members in by_document.values():
+        if len(members) < 2:
+            continue
+        members.sort()
+        if all(view.text_of(int(view.labels[rows[i]]))[0].endswith("\n")
+               for _, i in members[:-1]):
+            out[[i for _, i in members]] = True
+    return out

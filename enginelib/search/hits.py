@@ -39,6 +39,8 @@ class Block:
     rerank_scores: dict[int, float]
     reranked: int
     exhausted: bool  # every method returned fewer than the depth: nothing lies deeper
+    # the sibling evidence included in ``fused_scores`` (fusion.sibling_evidence), or None
+    sibling: np.ndarray | None = None
 
 
 def build_hits(
@@ -49,7 +51,7 @@ def build_hits(
     # the quote looks for the query's words even in a vector search; highlights stay BM25's
     quote_terms = quote_terms_of(store, view, request.queries[0])
     terms = quote_terms if strategy != "vector" else ()
-    positions, fused, boosts = _page_columns(items)
+    positions, fused, boosts, sibling = _page_columns(items)
     # The page's rows column by column and one matrix product for its similarities: no
     # record object and no dot product per hit; each object built from its columns.
     rows = view.fields_at(positions)
@@ -69,6 +71,7 @@ def build_hits(
         bm25_rank=bm25_rank,
         bm25_score=bm25_score,
         fused=fused,
+        sibling=sibling,
         similarity=similarities,
         boost=boosts,
         rerank_score=rerank,
@@ -111,24 +114,31 @@ def _method_columns(items: list[tuple[Block, int]], labels: list[int]) -> tuple[
     return columns
 
 
-def _page_columns(items: list[tuple[Block, int]]) -> tuple[np.ndarray, list[float], list[float]]:
-    """The page's view positions, fused scores and boosts, gathered block by block."""
+def _page_columns(
+    items: list[tuple[Block, int]],
+) -> tuple[np.ndarray, list[float], list[float], list[float]]:
+    """The page's view positions, fused scores, boosts and sibling gains, block by block."""
     idx = np.fromiter((i for _, i in items), dtype=np.int64, count=len(items))
     blocks = list({id(b): b for b, _ in items}.values())
     if len(blocks) == 1:  # the usual page: one depth placed it
         block = blocks[0]
+        sibling = (block.sibling[idx].tolist() if block.sibling is not None
+                   else [0.0] * len(items))
         return (block.positions[idx], block.fused_scores[idx].tolist(),
-                block.boosts[idx].tolist())
+                block.boosts[idx].tolist(), sibling)
     owner = np.fromiter((blocks.index(b) for b, _ in items), dtype=np.int64, count=len(items))
     positions = np.empty(len(items), dtype=np.int64)
     fused = np.empty(len(items), dtype=np.float64)
     boosts = np.empty(len(items), dtype=np.float64)
+    gains = np.zeros(len(items), dtype=np.float64)
     for k, block in enumerate(blocks):
         mine = owner == k
         positions[mine] = block.positions[idx[mine]]
         fused[mine] = block.fused_scores[idx[mine]]
         boosts[mine] = block.boosts[idx[mine]]
-    return positions, fused.tolist(), boosts.tolist()
+        if block.sibling is not None:
+            gains[mine] = block.sibling[idx[mine]]
+    return positions, fused.tolist(), boosts.tolist(), gains.tolist()
 
 
 # The quote terms of recent query texts, per store and generation (a typo correction

@@ -25,6 +25,9 @@ class Scores:
     bm25_rank: int | None = None
     bm25_score: float | None = None
     fused: float = 0.0
+    # the share of the best other provision of its document's fused score that ``fused``
+    # includes (hybrid RRF, text laid out in provisions: search/fusion.py)
+    sibling: float = 0.0
     similarity: float | None = None  # cosine(query, chunk), used by the answerability gate
     boost: float = 0.0
     rerank_score: float | None = None

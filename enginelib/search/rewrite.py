@@ -39,6 +39,7 @@ from ..errors import RewriterError
 from ..language import detect_language
 from .cache import GenerationMemo
 from .fusion import Ranking, best_per_label, order
+from .gate import bm25_idf
 
 if TYPE_CHECKING:
     from ..core.store_core import StoreCore as Store
@@ -183,15 +184,36 @@ _TABLES: weakref.WeakKeyDictionary[Store, tuple[int, AcronymTable]] = (
 )
 
 
+# An acronym BM25 weighs less than this (its IDF: written in over ~37 % of the chunks) gets
+# no twin: it names what the corpus is about ("AI" in 59 % of the AI Act's and GDPR's chunks,
+# IDF 0.53), so its expansion adds no evidence, only noise (the twin "artificial
+# intelligence (AI)" lifted the AI Act's amending articles over its entry-into-force one).
+# Every other acronym learned from the regulatory corpus is in under 1.5 % of its chunks
+# (IDF > 4). A few chunks are no statistic (a one-note store writes its acronym in all of
+# them): an acronym in fewer than MIN_FREQUENT_CHUNKS chunks always keeps its twin.
+MIN_ACRONYM_IDF = 1.0
+MIN_FREQUENT_CHUNKS = 50
+
+
 def acronym_table(store: Store, generation: int) -> AcronymTable:
-    """The store's learned pairs, read from the catalog once per generation."""
+    """The store's learned pairs, read from the catalog once per generation, less the
+    acronyms too frequent to be worth a twin (``MIN_ACRONYM_IDF``)."""
     cached = _TABLES.get(store)
     if cached is None or cached[0] != generation:
         rows = store.catalog.acronym_counts()
         store.catalog.release()
-        cached = (generation, AcronymTable.build(rows))
+        table = AcronymTable.build(rows)
+        frequency = getattr(store.text_index, "document_frequency", None)
+        if frequency is not None and table:
+            table = table.without([a for a in table.expansion_of if _frequent(*frequency(a))])
+        cached = (generation, table)
         _TABLES[store] = cached
     return cached[1]
+
+
+def _frequent(chunks: int, total: int) -> bool:
+    """An acronym written in ``chunks`` of ``total`` is too frequent for a twin."""
+    return chunks >= MIN_FREQUENT_CHUNKS and bm25_idf(chunks, total) < MIN_ACRONYM_IDF
 
 
 def merge_by_chunk(

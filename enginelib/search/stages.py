@@ -93,6 +93,9 @@ class Fused:
     labels: np.ndarray
     positions: np.ndarray
     scores: np.ndarray
+    # the share of the best sibling provision's fused score included in ``scores``
+    # (fusion.sibling_evidence); None where none was added
+    sibling: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def rank(
     order_idx = diversify(view, request, fused, boosted.final, reranked.order_idx, depth)
     return Block(fused.vector_ranking, fused.text_ranking, fused.labels, fused.positions,
                  fused.scores, boosted.boosts, order_idx, reranked.scores, reranked.count,
-                 retrieved.exhausted)
+                 retrieved.exhausted, fused.sibling)
 
 
 def fuse(
@@ -146,8 +149,19 @@ def fuse(
     # Resolve labels to rows; a label the view lacks (replaced meanwhile) is never returned.
     positions = view.positions(labels)
     keep = positions >= 0
+    labels, positions, scores = labels[keep], positions[keep], scores[keep]
+    sibling = None
+    if strategy == "hybrid" and request.fusion == "rrf" and fusion.SIBLING_WEIGHT and len(labels) > 1:
+        # a provision whose document answers in another provision too gains from it
+        documents = view.column("document_id")
+        gained = fusion.sibling_evidence(
+            scores, [documents[p] for p in positions.tolist()],
+            fusion_evidence.cut_at_lines(view, positions))
+        order = np.lexsort((labels, -gained))
+        sibling = (gained - scores)[order]
+        labels, positions, scores = labels[order], positions[order], gained[order]
     return Fused(rewrite.per_method(retrieved.vector, depth), rewrite.per_method(retrieved.text, depth),
-                 labels[keep], positions[keep], scores[keep])
+                 labels, positions, scores, sibling)
 
 
 def _fuse_one(
@@ -171,7 +185,8 @@ def min_score(request: SearchRequest, fused: Fused) -> Fused:
         return fused
     mask = fused.scores >= request.min_score
     return Fused(fused.vector_ranking, fused.text_ranking, fused.labels[mask],
-                 fused.positions[mask], fused.scores[mask])
+                 fused.positions[mask], fused.scores[mask],
+                 fused.sibling[mask] if fused.sibling is not None else None)
 
 
 def boost(view: ChunkView, request: SearchRequest, fused: Fused) -> Boosted:
