@@ -366,16 +366,39 @@ class _Table:
         codes: dict[str, tuple[np.ndarray, list[Any]]] = {}
         for name, (values, names) in self.codes.items():
             their_values, their_names = other.codes[name]
-            names = list(names)
-            at = {value: i for i, value in enumerate(names)}
-            mapping = np.array([at.setdefault(value, len(at)) for value in their_names] + [-1],
-                               dtype=np.int32)
-            names.extend(list(at)[len(names):])
+            at = _Names.index_of(names)
+            added: list[Any] = []
+            mapping = np.full(len(their_names) + 1, -1, dtype=np.int32)
+            for i, value in enumerate(their_names):
+                code = at.get(value)
+                if code is None:
+                    code = at[value] = len(at)
+                    added.append(value)
+                mapping[i] = code
+            grown = _Names(names)
+            grown.extend(added)
+            grown.at = at  # the map now covers exactly the grown list
             # -1 (null) indexes the mapping's last entry, which is -1 again.
-            codes[name] = (np.concatenate([values, mapping[their_values]]), names)
+            codes[name] = (np.concatenate([values, mapping[their_values]]), grown)
         return _Table(np.concatenate([self.labels, other.labels]),
                       {k: np.concatenate([v, other.numbers[k]]) for k, v in self.numbers.items()},
                       codes)
+
+
+class _Names(list[Any]):
+    """A column's distinct values, with their value -> code map kept from commit to commit:
+    rebuilding it per commit costs ~0.3 s at a million documents."""
+
+    at: dict[Any, int] | None = None
+
+    @staticmethod
+    def index_of(names: list[Any]) -> dict[Any, int]:
+        """The value -> code map of ``names`` (grown in place by the caller)."""
+        at = names.at if isinstance(names, _Names) else None
+        # A longer map was grown for a newer list that shares it: not this list's.
+        if at is None or len(at) != len(names):
+            at = {value: i for i, value in enumerate(names)}
+        return at
 
 
 def _numbers(column: np.ndarray) -> np.ndarray:
@@ -390,8 +413,8 @@ def _codes(column: np.ndarray) -> tuple[np.ndarray, list[Any]]:
     mask = np.ma.getmaskarray(column) if isinstance(column, np.ma.MaskedArray) else None
     values = column.data if isinstance(column, np.ma.MaskedArray) else column
     rows = values.tolist()
-    names = list(dict.fromkeys(rows))
-    at = {value: i for i, value in enumerate(names)}
+    names = _Names(dict.fromkeys(rows))
+    at = names.at = {value: i for i, value in enumerate(names)}
     # One dict probe per row, iterated by ``map`` in C (a generator costs 3x more at 1M rows).
     codes = np.fromiter(map(at.__getitem__, rows), dtype=np.int32, count=len(rows))
     if mask is not None and mask.any():
