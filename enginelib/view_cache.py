@@ -4,7 +4,7 @@ Reading every chunk's compact columns from DuckDB and coding its strings costs s
 a million chunks (a JOIN, a million Python strings per text column). The writer saves the
 coded columns once as plain ``.npy`` files::
 
-    <store>/view/cols-<generation>-<nonce>/   meta.json, labels.npy, n-<col>.npy,
+    <store>/view/cols-<generation>-<nonce>/   columns.json, label.npy, n-<col>.npy,
                                               c-<col>.npy, v-<col>.npy (distinct values)
 
 and an open loads the newest folder and catches up from the catalog with what changed
@@ -50,7 +50,7 @@ def save(folder: Path, generation: int, labels: np.ndarray, numbers: dict[str, n
     name = f"{_PREFIX}{generation:012d}-{secrets.token_hex(4)}"
     tmp = folder / f".tmp-{name}"
     tmp.mkdir()
-    np.save(tmp / "labels.npy", labels)
+    np.save(tmp / "label.npy", labels)
     for col, values in numbers.items():
         np.save(tmp / f"n-{col}.npy", values)
     nulls: dict[str, int] = {}
@@ -64,7 +64,7 @@ def save(folder: Path, generation: int, labels: np.ndarray, numbers: dict[str, n
                 np.array(["" if v is None else str(v) for v in names], dtype=str))
     meta = {"format": _FORMAT, "generation": generation, "rows": int(len(labels)),
             "numbers": list(numbers), "codes": list(codes), "none_at": nulls}
-    (tmp / "meta.json").write_text(json.dumps(meta))
+    (tmp / "columns.json").write_text(json.dumps(meta))
     for entry in tmp.iterdir():
         fsync_file(entry)
     fsync_dir(tmp)
@@ -83,12 +83,12 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
         return None
     for path in reversed(saved):
         try:
-            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+            meta = json.loads((path / "columns.json").read_text(encoding="utf-8"))
             generation = int(meta["generation"])
             if meta.get("format") != _FORMAT or generation > max_generation:
                 continue
             rows = int(meta["rows"])
-            labels = np.load(path / "labels.npy", allow_pickle=False)
+            labels = np.load(path / "label.npy", allow_pickle=False)
             numbers = {c: np.load(path / f"n-{c}.npy", allow_pickle=False) for c in meta["numbers"]}
             codes: dict[str, tuple[np.ndarray, list[Any]]] = {}
             for c in meta["codes"]:

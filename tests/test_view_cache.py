@@ -71,7 +71,7 @@ def test_a_torn_or_foreign_folder_is_ignored(tmp_path: Path, small_thresholds: N
         store.ingest_documents(_docs(0, 30))
         store.view()
     (folder,) = (path / view_cache.FOLDER).iterdir()
-    (folder / "labels.npy").write_bytes(b"not numpy")
+    (folder / "label.npy").write_bytes(b"not numpy")
     with enginelib.open(path, read_only=True) as reader:
         assert len(reader.view()) == 30
         _same(reader.view(), ChunkView.load(reader.catalog, reader.vector_index, use_saved=False))
