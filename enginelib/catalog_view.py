@@ -30,8 +30,11 @@ JOIN documents d USING (document_id)
 """
 COMPACT_SQL = _COMPACT_COLUMNS
 # Rows that changed after a generation: new chunks, and chunks of documents whose metadata
-# changed (``update_document`` bumps the document's generation, not its chunks').
-CHANGED_SQL = _COMPACT_COLUMNS + "WHERE c.generation > ? OR d.generation > ?"
+# changed (``update_document`` bumps the document's generation, not its chunks'). Two
+# disjoint halves, not one OR: each half's range test prunes row groups by their min/max
+# generation, so the cost follows what changed (an OR scans every row: 0.3 s at 1M).
+CHANGED_SQL = (_COMPACT_COLUMNS + "WHERE c.generation > ? UNION ALL " + _COMPACT_COLUMNS
+               + "WHERE d.generation > ? AND c.generation <= ?")
 SOURCES_SQL = "SELECT source_id, tier, evidence_level, authority_score, peer_reviewed FROM sources"
 TEXTS_SINCE_SQL = (
     "SELECT label, content, coalesce(heading_path, '') AS heading_path FROM chunks "
@@ -61,7 +64,7 @@ def compact_rows(catalog: Catalog, since: int | None = None) -> dict[str, np.nda
     numpy columns (``fetchnumpy``: a column holding NULLs is a masked array)."""
     if since is None:
         return catalog.con.execute(COMPACT_SQL).fetchnumpy()
-    return catalog.con.execute(CHANGED_SQL, [since, since]).fetchnumpy()
+    return catalog.con.execute(CHANGED_SQL, [since, since, since]).fetchnumpy()
 
 
 def sources(catalog: Catalog) -> dict[str, tuple[Any, Any, Any, Any]]:

@@ -226,6 +226,17 @@ def _token_byte_lengths(name: str) -> np.ndarray:
     return lengths
 
 
+def _check_encodable(text: str) -> bytes:
+    """The UTF-8 bytes of ``text``; lone surrogates raise InvalidInputError."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            "text contains lone surrogate code points, which are not valid Unicode: "
+            "decode the source with errors='replace' before chunking"
+        ) from exc
+
+
 class _TokenMap:
     """Character offset at which each token of the text starts, from one tokenization.
 
@@ -254,13 +265,7 @@ class _TokenMap:
         byte_starts = np.cumsum(token_bytes) - token_bytes
         if block.isascii():
             return byte_starts
-        try:
-            raw = block.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidInputError(
-                "text contains lone surrogate code points, which are not valid Unicode: "
-                "decode the source with errors='replace' before chunking"
-            ) from exc
+        raw = _check_encodable(block)
         # Map every byte to the index of the character it belongs to; a token that starts
         # inside a multi-byte character maps to that character's start (a code-point cut).
         is_lead = (np.frombuffer(raw, dtype=np.uint8) & 0xC0) != 0x80
@@ -417,10 +422,9 @@ class Chunker:
             raise InvalidInputError(f"chunker expects a str, got {type(text).__name__}")
         if not text.strip():
             return []  # the store rejects empty documents with its own message
-        tokens = _TokenMap(text, self._enc, _token_byte_lengths(self.config.encoding))
         if self.config.structure == "sections":
-            return self._chunk_sections(text, tokens)
-        spans = self._plan(text, tokens, 0, len(text))
+            return self._chunk_sections(text)
+        spans = self._plan(text, self._token_map(text), 0, len(text))
         spans = self._merge_small(text, spans)
         headings = _HeadingIndex(text)
         chunks = []
@@ -441,11 +445,19 @@ class Chunker:
 
     # -- sections ---------------------------------------------------------------------
 
-    def _chunk_sections(self, text: str, tokens: _TokenMap) -> list[ChunkSpan]:
+    def _token_map(self, text: str) -> _TokenMap:
+        return _TokenMap(text, self._enc, _token_byte_lengths(self.config.encoding))
+
+    def _chunk_sections(self, text: str) -> list[ChunkSpan]:
         """Chunks that stay inside their section; a section over max_tokens splits inside."""
         cfg = self.config
+        if not text.isascii():
+            _check_encodable(text)  # the error the token map gives, even when none is built
         units = self._join_sections(text, self._sections(text))
         chunks: list[ChunkSpan] = []
+        # The token map plans cuts inside a section; most documents (every section within
+        # the budget) never need it, and building it is a second tokenization of the text.
+        tokens: _TokenMap | None = None
         for unit in units:
             # the same whole-chunk rule as a text without sections (its core budget), so a
             # document with no heading is cut exactly as before sections existed
@@ -454,6 +466,7 @@ class Chunker:
             ):
                 spans = [[unit.start, unit.start, unit.end, unit.count]]
             else:
+                tokens = tokens or self._token_map(text)
                 spans = self._merge_small(text, self._plan(text, tokens, unit.start, unit.end))
             for start, _core, end, count in spans:
                 chunks.append(

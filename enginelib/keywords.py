@@ -24,9 +24,11 @@ STOPWORDS = frozenset(
 
 
 def tokenize(text: str) -> list[str]:
+    # findall + lower per match (not findall over text.lower(): lowering can change a
+    # character's class, e.g. U+0130 gains a combining mark, and so the token bounds).
     return [
-        t for t in (m.group(0).lower() for m in _TOKEN.finditer(text))
-        if t not in STOPWORDS and not t.isdigit() and len(t) > 1
+        t for t in map(str.lower, _TOKEN.findall(text))
+        if len(t) > 1 and t not in STOPWORDS and not t.isdigit()
     ]
 
 
@@ -38,6 +40,11 @@ def top_keywords(chunks: Sequence[str], limit: int = DEFAULT_KEYWORDS) -> list[s
     """
     if limit <= 0 or not chunks:
         return []
+    if len(chunks) == 1:
+        # One chunk: every idf factor is 1 + log(2 / 2) = 1, so the order is by term
+        # frequency alone (1 + log(tf) is increasing), ties alphabetical as below.
+        counts = Counter(tokenize(chunks[0]))
+        return sorted(counts, key=lambda term: (-counts[term], term))[:limit]
     per_chunk = [Counter(tokenize(chunk)) for chunk in chunks]
     term_freq: Counter[str] = Counter()
     doc_freq: Counter[str] = Counter()

@@ -12,11 +12,19 @@ How many candidates a query walks (``ef``) grows with the index: see ``auto_ef``
 
 On disk (one folder per saved generation, swapped in by rewriting a pointer)::
 
-    directory/stamp.json            {"format", "generation", "folder", "dim", "count", ...}
-    directory/gen-<g>-<nonce>/      vectors.hnsw, vectors.npy, labels.npy
+    directory/stamp.json            {"format", "generation", "folder", "rows", "dim", "count", ...}
+    directory/rows-<nonce>.f32      raw float32 rows, append-only (vector_rows.py)
+    directory/gen-<g>-<nonce>/      vectors.hnsw, labels.npy [, pending.npy, deleted.npy]
 
 ``stamp.json`` is written last (temp file, fsync, ``os.replace``), so a crash leaves it
 pointing at a complete older folder or at the complete new one.
+
+A save costs what changed, not the index size: the rows file is appended to, and the
+graph (1.6 GB at a million 384-dim vectors) is rewritten only once enough changed. Until
+then the new folder hard-links the last graph file and lists what it lacks: the labels
+added since (``pending.npy``, answered by an exact scan beside the graph, at most
+``GRAPH_DEFER_MAX`` rows) and those deleted or replaced since (``deleted.npy``, marked
+deleted again at load). Format 1 stores (one ``vectors.npy`` per folder) still load.
 """
 
 from __future__ import annotations
@@ -38,13 +46,16 @@ from enginelib.errors import InvalidInputError, InvalidVectorError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
-from enginelib.indexes.vector_rows import VectorRows
+from enginelib.indexes.vector_rows import VectorRows, is_rows_file
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_READABLE_FORMATS = (1, 2)
 STAMP = "stamp.json"
 GRAPH_FILE = "vectors.hnsw"
 VECTORS_FILE = "vectors.npy"
 LABELS_FILE = "labels.npy"
+PENDING_FILE = "pending.npy"
+DELETED_FILE = "deleted.npy"
 
 # Defaults from benchmarks/results/hnsw_tuning.md (SciFact + NFCorpus, all-MiniLM-L6-v2,
 # 384 dims): the cheapest setting whose recall@10 against exact search is >= 0.98 on
@@ -75,6 +86,11 @@ MAX_FETCH = 4_000
 # deleted slots still cost memory and traversal time.
 COMPACT_MIN_DELETED = 1_000
 _INITIAL_CAPACITY = 1_024
+# A save rewrites the graph only once this many labels differ from the saved graph file
+# (and never past a twentieth of the index, where a rewrite is cheap anyway). The labels
+# missing from it are scored exactly beside every graph query: 5,000 x 384 floats is a
+# ~7 MB scan, well under a millisecond, against seconds to rewrite a million-node graph.
+GRAPH_DEFER_MAX = 5_000
 
 
 class HnswVectorIndex:
@@ -111,19 +127,28 @@ class HnswVectorIndex:
         self.num_threads = num_threads
         self._lock = threading.Lock()  # set_ef + knn_query must not interleave
         self._generation: int | None = None
+        self._writer = False  # set by allow_spill / save: this object may write files
         self._reset()
         self._load()
 
     # -- state ---------------------------------------------------------------------
 
     def _reset(self) -> None:
-        self._rows = VectorRows(self.dim)
+        self._rows = VectorRows(self.dim, spill_dir=self.directory if self._writer else None)
         self._labels = np.zeros(0, dtype=np.int64)  # row -> label, capacity-grown
         self._count = 0
         # label -> row as two aligned arrays sorted by label (searchsorted), rebuilt after a
         # write: a dict of a million Python ints costs ~100 MB and a Python loop per lookup.
         self._lookup: tuple[np.ndarray, np.ndarray] | None = None
         self._graph: hnswlib.Index | None = None
+        # Live labels the in-memory graph lacks (loaded from a deferred save), sorted; the
+        # graph search scores them exactly. Their rows are cached once looked up.
+        self._pending = np.zeros(0, dtype=np.int64)
+        # The last saved graph file and how the index differs from it: labels it lacks,
+        # labels it holds that are dead or replaced (arrays appended per write).
+        self._graph_saved: Path | None = None
+        self._file_missing: list[np.ndarray] = []
+        self._file_dead: list[np.ndarray] = []
 
     @property
     def generation(self) -> int | None:
@@ -155,7 +180,14 @@ class HnswVectorIndex:
         present = rows >= 0
         if present.any():
             self._rows.put(rows[present], matrix[present])
+            self._file_dead.append(labels_arr[present])  # the saved graph has the old vector
+        self._file_missing.append(labels_arr)
         fresh = ~present
+        slots = int(fresh.sum())
+        if len(self._pending):  # re-added pending labels go into the graph below
+            left = np.setdiff1d(self._pending, labels_arr)
+            slots += len(self._pending) - len(left)
+            self._set_pending(left)
         if fresh.any():
             start, added = self._count, int(fresh.sum())
             if start + added > len(self._labels):
@@ -171,7 +203,7 @@ class HnswVectorIndex:
         graph = self._ensure_graph()
         # Every label the graph holds is live or marked deleted, so at most the labels
         # not live now take new slots (a re-added deleted label reuses its own).
-        needed = graph.element_count + int(fresh.sum())
+        needed = graph.element_count + slots
         if needed > graph.get_max_elements():
             graph.resize_index(max(needed, 2 * graph.get_max_elements()))
         # hnswlib replaces the vector of an existing label in place and un-marks it if it
@@ -197,14 +229,29 @@ class HnswVectorIndex:
         self._count = new_count
         self._rows.truncate(new_count)
         self._lookup = None
+        self._file_dead.append(gone)
+        in_graph = gone
+        if len(self._pending):
+            in_graph = np.setdiff1d(gone, self._pending)
+            self._set_pending(np.setdiff1d(self._pending, gone))
         if self._graph is not None:
-            for label in gone.tolist():
+            for label in in_graph.tolist():
                 self._graph.mark_deleted(label)
-            if self._graph.element_count - self._count > max(COMPACT_MIN_DELETED, self._count):
+            in_graph_live = self._count - len(self._pending)
+            if self._graph.element_count - in_graph_live > max(COMPACT_MIN_DELETED, self._count):
                 self._rebuild_graph()
 
     def clear(self) -> None:
         self._reset()
+
+    def allow_spill(self) -> None:
+        """The store's writer calls this: unsaved rows past ``SPILL_ROWS`` may be appended
+        to the rows file early (bounded RAM in a bulk ingest). A reader never writes."""
+        self._writer = True
+        self._rows.allow_spill(self.directory)
+
+    def _set_pending(self, labels: np.ndarray) -> None:
+        self._pending = labels
 
     def _find(self, labels: np.ndarray) -> np.ndarray:
         """The row of each label, -1 where absent."""
@@ -234,6 +281,8 @@ class HnswVectorIndex:
     def _rebuild_graph(self) -> None:
         """Build a fresh graph from the rows, dropping marked-deleted slots."""
         self._graph = None
+        self._set_pending(np.zeros(0, dtype=np.int64))
+        self._graph_saved = None  # the next save writes this graph
         if self._count == 0:
             return
         graph = self._ensure_graph()
@@ -320,7 +369,10 @@ class HnswVectorIndex:
             if fetch > MAX_FETCH:
                 return self._exact(queries, k, rows)
             allowed_labels = np.sort(self._labels[rows])
-        fetch = min(fetch, self._count)
+        in_graph = self._count - len(self._pending)
+        fetch = min(fetch, in_graph)
+        if fetch <= 0:
+            return self._exact(queries, k, rows)
         try:
             with self._lock:
                 graph.set_ef(max(self.ef_for(k), fetch))
@@ -329,8 +381,11 @@ class HnswVectorIndex:
             # hnswlib could not collect enough live neighbours (heavy deletions): fall
             # back to the exact answer rather than return fewer.
             return self._exact(queries, k, rows)
+        found = found.astype(np.int64)
+        if len(self._pending):  # labels the graph lacks are candidates for every query
+            found = np.hstack([found, np.broadcast_to(self._pending, (len(found), len(self._pending)))])
         results: list[SearchResult] = []
-        for query, candidates in zip(queries, found.astype(np.int64)):
+        for query, candidates in zip(queries, found):
             if allowed_labels is not None:
                 at = np.minimum(np.searchsorted(allowed_labels, candidates),
                                 len(allowed_labels) - 1)
@@ -375,12 +430,21 @@ class HnswVectorIndex:
         if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
             raise InvalidInputError(f"generation must be a non-negative int, got {generation!r}")
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._writer = True
+        rows_name = self._rows.save(self.directory)
         folder = f"gen-{generation:08d}-{secrets.token_hex(4)}"
         tmp = self.directory / f".tmp-{folder}"
         tmp.mkdir()
-        if self._graph is not None:
+        missing, dead = self._graph_delta()
+        deferred = self._graph is not None and self._defer_graph(len(missing) + len(dead))
+        if deferred:
+            assert self._graph_saved is not None
+            os.link(self._graph_saved, tmp / GRAPH_FILE)
+            np.save(tmp / PENDING_FILE, missing)
+            np.save(tmp / DELETED_FILE, dead)
+        elif self._graph is not None:
+            self._fold_pending()
             self._graph.save_index(str(tmp / GRAPH_FILE))
-        self._rows.write(tmp / VECTORS_FILE)
         np.save(tmp / LABELS_FILE, self._labels[: self._count])
         for name in os.listdir(tmp):
             fsync_file(tmp / name)
@@ -392,6 +456,7 @@ class HnswVectorIndex:
             "format": FORMAT_VERSION,
             "generation": generation,
             "folder": folder,
+            "rows": rows_name,
             "dim": self.dim,
             "count": self._count,
             "space": "cosine",
@@ -400,53 +465,106 @@ class HnswVectorIndex:
         }
         write_atomic(self.directory / STAMP, json.dumps(stamp, indent=2).encode())
         self._generation = generation
-        # The saved file now holds every row: map it and drop the RAM tail.
-        if self._count:
-            self._rows = VectorRows.mapped(self.directory / folder / VECTORS_FILE, self.dim)
-        self._remove_stale(keep=folder)
+        if self._graph is not None:
+            self._graph_saved = self.directory / folder / GRAPH_FILE
+            self._file_missing = [missing] if deferred else []
+            self._file_dead = [dead] if deferred else []
+        self._remove_stale(keep=folder, rows=rows_name)
 
-    def _remove_stale(self, keep: str) -> None:
+    def _graph_delta(self) -> tuple[np.ndarray, np.ndarray]:
+        """(live labels the saved graph file lacks, labels it holds that are dead or
+        hold an old vector), sorted."""
+        empty = np.zeros(0, dtype=np.int64)
+        missing = np.unique(np.concatenate([empty, *self._file_missing]))
+        if len(missing):
+            missing = missing[self._find(missing) >= 0]
+        dead = np.unique(np.concatenate([empty, *self._file_dead]))
+        return missing, dead
+
+    def _defer_graph(self, changed: int) -> bool:
+        """Whether this save may keep the last graph file and list the changes instead."""
+        return (self._graph_saved is not None and self._graph_saved.is_file()
+                and changed <= min(GRAPH_DEFER_MAX, self._count // 20))
+
+    def _fold_pending(self) -> None:
+        """Insert the labels a deferred save left out of the graph (before writing it)."""
+        if not len(self._pending) or self._graph is None:
+            return
+        graph, pending = self._graph, self._pending
+        if graph.element_count + len(pending) > graph.get_max_elements():
+            graph.resize_index(graph.element_count + len(pending))
+        graph.add_items(self._rows.take(self._find(pending)), pending.astype(np.uint64),
+                        num_threads=self.num_threads)
+        self._set_pending(np.zeros(0, dtype=np.int64))
+
+    def _remove_stale(self, keep: str, rows: str) -> None:
         for entry in self.directory.iterdir():
             if entry.is_dir() and entry.name != keep and (
                 entry.name.startswith("gen-") or entry.name.startswith(".tmp-gen-")
             ):
                 shutil.rmtree(entry, ignore_errors=True)
+            elif entry.is_file() and is_rows_file(entry.name) and entry.name != rows:
+                # a reader mapping an older file keeps its pages (unlink, not truncate)
+                entry.unlink(missing_ok=True)
 
     def _load(self) -> None:
         """Load the stamped generation; anything unreadable leaves an empty index."""
         try:
             stamp = json.loads((self.directory / STAMP).read_text(encoding="utf-8"))
-            if stamp.get("format") != FORMAT_VERSION or stamp.get("dim") != self.dim:
+            if stamp.get("format") not in _READABLE_FORMATS or stamp.get("dim") != self.dim:
                 return
             folder = self.directory / str(stamp["folder"])
             labels = np.load(folder / LABELS_FILE, allow_pickle=False)
             count = int(stamp["count"])
-            rows = (VectorRows.mapped(folder / VECTORS_FILE, self.dim) if count
-                    else VectorRows(self.dim))
+            if stamp["format"] == 1:
+                rows = (VectorRows.mapped(folder / VECTORS_FILE, self.dim) if count
+                        else VectorRows(self.dim))
+            else:
+                rows = VectorRows.mapped(self.directory / str(stamp["rows"]), self.dim, count)
             if len(rows) != count or labels.shape != (count,):
                 return
-            if len(np.unique(labels)) != count:
-                return
+            pending = np.zeros(0, dtype=np.int64)
+            dead = np.zeros(0, dtype=np.int64)
             graph = None
             if count or (folder / GRAPH_FILE).exists():
                 graph = hnswlib.Index(space="cosine", dim=self.dim)
                 graph.load_index(str(folder / GRAPH_FILE))
+                if (folder / PENDING_FILE).exists():
+                    pending = np.load(folder / PENDING_FILE, allow_pickle=False).astype(np.int64)
+                    dead = np.load(folder / DELETED_FILE, allow_pickle=False).astype(np.int64)
             generation = int(stamp["generation"])
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):
             self._reset()
             return
-        if graph is not None and count:
-            graph_ids = np.asarray(graph.get_ids_list(), dtype=np.int64)
-            if not np.isin(labels, graph_ids).all():
-                return  # the graph does not cover the rows: rebuild from the catalog
+        if graph is not None and count and not _graph_covers(graph, labels, pending, dead):
+            return  # the graph does not cover the rows: rebuild from the catalog
         self._reset()
         self._rows = rows
+        if self._writer:
+            rows.allow_spill(self.directory)
         self._labels = labels.astype(np.int64)
         self._count = count
         self._graph = graph
+        self._set_pending(pending)
+        if graph is not None:
+            self._graph_saved = folder / GRAPH_FILE
+            self._file_missing, self._file_dead = [pending], [dead]
         self.M = stamp.get("M", self.M)
         self.ef_construction = stamp.get("ef_construction", self.ef_construction)
         self._generation = generation
+
+
+def _graph_covers(graph: hnswlib.Index, labels: np.ndarray, pending: np.ndarray,
+                  dead: np.ndarray) -> bool:
+    """Whether the graph holds every live label but the pending ones; marks ``dead``."""
+    for label in dead.tolist():
+        try:
+            graph.mark_deleted(label)
+        except RuntimeError:
+            pass  # already marked in the file, or added and deleted since it was saved
+    graph_ids = np.asarray(graph.get_ids_list(), dtype=np.int64)
+    in_graph = np.setdiff1d(labels, pending, assume_unique=True) if len(pending) else labels
+    return bool(np.isin(in_graph, graph_ids).all())
 
 
 def auto_ef(count: int, k: int) -> int:

@@ -8,6 +8,8 @@ A store is one folder::
     .reindex.json         a reindex between its catalog commit and its manifest write
     indexes/vectors/      the vector backend's files (named by the backend alone)
     indexes/text/         the text backend's files (named by the backend alone)
+    texts/, view/         chunk texts and the chunk view's columns, derived from the catalog
+                          (enginelib/chunk_texts.py, enginelib/view_cache.py)
     querylog/             readers' pending query-log lines
     jobs-inbox/           jobs queued by processes that do not hold the writer lock
     snapshots/            settings.json, then one folder per snapshot (below)

@@ -272,6 +272,9 @@ class StoreCore:
             layout.vector_folder(self._index_root), self.manifest.embedding_dim,
             **self._index_options("vector"),
         )
+        allow_spill = getattr(vector, "allow_spill", None)
+        if allow_spill is not None and not self.read_only:
+            allow_spill()  # the writer's unsaved rows may go to disk early (bounded RAM)
         # A reader never rewrites the shared text index, even one of an older format.
         readonly = {"read_only": True} if self.read_only else {}
         text = TEXT_BACKENDS[self.manifest.text_backend](
