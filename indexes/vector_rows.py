@@ -180,6 +180,21 @@ class VectorRows:
         assert self._file is not None
         return self._file.name
 
+    def write(self, path: Path) -> None:
+        """Write the live rows as one ``.npy`` file (format 1: a whole file per generation,
+        the compact backend's form) without building them in RAM at once."""
+        if self._count == 0:
+            np.save(path, np.zeros((0, self.dim), dtype=np.float32))
+        else:
+            out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32,
+                                            shape=(self._count, self.dim))
+            for start in range(0, self._count, _WRITE_BLOCK):
+                stop = min(self._count, start + _WRITE_BLOCK)
+                out[start:stop] = self.take(np.arange(start, stop))
+            out.flush()
+            del out
+        fsync_file(path)
+
     def _write(self, path: Path) -> None:
         with open(path, "wb") as out:
             for start in range(0, self._count, _WRITE_BLOCK):
