@@ -94,8 +94,9 @@ LABEL_ORDER_CHECK_MAX = 300_000
 # highlights) and tantivy's parser plus the clause read cost more than the search itself
 # on a small index, so a working set of repeated queries stays parsed.
 QUERY_CACHE_SIZE = 512
-# A parsed query and its plain clauses (None: tantivy_prune cannot answer it).
-_Parsed = tuple[tantivy.Query, list[tantivy_prune.Clause] | None]
+# A parsed query, its plain clauses (None: tantivy_prune cannot answer it) and their
+# postings (tantivy_prune.postings).
+_Parsed = tuple[tantivy.Query, list[tantivy_prune.Clause] | None, int]
 
 
 class TantivyTextIndex:
@@ -418,14 +419,15 @@ class TantivyTextIndex:
             )
         searcher = self._index.searcher()
         results = []
-        for query, clauses in parsed:
+        for query, clauses, postings in parsed:
             if restriction is not None:
                 query = tantivy.Query.boolean_query(
                     [(tantivy.Occur.Must, query), (tantivy.Occur.Must, restriction)]
                 )
-                results.append(self._top_k(searcher, query, int(k), None))
-            else:
-                results.append(self._top_k(searcher, query, int(k), clauses))
+                clauses = None
+            elif postings < tantivy_prune.MIN_POSTINGS:
+                clauses = None  # the full query is already cheap: pruning would not be tried
+            results.append(self._top_k(searcher, query, int(k), clauses))
         return results
 
     def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
@@ -484,13 +486,18 @@ class TantivyTextIndex:
         return {}
 
     def _parse_cached(self, text: str, lenient: bool, correct: bool) -> _Parsed:
-        """``_parse`` and the query's plain clauses, kept until the vocabulary changes (a
-        query that fails to parse is not kept: it raises again)."""
+        """``_parse``, the query's plain clauses and their postings, kept until the
+        vocabulary changes (a query that fails to parse is not kept: it raises again)."""
         key = (text, lenient, correct)
         found = self._parsed.get(key)
         if found is None:
             query = self._parse(text, lenient, correct)
-            found = (query, tantivy_prune.plain_clauses(query, self._field_names))
+            clauses = tantivy_prune.plain_clauses(query, self._field_names)
+            # Kept for this vocabulary (the cache is emptied on commit); were postings to grow
+            # unseen (another process's commit), skipping the pruning stays exact, only slower.
+            postings = 0 if clauses is None else tantivy_prune.postings(self._index.searcher(),
+                                                                        clauses)
+            found = (query, clauses, postings)
             self._parsed.put(key, found)
         return found
 
