@@ -77,7 +77,8 @@ class TantivyLexicon:
         self._known: dict[str, bool] = {}
         # word -> its correction (None: none): a query's words are looked up on every
         # search, and the answer holds for this vocabulary (a new one makes a new lexicon).
-        self._corrections: Lru[str, Correction | None] = Lru(CORRECTION_CACHE_SIZE)
+        # (kept in a 1-tuple: "no correction" is an answer too)
+        self._corrections: Lru[str, tuple[Correction | None]] = Lru(CORRECTION_CACHE_SIZE)
 
     def knows(self, word: str) -> bool:
         """True when some text field holds one of the word's stems."""
@@ -93,11 +94,11 @@ class TantivyLexicon:
 
     def correct(self, word: str) -> Correction | None:
         """The closest indexed word for a word the index does not know, or None."""
-        if word in self._corrections:
-            return self._corrections.get(word)
-        found = self._correct(word)
-        self._corrections.put(word, found)
-        return found
+        kept = self._corrections.get(word)
+        if kept is None:
+            kept = (self._correct(word),)
+            self._corrections.put(word, kept)
+        return kept[0]
 
     def _correct(self, word: str) -> Correction | None:
         folded = self._fold.analyze(word)

@@ -14,14 +14,16 @@ from enginelib.indexes.tantivy_text import TantivyTextIndex
 
 
 def test_lru_drops_the_least_recently_used_entry_only() -> None:
-    cache: Lru[str, int | None] = Lru(2)
+    cache: Lru[str, int] = Lru(2)
     cache.put("a", 1)
-    cache.put("b", None)  # None is a value: ``in`` tells it from a missing key
+    cache.put("b", 2)
     assert cache.get("a") == 1  # "a" is now the most recent
     cache.put("c", 3)
     assert "b" not in cache and "a" in cache and "c" in cache
     assert len(cache) == 2
     assert cache.get("b") is None
+    cache.clear()
+    assert len(cache) == 0
     with pytest.raises(ValueError):
         Lru(0)
 
