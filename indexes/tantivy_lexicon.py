@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import tantivy
 
+from .lru import Lru
 from .osa import within
 
 # The words field is lowercased and accent-folded: its words start with one of these.
@@ -47,6 +48,9 @@ LONG_WORD_CHARS = 8
 # A prefix expands to at most this many words (tantivy's own phrase-prefix default is 50),
 # the most frequent first.
 MAX_PREFIX_TERMS = 50
+# Corrections kept per vocabulary (least recently used dropped): the distinct words of a
+# few thousand recent queries.
+CORRECTION_CACHE_SIZE = 8_192
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ class TantivyLexicon:
         self._words_field = words_field
         self._fold = fold  # the words field's analyzer: lowercase + accent folding
         self._known: dict[str, bool] = {}
+        # word -> its correction (None: none): a query's words are looked up on every
+        # search, and the answer holds for this vocabulary (a new one makes a new lexicon).
+        # (kept in a 1-tuple: "no correction" is an answer too)
+        self._corrections: Lru[str, tuple[Correction | None]] = Lru(CORRECTION_CACHE_SIZE)
 
     def knows(self, word: str) -> bool:
         """True when some text field holds one of the word's stems."""
@@ -95,6 +103,13 @@ class TantivyLexicon:
 
     def correct(self, word: str) -> Correction | None:
         """The closest indexed word for a word the index does not know, or None."""
+        kept = self._corrections.get(word)
+        if kept is None:
+            kept = (self._correct(word),)
+            self._corrections.put(word, kept)
+        return kept[0]
+
+    def _correct(self, word: str) -> Correction | None:
         folded = self._fold.analyze(word)
         if (len(folded) != 1 or len(folded[0]) < MIN_FUZZY_CHARS
                 or any(ch.isdigit() for ch in word) or _is_name(word) or self.knows(word)):

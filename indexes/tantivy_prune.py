@@ -108,9 +108,7 @@ def top_k(
     """Hits holding the exact top ``k`` of the disjunction of ``clauses`` and every
     document tied with the k-th score, or None when pruning cannot prove it cheaply (run
     the full query then)."""
-    # A term no document holds adds nothing to any score: leave it out.
-    kept = [(clause, int(searcher.doc_freq(clause.field, clause.token))) for clause in clauses]
-    kept = [(clause, df) for clause, df in kept if df > 0]
+    kept = _kept(searcher, clauses)
     postings = sum(df for _, df in kept)
     if postings < MIN_POSTINGS or len(kept) < 2:
         return None
@@ -138,6 +136,22 @@ def top_k(
         if hits[k - 1][0] > outside * (1.0 + _MARGIN) + _MARGIN:
             return hits
     return None
+
+
+def postings(searcher: tantivy.Searcher, clauses: Sequence[Clause]) -> int:
+    """The postings ``top_k`` weighs against ``MIN_POSTINGS`` (0 when fewer than two of the
+    terms are held: it never prunes those). A caller that keeps a parsed query for this
+    searcher's vocabulary keeps this with it and skips ``top_k`` (and its doc_freq calls)
+    below ``MIN_POSTINGS``."""
+    kept = _kept(searcher, clauses)
+    return sum(df for _, df in kept) if len(kept) >= 2 else 0
+
+
+def _kept(searcher: tantivy.Searcher, clauses: Sequence[Clause]) -> list[tuple[Clause, int]]:
+    """The clauses with their document frequency; a term no document holds adds nothing
+    to any score: left out."""
+    found = [(clause, int(searcher.doc_freq(clause.field, clause.token))) for clause in clauses]
+    return [(clause, df) for clause, df in found if df > 0]
 
 
 def _bm25_docs(searcher: tantivy.Searcher, query: tantivy.Query,

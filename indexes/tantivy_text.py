@@ -68,6 +68,7 @@ from enginelib.indexes.analyzers import (
     word_parts,
 )
 from enginelib.indexes.base import Labels, SearchResult, TextDocument
+from enginelib.indexes.lru import Lru
 from enginelib.indexes.tantivy_lexicon import TantivyLexicon
 from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
 from enginelib.search.gate import QueryTerm, bm25_idf
@@ -88,6 +89,14 @@ DEFAULT_HEAP_SIZE = 50_000_000
 # machine). Past this many documents it is skipped and ties take the exact path: a store's
 # every persist would otherwise pay seconds, and at 1M merges had reordered the segments anyway.
 LABEL_ORDER_CHECK_MAX = 300_000
+# Query translations and parsed queries kept per vocabulary (emptied on commit), least
+# recently used dropped first: a search translates its query twice (to parse it, then for
+# highlights) and tantivy's parser plus the clause read cost more than the search itself
+# on a small index, so a working set of repeated queries stays parsed.
+QUERY_CACHE_SIZE = 512
+# A parsed query, its plain clauses (None: tantivy_prune cannot answer it) and their
+# postings (tantivy_prune.postings).
+_Parsed = tuple[tantivy.Query, list[tantivy_prune.Clause] | None, int]
 
 
 class TantivyTextIndex:
@@ -129,7 +138,10 @@ class TantivyTextIndex:
         self._field_boosts[CODE_FIELD] = self.boosts.get(CODE_FIELD, 1.0)
         self._analyzers = build_analyzers(self.languages)
         self._stopwords = stopword_analyzers(self.languages)
-        self._translations: dict[tuple[str, bool, bool], Translation] = {}
+        self._translations: Lru[tuple[str, bool, bool], Translation] = Lru(QUERY_CACHE_SIZE)
+        # (text, lenient, correct) -> the parsed query and its plain clauses (None: prune not
+        # possible); a tantivy.Query holds no searcher, so it outlives reloads.
+        self._parsed: Lru[tuple[str, bool, bool], _Parsed] = Lru(QUERY_CACHE_SIZE)
         self._lexicon: TantivyLexicon | None = None
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
@@ -302,6 +314,7 @@ class TantivyTextIndex:
         self._label_order = False  # unknown until the next save checks it
         # Typo corrections and prefix expansions depend on the vocabulary just changed.
         self._translations.clear()
+        self._parsed.clear()
         self._lexicon = None
         # tantivy writes these through 0600 temp files: give them the user's umask.
         folder = self.directory / INDEX_DIR
@@ -393,7 +406,7 @@ class TantivyTextIndex:
         lenient = self.lenient if lenient is None else lenient
         # Refresh first: typo corrections and prefixes are read from the current vocabulary.
         self._refresh()
-        parsed = [self._parse(text, lenient, correct) for text in queries]  # fail before searching
+        parsed = [self._parse_cached(text, lenient, correct) for text in queries]  # fail first
         restriction = None
         if allowed is not None:
             allowed_labels = sorted({int(x) for x in np.asarray(allowed).ravel() if x >= 0})
@@ -406,28 +419,24 @@ class TantivyTextIndex:
             )
         searcher = self._index.searcher()
         results = []
-        for query in parsed:
+        for query, clauses, postings in parsed:
             if restriction is not None:
                 query = tantivy.Query.boolean_query(
                     [(tantivy.Occur.Must, query), (tantivy.Occur.Must, restriction)]
                 )
-                results.append(self._top_k(searcher, query, int(k), prune=False))
-            else:
-                results.append(self._top_k(searcher, query, int(k)))
+                clauses = None
+            elif postings < tantivy_prune.MIN_POSTINGS:
+                clauses = None  # the full query is already cheap: pruning would not be tried
+            results.append(self._top_k(searcher, query, int(k), clauses))
         return results
 
-    def _pruned(self, searcher: tantivy.Searcher, query: tantivy.Query,
-                k: int) -> tantivy_prune.Hits | None:
-        """tantivy_prune's hits for a plain words query, or None (search it in full)."""
-        clauses = tantivy_prune.plain_clauses(query, self._field_names)
-        if clauses is None:
-            return None
-        return tantivy_prune.top_k(searcher, self._index.schema, clauses, k)
-
     def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
-               prune: bool = True) -> SearchResult:
+               clauses: list[tantivy_prune.Clause] | None) -> SearchResult:
+        """``clauses``: the query's plain clauses (tantivy_prune may answer), or None."""
         # Pruned hits hold the exact top k and the whole tie at its k-th score.
-        hits = self._pruned(searcher, query, k) if prune else None
+        hits = None
+        if clauses is not None:
+            hits = tantivy_prune.top_k(searcher, self._index.schema, clauses, k)
         if hits is None and self._label_order:
             # Tied documents come in address order, which is label order here: tantivy's
             # own top k already follows the contract.
@@ -451,9 +460,7 @@ class TantivyTextIndex:
             lexicon = self._get_lexicon()
             cached = translate(text, field_map=self._field_map, code_field=CODE_FIELD, plain=plain,
                                lexicon=lexicon if correct else _PrefixesOnly(lexicon))
-            if len(self._translations) >= 256:
-                self._translations.clear()
-            self._translations[key] = cached
+            self._translations.put(key, cached)
         return cached
 
     def _get_lexicon(self) -> TantivyLexicon:
@@ -483,6 +490,22 @@ class TantivyTextIndex:
         acronym twin's frequency check (search/rewrite.py)."""
         self._refresh()
         return self._get_lexicon().document_frequency(word)
+
+    def _parse_cached(self, text: str, lenient: bool, correct: bool) -> _Parsed:
+        """``_parse``, the query's plain clauses and their postings, kept until the
+        vocabulary changes (a query that fails to parse is not kept: it raises again)."""
+        key = (text, lenient, correct)
+        found = self._parsed.get(key)
+        if found is None:
+            query = self._parse(text, lenient, correct)
+            clauses = tantivy_prune.plain_clauses(query, self._field_names)
+            # Kept for this vocabulary (the cache is emptied on commit); were postings to grow
+            # unseen (another process's commit), skipping the pruning stays exact, only slower.
+            postings = 0 if clauses is None else tantivy_prune.postings(self._index.searcher(),
+                                                                        clauses)
+            found = (query, clauses, postings)
+            self._parsed.put(key, found)
+        return found
 
     def _parse(self, text: str, lenient: bool, correct: bool = True) -> tantivy.Query:
         if not isinstance(text, str) or not text.strip():
