@@ -290,6 +290,10 @@ class ChunkView:
         values): grouping by document compares codes, not strings."""
         return self._codes[name][0]
 
+    def number_column(self, name: str) -> np.ndarray:
+        """An integer column's int32 values by row position (``_NULL`` for null)."""
+        return self._numbers[name]
+
     def texts_of(self, labels: list[int]) -> list[tuple[str, str]]:
         """(content, heading_path) of each label, as ``text_of`` reads them."""
         texts = self._texts

@@ -128,7 +128,7 @@ def best_per_label(rankings: Sequence[Ranking]) -> list[tuple[int, float]]:
 
 
 def sibling_evidence(
-    scores: np.ndarray, groups: Sequence[Hashable], eligible: np.ndarray,
+    scores: np.ndarray, groups: Sequence[Hashable] | np.ndarray, eligible: np.ndarray,
     weight: float = SIBLING_WEIGHT,
 ) -> np.ndarray:
     """``scores`` plus ``weight`` times the best score of another ``eligible`` candidate of
@@ -136,8 +136,29 @@ def sibling_evidence(
     candidate alone in its group, keep their score."""
     base = np.asarray(scores, dtype=np.float64)
     out = base.copy()
-    if weight == 0 or len(out) < 2:
+    members = np.flatnonzero(eligible)
+    if weight == 0 or len(members) < 2:
         return out
+    keys = np.asarray(groups)
+    if keys.dtype.kind not in "iu":  # strings or objects: equal values, equal codes
+        keys = np.unique(keys, return_inverse=True)[1].reshape(-1)
+    # Members by group, best score first (a stable sort: equal scores keep candidate order),
+    # one pass in numpy rather than a dict of lists per search.
+    order = members[np.lexsort((-base[members], keys[members]))]
+    grouped, ranked = keys[order], base[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    shared = sizes >= 2
+    if not shared.any():
+        return out
+    best = np.repeat(ranked[starts], sizes)
+    second = np.repeat(ranked[np.minimum(starts + 1, len(order) - 1)], sizes)
+    first = np.zeros(len(order), dtype=bool)
+    first[starts] = True
+    gain = np.where(first, second, best)  # the best gains from the second, the rest from the best
+    mine = np.repeat(shared, sizes)
+    out[order[mine]] += weight * gain[mine]
+    return out
     members: dict[Hashable, list[int]] = {}
     for i in np.flatnonzero(eligible).tolist():
         members.setdefault(groups[i], []).append(i)

@@ -69,17 +69,24 @@ def cut_at_lines(view: ChunkView, positions: np.ndarray) -> np.ndarray:
     cut at a line break ends with it: chunker ``_cut_at_line``). Prose cut by size never
     ends on a line break, so a SciFact abstract's two halves stay apart.
     """
-    documents, indexes = view.column("document_id"), view.column("chunk_index")
-    rows = positions.tolist()
-    by_document: dict[str, list[tuple[int, int]]] = {}
-    for i, row in enumerate(rows):
-        by_document.setdefault(documents[row], []).append((indexes[row], i))
-    out = np.zeros(len(rows), dtype=bool)
-    for members in by_document.values():
-        if len(members) < 2:
-            continue
-        members.sort()
-        if all(view.text_of(int(view.labels[rows[i]]))[0].endswith("\n")
-               for _, i in members[:-1]):
-            out[[i for _, i in members]] = True
+    out = np.zeros(len(positions), dtype=bool)
+    if len(positions) < 2:
+        return out
+    documents = view.codes("document_id")[positions]
+    indexes = view.number_column("chunk_index")[positions]
+    order = np.lexsort((indexes, documents))  # by document, then chunk index
+    grouped = documents[order]
+    has_next = grouped[1:] == grouped[:-1]  # a later chunk of the same document follows
+    if not has_next.any():
+        return out
+    group = np.r_[0, np.cumsum(~has_next)]  # group number of each sorted candidate
+    # Every member but a document's last must end on a line break: read only those texts.
+    inner = order[:-1][has_next]
+    labels = view.labels[positions[inner]].tolist()
+    ends = np.fromiter((view.text_of(label)[0].endswith("\n") for label in labels),
+                       dtype=bool, count=len(labels))
+    broken = np.zeros(group[-1] + 1, dtype=bool)
+    broken[group[:-1][has_next][~ends]] = True
+    sizes = np.bincount(group)
+    out[order] = (sizes[group] >= 2) & ~broken[group]
     return out

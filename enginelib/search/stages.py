@@ -153,9 +153,8 @@ def fuse(
     sibling = None
     if strategy == "hybrid" and request.fusion == "rrf" and fusion.SIBLING_WEIGHT and len(labels) > 1:
         # a provision whose document answers in another provision too gains from it
-        documents = view.column("document_id")
         gained = fusion.sibling_evidence(
-            scores, [documents[p] for p in positions.tolist()],
+            scores, view.codes("document_id")[positions],
             fusion_evidence.cut_at_lines(view, positions))
         order = np.lexsort((labels, -gained))
         sibling = (gained - scores)[order]
