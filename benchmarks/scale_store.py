@@ -49,7 +49,11 @@ SEED = 20261123
 BATCH = 4_096  # documents per catalog transaction in the bulk ingest
 # The graph is built with both cores (hnswlib's add_items threads): a store option, set at
 # creation; searches are measured one query at a time all the same.
-BUILD_OPTIONS = {"vector": {"num_threads": 2}}
+# The vector backend of the stores built here (``ENGINELIB_SCALE_BACKEND=usearch-i8`` for the
+# compact form); its stores and result files carry the name, the default's keep theirs.
+BACKEND = os.environ.get("ENGINELIB_SCALE_BACKEND", "hnsw")
+BUILD_OPTIONS: dict[str, Any] = {"vector": {"num_threads": 2, **(
+    {} if BACKEND == "hnsw" else {"backend": BACKEND})}}
 LEVELS = np.array(["L1", "L1", "L2", "L3"])
 QUERIES = 200
 ADD_DOCS = 1_000
@@ -148,12 +152,14 @@ class Corpus:
 
 
 def store_path(n: int) -> Path:
-    return CACHE / f"store-{n}"
+    return CACHE / (f"store-{n}" if BACKEND == "hnsw" else f"store-{BACKEND}-{n}")
 
 
 def _save(name: str, payload: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    payload = {**payload, "load_average": os.getloadavg(), "machine": machine()}
+    if BACKEND != "hnsw":
+        name = f"{BACKEND}_{name}"
+    payload = {**payload, "vector_backend": BACKEND, "load_average": os.getloadavg(), "machine": machine()}
     (RESULTS / name).write_text(json.dumps(payload, indent=2, default=str))
     print(json.dumps(payload, indent=2, default=str))
 
