@@ -17,8 +17,8 @@ import enginelib
 from enginelib import HashingEmbedder, InvalidInputError, InvalidQueryError, RewriterError, Store
 from enginelib.acronyms import AcronymTable, find_pairs
 from enginelib.search import fusion, rewrite
-from enginelib.search.gate import bm25_idf
 from enginelib.search.cache import GenerationMemo
+from enginelib.search.gate import bm25_idf
 from enginelib.types import LoadedDocument
 from tests.helpers import DATASETS
 

@@ -159,14 +159,3 @@ def sibling_evidence(
     mine = np.repeat(shared, sizes)
     out[order[mine]] += weight * gain[mine]
     return out
-    members: dict[Hashable, list[int]] = {}
-    for i in np.flatnonzero(eligible).tolist():
-        members.setdefault(groups[i], []).append(i)
-    for rows in members.values():
-        if len(rows) < 2:
-            continue
-        ranked = sorted(rows, key=lambda i: -base[i])
-        best, second = base[ranked[0]], base[ranked[1]]
-        for i in rows:
-            out[i] += weight * (second if i == ranked[0] else best)
-    return out
