@@ -46,6 +46,7 @@ from enginelib.errors import InvalidInputError, InvalidVectorError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
+from enginelib.indexes.graph_options import check_graph_options
 from enginelib.indexes.vector_rows import VectorRows, is_rows_file
 
 FORMAT_VERSION = 2
@@ -107,14 +108,8 @@ class HnswVectorIndex:
         exact_threshold: int = DEFAULT_EXACT_THRESHOLD,
         num_threads: int = 1,
     ) -> None:
-        if dim <= 0:
-            raise InvalidInputError(f"vector dimension must be positive, got {dim}")
-        for name, value in (("M", M), ("ef_construction", ef_construction),
-                            ("ef_search", ef_search), ("num_threads", num_threads)):
-            if value is not None and value <= 0:
-                raise InvalidInputError(f"{name} must be positive, got {value}")
-        if exact_threshold < 0:
-            raise InvalidInputError(f"exact_threshold must be >= 0, got {exact_threshold}")
+        check_graph_options(dim, exact_threshold, M=M, ef_construction=ef_construction,
+                            ef_search=ef_search, num_threads=num_threads)
         self.directory = Path(directory)
         self.dim = int(dim)
         self.M = M

@@ -1,28 +1,13 @@
-"""The usearch backend's files, for the store core (see ``IndexFiles`` in base.py)."""
+"""The usearch backend's files, for the store core (see ``IndexFiles`` in base.py).
+
+Its generations are laid out as the hnsw backend's (written into ``.tmp-gen-*``, renamed into
+place, named by a stamp), so recovery and copying are the same code.
+"""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
-from enginelib.indexes import stamp_files
-
-# ``save`` writes a generation into ``.tmp-gen-*`` before renaming it into place.
-_UNFINISHED_GENERATION = ".tmp-gen-"
+from enginelib.indexes.hnsw_files import HnswFiles
 
 
-class UsearchFiles:
-    def read_stamp(self, folder: Path) -> dict[str, object] | None:
-        return stamp_files.read_stamp(folder)
-
-    def recover(self, folder: Path) -> list[Path]:
-        removed: list[Path] = []
-        if folder.is_dir():
-            for entry in folder.iterdir():
-                if entry.name.startswith(_UNFINISHED_GENERATION):
-                    shutil.rmtree(entry, ignore_errors=True)
-                    removed.append(entry)
-        return removed + stamp_files.remove_temps(folder)
-
-    def copy(self, source: Path, target: Path) -> None:
-        stamp_files.copy_saved(source, target)
+class UsearchFiles(HnswFiles):
+    """The hnsw backend's file handling, for a usearch graph and its rows."""

@@ -34,6 +34,7 @@ from enginelib.durable import fsync_dir, fsync_file, write_atomic
 from enginelib.errors import InvalidInputError, InvalidVectorError, MissingExtraError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
+from enginelib.indexes.graph_options import check_graph_options
 from enginelib.indexes.labelled_rows import LabelledRows
 
 FORMAT_VERSION = 1
@@ -95,16 +96,10 @@ class UsearchVectorIndex:
         num_threads: int = 1,
     ) -> None:
         self._ui = require_usearch()
-        if dim <= 0:
-            raise InvalidInputError(f"vector dimension must be positive, got {dim}")
+        check_graph_options(dim, exact_threshold, M=M, ef_construction=ef_construction,
+                            ef_search=ef_search, num_threads=num_threads)
         if dtype not in DTYPES:
             raise InvalidInputError(f"compact dtype must be one of {DTYPES}, got {dtype!r}")
-        for name, value in (("M", M), ("ef_construction", ef_construction),
-                            ("ef_search", ef_search), ("num_threads", num_threads)):
-            if value is not None and value <= 0:
-                raise InvalidInputError(f"{name} must be positive, got {value}")
-        if exact_threshold < 0:
-            raise InvalidInputError(f"exact_threshold must be >= 0, got {exact_threshold}")
         self.directory = Path(directory)
         self.dim = int(dim)
         self.dtype = dtype
