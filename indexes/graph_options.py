@@ -1,8 +1,11 @@
-"""Checks shared by the graph vector backends (hnsw.py, usearch_vectors.py)."""
+"""Input checks shared by the graph vector backends (hnsw.py, usearch_vectors.py)."""
 
 from __future__ import annotations
 
-from enginelib.errors import InvalidInputError
+import numpy as np
+
+from enginelib.errors import InvalidInputError, InvalidVectorError
+from enginelib.indexes.base import Labels, Matrix
 
 
 def check_graph_options(dim: int, exact_threshold: int, **positive: int | None) -> None:
@@ -16,3 +19,37 @@ def check_graph_options(dim: int, exact_threshold: int, **positive: int | None) 
             raise InvalidInputError(f"{name} must be positive, got {value}")
     if exact_threshold < 0:
         raise InvalidInputError(f"exact_threshold must be >= 0, got {exact_threshold}")
+
+
+def check_labels(labels: Labels) -> np.ndarray:
+    """Labels as a 1-D int64 array of non-negative integers, or InvalidInputError."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise InvalidInputError(f"labels must be a 1-D array of integers, got {arr.dtype} "
+                                f"with shape {arr.shape}")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise InvalidInputError("labels must be non-negative chunk labels")
+    return arr
+
+
+def check_matrix(data: Matrix, dim: int, *, what: str) -> np.ndarray:
+    """Finite, non-zero rows of ``dim`` values, L2-normalized as float32."""
+    try:
+        matrix = np.asarray(data, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidVectorError(f"{what} must be numeric arrays: {exc}") from exc
+    if matrix.ndim == 1 and matrix.size == dim:
+        matrix = matrix[None, :]
+    if matrix.ndim != 2 or matrix.shape[1] != dim:
+        got = matrix.shape[-1] if matrix.ndim else 0
+        raise InvalidVectorError(
+            f"{what} have {got} dimensions (shape {matrix.shape}); this index holds "
+            f"{dim}-dimensional vectors: embed with the store's model"
+        )
+    if not np.isfinite(matrix).all():
+        raise InvalidVectorError(f"{what} contain NaN or infinite values")
+    norms = np.linalg.norm(matrix, axis=1)
+    if (norms == 0).any():
+        raise InvalidVectorError(f"{what} contain an all-zero vector; cosine is undefined")
+    return np.ascontiguousarray(matrix / norms[:, None], dtype=np.float32)

@@ -42,11 +42,11 @@ import hnswlib
 import numpy as np
 
 from enginelib.durable import fsync_dir, fsync_file, write_atomic
-from enginelib.errors import InvalidInputError, InvalidVectorError
+from enginelib.errors import InvalidInputError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
-from enginelib.indexes.graph_options import check_graph_options
+from enginelib.indexes.graph_options import check_graph_options, check_labels, check_matrix
 from enginelib.indexes.vector_rows import VectorRows, is_rows_file
 
 FORMAT_VERSION = 2
@@ -158,7 +158,7 @@ class HnswVectorIndex:
     # -- writes --------------------------------------------------------------------
 
     def add(self, labels: Labels, vectors: Matrix) -> None:
-        labels_arr = _check_labels(labels)
+        labels_arr = check_labels(labels)
         matrix = self._check_matrix(vectors, what="vectors")
         if len(labels_arr) != len(matrix):
             raise InvalidInputError(
@@ -291,7 +291,7 @@ class HnswVectorIndex:
     def vectors_for(self, labels: Labels) -> Matrix:
         """The stored (L2-normalized, float32) vectors of ``labels``, in order: what the
         store reads instead of keeping its own copy. Unknown labels raise."""
-        wanted = _check_labels(labels)
+        wanted = check_labels(labels)
         rows = self._find(wanted)
         if (rows < 0).any():
             missing = wanted[rows < 0][:5].tolist()
@@ -400,24 +400,7 @@ class HnswVectorIndex:
     # -- validation ----------------------------------------------------------------
 
     def _check_matrix(self, data: Matrix, *, what: str) -> np.ndarray:
-        try:
-            matrix = np.asarray(data, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidVectorError(f"{what} must be numeric arrays: {exc}") from exc
-        if matrix.ndim == 1 and matrix.size == self.dim:
-            matrix = matrix[None, :]
-        if matrix.ndim != 2 or matrix.shape[1] != self.dim:
-            got = matrix.shape[-1] if matrix.ndim else 0
-            raise InvalidVectorError(
-                f"{what} have {got} dimensions (shape {matrix.shape}); this index holds "
-                f"{self.dim}-dimensional vectors: embed with the store's model"
-            )
-        if not np.isfinite(matrix).all():
-            raise InvalidVectorError(f"{what} contain NaN or infinite values")
-        norms = np.linalg.norm(matrix, axis=1)
-        if (norms == 0).any():
-            raise InvalidVectorError(f"{what} contain an all-zero vector; cosine is undefined")
-        return np.ascontiguousarray(matrix / norms[:, None], dtype=np.float32)
+        return check_matrix(data, self.dim, what=what)
 
     # -- persistence ---------------------------------------------------------------
 
@@ -568,14 +551,3 @@ def auto_ef(count: int, k: int) -> int:
     and never under AUTO_EF_PER_K * k."""
     grown = DEFAULT_EF_SEARCH * max(1.0, count / AUTO_EF_FROM) ** AUTO_EF_POWER
     return max(math.ceil(grown), AUTO_EF_PER_K * k)
-
-
-def _check_labels(labels: Labels) -> np.ndarray:
-    arr = np.asarray(labels)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise InvalidInputError(f"labels must be a 1-D array of integers, got {arr.dtype} "
-                                f"with shape {arr.shape}")
-    arr = arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
-        raise InvalidInputError("labels must be non-negative chunk labels")
-    return arr

@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from enginelib.durable import fsync_dir, fsync_file, write_atomic
-from enginelib.errors import InvalidInputError, InvalidVectorError, MissingExtraError
+from enginelib.errors import InvalidInputError, MissingExtraError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
-from enginelib.indexes.graph_options import check_graph_options
+from enginelib.indexes.graph_options import check_graph_options, check_labels, check_matrix
 from enginelib.indexes.labelled_rows import LabelledRows
 
 FORMAT_VERSION = 1
@@ -133,8 +133,8 @@ class UsearchVectorIndex:
     # -- writes --------------------------------------------------------------------
 
     def add(self, labels: Labels, vectors: Matrix) -> None:
-        labels_arr = _check_labels(labels)
-        matrix = _check_matrix(vectors, self.dim, what="vectors")
+        labels_arr = check_labels(labels)
+        matrix = check_matrix(vectors, self.dim, what="vectors")
         if len(labels_arr) != len(matrix):
             raise InvalidInputError(
                 f"got {len(labels_arr)} labels for {len(matrix)} vectors; pass one label per row"
@@ -203,7 +203,7 @@ class UsearchVectorIndex:
 
     def vectors_for(self, labels: Labels) -> Matrix:
         """The stored (L2-normalized, float32) vectors of ``labels``, in order; unknown raise."""
-        return self._rows.vectors_for(_check_labels(labels))
+        return self._rows.vectors_for(check_labels(labels))
 
     def rows_in_order(self) -> tuple[Labels, Matrix]:
         """(labels, vectors) of every live row in row order (see HnswVectorIndex)."""
@@ -221,7 +221,7 @@ class UsearchVectorIndex:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")
         k = int(k)
-        matrix = _check_matrix(queries, self.dim, what="query vectors")
+        matrix = check_matrix(queries, self.dim, what="query vectors")
         count = len(self._rows)
         if count == 0 or len(matrix) == 0:
             return [[] for _ in range(len(matrix))]
@@ -349,39 +349,6 @@ def auto_expansion(count: int, k: int) -> int:
     """Candidates a graph query walks for ``k`` neighbours in an index of ``count``."""
     grown = DEFAULT_EXPANSION * max(1.0, count / AUTO_FROM) ** AUTO_POWER
     return max(math.ceil(grown), math.ceil(OVERSAMPLE * k))
-
-
-def _check_labels(labels: Labels) -> np.ndarray:
-    arr = np.asarray(labels)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise InvalidInputError(f"labels must be a 1-D array of integers, got {arr.dtype} "
-                                f"with shape {arr.shape}")
-    arr = arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
-        raise InvalidInputError("labels must be non-negative chunk labels")
-    return arr
-
-
-def _check_matrix(data: Matrix, dim: int, *, what: str) -> np.ndarray:
-    """Finite, non-zero rows of ``dim`` values, L2-normalized as float32."""
-    try:
-        matrix = np.asarray(data, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidVectorError(f"{what} must be numeric arrays: {exc}") from exc
-    if matrix.ndim == 1 and matrix.size == dim:
-        matrix = matrix[None, :]
-    if matrix.ndim != 2 or matrix.shape[1] != dim:
-        got = matrix.shape[-1] if matrix.ndim else 0
-        raise InvalidVectorError(
-            f"{what} have {got} dimensions (shape {matrix.shape}); this index holds "
-            f"{dim}-dimensional vectors: embed with the store's model"
-        )
-    if not np.isfinite(matrix).all():
-        raise InvalidVectorError(f"{what} contain NaN or infinite values")
-    norms = np.linalg.norm(matrix, axis=1)
-    if (norms == 0).any():
-        raise InvalidVectorError(f"{what} contain an all-zero vector; cosine is undefined")
-    return np.ascontiguousarray(matrix / norms[:, None], dtype=np.float32)
 
 
 def usearch_i8(directory: Path, dim: int, **options: Any) -> UsearchVectorIndex:
