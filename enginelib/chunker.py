@@ -577,18 +577,10 @@ class Chunker:
     def _cut(self, text: str, tokens: _TokenMap, core: int, budget: int, n: int) -> int:
         """End of the chunk core starting at ``core``: the strongest separator in reach
         before ``n`` (the end of the text or of the section being split)."""
-        first = tokens.tok_at(core)
-        n_tokens = tokens.tok_at(n)
-        if n_tokens - first <= budget:
+        window = self._window(tokens, core, budget, n)
+        if window is None:
             return n
-        hi_tok = first + budget
-        # Leave a tail of at least min_tokens so the last chunk is not a scrap.
-        tail_cap = n_tokens - self.config.min_tokens
-        if hi_tok > tail_cap > first + budget // 2:
-            hi_tok = tail_cap
-        lo_tok = first + min(self.config.min_tokens, budget // 2)
-        hi = max(tokens.char_at(hi_tok), core + 1)
-        lo = max(tokens.char_at(lo_tok), core)
+        lo, hi = window
         if hi > lo:
             for sep, offset in self._separators:
                 idx = text.rfind(sep, max(0, lo - offset + 1), min(n, hi - offset + len(sep)))
@@ -602,6 +594,22 @@ class Chunker:
             cut = hi
         return min(cut, n)
 
+    def _window(self, tokens: _TokenMap, core: int, budget: int, n: int) -> tuple[int, int] | None:
+        """(lo, hi): the characters where a chunk core starting at ``core`` may end, within
+        ``budget`` tokens and leaving min_tokens on either side; None when the rest, up to
+        ``n``, fits the budget."""
+        first = tokens.tok_at(core)
+        n_tokens = tokens.tok_at(n)
+        if n_tokens - first <= budget:
+            return None
+        hi_tok = first + budget
+        # Leave a tail of at least min_tokens so the last chunk is not a scrap.
+        tail_cap = n_tokens - self.config.min_tokens
+        if hi_tok > tail_cap > first + budget // 2:
+            hi_tok = tail_cap
+        lo_tok = first + min(self.config.min_tokens, budget // 2)
+        return (max(tokens.char_at(lo_tok), core), max(tokens.char_at(hi_tok), core + 1))
+
     def _cut_at_line(
         self, text: str, tokens: _TokenMap, core: int, budget: int, n: int
     ) -> int | None:
@@ -609,21 +617,10 @@ class Chunker:
         line break, within ``budget`` tokens (keeping min_tokens on either side, as
         ``_cut`` does); None when paragraphs are off, the rest fits the budget, or no line
         break is in reach (the caller then cuts at max_tokens)."""
-        if not budget:
+        window = self._window(tokens, core, budget, n) if budget else None
+        if window is None or window[1] <= window[0]:
             return None
-        first = tokens.tok_at(core)
-        n_tokens = tokens.tok_at(n)
-        if n_tokens - first <= budget:
-            return None
-        hi_tok = first + budget
-        tail_cap = n_tokens - self.config.min_tokens
-        if hi_tok > tail_cap > first + budget // 2:
-            hi_tok = tail_cap
-        lo_tok = first + min(self.config.min_tokens, budget // 2)
-        hi = max(tokens.char_at(hi_tok), core + 1)
-        lo = max(tokens.char_at(lo_tok), core)
-        if hi <= lo:
-            return None
+        lo, hi = window
         for sep, offset in self._line_separators:
             idx = text.rfind(sep, max(0, lo - offset + 1), min(n, hi - offset + len(sep)))
             if idx >= 0 and lo < idx + offset <= hi:
