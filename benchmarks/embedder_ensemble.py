@@ -1,0 +1,158 @@
+"""Two embedders in one vector: would multilingual-e5-small joined with all-MiniLM-L6-v2 close
+the NFCorpus gap of issue 10 without costing French?
+
+e5-small (the default: torch-free, multilingual) is 0.015 nDCG@10 below the landed
+MiniLM configuration on NFCorpus test, and no fusion change closed it (benchmarks/RESULTS.md).
+Retrieval ensembles of unlike models are known to beat each alone, so this measures the
+simplest one the vector index can hold unchanged: each text's two unit vectors side by side,
+scaled so that the cosine of two joined vectors is the mean of the two models' cosines.
+MiniLM is English-only, so its half is kept only where both sides are English: a passage
+the language guesser calls French, and a query it calls French, get a zero MiniLM half. A
+French query or a French store then ranks exactly as e5 alone (its cosines, scaled). That
+rule is exact for one-language stores (every store here); in a store mixing languages the
+norms differ per passage, which this benchmark does not measure.
+
+Vectors come from the content caches of both models (``benchmarks/.cache/vectors``); the
+joined vectors and stores live under ``benchmarks/.cache/ensemble``. Only the ranking is
+measured (nDCG@10, top-3): the gate's cosine levels are calibrated per model, and a joined
+model would need its own.
+
+    python -m benchmarks.embedder_ensemble            # writes results/embedder_ensemble.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from enginelib.embedders.registry import make_embedder
+from enginelib.language import detect_language, query_language
+
+from . import regulatory_eval as R
+from .vector_cache import DEFAULT_CACHE, CachingEmbedder, VectorCache
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".cache" / "ensemble"
+OUT = HERE / "results" / "embedder_ensemble.json"
+# (dataset, split): the test split is the issue's figure; train/dev are the splits a choice
+# would be made on.
+BEIR_RUNS = (("scifact", "test"), ("scifact", "train"), ("nfcorpus", "test"), ("nfcorpus", "dev"))
+
+
+class JoinedEmbedder:
+    """``[sqrt(1 - w) * first, sqrt(w) * second]`` per text, the second half zero where a
+    text is not English (``english_only``), then unit length."""
+
+    def __init__(self, first: Any, second: Any, weight: float = 0.5, english_only: bool = True) -> None:
+        self.first, self.second, self.weight, self.english_only = first, second, weight, english_only
+        self.name = f"{first.name}+{second.name}@{weight:g}" + ("-en" if english_only else "")
+        self.dim = first.dim + second.dim
+
+    def _join(self, a: np.ndarray, b: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
+        b = b * np.asarray(keep, dtype=np.float32)[:, None]
+        joined = np.hstack([a * math.sqrt(1 - self.weight), b * math.sqrt(self.weight)])
+        return (joined / np.linalg.norm(joined, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
+        keep = [not self.english_only or detect_language(t) == "en" for t in texts]
+        out = self._join(self.first.embed(texts), self.second.embed(texts), keep)
+        if progress is not None:
+            progress(len(texts))
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # A query of keywords only has no language to tell; the passage side decides then.
+        keep = [not self.english_only or query_language(t) in (None, "en") for t in texts]
+        return self._join(self.first.embed_queries(texts), self.second.embed_queries(texts), keep)
+
+
+def cached(name: str) -> CachingEmbedder:
+    model = make_embedder(name)
+    return CachingEmbedder(model, VectorCache(DEFAULT_CACHE, model.name, model.dim))
+
+
+def beir_runs(models: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dataset, split in BEIR_RUNS:
+        runs = {}
+        for label, model in models.items():
+            # The single models use the shared caches; the joined vectors their own.
+            where = ({"stores": WORK / "stores", "vectors_root": WORK / "vectors"}
+                     if isinstance(model, JoinedEmbedder) else {})
+            if label == "landed MiniLM":
+                with R.landed_fusion():
+                    result = R.beir_eval(model, dataset, split, **where)
+            else:
+                result = R.beir_eval(model, dataset, split, **where)
+            runs[label] = result["per_query"]
+            print(f"{dataset} {split} {label}: nDCG@10 {np.mean(list(result['per_query'].values())):.4f}",
+                  flush=True)
+        out[f"{dataset}/{split}"] = runs
+    return out
+
+
+def regulatory_runs(models: dict[str, Any], split: str) -> dict[str, Any]:
+    """Top-3 per group of the regulatory question sets, default configuration."""
+    saved = (R.CACHE, R.DEFAULT_CACHE, R.CONFIGS)
+    R.CONFIGS = {"default": {}}
+    try:
+        out = {}
+        for label, model in models.items():
+            if label == "landed MiniLM":
+                continue
+            if isinstance(model, JoinedEmbedder):
+                R.CACHE, R.DEFAULT_CACHE = WORK / "regulatory", WORK / "vectors"
+            results = R.regulatory(model, split)
+            out[label] = {key.split("/")[1]: {o.qid: R.in_top(o) for o in value["in"]}
+                          for key, value in results.items()}
+            print(label, {g: f"{R.share(list(v.values())):.1%}" for g, v in out[label].items()}, flush=True)
+        return out
+    finally:
+        R.CACHE, R.DEFAULT_CACHE, R.CONFIGS = saved
+
+
+def report(data: dict[str, Any]) -> str:
+    lines = ["| dataset / split | e5-small (default) | MiniLM, landed fusion | joined | joined - e5 (p) | "
+             "joined - landed (p) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for key, runs in data["beir"].items():
+        e5, landed, joined = runs["e5-small"], runs["landed MiniLM"], runs["joined"]
+        mean = lambda run: float(np.mean(list(run.values())))  # noqa: E731
+        cells = [key, f"{mean(e5):.4f}", f"{mean(landed):.4f}", f"{mean(joined):.4f}"]
+        for base in (e5, landed):
+            diffs = [joined[q] - base[q] for q in sorted(joined)]
+            cells.append(f"{np.mean(diffs):+.4f} ({R.randomisation_p(diffs):.3f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| regulatory (" + data["split"] + ") | " + " | ".join(data["regulatory"]) + " |",
+              "| --- |" + " ---: |" * len(data["regulatory"])]
+    groups = next(iter(data["regulatory"].values()))
+    for group in groups:
+        lines.append(f"| {group} top-3 | " + " | ".join(
+            f"{R.share(list(v[group].values())):.1%}" for v in data["regulatory"].values()) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", choices=["train", "test"], default="test",
+                        help="split of the regulatory question sets")
+    parser.add_argument("--report", action="store_true", help="print the table of the last run")
+    args = parser.parse_args(argv)
+    if not args.report:
+        e5, minilm = cached("e5-small"), cached("all-MiniLM-L6-v2")
+        models = {"e5-small": e5, "landed MiniLM": minilm, "joined": JoinedEmbedder(e5, minilm)}
+        data = {"split": args.split, "beir": beir_runs(models),
+                "regulatory": regulatory_runs(models, args.split)}
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps(data, indent=1))
+    print(report(json.loads(OUT.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
