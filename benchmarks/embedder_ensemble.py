@@ -139,7 +139,7 @@ def report(data: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=["train", "test"], default="test",
+    parser.add_argument("--split", choices=["train", "test", "fresh"], default="test",
                         help="split of the regulatory question sets")
     parser.add_argument("--report", action="store_true", help="print the table of the last run")
     args = parser.parse_args(argv)

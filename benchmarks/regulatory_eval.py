@@ -32,6 +32,7 @@ import numpy as np
 
 import enginelib
 from enginelib.chunker import ChunkingConfig
+from enginelib.embedders.joined import JoinedEmbedder
 from enginelib.embedders.path import embed_queries
 from enginelib.embedders.registry import DEFAULT_EMBEDDER, embedder_names, make_embedder
 from enginelib.errors import IncompatibleStoreError, StoreNotFoundError
@@ -129,6 +130,18 @@ def french_units(folder: Path = FRENCH_TEXT) -> list[LoadedDocument]:
 def load_questions(name: str) -> list[dict[str, Any]]:
     with open(QUESTIONS / f"{name}.jsonl", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def harness_embedder(name: str) -> Any:
+    """A built-in embedder by name; a joined one gets its parts through their own vector
+    caches (their vectors are the same whether joined or alone)."""
+    embedder = make_embedder(name)
+    if isinstance(embedder, JoinedEmbedder):
+        first, second = embedder.first, embedder.second
+        embedder = JoinedEmbedder(
+            CachingEmbedder(first, VectorCache(DEFAULT_CACHE, first.name, first.dim)),
+            CachingEmbedder(second, VectorCache(DEFAULT_CACHE, second.name, second.dim)))
+    return embedder
 
 
 def open_store(embedder: Any, corpus: str) -> enginelib.Store:
@@ -420,7 +433,7 @@ def evidence_dump(results: dict[str, Any]) -> list[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedder", choices=embedder_names(), default=DEFAULT_EMBEDDER)
-    parser.add_argument("--split", choices=["train", "test", "all"], default="test",
+    parser.add_argument("--split", choices=["train", "test", "fresh", "all"], default="test",
                         help="question split to report (train is for choosing constants)")
     parser.add_argument("--beir", default="", help="comma-separated BEIR datasets, e.g. scifact,nfcorpus")
     parser.add_argument("--beir-split", default="test")
@@ -444,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--beir-dump", type=Path,
                         help="folder for per-query nDCG@10 and gate decisions as JSON")
     args = parser.parse_args(argv)
-    embedder = make_embedder(args.embedder)
+    embedder = harness_embedder(args.embedder)
     split = None if args.split == "all" else args.split
     if not args.skip_regulatory:
         results = regulatory(embedder, split, args.peer)

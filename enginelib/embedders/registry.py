@@ -11,6 +11,7 @@ from ..errors import EmbeddingError, UnknownEmbedderError
 from .base import Embedder
 from .e5 import E5_SMALL, E5SmallEmbedder
 from .hashing import HashingEmbedder
+from .joined import E5_MINILM, JoinedEmbedder
 from .minilm import MINILM, SentenceTransformerEmbedder
 
 # The default serves French and cross-lingual questions (MiniLM is English-only) and needs no
@@ -21,6 +22,8 @@ DEFAULT_EMBEDDER = E5_SMALL
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     E5_SMALL: E5SmallEmbedder,
     MINILM: SentenceTransformerEmbedder,
+    # English-strong, French as e5 (enginelib/embedders/joined.py); needs the [minilm] extra.
+    E5_MINILM: JoinedEmbedder,
 }
 HASHING_PREFIX = "hashing"  # "hashing-64": the deterministic test embedder, any dimension
 

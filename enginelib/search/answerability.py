@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..chunk_view import ChunkView
+from ..embedders.joined import GATE_PART
 from ..language import detect_language
 from . import gate
 from .quotes import content_terms
@@ -39,16 +40,17 @@ def assess(
         return gate.no_match(threshold)
     top = np.asarray(top_positions[: gate.TOP_N], dtype=np.int64)
     top_cosines = sample_cosines = None
+    model = store.manifest.embedding_model
     if qvec is not None:
-        top_cosines = view.vectors[top] @ qvec
-        sample_cosines = _sample_matrix(view) @ qvec
+        top_cosines, sample_cosines = _cosines(model, view.vectors[top], _sample_matrix(view), qvec)
+        model = GATE_PART.get(model, (0, model))[1]
     terms = _terms(store, request.queries)
     hit_tokens: set[str] = set()
     hit_language = view.record(int(top[0])).language
     for position in top:
         hit_tokens |= _hit_tokens(store, view, int(position))
     evidence = gate.gather(
-        embedder=store.manifest.embedding_model,
+        embedder=model,
         query_terms=terms,
         hit_tokens=hit_tokens,
         top_cosines=top_cosines,
@@ -59,6 +61,30 @@ def assess(
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit)
+
+
+def _cosines(
+    model: str, top: np.ndarray, sample: np.ndarray, qvec: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The query's cosines to the top hits and to the sampled passages. A joined embedder's
+    gate reads its first model's part alone (``GATE_PART``), so that model's calibrated
+    levels apply as they are."""
+    part = GATE_PART.get(model)
+    if part is None:
+        return top @ qvec, sample @ qvec
+    dims = part[0]
+    query = _unit(qvec[:dims])
+    return _unit_rows(top[:, :dims]) @ query, _unit_rows(sample[:, :dims]) @ query
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 # The sampled passages' vectors, gathered once per view: a fresh gather copies 512 rows
