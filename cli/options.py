@@ -41,7 +41,7 @@ def snapshot_option(func: F) -> F:
 def embedder_option(func: F) -> F:
     return click.option(
         "--embedder", "embedder_name", default=None, metavar="NAME",
-        help="Embedder for a new store (e5-small, all-MiniLM-L6-v2, hashing-DIM); an existing "
+        help="Embedder for a new store (e5-small, all-MiniLM-L6-v2, e5-minilm, hashing-DIM); an existing "
              f"store uses the one it recorded (or ${ENV_EMBEDDER}).",
     )(func)
 

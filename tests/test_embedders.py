@@ -70,7 +70,7 @@ def test_registry_builds_each_built_in_without_loading_a_model() -> None:
 
 @pytest.mark.parametrize("name, fragment", [
     ("e5-smal", "did you mean 'e5-small'"),
-    ("bert", "built in: e5-small, all-MiniLM-L6-v2, hashing-DIM"),
+    ("bert", "built in: e5-small, all-MiniLM-L6-v2, e5-minilm, hashing-DIM"),
     ("hashing-x", "positive int"),
 ])
 def test_unknown_embedder_names_fail_with_the_choices(name: str, fragment: str) -> None:
