@@ -5,6 +5,11 @@ keyword``, plus the gate's refusal rate and nDCG@10 on SciFact/NFCorpus test que
     python -m benchmarks.regulatory_eval                   # regulatory table (e5-small)
     python -m benchmarks.regulatory_eval --beir scifact,nfcorpus
     python -m benchmarks.regulatory_eval --calibrate       # sweep the gate on the train split
+    python -m benchmarks.regulatory_eval --split fresh     # questions written after every choice
+    python -m benchmarks.regulatory_eval --embedder e5-minilm
+
+Splits: ``train`` chooses constants, ``test`` reports them, ``fresh`` (2026-11-23) was written
+after every constant was chosen and is only ever reported, never used to choose.
 
 Stores are built once under ``benchmarks/.cache/regulatory/<embedder>/`` (vectors cached by
 content in ``benchmarks/.cache/vectors``) and rebuilt when the default chunking changes.
