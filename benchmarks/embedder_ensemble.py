@@ -4,18 +4,15 @@ the NFCorpus gap of issue 10 without costing French?
 e5-small (the default: torch-free, multilingual) is 0.015 nDCG@10 below the landed
 MiniLM configuration on NFCorpus test, and no fusion change closed it (benchmarks/RESULTS.md).
 Retrieval ensembles of unlike models are known to beat each alone, so this measures the
-simplest one the vector index can hold unchanged: each text's two unit vectors side by side,
-scaled so that the cosine of two joined vectors is the mean of the two models' cosines.
-MiniLM is English-only, so its half is kept only where both sides are English: a passage
-the language guesser calls French, and a query it calls French, get a zero MiniLM half. A
-French query or a French store then ranks exactly as e5 alone (its cosines, scaled). That
-rule is exact for one-language stores; in a store mixing languages the norms differ per
-passage: ``--mixed`` measures one (the English corpus and the French text together).
+built-in ``e5-minilm`` (enginelib/embedders/joined.py: both unit vectors side by side, the
+cosine of two joined vectors the mean of both models', MiniLM's half only where the text is
+English) beside e5-small and the landed MiniLM configuration, on BEIR (nDCG@10, paired
+tests) and the regulatory question sets (top-3); ``--mixed`` asks a store holding the English
+corpus and the French text together.
 
-Vectors come from the content caches of both models (``benchmarks/.cache/vectors``); the
-joined vectors and stores live under ``benchmarks/.cache/ensemble``. Only the ranking is
-measured (nDCG@10, top-3): the gate's cosine levels are calibrated per model, and a joined
-model would need its own.
+Part vectors come from each model's content cache (``benchmarks/.cache/vectors``); the joined
+stores live under ``benchmarks/.cache/ensemble``. Only the ranking is measured here; the
+gate's figures come from ``python -m benchmarks.regulatory_eval --embedder e5-minilm``.
 
     python -m benchmarks.embedder_ensemble            # writes results/embedder_ensemble.json
 """
@@ -24,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from enginelib.embedders.joined import E5_MINILM, JoinedEmbedder
 from enginelib.embedders.registry import make_embedder
-from enginelib.language import detect_language, query_language
 
 from . import regulatory_eval as R
 from .vector_cache import DEFAULT_CACHE, CachingEmbedder, VectorCache
@@ -43,33 +39,6 @@ OUT = HERE / "results" / "embedder_ensemble.json"
 # (dataset, split): the test split is the issue's figure; train/dev are the splits a choice
 # would be made on.
 BEIR_RUNS = (("scifact", "test"), ("scifact", "train"), ("nfcorpus", "test"), ("nfcorpus", "dev"))
-
-
-class JoinedEmbedder:
-    """``[sqrt(1 - w) * first, sqrt(w) * second]`` per text, the second half zero where a
-    text is not English (``english_only``), then unit length."""
-
-    def __init__(self, first: Any, second: Any, weight: float = 0.5, english_only: bool = True) -> None:
-        self.first, self.second, self.weight, self.english_only = first, second, weight, english_only
-        self.name = f"{first.name}+{second.name}@{weight:g}" + ("-en" if english_only else "")
-        self.dim = first.dim + second.dim
-
-    def _join(self, a: np.ndarray, b: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
-        b = b * np.asarray(keep, dtype=np.float32)[:, None]
-        joined = np.hstack([a * math.sqrt(1 - self.weight), b * math.sqrt(self.weight)])
-        return (joined / np.linalg.norm(joined, axis=1, keepdims=True)).astype(np.float32)
-
-    def embed(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
-        keep = [not self.english_only or detect_language(t) == "en" for t in texts]
-        out = self._join(self.first.embed(texts), self.second.embed(texts), keep)
-        if progress is not None:
-            progress(len(texts))
-        return out
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        # A query of keywords only has no language to tell; the passage side decides then.
-        keep = [not self.english_only or query_language(t) in (None, "en") for t in texts]
-        return self._join(self.first.embed_queries(texts), self.second.embed_queries(texts), keep)
 
 
 def cached(name: str) -> CachingEmbedder:
@@ -83,7 +52,7 @@ def beir_runs(models: dict[str, Any]) -> dict[str, Any]:
         runs = {}
         for label, model in models.items():
             # The single models use the shared caches; the joined vectors their own.
-            where = ({"stores": WORK / "stores", "vectors_root": WORK / "vectors"}
+            where: dict[str, Any] = ({"stores": WORK / "stores", "vectors_root": WORK / "vectors"}
                      if isinstance(model, JoinedEmbedder) else {})
             if label == "landed MiniLM":
                 with R.landed_fusion():
@@ -178,8 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         target.write_text(json.dumps(mixed_store_runs(), indent=1))
         return 0
     if not args.report:
-        e5, minilm = cached("e5-small"), cached("all-MiniLM-L6-v2")
-        models = {"e5-small": e5, "landed MiniLM": minilm, "joined": JoinedEmbedder(e5, minilm)}
+        models = {"e5-small": cached("e5-small"), "landed MiniLM": cached("all-MiniLM-L6-v2"),
+                  "joined": R.harness_embedder(E5_MINILM)}
         data = {"split": args.split, "beir": beir_runs(models),
                 "regulatory": regulatory_runs(models, args.split)}
         OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder
-from enginelib.embedders.joined import E5_MINILM, JoinedEmbedder
+from enginelib.embedders.joined import E5_MINILM, JoinedEmbedder, null_half
 from enginelib.embedders.registry import embedder_for_store, embedder_names, make_embedder
 from enginelib.manifest import read_manifest
 from tests.helpers import doc
@@ -31,7 +31,9 @@ def test_the_minilm_half_is_kept_only_for_english_text() -> None:
     passages = model.embed([ENGLISH, FRENCH])
     assert passages.shape == (2, 24)
     assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-6)
-    assert np.any(passages[0, 16:]) and not np.any(passages[1, 16:])
+    # a French passage's MiniLM half is the one fixed null vector, not its text's
+    assert np.allclose(passages[1, 16:] / np.linalg.norm(passages[1, 16:]), null_half(8), atol=1e-6)
+    assert np.allclose(np.linalg.norm(passages[:, 16:], axis=1), np.sqrt(0.5), atol=1e-6)
     queries = model.embed_queries(["What is the right to erasure?", "Quel est le droit à l'effacement ?",
                                    "erasure GDPR"])  # keywords only: no language, both halves
     assert np.any(queries[0, 16:]) and not np.any(queries[1, 16:]) and np.any(queries[2, 16:])
@@ -58,8 +60,36 @@ def test_a_french_store_ranks_exactly_as_the_first_model_alone(tmp_path: Path) -
             store.ingest_documents([doc(k, v, language="fr") for k, v in texts.items()])
             for question in ("droit à l'effacement des données", "erasure of data"):
                 response = store.search(question, strategy="vector", answerability_threshold=None)
-                rankings.append([(h.document_id, round(h.scores.vector_score or 0.0, 5)) for h in response.hits])
-    assert rankings[:2] == rankings[2:]
+                rankings.append([h.document_id for h in response.hits])
+    assert rankings[:2] == rankings[2:] and len(rankings[0]) == len(texts)
+
+
+def test_a_french_query_ranks_a_mixed_store_exactly_as_the_first_model_alone(tmp_path: Path) -> None:
+    """English and French passages side by side: the French query's cosines must all be e5's
+    (one scale), not favour the French passages because their MiniLM half is empty."""
+    texts = {"en-erasure": ENGLISH, "fr-erasure": FRENCH,
+             "en-brakes": "Replace the brake pads when they are thinner than 2 mm.",
+             "fr-freins": "Remplacer les plaquettes de frein lorsqu'elles font moins de 2 mm.",
+             "en-records": "The controller shall keep a record of processing activities."}
+    rankings = []
+    for embedder in (joined(), HashingEmbedder(384)):
+        with enginelib.open(tmp_path / embedder.name, embedder=embedder) as store:
+            store.ingest_documents([doc(k, v, language=k[:2]) for k, v in texts.items()])
+            response = store.search("Quand puis-je obtenir l'effacement de mes données personnelles ?",
+                                    strategy="vector", answerability_threshold=None)
+            rankings.append([h.document_id for h in response.hits])
+    assert rankings[0] == rankings[1]
+
+
+def test_a_french_querys_cosines_are_the_first_models_on_one_scale_for_every_passage() -> None:
+    first = HashingEmbedder(384)
+    model = JoinedEmbedder(first, HashingEmbedder(32))
+    passages = [ENGLISH, FRENCH, "Article 17 of the GDPR covers the effacement of données.",
+                "Le droit à l'effacement des données s'applique dans les cas prévus."]
+    query = "Quand puis-je obtenir l'effacement de mes données ?"
+    joined_cosines = model.embed(passages) @ model.embed_queries([query])[0]
+    alone = first.embed(passages) @ first.embed([query])[0]
+    assert np.allclose(joined_cosines, alone * np.sqrt(0.5), atol=1e-6)
 
 
 def test_the_gate_weighs_the_first_models_cosine(tmp_path: Path) -> None:
@@ -110,4 +140,5 @@ def test_real_models_french_search_is_e5s_and_english_gets_both(tmp_path: Path) 
     assert read_manifest(tmp_path / E5_MINILM).embedding_model == E5_MINILM  # type: ignore[union-attr]
     model = make_embedder(E5_MINILM)
     vectors = model.embed([ENGLISH, FRENCH])
-    assert np.any(vectors[0, 384:]) and not np.any(vectors[1, 384:])
+    assert np.allclose(vectors[1, 384:] / np.linalg.norm(vectors[1, 384:]), null_half(384), atol=1e-5)
+    assert not np.allclose(vectors[0, 384:] / np.linalg.norm(vectors[0, 384:]), null_half(384), atol=1e-2)

@@ -4,18 +4,23 @@ embedder that keeps e5's French and cross-lingual search.
 Each text's two unit vectors side by side, each half scaled by sqrt(1/2), so the cosine of
 two joined vectors is the mean of the two models' cosines: unlike models make unlike
 mistakes, and their mean ranks better than either alone on English text (NFCorpus test
-nDCG@10 0.3558 in hybrid search, e5-small alone 0.3402; benchmarks/RESULTS.md). MiniLM is
-English-only, so its half is zero wherever the language guesser does not call a text
-English: a French passage, a French query. A French query, or any query over a French
-store, then ranks exactly as e5 alone. A query of keywords only has no language to tell and
-keeps both halves; the passages decide.
+nDCG@10 0.3575 in hybrid search, e5-small alone 0.3402; benchmarks/RESULTS.md). MiniLM is
+English-only, so where the language guesser does not call a text English its half carries
+nothing of the text:
 
-Scores are only comparable within one language pairing: in a store that mixes languages,
-an English query meets English passages on the mean of both cosines and French ones on e5's
-alone (scaled by sqrt(1/2)); measured on the regulatory texts mixed in one store it ranks
-below e5-small (EN top-3 86.5 vs 90.6 %, FR 61.7 vs 63.8 %). Use it for English or
-one-language stores; the default (``e5-small``) stays the choice for mixed ones. The answerability gate reads the e5 half
-only (``GATE_PART``), so its calibrated levels hold unchanged.
+- a non-English query's MiniLM half is zero: it meets every passage on e5's cosine alone
+  (scaled by sqrt(1/2)), so French questions rank exactly as e5-small, in any store;
+- a non-English passage's MiniLM half is one fixed unit vector (``null_half``), the same for
+  every such passage: it keeps the passage at unit length, on the same scale as an English
+  one, and adds the same small constant to every such passage for a given English query,
+  so a French store still ranks exactly as e5-small for English questions too.
+
+A query of keywords only has no language to tell and keeps both halves. In a store that
+mixes languages an English query meets English passages on the mean of both cosines and
+the others on e5's half alone: it prefers English passages (measured on the regulatory
+texts mixed in one store: EN top-3 86.5 % against e5-small's 90.6 %). Use it for English or
+one-language stores; the default (``e5-small``) stays the choice for mixed ones. The
+answerability gate reads the e5 half only (``GATE_PART``), so its calibrated levels hold.
 
 Needs the ``enginelib[minilm]`` extra (torch) for the MiniLM half.
 """
@@ -48,8 +53,15 @@ def english_query(text: str) -> bool:
     return query_language(text) in (None, "en")
 
 
+def null_half(dim: int) -> np.ndarray:
+    """The MiniLM half of a non-English passage: a fixed pseudo-random unit vector, nearly
+    orthogonal to every real embedding (cosines ~N(0, 1/sqrt(dim)))."""
+    vector = np.random.default_rng(20261123).standard_normal(dim)
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
 class JoinedEmbedder:
-    """``[e5, MiniLM] / sqrt(2)`` per text, the MiniLM half zero where the text is not English."""
+    """``[e5, MiniLM] / sqrt(2)`` per text; see the module docstring for non-English text."""
 
     def __init__(self, first: Any | None = None, second: Any | None = None) -> None:
         self.first = first if first is not None else E5SmallEmbedder()
@@ -61,7 +73,9 @@ class JoinedEmbedder:
         texts = list(texts)
         first = embed_passages(self.first, texts, progress=progress)
         keep = [english_passage(t) for t in texts]
-        return _join(first, self._second(embed_passages, texts, keep))
+        second = self._second(embed_passages, texts, keep)
+        second[~np.asarray(keep, dtype=bool)] = null_half(int(self.second.dim))
+        return _join(first, second)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -78,6 +92,6 @@ class JoinedEmbedder:
 
 
 def _join(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    # A zero half leaves the other at full length after normalizing: the cosine is then the
-    # first model's own, scaled by sqrt(1/2) against a passage that keeps both halves.
+    # Passages keep both halves; a query's zero half leaves its e5 half at full length after
+    # normalizing, so its cosine to any passage is e5's scaled by sqrt(1/2).
     return normalize_rows(np.hstack([first * _HALF, second * _HALF]))
