@@ -23,7 +23,7 @@ from . import beir  # noqa: E402
 from .run import RESULTS  # noqa: E402
 
 
-def measure(models: tuple[str, ...] = ("e5-small", "all-MiniLM-L6-v2"), chunks: int = 48) -> dict[str, Any]:
+def measure(models: tuple[str, ...] = ("e5-small", "all-MiniLM-L6-v2", "e5-minilm"), chunks: int = 48) -> dict[str, Any]:
     data = beir.load("scifact")
     chunker = Chunker(ChunkingConfig())
     texts: list[str] = []
@@ -36,7 +36,7 @@ def measure(models: tuple[str, ...] = ("e5-small", "all-MiniLM-L6-v2"), chunks: 
     out: dict[str, Any] = {"chunks": len(texts), "queries": len(queries), "models": {}}
     for name in models:
         model = make_embedder(name)
-        if name == "all-MiniLM-L6-v2":
+        if name in ("all-MiniLM-L6-v2", "e5-minilm"):
             import torch
 
             torch.set_num_threads(1)
