@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..chunk_view import ChunkView
+from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
 from ..language import detect_language
 from . import gate
@@ -40,10 +41,13 @@ def assess(
         return gate.no_match(threshold)
     top = np.asarray(top_positions[: gate.TOP_N], dtype=np.int64)
     top_cosines = sample_cosines = None
-    model = store.manifest.embedding_model
+    # A joined embedder's gate reads its first model's part alone (``GATE_PART``), so that
+    # model's calibrated levels apply as they are.
+    dims, model = GATE_PART.get(store.manifest.embedding_model, (0, store.manifest.embedding_model))
     if qvec is not None:
-        top_cosines, sample_cosines = _cosines(model, view.vectors[top], _sample_matrix(view), qvec)
-        model = GATE_PART.get(model, (0, model))[1]
+        query = normalize_rows(qvec[None, :dims])[0] if dims else qvec
+        top_cosines = _gate_part(view.vectors[top], dims) @ query
+        sample_cosines = _sample_matrix(view, dims) @ query
     terms = _terms(store, request.queries)
     hit_tokens: set[str] = set()
     hit_language = view.record(int(top[0])).language
@@ -63,28 +67,9 @@ def assess(
     return gate.decide(evidence, threshold, explicit=explicit)
 
 
-def _cosines(
-    model: str, top: np.ndarray, sample: np.ndarray, qvec: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The query's cosines to the top hits and to the sampled passages. A joined embedder's
-    gate reads its first model's part alone (``GATE_PART``), so that model's calibrated
-    levels apply as they are."""
-    part = GATE_PART.get(model)
-    if part is None:
-        return top @ qvec, sample @ qvec
-    dims = part[0]
-    query = _unit(qvec[:dims])
-    return _unit_rows(top[:, :dims]) @ query, _unit_rows(sample[:, :dims]) @ query
-
-
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm > 0 else vector
-
-
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
+def _gate_part(vectors: np.ndarray, dims: int) -> np.ndarray:
+    """The rows the gate compares the query with: whole, or a joined vector's first part."""
+    return normalize_rows(vectors[:, :dims]) if dims else vectors
 
 
 # The sampled passages' vectors, gathered once per view: a fresh gather copies 512 rows
@@ -92,10 +77,11 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
 _SAMPLES: weakref.WeakKeyDictionary[ChunkView, np.ndarray] = weakref.WeakKeyDictionary()
 
 
-def _sample_matrix(view: ChunkView) -> np.ndarray:
+def _sample_matrix(view: ChunkView, dims: int = 0) -> np.ndarray:
     matrix = _SAMPLES.get(view)
     if matrix is None:
-        matrix = _SAMPLES[view] = np.ascontiguousarray(view.vectors[gate.sample_rows(len(view.vectors))])
+        sample = view.vectors[gate.sample_rows(len(view.vectors))]
+        matrix = _SAMPLES[view] = np.ascontiguousarray(_gate_part(sample, dims))
     return matrix
 
 
