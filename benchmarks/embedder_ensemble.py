@@ -75,8 +75,9 @@ def regulatory_runs(models: dict[str, Any], split: str) -> dict[str, Any]:
         for label, model in models.items():
             if label == "landed MiniLM":
                 continue
-            if isinstance(model, JoinedEmbedder):
-                R.CACHE, R.DEFAULT_CACHE = WORK / "regulatory", WORK / "vectors"
+            # the single models use the shared caches, the joined vectors their own
+            R.CACHE, R.DEFAULT_CACHE = ((WORK / "regulatory", WORK / "vectors")
+                                        if isinstance(model, JoinedEmbedder) else saved[:2])
             results = R.regulatory(model, split)
             out[label] = {key.split("/")[1]: {o.qid: R.in_top(o) for o in value["in"]}
                           for key, value in results.items()}

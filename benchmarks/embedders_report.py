@@ -23,14 +23,12 @@ def paired_randomization(a: dict[str, float], b: dict[str, float], rounds: int =
                          seed: int = 0) -> tuple[float, float]:
     """Mean difference b - a over the shared queries and its two-sided p-value by sign
     flipping (Fisher's paired randomization test, as IR evaluations use)."""
-    shared = sorted(set(a) & set(b))
-    diff = np.array([b[q] - a[q] for q in shared])
-    if not len(diff):
+    from .regulatory_eval import randomisation_p
+
+    diff = [b[q] - a[q] for q in sorted(set(a) & set(b))]
+    if not diff:
         return 0.0, 1.0
-    observed = abs(diff.mean())
-    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(rounds, len(diff)))
-    p = (np.abs((signs * diff).mean(axis=1)) >= observed - 1e-12).mean()
-    return float(diff.mean()), float(p)
+    return float(np.mean(diff)), randomisation_p(diff, rounds, seed)
 
 
 def load() -> dict[str, dict[str, dict[str, Any]]]:
