@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import time
@@ -24,6 +25,7 @@ from enginelib import ChunkingConfig, HashingEmbedder, LoadedDocument
 from enginelib.faults import COMMIT_STEPS, ENV_VAR
 
 DIM = 16
+KEEP_VAR = "ENGINELIB_KILL_KEEP"  # a folder: a store the check could not open is copied there
 CHUNKINGS = (ChunkingConfig(max_tokens=60, overlap_tokens=6, min_tokens=15),
              ChunkingConfig(max_tokens=80, overlap_tokens=8, min_tokens=15))
 CRASH_POINTS: dict[str, tuple[str, ...]] = {
@@ -212,7 +214,11 @@ def main() -> None:
         os.waitpid(pid, 0)
         result = json.loads(result_file.read_text(encoding="utf-8"))
         if result["raw"]:
-            counts["raw"].append(result["raw"])
+            how = "a random moment" if timed else f"crash point {env[ENV_VAR]}"
+            counts["raw"].append(f"after a kill of {op} at {how}: {result['raw']}")
+            keep = os.environ.get(KEEP_VAR)
+            if keep:  # the broken store, for whoever investigates
+                shutil.copytree(path, Path(keep) / f"store-seed{seed}-run{counts['runs']}")
             break
         if not result["opened"]:
             counts["repaired" if result["repaired"] else "stores_unopenable"] += 1
