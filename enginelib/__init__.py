@@ -9,6 +9,7 @@ from typing import Any
 from .chunker import Chunker, ChunkingConfig
 from .embedder import E5SmallEmbedder, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
+    CorruptStoreError,
     DocumentNotFoundError,
     EngineError,
     ExportError,
@@ -80,7 +81,7 @@ def memory(
 __all__ = [
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
     "DocumentNotFoundError", "E5SmallEmbedder", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
-    "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
+    "CorruptStoreError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",
     "RewriterError",

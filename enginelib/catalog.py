@@ -15,7 +15,13 @@ import duckdb
 import numpy as np
 
 from . import columns as cols
-from .errors import DocumentNotFoundError, IncompatibleStoreError, StoreError, StoreLockedError
+from .errors import (
+    CorruptStoreError,
+    DocumentNotFoundError,
+    IncompatibleStoreError,
+    StoreError,
+    StoreLockedError,
+)
 from .schema import ACRONYMS_DDL, CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
 
 
@@ -85,7 +91,7 @@ class Catalog:
                 return duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
-                    raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+                    raise _open_error(self.path, exc) from exc
                 if time.monotonic() >= deadline:
                     raise StoreLockedError(
                         f"catalog {self.path} stayed in use by another process for "
@@ -95,7 +101,7 @@ class Catalog:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
             except duckdb.Error as exc:
-                raise StoreError(f"cannot open catalog {self.path}: {exc}", path=self.path) from exc
+                raise _open_error(self.path, exc) from exc
 
     @property
     def connected(self) -> bool:
@@ -517,6 +523,21 @@ _ACRONYM_COUNTS_SQL = """
 SELECT acronym, expansion, count(DISTINCT document_id) FROM acronyms
 GROUP BY acronym, expansion ORDER BY acronym, expansion
 """
+def _open_error(path: Path, exc: Exception) -> StoreError:
+    """What a failed open of the catalog file means to the user."""
+    if "corrupt" not in str(exc).lower():
+        return StoreError(f"cannot open catalog {path}: {exc}", path=path)
+    store = path.parent
+    return CorruptStoreError(
+        f"the catalog {path} is damaged ({exc}). Nothing enginelib writes can mend it. Its "
+        f"snapshots do not depend on it and stay searchable: `enginelib snapshot list --store "
+        f"{store}`, then `enginelib search QUERY --store {store} --snapshot NAME`. Copy the folder "
+        "before anything else; rebuild the store from its sources (or a snapshot's documents) "
+        "to write again: documents committed after the newest snapshot are only in this file",
+        path=path,
+    )
+
+
 def _timestamp_text(value: Any) -> str:
     return value.isoformat(sep=" ") if isinstance(value, datetime) else str(value)
 

@@ -8,6 +8,7 @@
      |    +-- IncompatibleStoreError     model, dimension, chunking or schema changed: reindex
      |    +-- SnapshotError              unknown / duplicate / pinned snapshot
      |    +-- IntegrityError             catalog and indexes disagree (run `enginelib repair`)
+     |    +-- CorruptStoreError          the catalog file is damaged: its snapshots stay readable
      |    +-- StorageError               the file system refused a read or write  (.errno)
      |    |    +-- DiskFullError           no space left (ENOSPC / EDQUOT)
      |    +-- BackendError               DuckDB / Tantivy / hnswlib failed inside an operation
@@ -77,6 +78,10 @@ class SnapshotError(StoreError):
 
 class IntegrityError(StoreError):
     pass
+
+
+class CorruptStoreError(StoreError):
+    """The catalog file fails DuckDB's checksums: no write can repair it, snapshots still read."""
 
 
 class StorageError(StoreError):

@@ -351,3 +351,29 @@ def test_files_and_folders_follow_the_umask(tmp_path: Path) -> None:
     wrong = {str(p): oct(m) for p, m in modes.items()
              if m != (0o750 if (path / p).is_dir() else 0o640)}
     assert wrong == {}
+
+
+# -- a damaged catalog file ------------------------------------------------------------------
+
+
+def test_a_damaged_catalog_says_so_and_its_snapshots_stay_searchable(tmp_path: Path) -> None:
+    """A catalog block that fails DuckDB's checksum (seen once after a SIGKILL in the kill
+    loop) cannot be mended by any write: the open says what is damaged and where to read."""
+    path = tmp_path / "s"
+    with enginelib.open(path, embedder=HashingEmbedder(16)) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(5)])
+        name = store.create_snapshot().name
+    catalog = path / "catalog.duckdb"
+    with open(catalog, "r+b") as handle:  # garble one data block past the headers
+        handle.seek(12288 + 64)
+        handle.write(b"\xff" * 64)
+    with pytest.raises(enginelib.CorruptStoreError, match="damaged") as info:
+        enginelib.open(path, embedder=HashingEmbedder(16))
+    assert "--snapshot NAME" in str(info.value) and info.value.path == str(catalog)
+    with enginelib.open(path, embedder=HashingEmbedder(16), snapshot=name) as snapshot:
+        hits = snapshot.search("brake pads", answerability_threshold=None).hits
+        assert {h.document_id for h in hits} == {f"d{i}" for i in range(5)}
+    out = subprocess.run([sys.executable, "-m", "enginelib.cli.main", "search", "brake",
+                          "--store", str(path)], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 2 and "damaged" in out.stderr and "Traceback" not in out.stderr
