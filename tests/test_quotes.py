@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,65 @@ def test_tied_sentences_quote_the_earlier_one_whatever_the_hash_seed() -> None:
         for seed in (0, 1, 4)
     }
     assert starts == {str(TIED.index("Then fusion and actin and kinase"))}
+
+
+def test_a_quote_skips_sentences_a_hit_above_already_holds() -> None:
+    offset = 300
+    best = _check(ARTICLE_17, offset, ["withdraws", "consent"])
+    start = ARTICLE_17.index(best) + offset
+    # a higher-ranked neighbour holds that point: the next best sentence is quoted
+    shown = [(start - 40, start + len(best))]
+    other = best_quote(ARTICLE_17, offset, ["withdraws", "consent"], shown=shown)
+    assert ("x" * offset + ARTICLE_17)[other.start_offset : other.end_offset] == other.text
+    assert other.text and not other.text.startswith("(b)")
+    assert other.end_offset <= shown[0][0] or other.start_offset >= shown[0][1]
+    # a sentence only half inside what is shown counts as shown (chunks cut sentences)
+    half = best_quote(ARTICLE_17, offset, ["withdraws", "consent"], shown=[(start + 10, start + 20)])
+    assert not half.text.startswith("(b)")
+    # a chunk wholly inside hits above keeps its own best quote
+    whole = best_quote(ARTICLE_17, offset, ["withdraws", "consent"],
+                       shown=[(offset, offset + len(ARTICLE_17))])
+    assert whole.text == best
+
+
+def _overlapping(a: Any, b: Any) -> bool:
+    return max(a.quote_start, b.quote_start) < min(a.quote_end, b.quote_end)
+
+
+def test_neighbouring_hits_of_one_document_quote_different_sentences(tmp_path: Path) -> None:
+    # GDPR articles cut into overlapping chunks: before, about one top-10 in two quoted one
+    # passage twice. A hit's quote comes from what it adds to the hits of its document above
+    # it, on this page or on an earlier one.
+    store = _regulatory_store(tmp_path)
+    queries = ["right to erasure of personal data", "data protection officer tasks",
+               "consent of a child information society services",
+               "security of processing pseudonymisation encryption"]
+    pairs = 0
+    for query in queries:
+        deep = store.search(query, strategy="fulltext", limit=40, answerability_threshold=None)
+        hits = deep.hits
+        for i, later in enumerate(hits):
+            for earlier in hits[:i]:
+                if earlier.document_id != later.document_id:
+                    continue
+                if earlier.start_offset < later.end_offset and later.start_offset < earlier.end_offset:
+                    pairs += 1
+                    new = (later.start_offset < earlier.start_offset
+                           or later.end_offset > earlier.end_offset)
+                    if new and not _overlapping(earlier.citation, later.citation):
+                        continue
+                    # only a chunk with no sentence of its own may repeat one
+                    text = store.get_document(later.document_id)["content"]
+                    own = best_quote(later.content, later.start_offset, later.highlight_terms,
+                                     shown=[(earlier.start_offset, earlier.end_offset)])
+                    assert own == best_quote(later.content, later.start_offset, later.highlight_terms)
+                    assert text[later.citation.quote_start:later.citation.quote_end] == later.citation.quote
+        # pages quote as the deep request does
+        for offset in (0, 10, 20, 30):
+            page = store.search(query, strategy="fulltext", limit=10, offset=offset,
+                                answerability_threshold=None)
+            assert [(h.label, h.citation.quote_start, h.citation.quote_end) for h in page.hits] == [
+                (h.label, h.citation.quote_start, h.citation.quote_end)
+                for h in hits[offset : offset + 10]]
+    assert pairs >= 4  # the queries do meet overlapping neighbours
+    store.close()

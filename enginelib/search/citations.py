@@ -45,11 +45,15 @@ _RECORD_FIELDS = ("document_id", "chunk_index", "start_offset", "end_offset", "t
 def citations_of(
     numbers: Sequence[int], rows: Mapping[str, Sequence[Any]], contents: Sequence[str],
     headings: Sequence[str], terms: Sequence[str] = (),
+    shown: Sequence[Sequence[tuple[int, int]]] | None = None,
 ) -> list[Citation]:
     """The citations of a page of hits from the view's columns over it (``rows``) and their
-    texts; each quote is cut when first read."""
-    quotes = [LazyQuote(content, start, terms)
-              for content, start in zip(contents, rows["start_offset"], strict=True)]
+    texts; each quote is cut when first read. ``shown[i]``: the ranges of hit i's document
+    that hits ranked above it hold (its quote is chosen outside them where it can be)."""
+    ranges = shown if shown is not None else [()] * len(contents)
+    quotes = [LazyQuote(content, start, terms, seen)
+              for content, start, seen in zip(contents, rows["start_offset"], ranges,
+                                              strict=True)]
     display = [
         f"[{number}] {_display_name(title, path, document)} ({TRUTH_LEVELS[level].name})"
         for number, title, path, document, level in zip(

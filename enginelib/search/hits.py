@@ -4,6 +4,7 @@ response's RagContext. Only the page is built; each citation's quote is cut on f
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -46,8 +47,10 @@ class Block:
 def build_hits(
     store: Store, view: ChunkView, request: SearchRequest, strategy: str,
     qvec: np.ndarray | None, items: list[tuple[Block, int]],
+    above: Sequence[tuple[Block, int]] = (),
 ) -> tuple[Hit, ...]:
-    """One hit per page item (``(block, index into the block)``), ranked from offset + 1."""
+    """One hit per page item (``(block, index into the block)``), ranked from offset + 1;
+    ``above``: the ranking's items before the page (their chunks shape the page's quotes)."""
     # the quote looks for the query's words even in a vector search; highlights stay BM25's
     quote_terms = quote_terms_of(store, view, request.queries[0])
     terms = quote_terms if strategy != "vector" else ()
@@ -87,11 +90,39 @@ def build_hits(
         end_offset=rows["end_offset"],
         truth_level=rows["truth_level"],
         scores=scores,
-        citation=citations_of(numbers, rows, contents, headings, quote_terms),
+        citation=citations_of(numbers, rows, contents, headings, quote_terms,
+                              shown_ranges(view, _positions(above), positions)),
         highlight_terms=[terms] * count,
         title=rows["title"],
         heading_path=headings,
     ))
+
+
+def shown_ranges(
+    view: ChunkView, above: np.ndarray, page: np.ndarray
+) -> list[list[tuple[int, int]]]:
+    """Per page hit: the ranges (global offsets) of its document that overlapping chunks
+    ranked above it hold, on earlier pages or earlier on this one. Chunks overlap, so
+    without this two neighbours of one document would often quote one sentence twice."""
+    docs_page = view.codes("document_id")[page]
+    docs_above = view.codes("document_id")[above]
+    above = above[np.isin(docs_above, docs_page)]  # only the page's documents matter
+    positions = np.concatenate([above, page])
+    docs = view.codes("document_id")[positions]
+    starts = view.number_column("start_offset")[positions]
+    ends = view.number_column("end_offset")[positions]
+    out = []
+    for r in range(len(above), len(positions)):
+        earlier = np.flatnonzero((docs[:r] == docs[r]) & (starts[:r] < ends[r])
+                                 & (ends[:r] > starts[r]))
+        out.append([(int(starts[j]), int(ends[j])) for j in earlier])
+    return out
+
+
+def _positions(items: Sequence[tuple[Block, int]]) -> np.ndarray:
+    """The view positions of ranking items."""
+    return np.fromiter((int(block.positions[i]) for block, i in items), dtype=np.int64,
+                       count=len(items))
 
 
 def _method_columns(items: list[tuple[Block, int]], labels: list[int]) -> tuple[list[Any], ...]:

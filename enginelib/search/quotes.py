@@ -7,6 +7,12 @@ query terms they contain (the highlight terms: query words minus stop words, wit
 stems), each term weighted by how rare it is among the chunk's sentences, so "data" in a
 GDPR article counts less than "erasure". With no term in the chunk (a hit found by
 meaning alone) the quote is the chunk's opening text.
+
+Chunks overlap, so two hits of one document can share sentences. A hit's quote is chosen
+among the sentences it adds to what higher-ranked hits of its document already hold
+(``shown``): measured on our regulatory questions, about one top-10 in two quoted one
+passage twice before (benchmarks/RESULTS.md). A chunk wholly inside hits above it keeps
+its own best quote.
 """
 
 from __future__ import annotations
@@ -104,29 +110,38 @@ class LazyQuote:
     (evaluation, a prompt that takes the chunk text) never read the quote, and cutting one
     costs more than retrieving the hit. Same result as ``best_quote``, computed once."""
 
-    __slots__ = ("_content", "_start_offset", "_terms", "_quote")
+    __slots__ = ("_content", "_start_offset", "_terms", "_shown", "_quote")
 
-    def __init__(self, content: str, start_offset: int, terms: Sequence[str]) -> None:
+    def __init__(self, content: str, start_offset: int, terms: Sequence[str],
+                 shown: Sequence[tuple[int, int]] = ()) -> None:
         self._content = content
         self._start_offset = start_offset
         self._terms = tuple(terms)
+        self._shown = tuple(shown)
         self._quote: Quote | None = None
 
     def get(self) -> Quote:
         if self._quote is None:  # two threads may both cut it: same value, no lock needed
-            self._quote = best_quote(self._content, self._start_offset, self._terms)
+            self._quote = best_quote(self._content, self._start_offset, self._terms,
+                                     shown=self._shown)
         return self._quote
 
 
 def best_quote(
-    content: str, start_offset: int, terms: Sequence[str], limit: int = QUOTE_MAX_CHARS
+    content: str, start_offset: int, terms: Sequence[str], limit: int = QUOTE_MAX_CHARS,
+    shown: Sequence[tuple[int, int]] = (),
 ) -> Quote:
-    """The passage of ``content`` (a chunk at ``start_offset``) that best matches ``terms``."""
+    """The passage of ``content`` (a chunk at ``start_offset``) that best matches ``terms``,
+    among its sentences outside the ``shown`` ranges (global offsets) where any is."""
     spans = sentence_spans(content)
     if not spans:
         return Quote("", start_offset, start_offset)
     body = [i for i, (s, e) in enumerate(spans) if not _HEADING_LINE.match(content[s:e])]
     candidates = body or list(range(len(spans)))
+    if shown:
+        new = [i for i in candidates
+               if not _meets(start_offset + spans[i][0], start_offset + spans[i][1], shown)]
+        candidates = new or candidates
     pattern = term_pattern(tuple(terms))
     found: list[set[str]] = [set() for _ in spans]
     if pattern is not None:  # one pass over the chunk, each match filed under its sentence
@@ -158,6 +173,12 @@ def best_quote(
     return _window(content, start_offset, spans, best, candidates, gains, limit, pattern)
 
 
+def _meets(start: int, end: int, ranges: Sequence[tuple[int, int]]) -> bool:
+    """Whether [start, end) shares a character with one of ``ranges`` (chunks are cut
+    inside sentences, so a sentence half in a hit above is half quoted there already)."""
+    return any(low < end and start < high for low, high in ranges)
+
+
 def _window(
     content: str, start_offset: int, spans: Sequence[tuple[int, int]], first: int,
     candidates: list[int], scores: dict[int, float], limit: int, pattern: re.Pattern[str] | None,
@@ -186,6 +207,8 @@ def _window(
             if not scores and side < 0:
                 continue
             j = candidates[lo - 1] if side < 0 else candidates[hi + 1]
+            if abs(j - (candidates[lo] if side < 0 else candidates[hi])) != 1:
+                continue  # a quote never runs over a sentence left out (a heading, one shown)
             new_start, new_end = min(start, spans[j][0]), max(end, spans[j][1])
             if new_end - new_start > limit:
                 continue

@@ -66,7 +66,8 @@ def answer(
             f"offset {request.offset} is past the last result (total {total}"
             f"{' or more' if ranking.total_is_lower_bound else ''})", total=total,
         )
-    hits = build_hits(store, view, request, strategy, qvec, items)
+    hits = build_hits(store, view, request, strategy, qvec, items,
+                      ranking.items[: request.offset])
     return SearchResponse(
         query=request.queries[0],
         hits=hits,
