@@ -531,9 +531,10 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     return CorruptStoreError(
         f"the catalog {path} is damaged ({exc}). Nothing enginelib writes can mend it. Its "
         f"snapshots do not depend on it and stay searchable: `enginelib snapshot list --store "
-        f"{store}`, then `enginelib search QUERY --store {store} --snapshot NAME`. Copy the folder "
-        "before anything else; rebuild the store from its sources (or a snapshot's documents) "
-        "to write again: documents committed after the newest snapshot are only in this file",
+        f"{store}`, then `enginelib search QUERY --store {store} --snapshot NAME`. To write "
+        f"again, `enginelib snapshot restore NAME --store {store}` starts the store from that "
+        "snapshot and keeps this file beside it (documents committed after the snapshot are "
+        "only in this file: ingest them again from their sources)",
         path=path,
     )
 

@@ -27,6 +27,9 @@ class RestoreReport:
     documents: int
     chunks: int
     archived: int  # live versions archived because the restore replaced or removed them
+    # where a damaged catalog the restore replaced was moved (kept: what it committed after
+    # the snapshot is only there); None for a restore into a sound catalog
+    damaged_catalog: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -32,6 +32,7 @@ from . import catalog_snapshots as cs
 from . import faults
 from . import manifest as mf
 from .catalog import Catalog
+from .catalog_rescue import replace_damaged_catalog
 from .core import layout
 from .core.layout import SNAPSHOT_INFO_NAME as INFO_NAME
 from .core.layout import SNAPSHOT_SETTINGS_NAME as SETTINGS_NAME
@@ -41,7 +42,7 @@ from .core.layout import SNAPSHOTS_DIR
 from .core.lock import acquire_writer_lock
 from .core.store_core import StoreCore
 from .durable import fsync_dir, fsync_file, write_atomic
-from .errors import InvalidInputError, SnapshotError, StoreNotFoundError
+from .errors import CorruptStoreError, InvalidInputError, SnapshotError, StoreNotFoundError
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
 
@@ -469,24 +470,48 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
     catalog; a crash in between is finished by the next open's index sync. Restored
     documents keep the snapshot's text, chunks and offsets; a document whose live version
     moved on gets a new version number, so later edits never reuse an archived one.
+
+    A store whose catalog file is damaged (``CorruptStoreError``) can be restored by path:
+    the damaged file is moved aside and kept (``RestoreReport.damaged_catalog``), and a
+    fresh catalog takes the snapshot (``catalog_rescue``).
     """
     from .snapshot_restore import restore_into
 
-    with _writable_store(target) as store:
-        folder = _folder(store.path, name)
-        manifest = mf.read_manifest(folder)
-        live = store.manifest
-        if manifest is None or (manifest.embedding_model, manifest.embedding_dim,
-                                manifest.chunking_hash) != (live.embedding_model,
-                                                            live.embedding_dim, live.chunking_hash):
-            built = f"{manifest.embedding_model} ({manifest.embedding_dim} dims)" if manifest else "?"
-            raise SnapshotError(
-                f"snapshot {name!r} was built with {built} and other chunking or model than the "
-                f"live store ({live.embedding_model}, {live.embedding_dim} dims): it cannot be "
-                f"restored into it; open it read-only with enginelib.open(path, snapshot={name!r})",
-                path=folder,
-            )
-        return restore_into(store, folder, name)
+    def restore() -> RestoreReport:
+        with _writable_store(target) as store:
+            folder = _folder(store.path, name)
+            _check_restorable(folder, name, store.manifest)
+            return restore_into(store, folder, name)
+
+    try:
+        return restore()
+    except CorruptStoreError:
+        if isinstance(target, StoreCore):  # an open store object: its owner decides
+            raise
+        root = Path(target)
+        live = mf.read_manifest(root)
+        if live is None:
+            raise
+        _check_restorable(_folder(root, name), name, live)
+        kept = replace_damaged_catalog(root, get_snapshot(root, name).generation)
+        if kept is None:  # the file opens: the damage lies in a block the restore read
+            raise
+    return replace(restore(), damaged_catalog=str(kept))
+
+
+def _check_restorable(folder: Path, name: str, live: mf.Manifest) -> None:
+    """Raise unless snapshot ``name`` was built with the live store's model and chunking."""
+    manifest = mf.read_manifest(folder)
+    if manifest is None or (manifest.embedding_model, manifest.embedding_dim,
+                            manifest.chunking_hash) != (live.embedding_model,
+                                                        live.embedding_dim, live.chunking_hash):
+        built = f"{manifest.embedding_model} ({manifest.embedding_dim} dims)" if manifest else "?"
+        raise SnapshotError(
+            f"snapshot {name!r} was built with {built} and other chunking or model than the "
+            f"live store ({live.embedding_model}, {live.embedding_dim} dims): it cannot be "
+            f"restored into it; open it read-only with enginelib.open(path, snapshot={name!r})",
+            path=folder,
+        )
 
 
 __all__ = [

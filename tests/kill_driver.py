@@ -172,6 +172,7 @@ def main() -> None:
     warm_up()
     rng = random.Random(seed)
     ledger = path.parent / "ledger.jsonl"
+    ledger.unlink(missing_ok=True)  # a ledger of an earlier run beside it is not this store's
     result_file = path.parent / "verify.json"
     # A starting store with a few documents.
     pid = fork(run_operation, path, ledger, "ingest", seed)

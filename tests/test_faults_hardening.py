@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import enginelib
-from enginelib import HashingEmbedder, LoadedDocument
+from enginelib import HashingEmbedder, LoadedDocument, snapshots
+from enginelib.catalog import Catalog
 from enginelib.errors import DiskFullError, EngineError, StoreLockedError
 from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
 from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
@@ -377,3 +378,70 @@ def test_a_damaged_catalog_says_so_and_its_snapshots_stay_searchable(tmp_path: P
                           "--store", str(path)], cwd=REPO, capture_output=True, text=True,
                          timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == 2 and "damaged" in out.stderr and "Traceback" not in out.stderr
+
+
+def _damaged_store(path: Path) -> tuple[str, int]:
+    """Five documents, a snapshot, one more document, then a garbled catalog block;
+    returns the snapshot's name and the generation the store had reached."""
+    with enginelib.open(path, embedder=HashingEmbedder(16)) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(5)])
+        name = store.create_snapshot().name
+        store.ingest_documents([doc("late", "torque wrench calibration " * 20)])
+        reached = store.generation
+    with open(path / "catalog.duckdb", "r+b") as handle:
+        handle.seek(12288 + 64)
+        handle.write(b"\xff" * 64)
+    return name, reached
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "enginelib.cli.main", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def _assert_restored_from(path: Path, reached: int) -> None:
+    with enginelib.open(path, embedder=HashingEmbedder(16)) as store:
+        assert store.check().ok, store.check().problems
+        assert {d["document_id"] for d in store.list_documents()} == {f"d{i}" for i in range(5)}
+        hits = store.search("brake pads rotor", answerability_threshold=None, limit=20).hits
+        assert {h.document_id for h in hits} == {f"d{i}" for i in range(5)}
+        assert store.generation > reached  # past every generation the damaged store used
+        store.ingest_documents([doc("late", "torque wrench calibration " * 20)])
+        top = store.search("torque wrench", strategy="fulltext", answerability_threshold=None)
+        assert top.hits[0].document_id == "late"
+
+
+def test_a_damaged_catalog_starts_again_from_a_snapshot_and_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    name, reached = _damaged_store(path)
+    out = _cli("snapshot", "restore", name, "--store", str(path))
+    assert out.returncode == 0, out.stderr
+    kept = list(path.glob("catalog.damaged-*.duckdb"))
+    assert len(kept) == 1 and str(kept[0].name) in out.stdout and "ingest them again" in out.stdout
+    with pytest.raises(enginelib.CorruptStoreError):  # the kept file is the damaged one, whole
+        Catalog(kept[0], 16, read_only=True)
+    _assert_restored_from(path, reached)
+    # the same through the API, on a store damaged again: the report says where the file went
+    with open(path / "catalog.duckdb", "r+b") as handle:
+        handle.seek(12288 + 64)
+        handle.write(b"\xff" * 64)
+    report = snapshots.restore_snapshot(path, name)
+    assert report.damaged_catalog and Path(report.damaged_catalog).exists()
+    assert len(list(path.glob("catalog.damaged-*.duckdb"))) == 2
+
+
+@pytest.mark.parametrize("step", ["rescue_after_derived_removed", "rescue_after_damaged_kept"])
+def test_a_restore_over_a_damaged_catalog_killed_midway_runs_again(tmp_path: Path, step: str) -> None:
+    path = tmp_path / "s"
+    name, reached = _damaged_store(path)
+    killed = _cli("snapshot", "restore", name, "--store", str(path),
+                  env={"ENGINELIB_CRASH_AT": step})
+    assert killed.returncode == -9, killed.stderr
+    # until the fresh catalog's rename the damaged one is still the store's
+    with pytest.raises(enginelib.CorruptStoreError):
+        enginelib.open(path, embedder=HashingEmbedder(16))
+    out = _cli("snapshot", "restore", name, "--store", str(path))
+    assert out.returncode == 0, out.stderr
+    assert not list(path.glob(".catalog.duckdb.*.tmp*"))  # the killed run's fresh file is gone
+    _assert_restored_from(path, reached)
