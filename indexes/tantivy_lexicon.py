@@ -32,7 +32,7 @@ Rules (decided once here):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import tantivy
@@ -69,8 +69,12 @@ class TantivyLexicon:
         *,
         words_field: str,
         fold: tantivy.TextAnalyzer,
+        is_stopword: Callable[[str], bool] | None = None,
     ) -> None:
         self._searcher = searcher
+        # a typo is never corrected into a stop word ("pads" -> the French "pas"): it would
+        # search nothing and tell the user it searched something
+        self._is_stopword = is_stopword or (lambda word: False)
         self._fields = fields  # stemmed text field -> the analyzer that field uses
         self._words_field = words_field
         self._fold = fold  # the words field's analyzer: lowercase + accent folding
@@ -116,7 +120,7 @@ class TantivyLexicon:
             return None
         typed = folded[0]
         distance = 1 if len(typed) <= LONG_WORD_CHARS else 2
-        found = self._near(typed, distance)
+        found = [item for item in self._near(typed, distance) if not self._is_stopword(item[0])]
         if not found:
             return None
         term, _, _ = min(found, key=lambda item: (item[1], -item[2], item[0]))

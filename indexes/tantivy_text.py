@@ -471,7 +471,8 @@ class TantivyTextIndex:
             }
             self._lexicon = TantivyLexicon(self._index.searcher(), fields,
                                            words_field=WORDS_FIELD,
-                                           fold=self._analyzers[analyzer_name(PLAIN)])
+                                           fold=self._analyzers[analyzer_name(PLAIN)],
+                                           is_stopword=self._is_stopword)
         return self._lexicon
 
     def corrections(self, query: str) -> dict[str, str]:

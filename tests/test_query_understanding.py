@@ -443,3 +443,20 @@ def test_a_correction_follows_the_vocabulary_after_a_commit(tmp_path: Path) -> N
     after = store.search("erasre of data", answerability_threshold=None, log=False)
     assert after.corrections == {} and after.sub_queries[0] == "erasre of data"
     store.close()
+
+
+def test_a_word_is_never_corrected_into_a_stop_word(tmp_path: Path) -> None:
+    # "pads" is one edit from the French "pas": searching it would match nothing of worth
+    # and tell the user "corrected: pads -> pas" (seen on the demo corpus)
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([
+        LoadedDocument(id="fr", language="fr", text="Ne pas serrer les plaquettes de frein "
+                       "sans couple: il ne faut pas dépasser le couple indiqué."),
+        LoadedDocument(id="en", language="en", text="Brake discs wear out."),
+    ])
+    response = store.search("brake pads", answerability_threshold=None, log=False)
+    assert "pas" not in response.corrections.values()
+    # a typo whose nearest word is a content word is still corrected
+    assert store.search("couplle", answerability_threshold=None,
+                        log=False).corrections == {"couplle": "couple"}
+    store.close()
