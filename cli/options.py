@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -118,6 +119,8 @@ def handle_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            _reader_went_away()
         except EngineError as exc:
             if debug_enabled():
                 raise
@@ -135,6 +138,19 @@ def handle_errors(func: F) -> F:
             raise CommandError(message) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+# What a shell reports for a writer its reader stopped (128 + SIGPIPE): `enginelib list |
+# head` ends quietly, as `cat | head` does, not with "Error: ... Broken pipe".
+BROKEN_PIPE_EXIT = 141
+
+
+def _reader_went_away() -> NoReturn:
+    # stdout is a dead pipe: point it at /dev/null so the interpreter's final flush does
+    # not raise again on the way out
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(BROKEN_PIPE_EXIT)
 
 
 def emit_json(data: Any) -> None:

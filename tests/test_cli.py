@@ -186,3 +186,28 @@ def test_presets_list_and_default(runner: CliRunner, tmp_path: Path) -> None:
                                                      "weights": [0.5, 0.5]}
     result = runner.invoke(main, ["presets", "--store", store, "--set-default", "nope"])
     assert result.exit_code == 2 and "unknown search preset 'nope'" in result.output
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(
+    runner: CliRunner, corpus: Path, tmp_path: Path
+) -> None:
+    # `enginelib list | head -1`: the reader goes away; the command must end as `cat` does
+    # (status 141, nothing on stderr), not with "Error: the command failed: Broken pipe"
+    import os
+    import subprocess
+    import sys
+
+    store = str(tmp_path / "store")
+    assert invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress").exit_code == 0
+    repo = Path(__file__).resolve().parents[1]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes a line
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "enginelib.cli.main", "stats", "--store", store],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=repo, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(repo), "ENGINELIB_EMBEDDER": "hashing-64"},
+            check=False)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141 and result.stderr == ""
