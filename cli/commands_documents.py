@@ -7,7 +7,15 @@ from pathlib import Path
 import click
 
 from .commands_jobs import store_argument
-from .options import emit_json, handle_errors, json_option, open_store, parse_key_values
+from .options import (
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+    parse_key_values,
+    store_and_ids,
+    store_flag,
+)
 
 
 @click.command("list")
@@ -40,11 +48,16 @@ def list_command(store_path: Path, truth_levels: str | None, domain: str | None,
 
 
 @click.command("delete")
-@store_argument
+@store_flag
 @click.argument("document_ids", nargs=-1, required=True)
 @handle_errors
-def delete(store_path: Path, document_ids: tuple[str, ...]) -> None:
-    """Delete documents by id (their versions are archived, their chunks unindexed)."""
+def delete(store_option: Path | None, document_ids: tuple[str, ...]) -> None:
+    """Delete documents by id (their versions are archived, their chunks unindexed).
+
+    The store is --store PATH, or the first argument when it is a store folder."""
+    store_path, document_ids = store_and_ids(store_option, document_ids)
+    if not document_ids:
+        raise click.UsageError("name at least one document id to delete")
     with open_store(store_path) as store:
         for document_id in document_ids:
             store.get_document(document_id)  # all ids checked before the first delete
@@ -54,16 +67,22 @@ def delete(store_path: Path, document_ids: tuple[str, ...]) -> None:
 
 
 @click.command("update")
-@store_argument
-@click.argument("document_id")
+@store_flag
+@click.argument("ids", nargs=-1, required=True, metavar="DOCUMENT_ID")
 @click.option("--truth-level", default=None, help="New truth level L1..L4.")
 @click.option("--tag", "tags", multiple=True, help="Tag (repeatable); replaces the tags.")
 @click.option("--meta", "meta", multiple=True, help="KEY=VALUE custom field (repeatable), merged.")
 @json_option
 @handle_errors
-def update(store_path: Path, document_id: str, truth_level: str | None, tags: tuple[str, ...],
-           meta: tuple[str, ...], as_json: bool) -> None:
-    """Change a document's truth level, tags or metadata without re-embedding it."""
+def update(store_option: Path | None, ids: tuple[str, ...], truth_level: str | None,
+           tags: tuple[str, ...], meta: tuple[str, ...], as_json: bool) -> None:
+    """Change a document's truth level, tags or metadata without re-embedding it.
+
+    The store is --store PATH, or the first argument when it is a store folder."""
+    store_path, rest = store_and_ids(store_option, ids)
+    if len(rest) != 1:
+        raise click.UsageError(f"update takes one document id, got {len(rest)}: {' '.join(rest)}")
+    document_id = rest[0]
     with open_store(store_path) as store:
         doc = store.update_document(
             document_id, truth_level=truth_level, tags=list(tags) if tags else None,

@@ -20,17 +20,18 @@ from enginelib.jobs import (
 )
 
 from .options import (
-    ENV_STORE,
     CommandError,
     emit_json,
     handle_errors,
     json_option,
     open_store,
+    store_option_or_argument,
 )
 
 
 def store_argument(func: Any) -> Any:
-    return click.argument("store_path", type=click.Path(path_type=Path), envvar=ENV_STORE)(func)
+    """``--store PATH`` or the store as first argument (see ``store_option_or_argument``)."""
+    return store_option_or_argument(func)
 
 
 def enqueue_paths(

@@ -31,6 +31,49 @@ def store_option(func: F) -> F:
     )(func)
 
 
+def store_option_or_argument(func: F) -> F:
+    """``--store PATH`` as every command takes it, or the store as the first argument (the
+    older form of list, jobs, worker, serve, update and delete); the command gets
+    ``store_path``. Naming two different stores is a usage error."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, store_option: Path | None, store_argument: Path | None,
+                **kwargs: Any) -> Any:
+        kwargs["store_path"] = pick_store(store_option, store_argument)
+        return func(*args, **kwargs)
+
+    wrapper = click.argument("store_argument", required=False, default=None,
+                             type=click.Path(path_type=Path), metavar="[STORE]")(wrapper)
+    return store_flag(wrapper)  # type: ignore[no-any-return]
+
+
+def store_flag(func: Any) -> Any:
+    """``--store`` without a default (``pick_store`` / ``store_and_ids`` apply it)."""
+    return click.option(
+        "--store", "store_option", type=click.Path(path_type=Path), envvar=ENV_STORE,
+        default=None, help=f"Store folder (or ${ENV_STORE}; default ./enginelib-store).",
+    )(func)
+
+
+DEFAULT_STORE = Path("enginelib-store")
+
+
+def pick_store(option: Path | None, argument: Path | None) -> Path:
+    """The store a command works on: ``--store`` (or $ENGINELIB_STORE), else the first
+    argument, else ./enginelib-store."""
+    if option is not None and argument is not None and Path(option) != Path(argument):
+        raise click.UsageError(f"two stores named: --store {option} and {argument}; name one")
+    return option or argument or DEFAULT_STORE
+
+
+def store_and_ids(option: Path | None, values: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+    """Split ``update``/``delete`` arguments: with ``--store`` every value is a document id;
+    without, a first value that is a store folder is the store (the older form)."""
+    if option is None and len(values) > 1 and (Path(values[0]) / "manifest.json").is_file():
+        return Path(values[0]), values[1:]
+    return option or DEFAULT_STORE, values
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print stable JSON for programs.")(func)
 

@@ -211,3 +211,27 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(
     finally:
         os.close(write_end)
     assert result.returncode == 141 and result.stderr == ""
+
+
+def test_every_command_takes_store_the_same_way(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
+    # `ingest --store S` and then `list S` was the only way: the six commands that took the
+    # store as an argument now take --store too (and still the argument), never both
+    store = str(tmp_path / "store")
+    assert invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress").exit_code == 0
+    by_flag = json.loads(invoke(runner, "list", "--store", store, "--json").output)
+    assert json.loads(invoke(runner, "list", store, "--json").output) == by_flag
+    assert {row["document_id"] for row in by_flag} == {"brakes.md", "gdpr.md", "notes.txt"}
+    assert invoke(runner, "jobs", "--store", store).exit_code == 0
+    two = runner.invoke(main, ["list", store, "--store", str(tmp_path / "other")])
+    assert two.exit_code == 2 and "two stores named" in two.output
+    updated = json.loads(invoke(runner, "update", "notes.txt", "--store", store, "--tag", "x",
+                                "--json").output)
+    assert updated["tags"] == ["x"]
+    assert json.loads(invoke(runner, "update", store, "notes.txt", "--tag", "y",
+                             "--json").output)["tags"] == ["y"]
+    assert invoke(runner, "delete", "notes.txt", "--store", store).output == "deleted 1 document\n"
+    assert invoke(runner, "delete", store, "gdpr.md").output == "deleted 1 document\n"
+    left = json.loads(invoke(runner, "list", "--store", store, "--json").output)
+    assert [row["document_id"] for row in left] == ["brakes.md"]
+    many = runner.invoke(main, ["update", "a", "b", "--store", store, "--tag", "x"])
+    assert many.exit_code == 2 and "one document id" in many.output
