@@ -263,6 +263,14 @@ def _check_weights(value: Any) -> None:
         items = list(value)
     else:
         raise InvalidInputError(f"weights must be (vector, bm25) or a mapping, got {_show(value)}")
+    if isinstance(value, Mapping):
+        keys = set(map(str, value))
+        if not keys or keys - {"vector", "bm25", "fulltext"} or {"bm25", "fulltext"} <= keys:
+            raise InvalidInputError(
+                f"weights as a mapping take the keys 'vector' and 'bm25' ('fulltext' is the "
+                f"same method), a missing one weighing 0, e.g. {{'vector': 0.7, 'bm25': 0.3}}; "
+                f"got {sorted(keys)}")
+        items = [*items, 0.0] if len(items) == 1 else items
     if len(items) != 2:
         raise InvalidInputError(f"weights must be two numbers (vector, bm25), got {len(items)}")
     for item in items:

@@ -355,3 +355,19 @@ def test_a_store_can_change_its_default_preset(tmp_path: Path) -> None:
     reader.refresh()
     assert reader.default_search_preset() == "balanced"
     reader.close()
+
+
+def test_weights_as_a_mapping_say_which_keys_they_take(corpus_store: enginelib.Store) -> None:
+    as_pair = search(corpus_store, "gdpr workshop", fusion="weighted", weights=(0.7, 0.3))
+    for same in ({"vector": 0.7, "bm25": 0.3}, {"vector": 0.7, "fulltext": 0.3}):
+        got = search(corpus_store, "gdpr workshop", fusion="weighted", weights=same)
+        assert [h.label for h in got.hits] == [h.label for h in as_pair.hits]
+    only_vector = search(corpus_store, "gdpr workshop", fusion="weighted", weights={"vector": 1})
+    assert [h.label for h in only_vector.hits] == [
+        h.label for h in search(corpus_store, "gdpr workshop", fusion="weighted",
+                                weights=(1.0, 0.0)).hits]
+    for bad in ({"vec": 1}, {}, {"vector": 0.5, "bm25": 0.2, "fulltext": 0.3}):
+        with pytest.raises(enginelib.InvalidInputError, match="keys 'vector' and 'bm25'"):
+            search(corpus_store, "gdpr workshop", fusion="weighted", weights=bad)
+    with pytest.raises(enginelib.InvalidInputError, match="finite number within 0.0"):
+        search(corpus_store, "gdpr workshop", fusion="weighted", weights={"vector": -1})
