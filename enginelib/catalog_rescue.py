@@ -18,7 +18,6 @@ generation the store used, so nothing keyed by generation mistakes new data for 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from datetime import UTC, datetime
@@ -33,6 +32,7 @@ from .core.lock import acquire_writer_lock
 from .core.recovery import discard_index_files
 from .durable import fsync_dir
 from .errors import CorruptStoreError, StoreNotFoundError
+from .indexes import TEXT_FILES, VECTOR_FILES
 from .view_cache import FOLDER as VIEW_FOLDER
 
 DAMAGED_PREFIX = "catalog.damaged-"
@@ -98,12 +98,16 @@ def _derived_generation(root: Path) -> int:
     """The newest generation the store's derived files name (index stamps, text segments):
     the damaged catalog may have committed past its manifest."""
     found = 0
-    for kind in layout.INDEX_KINDS:
-        try:
-            stamp = json.loads((layout.index_root(root) / kind / "stamp.json").read_text("utf-8"))
-            found = max(found, int(stamp.get("generation", 0)))
-        except (OSError, ValueError, TypeError, AttributeError):
-            continue
+    manifest = mf.read_manifest(root)
+    if manifest is not None:
+        indexes = layout.index_root(root)
+        for files, folder in ((VECTOR_FILES[manifest.vector_backend], layout.vector_folder(indexes)),
+                              (TEXT_FILES[manifest.text_backend], layout.text_folder(indexes))):
+            try:
+                stamp = files.read_stamp(folder) or {}
+                found = max(found, int(stamp.get("generation", 0)))  # type: ignore[call-overload]
+            except (OSError, ValueError, TypeError):
+                continue
     for segment in (root / TEXTS_FOLDER).glob("seg-*"):
         part = segment.name.split("-")[1]
         if part.isdigit():
