@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from enginelib.core.lock import set_minimum_wait
+
 from .commands_search import search_command
 from .options import (
     embedder_option,
@@ -20,6 +22,7 @@ from .options import (
     snapshot_option,
     store_option,
     vector_dim_option,
+    writer_wait,
 )
 
 # Every command outside this module, registered by name -> (module, attribute). A module is
@@ -63,8 +66,12 @@ class _Commands(click.Group):
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="enginelib")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error (for bug reports).")
-def main(debug: bool) -> None:
+@click.option("--wait", type=click.FloatRange(min=0, max=86400), default=None, metavar="SECONDS",
+              help="A command that writes waits this long for another writer to finish "
+                   "(or $ENGINELIB_WAIT; default 0: fail at once saying so).")
+def main(debug: bool, wait: float | None) -> None:
     """enginelib: hybrid search with citations, in a folder, offline."""
+    set_minimum_wait(writer_wait(wait))
 
 
 @main.command()

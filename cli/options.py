@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from enginelib import EngineError, Store
+from enginelib.errors import StoreLockedError
 from enginelib.embedder import Embedder
 from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
 
@@ -21,6 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 ENV_STORE = "ENGINELIB_STORE"
 ENV_EMBEDDER = "ENGINELIB_EMBEDDER"  # a built-in name; "hashing-64": no model (tests, demos)
+ENV_WAIT = "ENGINELIB_WAIT"  # seconds a writing command waits for another writer
 
 
 def store_option(func: F) -> F:
@@ -133,6 +135,23 @@ def open_store(
     )
 
 
+def writer_wait(given: float | None) -> float:
+    """Seconds a writing command waits for the store's writer lock: ``enginelib --wait``,
+    else $ENGINELIB_WAIT, else 0."""
+    if given is not None:
+        return float(given)
+    text = os.environ.get(ENV_WAIT, "").strip()
+    if not text:
+        return 0.0
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise click.UsageError(f"${ENV_WAIT} must be a number of seconds, got {text!r}") from None
+    if not 0 <= seconds <= 86400 or seconds != seconds:
+        raise click.UsageError(f"${ENV_WAIT} must be within 0..86400 seconds, got {text!r}")
+    return seconds
+
+
 # Exit statuses, as grep has them: 0 found, 1 nothing relevant (a refused search),
 # 2 usage or library error.
 EXIT_NOTHING_RELEVANT = 1
@@ -167,7 +186,10 @@ def handle_errors(func: F) -> F:
         except EngineError as exc:
             if debug_enabled():
                 raise
-            raise CommandError(str(exc)) from exc
+            message = str(exc)
+            if isinstance(exc, StoreLockedError) and "(waited" not in message:
+                message += "; `enginelib --wait SECONDS ...` waits for it"
+            raise CommandError(message) from exc
         except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)) or debug_enabled():
                 raise

@@ -235,3 +235,61 @@ def test_every_command_takes_store_the_same_way(runner: CliRunner, corpus: Path,
     assert [row["document_id"] for row in left] == ["brakes.md"]
     many = runner.invoke(main, ["update", "a", "b", "--store", store, "--tag", "x"])
     assert many.exit_code == 2 and "one document id" in many.output
+
+
+def test_a_writing_command_waits_for_another_writer_when_asked(corpus: Path, tmp_path: Path) -> None:
+    # another process holds the store's writer lock: by default a writing command fails at
+    # once saying how to wait; with `enginelib --wait` (or $ENGINELIB_WAIT) it waits for it
+    import os
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo), "ENGINELIB_EMBEDDER": "hashing-64"}
+
+    def cli(*args: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "enginelib.cli.main", *args], cwd=repo,
+                              capture_output=True, text=True, timeout=120, check=False,
+                              env={**env, **(extra or {})})
+
+    def holder() -> subprocess.Popen[str]:
+        """A process holding the store's writer lock until it reads a line."""
+        code = ("import sys; from pathlib import Path; "
+                "from enginelib.core.lock import acquire_writer_lock; "
+                "lock = acquire_writer_lock(Path(sys.argv[1]), 0.0); print('held', flush=True); "
+                "sys.stdin.readline(); lock.release()")
+        proc = subprocess.Popen([sys.executable, "-c", code, str(store)], cwd=repo, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        return proc
+
+    def while_held(*args: str, extra: dict[str, str] | None = None,
+                   release_after: float = 6.0) -> tuple[str, str, int]:
+        """Run the CLI while another process writes; that writer finishes ``release_after``
+        seconds later (a command that does not wait has failed by then)."""
+        with holder() as lock_holder:
+            proc = subprocess.Popen([sys.executable, "-m", "enginelib.cli.main", *args], cwd=repo,
+                                    env={**env, **(extra or {})}, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                out, err = proc.communicate(timeout=release_after)  # finished: it did not wait
+            except subprocess.TimeoutExpired:
+                assert lock_holder.stdin is not None
+                lock_holder.stdin.write("go\n")
+                lock_holder.stdin.flush()
+                out, err = proc.communicate(timeout=120)
+        return out, err, proc.returncode
+
+    assert cli("init", "--store", str(store)).returncode == 0
+    out, err, code = while_held("ingest", str(corpus), "--store", str(store), "--no-progress",
+                                release_after=60.0)
+    assert code == 2 and "enginelib --wait SECONDS" in err
+    out, err, code = while_held("--wait", "60", "ingest", str(corpus), "--store", str(store),
+                                "--no-progress")
+    assert code == 0 and out.startswith("added 3"), err
+    out, err, code = while_held("delete", "notes.txt", "--store", str(store),
+                                extra={"ENGINELIB_WAIT": "60"})
+    assert code == 0 and out == "deleted 1 document\n", err
+    bad = cli("stats", "--store", str(store), extra={"ENGINELIB_WAIT": "soon"})
+    assert bad.returncode == 2 and "ENGINELIB_WAIT must be a number" in bad.stderr
