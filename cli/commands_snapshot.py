@@ -109,6 +109,9 @@ def restore(store_path: Path, name: str, as_json: bool) -> None:
     click.echo(f"restored snapshot {name} as generation {report.generation} "
                f"({report.documents} documents, {report.chunks} chunks; "
                f"{report.archived} live versions archived)")
+    if report.catalog_was_missing:
+        click.echo(f"the catalog file was missing: the store starts again from snapshot {name}; "
+                   "documents committed after it are lost unless a copy of the file turns up")
     if report.damaged_catalog:
         click.echo(f"the damaged catalog was moved to {report.damaged_catalog} (kept): documents "
                    f"committed after snapshot {name} are only there; ingest them again")

@@ -523,6 +523,20 @@ _ACRONYM_COUNTS_SQL = """
 SELECT acronym, expansion, count(DISTINCT document_id) FROM acronyms
 GROUP BY acronym, expansion ORDER BY acronym, expansion
 """
+def missing_catalog_error(path: Path, generation: int) -> CorruptStoreError:
+    """A store that has committed (its manifest is at ``generation``) whose catalog file is
+    gone: opening it must not start an empty catalog in its place."""
+    store = path.parent
+    return CorruptStoreError(
+        f"the catalog {path} is missing, though the store's manifest is at generation "
+        f"{generation}: its documents were in that file. Put it back from a copy of the folder, "
+        f"or start the store again from a snapshot: `enginelib snapshot list --store {store}`, "
+        f"then `enginelib snapshot restore NAME --store {store}`; with no snapshot, remove the "
+        f"folder and ingest the sources again",
+        path=path,
+    )
+
+
 def _open_error(path: Path, exc: Exception) -> StoreError:
     """What a failed open of the catalog file means to the user."""
     if "corrupt" not in str(exc).lower():

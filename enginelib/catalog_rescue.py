@@ -36,13 +36,17 @@ from .indexes import TEXT_FILES, VECTOR_FILES
 from .view_cache import FOLDER as VIEW_FOLDER
 
 DAMAGED_PREFIX = "catalog.damaged-"
+# What ``replace_damaged_catalog`` returns for a catalog that was missing (nothing kept).
+MISSING = Path()
 
 
 def catalog_is_damaged(root: Path, dim: int) -> bool:
-    """Whether the store's catalog file fails to open with DuckDB's corruption error."""
+    """Whether the store's catalog file fails to open with DuckDB's corruption error, or is
+    missing from a store that has committed."""
     path = layout.catalog_path(root)
     if not path.exists():
-        return False
+        manifest = mf.read_manifest(root)
+        return manifest is not None and manifest.generation > 0
     try:
         catalog = Catalog(path, dim, read_only=True)
         catalog.close()
@@ -55,8 +59,9 @@ def replace_damaged_catalog(root: Path, snapshot_generation: int) -> Path | None
     """Keep a damaged catalog under another name and put a fresh one in its place, under
     the writer lock.
 
-    Returns where the damaged file now is, or None when the catalog is not damaged (then
-    nothing is touched). The caller restores a snapshot into the fresh catalog.
+    Returns where the damaged file now is (``MISSING`` when there was no file), or None when
+    the catalog is not damaged (then nothing is touched). The caller restores a snapshot
+    into the fresh catalog.
     """
     manifest = mf.read_manifest(root)
     if manifest is None:
@@ -81,6 +86,10 @@ def replace_damaged_catalog(root: Path, snapshot_generation: int) -> Path | None
         catalog.close()
         damaged = layout.catalog_path(root)
         kept = root / f"{DAMAGED_PREFIX}{stamp}.duckdb"
+        if not damaged.exists():  # a missing catalog: nothing to keep, only a place to fill
+            os.replace(fresh, damaged)
+            fsync_dir(root)
+            return MISSING
         _keep(damaged, kept)
         wal = damaged.with_name(damaged.name + ".wal")
         if wal.exists():  # DuckDB replays <file>.wal: it goes with the damaged file, not the fresh one

@@ -30,6 +30,8 @@ class RestoreReport:
     # where a damaged catalog the restore replaced was moved (kept: what it committed after
     # the snapshot is only there); None for a restore into a sound catalog
     damaged_catalog: str | None = None
+    # the store had lost its catalog file; the snapshot filled a fresh one
+    catalog_was_missing: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -32,7 +32,7 @@ from . import catalog_snapshots as cs
 from . import faults
 from . import manifest as mf
 from .catalog import Catalog
-from .catalog_rescue import replace_damaged_catalog
+from .catalog_rescue import MISSING, replace_damaged_catalog
 from .core import layout
 from .core.layout import SNAPSHOT_INFO_NAME as INFO_NAME
 from .core.layout import SNAPSHOT_SETTINGS_NAME as SETTINGS_NAME
@@ -496,6 +496,8 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
         kept = replace_damaged_catalog(root, get_snapshot(root, name).generation)
         if kept is None:  # the file opens: the damage lies in a block the restore read
             raise
+    if kept == MISSING:
+        return replace(restore(), catalog_was_missing=True)
     return replace(restore(), damaged_catalog=str(kept))
 
 

@@ -445,3 +445,28 @@ def test_a_restore_over_a_damaged_catalog_killed_midway_runs_again(tmp_path: Pat
     assert out.returncode == 0, out.stderr
     assert not list(path.glob(".catalog.duckdb.*.tmp*"))  # the killed run's fresh file is gone
     _assert_restored_from(path, reached)
+
+
+def test_a_missing_catalog_is_an_error_not_an_empty_store(tmp_path: Path) -> None:
+    """A writable open used to start an empty catalog in place of a deleted one: the store
+    silently had no documents, and its indexes were emptied to match at the next sync."""
+    path = tmp_path / "s"
+    name, reached = _damaged_store(path)
+    (path / "catalog.duckdb").unlink()
+    for read_only in (True, False):
+        with pytest.raises(enginelib.CorruptStoreError, match="missing") as info:
+            enginelib.open(path, embedder=HashingEmbedder(16), read_only=read_only)
+        assert "snapshot restore NAME" in str(info.value)
+    out = _cli("ingest", str(REPO / "demo"), "--store", str(path), "--no-progress",
+               env={"ENGINELIB_EMBEDDER": "hashing-16"})
+    assert out.returncode == 2 and "missing" in out.stderr
+    assert not (path / "catalog.duckdb").exists()  # nothing was started in its place
+    restored = _cli("snapshot", "restore", name, "--store", str(path))
+    assert restored.returncode == 0 and "was missing" in restored.stdout, restored.stderr
+    _assert_restored_from(path, reached)
+    # a store that never committed may lose its (empty) catalog: the next open makes one
+    fresh = tmp_path / "fresh"
+    enginelib.open(fresh, embedder=HashingEmbedder(16)).close()
+    (fresh / "catalog.duckdb").unlink()
+    with enginelib.open(fresh, embedder=HashingEmbedder(16)) as store:
+        assert store.list_documents() == []

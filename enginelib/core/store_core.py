@@ -30,7 +30,7 @@ from filelock import FileLock
 # schema.SCHEMA_VERSION is read where it is used, so a patched (or migrated) version is seen.
 from .. import faults, schema
 from .. import manifest as mf
-from ..catalog import Catalog
+from ..catalog import Catalog, missing_catalog_error
 from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
@@ -142,6 +142,8 @@ class StoreCore:
                 )
                 mf.write_manifest(root, manifest)
             else:
+                if existing.generation > 0 and not layout.catalog_path(root).exists():
+                    raise missing_catalog_error(layout.catalog_path(root), existing.generation)
                 if not read_only:  # we hold the lock: clear what a dead writer left
                     recover_files(root, existing)
                 overrides = runtime_index_options(index_options)
