@@ -470,3 +470,21 @@ def test_a_missing_catalog_is_an_error_not_an_empty_store(tmp_path: Path) -> Non
     (fresh / "catalog.duckdb").unlink()
     with enginelib.open(fresh, embedder=HashingEmbedder(16)) as store:
         assert store.list_documents() == []
+
+
+def test_a_store_without_its_manifest_says_what_to_put_back(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    name, _ = _damaged_store(path)
+    (path / "catalog.duckdb").unlink()
+    assert _cli("snapshot", "restore", name, "--store", str(path)).returncode == 0
+    (path / "manifest.json").unlink()
+    for read_only in (True, False):  # never "no store here: create one" over a live catalog
+        with pytest.raises(enginelib.StoreError, match="no manifest.json"):
+            enginelib.open(path, embedder=HashingEmbedder(16), read_only=read_only)
+    out = _cli("init", "--store", str(path))
+    assert out.returncode == 2 and "no manifest.json" in out.stderr
+    # the snapshot's manifest has the same settings: put back, a repair catches up
+    shutil.copy(path / "snapshots" / name / "manifest.json", path / "manifest.json")
+    assert _cli("repair", "--store", str(path)).returncode == 0
+    with enginelib.open(path, embedder=HashingEmbedder(16)) as store:
+        assert store.check().ok and len(store.list_documents()) == 5

@@ -108,6 +108,14 @@ class StoreCore:
         root = Path(path)
         existing = mf.read_manifest(root) if root.exists() else None
         if existing is None:
+            if layout.catalog_path(root).is_file():
+                raise StoreError(
+                    f"{root} holds a catalog but no manifest.json (the file saying which model, "
+                    f"dimension and chunking built the store): put it back from a copy of the "
+                    f"folder; a snapshot's manifest.json ({layout.SNAPSHOTS_DIR}/NAME/manifest.json)"
+                    f" has the same settings unless a reindex came after that snapshot",
+                    path=root,
+                )
             if not create or read_only:
                 raise StoreNotFoundError(
                     f"no enginelib store at {root}: create it with `enginelib init --store {root}`",
