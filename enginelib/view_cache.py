@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .durable import fsync_dir, fsync_file
+from .indexes.vector_rows import load_npy
 
 FOLDER = "view"
 _PREFIX = "cols-"
@@ -88,14 +89,14 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
             if meta.get("format") != _FORMAT or generation > max_generation:
                 continue
             rows = int(meta["rows"])
-            labels = np.load(path / "label.npy", allow_pickle=False)
-            numbers = {c: np.load(path / f"n-{c}.npy", allow_pickle=False) for c in meta["numbers"]}
+            labels = load_npy(path / "label.npy")
+            numbers = {c: load_npy(path / f"n-{c}.npy") for c in meta["numbers"]}
             codes: dict[str, tuple[np.ndarray, list[Any]]] = {}
             for c in meta["codes"]:
-                names: list[Any] = np.load(path / f"v-{c}.npy", allow_pickle=False).tolist()
+                names: list[Any] = load_npy(path / f"v-{c}.npy").tolist()
                 if meta["none_at"][c] >= 0:
                     names[meta["none_at"][c]] = None
-                codes[c] = (np.load(path / f"c-{c}.npy", allow_pickle=False), names)
+                codes[c] = (load_npy(path / f"c-{c}.npy"), names)
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if len(labels) != rows or any(len(v) != rows for v in numbers.values()) or any(

@@ -47,7 +47,7 @@ from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
 from enginelib.indexes.graph_options import check_graph_options, check_labels, check_matrix
-from enginelib.indexes.vector_rows import VectorRows, is_rows_file
+from enginelib.indexes.vector_rows import VectorRows, is_rows_file, load_npy
 
 FORMAT_VERSION = 2
 _READABLE_FORMATS = (1, 2)
@@ -492,7 +492,7 @@ class HnswVectorIndex:
             if stamp.get("format") not in _READABLE_FORMATS or stamp.get("dim") != self.dim:
                 return
             folder = self.directory / str(stamp["folder"])
-            labels = np.load(folder / LABELS_FILE, allow_pickle=False)
+            labels = load_npy(folder / LABELS_FILE)
             count = int(stamp["count"])
             if stamp["format"] == 1:
                 rows = (VectorRows.mapped(folder / VECTORS_FILE, self.dim) if count
@@ -508,8 +508,8 @@ class HnswVectorIndex:
                 graph = hnswlib.Index(space="cosine", dim=self.dim)
                 graph.load_index(str(folder / GRAPH_FILE))
                 if (folder / PENDING_FILE).exists():
-                    pending = np.load(folder / PENDING_FILE, allow_pickle=False).astype(np.int64)
-                    dead = np.load(folder / DELETED_FILE, allow_pickle=False).astype(np.int64)
+                    pending = load_npy(folder / PENDING_FILE).astype(np.int64)
+                    dead = load_npy(folder / DELETED_FILE).astype(np.int64)
             generation = int(stamp["generation"])
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):
             self._reset()

@@ -16,7 +16,7 @@ import numpy as np
 from enginelib.errors import InvalidInputError
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
-from enginelib.indexes.vector_rows import VectorRows
+from enginelib.indexes.vector_rows import VectorRows, load_npy
 
 _INITIAL_CAPACITY = 1_024
 
@@ -39,7 +39,7 @@ class LabelledRows:
     def mapped(cls, folder: Path, vectors_file: str, labels_file: str, dim: int,
                count: int) -> LabelledRows:
         """The rows a ``write`` left in ``folder``; ValueError when they do not add up."""
-        labels = np.load(folder / labels_file, allow_pickle=False)
+        labels = load_npy(folder / labels_file)
         rows = VectorRows.mapped(folder / vectors_file, dim) if count else VectorRows(dim)
         if len(rows) != count or labels.shape != (count,) or len(np.unique(labels)) != count:
             raise ValueError(f"{folder}: {len(rows)} rows, labels {labels.shape}, stamp {count}")

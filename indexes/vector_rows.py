@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,18 @@ _WRITE_BLOCK = 65_536
 SPILL_ROWS = 65_536
 ROWS_PREFIX = "rows-"
 ROWS_SUFFIX = ".f32"
+
+
+def load_npy(path: Path, **options: Any) -> np.ndarray:
+    """``np.load`` of a file an index wrote (never pickles). A damaged file raises
+    ValueError: numpy's header parser raises tokenize.TokenError or SyntaxError on
+    garbage, which callers that rebuild from the catalog on bad files would not expect."""
+    try:
+        return np.load(path, allow_pickle=False, **options)  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the parser raised on this file
+        raise ValueError(f"{path} is not a readable .npy file: {type(exc).__name__}: {exc}") from exc
 
 
 def new_rows_name() -> str:
@@ -67,7 +80,7 @@ class VectorRows:
         """The first ``count`` rows of a raw rows file (all of an ``.npy`` file), mapped
         copy-on-write: the file's bytes below ``count`` never change."""
         if path.suffix == ".npy":  # format 1: one whole file per generation
-            base = np.load(path, mmap_mode="c", allow_pickle=False)
+            base = load_npy(path, mmap_mode="c")
             if base.dtype != np.float32 or base.ndim != 2 or base.shape[1] != dim:
                 raise ValueError(f"{path} holds {base.dtype} {base.shape}, not float32 (n, {dim})")
             return cls(dim, base, spill_dir=spill_dir)

@@ -181,6 +181,18 @@ def test_unreadable_files_give_an_empty_index(tmp_path: Path) -> None:
     assert reopened.generation is None and len(reopened) == 0
 
 
+@pytest.mark.parametrize("damage", [b"\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'shape': (", b"\xff" * 64])
+def test_a_damaged_label_file_gives_an_empty_index(tmp_path: Path, damage: bytes) -> None:
+    # numpy's header parser raises tokenize.TokenError on an unterminated header: not an
+    # OSError or ValueError, and it escaped as "unexpected TokenError ... a bug in enginelib"
+    _saved(tmp_path)
+    stamp = json.loads((tmp_path / hnsw.STAMP).read_text())
+    labels = tmp_path / stamp["folder"] / "labels.npy"
+    labels.write_bytes(damage + labels.read_bytes()[len(damage):])
+    reopened = HnswVectorIndex(tmp_path, 4)
+    assert reopened.generation is None and len(reopened) == 0
+
+
 def test_garbage_stamp_gives_an_empty_index(tmp_path: Path) -> None:
     _saved(tmp_path)
     (tmp_path / hnsw.STAMP).write_text("{not json")

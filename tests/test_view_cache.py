@@ -65,13 +65,17 @@ def test_open_maps_the_saved_columns_and_catches_up(tmp_path: Path, small_thresh
     assert sorted((path / view_cache.FOLDER).iterdir()) != saved
 
 
-def test_a_torn_or_foreign_folder_is_ignored(tmp_path: Path, small_thresholds: None) -> None:
+# "not numpy" fails numpy's magic check (ValueError); an unterminated header makes its parser
+# raise tokenize.TokenError, which escaped every reader as "unexpected TokenError".
+@pytest.mark.parametrize("damage", [b"not numpy", b"\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'shape': ("])
+def test_a_torn_or_foreign_folder_is_ignored(tmp_path: Path, small_thresholds: None,
+                                             damage: bytes) -> None:
     path = tmp_path / "store"
     with enginelib.open(path, embedder=ExternalVectors(DIM)) as store:
         store.ingest_documents(_docs(0, 30))
         store.view()
     (folder,) = (path / view_cache.FOLDER).iterdir()
-    (folder / "label.npy").write_bytes(b"not numpy")
+    (folder / "label.npy").write_bytes(damage)
     with enginelib.open(path, read_only=True) as reader:
         assert len(reader.view()) == 30
         _same(reader.view(), ChunkView.load(reader.catalog, reader.vector_index, use_saved=False))
