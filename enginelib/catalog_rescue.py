@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,8 +37,14 @@ from .indexes import TEXT_FILES, VECTOR_FILES
 from .view_cache import FOLDER as VIEW_FOLDER
 
 DAMAGED_PREFIX = "catalog.damaged-"
-# What ``replace_damaged_catalog`` returns for a catalog that was missing (nothing kept).
-MISSING = Path()
+
+
+@dataclass(frozen=True)
+class Rescued:
+    """What ``replace_damaged_catalog`` did: where the damaged file is kept, or None when
+    there was no file to keep (a missing catalog)."""
+
+    kept: Path | None
 
 
 def catalog_is_damaged(root: Path, dim: int) -> bool:
@@ -55,13 +62,12 @@ def catalog_is_damaged(root: Path, dim: int) -> bool:
     return False
 
 
-def replace_damaged_catalog(root: Path, snapshot_generation: int) -> Path | None:
+def replace_damaged_catalog(root: Path, snapshot_generation: int) -> Rescued | None:
     """Keep a damaged catalog under another name and put a fresh one in its place, under
     the writer lock.
 
-    Returns where the damaged file now is (``MISSING`` when there was no file), or None when
-    the catalog is not damaged (then nothing is touched). The caller restores a snapshot
-    into the fresh catalog.
+    Returns what it did, or None when the catalog is not damaged (then nothing is touched).
+    The caller restores a snapshot into the fresh catalog.
     """
     manifest = mf.read_manifest(root)
     if manifest is None:
@@ -89,7 +95,7 @@ def replace_damaged_catalog(root: Path, snapshot_generation: int) -> Path | None
         if not damaged.exists():  # a missing catalog: nothing to keep, only a place to fill
             os.replace(fresh, damaged)
             fsync_dir(root)
-            return MISSING
+            return Rescued(kept=None)
         _keep(damaged, kept)
         wal = damaged.with_name(damaged.name + ".wal")
         if wal.exists():  # DuckDB replays <file>.wal: it goes with the damaged file, not the fresh one
@@ -98,7 +104,7 @@ def replace_damaged_catalog(root: Path, snapshot_generation: int) -> Path | None
         faults.crash_point("rescue_after_damaged_kept")
         os.replace(fresh, damaged)  # atomic: the store never lacks a catalog file
         fsync_dir(root)
-        return kept
+        return Rescued(kept=kept)
     finally:
         lock.release()
 

@@ -32,7 +32,7 @@ from . import catalog_snapshots as cs
 from . import faults
 from . import manifest as mf
 from .catalog import Catalog
-from .catalog_rescue import MISSING, replace_damaged_catalog
+from .catalog_rescue import replace_damaged_catalog
 from .core import layout
 from .core.layout import SNAPSHOT_INFO_NAME as INFO_NAME
 from .core.layout import SNAPSHOT_SETTINGS_NAME as SETTINGS_NAME
@@ -472,8 +472,9 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
     moved on gets a new version number, so later edits never reuse an archived one.
 
     A store whose catalog file is damaged (``CorruptStoreError``) can be restored by path:
-    the damaged file is moved aside and kept (``RestoreReport.damaged_catalog``), and a
-    fresh catalog takes the snapshot (``catalog_rescue``).
+    the damaged file is kept under another name (``RestoreReport.damaged_catalog``), and a
+    fresh catalog takes the snapshot (``catalog_rescue``); so can one whose catalog file is
+    missing (``RestoreReport.catalog_was_missing``).
     """
     from .snapshot_restore import restore_into
 
@@ -493,12 +494,12 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
         if live is None:
             raise
         _check_restorable(_folder(root, name), name, live)
-        kept = replace_damaged_catalog(root, get_snapshot(root, name).generation)
-        if kept is None:  # the file opens: the damage lies in a block the restore read
+        rescued = replace_damaged_catalog(root, get_snapshot(root, name).generation)
+        if rescued is None:  # the file opens: the damage lies in a block the restore read
             raise
-    if kept == MISSING:
+    if rescued.kept is None:
         return replace(restore(), catalog_was_missing=True)
-    return replace(restore(), damaged_catalog=str(kept))
+    return replace(restore(), damaged_catalog=str(rescued.kept))
 
 
 def _check_restorable(folder: Path, name: str, live: mf.Manifest) -> None:
