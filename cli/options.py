@@ -14,8 +14,8 @@ import click
 from click.core import ParameterSource
 
 from enginelib import EngineError, Store
-from enginelib.errors import StoreLockedError
 from enginelib.embedder import Embedder
+from enginelib.errors import StoreLockedError
 from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
 
 F = TypeVar("F", bound=Callable[..., Any])
