@@ -130,6 +130,28 @@ def test_check_passes_then_detects_damage_and_repair_fixes_it(tmp_path: Path) ->
                             answerability_threshold=None).hits
 
 
+def test_check_compares_stored_vectors_with_the_catalogs(tmp_path: Path) -> None:
+    # a rows file with a run of zeros reads without error: the ranking is silently wrong
+    path = tmp_path / "s"
+    _make_store(path)
+    (rows,) = (path / "indexes" / "vectors").glob("rows-*")
+    with open(rows, "r+b") as handle:
+        handle.seek(256)
+        handle.write(b"\0" * 4096)
+    problems = maintenance.check(path).problems
+    assert len(problems) == 1 and "hold other vectors than the catalog's" in problems[0]
+    assert maintenance.repair(path).ok and maintenance.check(path).ok
+
+
+@pytest.mark.parametrize("backend", ["usearch-i8", "usearch-f16"])
+def test_a_quantized_index_holds_the_catalogs_vectors(tmp_path: Path, backend: str) -> None:
+    path = tmp_path / "s"
+    with enginelib.open(path, embedder=HashingEmbedder(64),
+                        index_options={"vector": {"backend": backend}}) as store:
+        store.ingest_documents([doc(f"d{i}", paragraphs(3, topic=f"t{i}")) for i in range(8)])
+    assert maintenance.check(path).ok
+
+
 def test_check_reports_damaged_snapshots(tmp_path: Path) -> None:
     path = tmp_path / "s"
     _make_store(path)
