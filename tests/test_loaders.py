@@ -162,9 +162,18 @@ def test_binary_files_are_refused(tmp_path: Path) -> None:
     controls = write(tmp_path / "controls.txt", bytes(range(1, 9)) * 50 + b"some text")
     with pytest.raises(LoaderError, match="binary file"):
         load_file(controls)
-    utf16 = write(tmp_path / "utf16.txt", "hello".encode("utf-16"))
-    with pytest.raises(LoaderError, match="UTF-16"):
-        load_file(utf16)
+    torn = write(tmp_path / "torn16.txt", b"\xff\xfe" + "hello".encode("utf-16-le") + b"\x00\xd8")
+    with pytest.raises(LoaderError, match="not valid UTF-16"):
+        load_file(torn)
+
+
+def test_utf16_with_its_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Windows Notepad's "Unicode": the mark names the encoding, nothing is guessed
+    for codec in ("utf-16", "utf-16-be"):
+        data = ("\ufeff" if codec.endswith("be") else "").encode(codec) + \
+            "Café crème, freins usés".encode(codec)
+        (doc,) = load_file(write(tmp_path / f"{codec}.txt", data))
+        assert doc.text == "Café crème, freins usés"
 
 
 def test_invalid_utf8_names_the_byte_offset(tmp_path: Path) -> None:
@@ -173,6 +182,27 @@ def test_invalid_utf8_names_the_byte_offset(tmp_path: Path) -> None:
         load_file(path)
     assert isinstance(info.value.__cause__, UnicodeDecodeError)
     assert str(path) in str(info.value)
+    # Latin-1 / Windows-1252 bytes (old French files): the message says how to convert them
+    assert "iconv -f WINDOWS-1252 -t UTF-8" in str(info.value)
+
+
+def test_html_is_read_in_the_charset_it_declares(tmp_path: Path) -> None:
+    body = "<p>Crème brûlée: 5€</p>"
+    for head, codec in (('<meta charset="windows-1252">', "cp1252"),
+                        ('<meta charset=ISO-8859-1>', "cp1252"),  # read as browsers do
+                        ('<meta http-equiv="Content-Type" content="text/html; '
+                         'charset=iso-8859-15">', "iso-8859-15"),
+                        ('<meta charset="utf-8">', "utf-8")):
+        data = f"<html><head>{head}<title>Café</title></head><body>{body}</body></html>"
+        (doc,) = load_file(write(tmp_path / f"{codec}.html", data.encode(codec)))
+        assert doc.text == "Crème brûlée: 5€" and doc.title == "Café"
+    # what it declares must hold, and be a charset at all
+    wrong = write(tmp_path / "wrong.html", '<meta charset="utf-8"><p>café</p>'.encode("cp1252"))
+    with pytest.raises(LoaderError, match="not valid UTF-8"):
+        load_file(wrong)
+    unknown = write(tmp_path / "unknown.html", b'<meta charset="klingon"><p>x</p>')
+    with pytest.raises(LoaderError, match="declares charset 'klingon'"):
+        load_file(unknown)
 
 
 def test_a_50_mb_text_file_loads_under_the_default_limit(tmp_path: Path) -> None:

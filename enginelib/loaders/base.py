@@ -76,17 +76,45 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
     return data
 
 
-def decode_text(data: bytes, path: str | Path) -> str:
-    """Strict UTF-8 text from bytes, rejecting binary data; not yet normalized."""
+def decode_text(data: bytes, path: str | Path, declared: str | None = None) -> str:
+    """Strict text from bytes, rejecting binary data; not yet normalized.
+
+    UTF-8 unless the bytes say otherwise: a UTF-16 byte-order mark (Windows Notepad's
+    "Unicode"), or ``declared``, the charset a format names inside the file (an HTML meta
+    tag). Nothing is guessed: other bytes that are not UTF-8 are refused with a command
+    that converts them.
+    """
     head = data[:SNIFF_BYTES]
     if head.startswith(_UTF16_BOMS):
-        raise fail(path, "UTF-16 text: save it as UTF-8")
+        try:  # the mark names the byte order: no guess
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise fail(path, f"not valid UTF-16 at byte {exc.start} (it starts with a "
+                             "UTF-16 byte-order mark): save it as UTF-8") from exc
+        return _not_binary(text, path)
     if b"\x00" in head:
         raise fail(path, "binary file (NUL bytes): not text")
+    codec = "utf-8" if declared is None else declared
     try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode(codec).removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise fail(path, f"not valid UTF-8 at byte {exc.start}: save it as UTF-8") from exc
+        said = "" if declared is None else " (the charset it declares)"
+        raise fail(path, f"not valid {codec.upper()}{said} at byte {exc.start}: "
+                         f"{_convert_hint(data, path)}") from exc
+    return _not_binary(text, path)
+
+
+def _convert_hint(data: bytes, path: str | Path) -> str:
+    """How to make UTF-8 of it: with iconv, from Windows-1252 when its bytes decode so."""
+    try:
+        data.decode("cp1252")
+    except UnicodeDecodeError:
+        return "save it as UTF-8"
+    return (f"it reads as Windows-1252 (Latin-1): convert it with `iconv -f WINDOWS-1252 "
+            f"-t UTF-8 '{path}'` if that is what it is, or save it as UTF-8")
+
+
+def _not_binary(text: str, path: str | Path) -> str:
     sample = text[:SNIFF_BYTES]
     if sample and len(_CONTROL.findall(sample)) / len(sample) > MAX_CONTROL_RATIO:
         raise fail(path, "binary file (mostly control characters): not text")

@@ -7,6 +7,7 @@ the chunker's "\\n\\n" separator finds them.
 
 from __future__ import annotations
 
+import codecs
 import re
 import warnings
 from collections.abc import Iterator
@@ -118,8 +119,39 @@ def _language(soup: BeautifulSoup) -> str | None:
     return (lang.strip().lower() or None) if isinstance(lang, str) else None
 
 
+# <meta charset="..."> or <meta http-equiv="Content-Type" content="text/html; charset=...">,
+# looked for in the first bytes as a browser's prescan does (the label is ASCII).
+_META_CHARSET = re.compile(rb"<meta[^>]{0,512}?charset\s*=\s*[\"']?\s*([A-Za-z0-9._:-]{1,40})",
+                           re.IGNORECASE)
+_PRESCAN_BYTES = 4096
+# What browsers decode these labels as (the WHATWG Encoding Standard): pages that say
+# Latin-1 or ASCII are read as Windows-1252, its superset.
+_WINDOWS_1252 = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "cp819", "ibm819",
+                 "us-ascii", "ascii", "windows-1252", "cp1252", "x-cp1252"}
+
+
+def declared_charset(data: bytes, path: str | Path) -> str | None:
+    """The codec of the charset an HTML file declares, or None for UTF-8 / none declared
+    (a UTF-8 byte-order mark wins over any declaration, as in a browser)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return None
+    found = _META_CHARSET.search(data[:_PRESCAN_BYTES])
+    if found is None:
+        return None
+    label = found.group(1).decode("ascii").strip().lower()
+    if label in _WINDOWS_1252:
+        return "cp1252"
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        raise fail(path, f"declares charset {label!r}, which is not one Python can decode: "
+                         "save it as UTF-8") from None
+    return None if name == "utf-8" else name
+
+
 def load_html(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
-    markup = decode_text(read_bytes(path, max_bytes), path)
+    data = read_bytes(path, max_bytes)
+    markup = decode_text(data, path, declared_charset(data, path))
     try:
         with warnings.catch_warnings():  # bs4 warns about markup that looks like a URL, etc.
             warnings.simplefilter("ignore")
