@@ -187,7 +187,9 @@ def handle_errors(func: F) -> F:
             if debug_enabled():
                 raise
             message = str(exc)
-            if isinstance(exc, StoreLockedError) and "(waited" not in message:
+            if isinstance(exc, StoreLockedError) and message.startswith("another process is "
+                                                                        "writing to") \
+                    and "(waited" not in message:  # the writer lock, and nobody asked to wait
                 message += "; `enginelib --wait SECONDS ...` waits for it"
             raise CommandError(message) from exc
         except BaseException as exc:
