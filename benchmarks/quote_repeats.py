@@ -1,12 +1,12 @@
 """Quotes that repeat: how often two hits of one document in a top 10 quote overlapping text.
 
 Chunks overlap (50 tokens by default), so neighbouring chunks of one article often both
-hold the sentence that best answers; each hit used to quote it. A hit's quote is now chosen
-among the sentences it adds to the hits of its document ranked above it
-(``quotes.best_quote(shown=...)``). This counts, over our regulatory question sets (every
-split, default search, limit 10, chunks of one document not capped), the pairs of hits of
-one document whose quotes share characters, as served and as each hit's own best quote
-would have been without the rule (recomputed in the same run).
+hold the sentence that best answers; each hit used to quote it. A hit's quote is now
+chosen among the sentences it adds to the hits of its document ranked above it when one
+of them holds a query word (``quotes.best_quote(shown=...)``). This counts, over our
+regulatory question sets (every split, default search, limit 10, chunks of one document
+not capped), the pairs of hits of one document whose quotes share characters, as served
+and as each hit's own best quote would have been without the rule (same run).
 
     ENGINELIB_DATASETS=... python -m benchmarks.quote_repeats
 """

@@ -187,20 +187,24 @@ def test_tied_sentences_quote_the_earlier_one_whatever_the_hash_seed() -> None:
 
 def test_a_quote_skips_sentences_a_hit_above_already_holds() -> None:
     offset = 300
-    best = _check(ARTICLE_17, offset, ["withdraws", "consent"])
+    terms = ["withdraws", "consent", "processing"]
+    best = _check(ARTICLE_17, offset, terms)
+    assert best.startswith("(b)")
     start = ARTICLE_17.index(best) + offset
-    # a higher-ranked neighbour holds that point: the next best sentence is quoted
+    # a higher-ranked neighbour holds that point: the best of what this hit adds is quoted
     shown = [(start - 40, start + len(best))]
-    other = best_quote(ARTICLE_17, offset, ["withdraws", "consent"], shown=shown)
+    other = best_quote(ARTICLE_17, offset, terms, shown=shown)
     assert ("x" * offset + ARTICLE_17)[other.start_offset : other.end_offset] == other.text
-    assert other.text and not other.text.startswith("(b)")
+    assert other.text.startswith("(c) the data subject objects to the processing")
     assert other.end_offset <= shown[0][0] or other.start_offset >= shown[0][1]
     # a sentence only half inside what is shown counts as shown (chunks cut sentences)
-    half = best_quote(ARTICLE_17, offset, ["withdraws", "consent"], shown=[(start + 10, start + 20)])
-    assert not half.text.startswith("(b)")
+    half = best_quote(ARTICLE_17, offset, terms, shown=[(start + 10, start + 20)])
+    assert half.text.startswith("(c)")
+    # nothing new holds a query word: a repeat that answers beats a sentence that does not
+    only_b = ["withdraws", "consent"]
+    assert best_quote(ARTICLE_17, offset, only_b, shown=shown).text.startswith("(b)")
     # a chunk wholly inside hits above keeps its own best quote
-    whole = best_quote(ARTICLE_17, offset, ["withdraws", "consent"],
-                       shown=[(offset, offset + len(ARTICLE_17))])
+    whole = best_quote(ARTICLE_17, offset, terms, shown=[(offset, offset + len(ARTICLE_17))])
     assert whole.text == best
 
 

@@ -10,9 +10,10 @@ meaning alone) the quote is the chunk's opening text.
 
 Chunks overlap, so two hits of one document can share sentences. A hit's quote is chosen
 among the sentences it adds to what higher-ranked hits of its document already hold
-(``shown``): measured on our regulatory questions, about one top-10 in two quoted one
-passage twice before (benchmarks/RESULTS.md). A chunk wholly inside hits above it keeps
-its own best quote.
+(``shown``) when one of them holds a query word: measured on our regulatory questions,
+about one top-10 in two quoted one passage twice before (benchmarks/RESULTS.md). A chunk
+whose new sentences hold none (or that lies wholly inside hits above it) keeps its own
+best quote: a repeat that answers beats a fresh sentence that does not.
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ def best_quote(
     scores = {i: math.fsum(weight[t] for t in found[i]) for i in candidates}
     best = max(candidates, key=lambda i: (scores[i], -i))
     if scores[best] <= 0.0:
+        if shown and pattern is not None:  # nothing new holds a query word: its own best
+            return best_quote(content, start_offset, terms, limit)
         return _window(content, start_offset, spans, candidates[0], candidates, {}, limit, None)
     # a neighbour is worth adding only for query terms the passage does not hold yet
     have = set(found[best])
