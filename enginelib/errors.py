@@ -103,9 +103,11 @@ class BackendError(StoreError):
 
 
 class IngestError(EngineError):
-    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+    def __init__(self, message: str, *, path: str | Path | None = None,
+                 reason: str | None = None) -> None:
         super().__init__(message)
         self.path = str(path) if path is not None else None
+        self.reason = reason  # for a refused input: why, without the advice around it
 
 
 class LoaderError(IngestError):

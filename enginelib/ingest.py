@@ -157,8 +157,9 @@ class Ingestor:
     def _skip(self, item: SkippedInput) -> None:
         if self.strict:
             raise IngestError(
-                f"--strict: {item.path}: {item.reason}; nothing was ingested (fix the input "
-                "or drop strict to skip bad records)", path=item.path,
+                f"{item.path}: {item.reason}; nothing was ingested (strict: fix the input, "
+                "or ingest without strict to skip bad records)", path=item.path,
+                reason=item.reason,
             )
         self.skipped.append(item)
 

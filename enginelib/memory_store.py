@@ -23,7 +23,7 @@ from typing import Any
 
 from .chunker import ChunkingConfig
 from .embedder import Embedder
-from .errors import InvalidInputError, StoreError
+from .errors import IngestError, InvalidInputError, StoreError
 from .store import LOCK_NAME, Store
 from .types import LoadedDocument
 
@@ -140,7 +140,13 @@ def open_memory(
             documents = [as_document(r, i) for i, r in enumerate(records, start=1)]
             if documents:
                 ingest_options: dict[str, Any] = {"truth_level": truth_level} if truth_level else {}
-                store.ingest_documents(documents, **ingest_options)
+                # a seed is what a test asserts against: every record goes in, or none
+                try:
+                    store.ingest_documents(documents, strict=True, **ingest_options)
+                except IngestError as exc:
+                    raise InvalidInputError(
+                        f"a seed record cannot be stored ({exc.reason or exc}); an in-memory "
+                        "store is seeded with every record or none") from exc
         except BaseException:
             store.close()
             raise

@@ -117,6 +117,17 @@ def test_bad_record_names_its_position(ram):
     assert os.listdir(ram) == []
 
 
+def test_a_seed_record_the_store_refuses_fails_the_seed(ram, enginelib_store_factory):
+    # a fixture is what a test asserts against: a record skipped on the quiet (here an
+    # unknown truth level) left a store one document short and no word about it
+    records = [{"id": "ok", "text": "brake pads"}, {"id": "odd", "text": "t", "truth_level": "L7"}]
+    with pytest.raises(InvalidInputError, match=r"seed record cannot be stored \(document 'odd'"):
+        enginelib.memory(records, embedder=HashingEmbedder(16))
+    with pytest.raises(InvalidInputError, match="every record or none"):
+        enginelib_store_factory(records=records)
+    assert not list(ram.iterdir())  # the refused store left nothing behind
+
+
 def test_snapshots_inside_a_memory_store_live_and_die_with_it(ram):
     with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
         info = store.create_snapshot("s1")
