@@ -14,7 +14,9 @@ from typing import Any
 from .catalog import Catalog, utcnow
 from .catalog_documents import authority_rows, document_rows, update_document_row
 from .errors import InvalidInputError
+from .ingest import LIFTED_KEYS
 from .types import validate_truth_level
+from .validation import as_str_tuple, check_metadata
 
 # The truth level stands in for a tier where a document has no registered source.
 TIER_OF_LEVEL = {"L1": "gold", "L2": "silver", "L3": "bronze", "L4": "bronze"}
@@ -46,13 +48,30 @@ def update_metadata(
 ) -> dict[str, Any]:
     """Set a document's truth level, tags and/or custom fields (merged); bumps its patch
     version and the catalog generation. Returns the updated document."""
-    if truth_level is None and tags is None and not metadata:
+    fields = check_metadata(metadata) if metadata is not None else {}
+    # as at ingest, a metadata key that names a column sets the column; the two this call
+    # changes are taken from it, the others are fixed at ingest (never a custom field that
+    # shadows the column and changes nothing)
+    for key, value in (("truth_level", truth_level), ("tags", tags)):
+        if key in fields:
+            if value is not None:
+                raise InvalidInputError(f"{key} given twice (as {key}= and in metadata)")
+            if key == "truth_level":
+                truth_level = fields.pop(key)
+            else:
+                tags = fields.pop(key)
+    fixed = sorted(set(fields) & set(LIFTED_KEYS))
+    if fixed:
+        raise InvalidInputError(
+            f"metadata {fixed} set document columns at ingest: ingest the document again to "
+            "change them; an update changes the truth level, tags and custom fields")
+    if truth_level is None and tags is None and not fields:
         raise InvalidInputError("nothing to update: give a truth level, tags or metadata")
     doc = catalog.require_document(document_id)
     level = validate_truth_level(truth_level) if truth_level is not None else doc["truth_level"]
-    new_tags = list(tags) if tags is not None else list(doc["tags"] or [])
+    new_tags = list(as_str_tuple(tags, "tags")) if tags is not None else list(doc["tags"] or [])
     custom = dict(doc.get("custom") or {})
-    custom.update(metadata or {})
+    custom.update(fields)
     with catalog.transaction():
         generation = catalog.bump_generation()
         update_document_row(catalog, [

@@ -25,7 +25,7 @@ from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
 from .validation import TEXT_COLUMNS as _TEXT_KEYS
-from .validation import check_document_id, check_ingest_options, check_record
+from .validation import as_str_tuple, check_document_id, check_ingest_options, check_record
 
 if TYPE_CHECKING:
     from .core.store_core import StoreCore as Store
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 FIRST_VERSION = "1.0.0"
 
 # Keys a document's own metadata may set as columns (they win over call-level options).
-_LIFTED_KEYS = (
+LIFTED_KEYS = (
     "truth_level", "domain", "source_type", "author", "language", "tenant_id", "source_id",
     "document_type", "validated_by", "parent_document_id", "created_at", "tags", "entities",
 )
@@ -70,7 +70,7 @@ class IngestOptions:
             del options["truth_level"]
         for key in ("tags", "entities"):
             if key in options:
-                options[key] = _as_str_tuple(options[key], key)
+                options[key] = as_str_tuple(options[key], key)
         if "metadata" in options:
             if options["metadata"] is None:
                 options["metadata"] = {}
@@ -215,13 +215,13 @@ class Ingestor:
         opts = self.options
         meta = dict(opts.metadata)
         meta.update(document.metadata)
-        lifted = {k: meta.pop(k) for k in _LIFTED_KEYS if k in meta}
+        lifted = {k: meta.pop(k) for k in LIFTED_KEYS if k in meta}
         for key in _TEXT_KEYS:  # a number where a short text belongs (domain 7) is its text
             if isinstance(lifted.get(key), int) and not isinstance(lifted[key], bool):
                 lifted[key] = str(lifted[key])
         truth_level = validate_truth_level(lifted.get("truth_level", opts.truth_level))
-        tags = _as_str_tuple(lifted.get("tags", ()), "tags") or opts.tags
-        entities = _as_str_tuple(lifted.get("entities", ()), "entities") or opts.entities
+        tags = as_str_tuple(lifted.get("tags", ()), "tags") or opts.tags
+        entities = as_str_tuple(lifted.get("entities", ()), "entities") or opts.entities
         language = lifted.get("language") or document.language or opts.language
         language = language or detect_language(document.text)
         now = utcnow()
@@ -385,14 +385,6 @@ def _bump(version: str, *, major: bool, content: bool) -> str:
     return f"{ma}.{mi + 1}.0" if content else f"{ma}.{mi}.{pa + 1}"
 
 
-def _as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",")]
-    if not isinstance(value, (list, tuple, set, frozenset)):
-        raise InvalidInputError(f"{what} must be a list of strings, got {type(value).__name__}")
-    return tuple(str(v) for v in value if str(v).strip())
 
 
 def _as_datetime(value: Any) -> datetime | None:

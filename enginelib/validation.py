@@ -128,6 +128,18 @@ def check_metadata(value: Any, name: str = "metadata") -> dict[str, Any]:
     return dict(value)
 
 
+def as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
+    """Tags and the like: a list of strings, or one string of comma-separated ones (never
+    its characters one by one)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise InvalidInputError(f"{what} must be a list of strings, got {type(value).__name__}")
+    return tuple(str(v) for v in value if str(v).strip())
+
+
 def check_json_value(name: str, value: Any, depth: int = 0) -> None:
     if depth > 32:
         raise InvalidInputError(f"{name} is nested more than 32 levels deep")
@@ -328,7 +340,7 @@ def _show(value: Any) -> str:
 
 # -- records -------------------------------------------------------------------------------
 
-# Columns a record's metadata may set (see ingest._LIFTED_KEYS) that hold one short text.
+# Columns a record's metadata may set (see ingest.LIFTED_KEYS) that hold one short text.
 TEXT_COLUMNS = ("domain", "source_type", "author", "language", "tenant_id", "source_id",
                  "document_type", "validated_by", "parent_document_id")
 

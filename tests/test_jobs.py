@@ -213,6 +213,23 @@ def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Pat
         assert store.list_documents(truth_levels=["L2"]) == []
 
 
+def test_update_reads_tags_and_metadata_as_ingest_does(tmp_path: Path, corpus: Path) -> None:
+    # tags="winter" became ['w', 'i', 'n', ...]; an object was stored as its repr; a
+    # truth_level in metadata was kept as a custom field while the column stayed L2
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_path(corpus / "tyres.txt", truth_level="L2")
+        assert store.update_document("tyres.txt", tags="winter, snow")["tags"] == ["winter", "snow"]
+        doc = store.update_document("tyres.txt", metadata={"truth_level": "L1", "team": "ops"})
+        assert (doc["truth_level"], doc["custom"]) == ("L1", {"team": "ops"})
+        for metadata, message in (({"k": object()}, "has type object"),
+                                  ({"domain": "auto"}, "set document columns at ingest")):
+            with pytest.raises(InvalidInputError, match=message):
+                store.update_document("tyres.txt", metadata=metadata)
+        with pytest.raises(InvalidInputError, match="given twice"):
+            store.update_document("tyres.txt", tags=["a"], metadata={"tags": ["b"]})
+        assert store.get_document("tyres.txt")["tags"] == ["winter", "snow"]  # unchanged
+
+
 def test_a_source_gone_before_its_turn_fails_with_the_reason(tmp_path: Path, corpus: Path) -> None:
     clock = Clock()
     with open_test_store(tmp_path / "store") as store:
