@@ -109,6 +109,9 @@ class Ingestor:
         self.chunks_written = 0
         self.embedded = 0
         self.cached = 0
+        # id -> the file it came from in this call: two files sharing an id (x.md under two
+        # folders given together) would otherwise replace one another without a word
+        self._origin: dict[str, str | None] = {}
 
     def run(
         self, items: Iterable[LoadedDocument | SkippedInput], *, progress: bool = False
@@ -143,6 +146,13 @@ class Ingestor:
             except InvalidInputError as exc:
                 self._skip(SkippedInput(str(item.source_path or ascii(item.id)),
                                         f"document {ascii(item.id)}: {exc}"))
+                continue
+            first = self._origin.setdefault(item.id, item.source_path)
+            if first != item.source_path and first is not None and item.source_path is not None:
+                self._skip(SkippedInput(item.source_path, (
+                    f"document id {item.id!r} is also {first}'s in this ingest: two files "
+                    "cannot share an id (a file's id is its path under the folder given); "
+                    "ingest their common parent folder so that their ids differ")))
                 continue
             if item.id in batch:  # the later copy of an id replaces the earlier one
                 yield list(batch.values())

@@ -220,6 +220,30 @@ def test_strict_ingest_is_all_or_nothing(tmp_path: Path) -> None:
     store.close()
 
 
+def test_two_files_sharing_an_id_in_one_ingest_are_not_merged(tmp_path: Path) -> None:
+    # `ingest docs/en docs/fr` with README.md in both: ids are paths under the folder given,
+    # so both were 'README.md' and the second silently replaced the first
+    for folder, text in (("en", "Brake rotors wear out."), ("fr", "Les disques de frein s'usent.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "README.md").write_text(text, encoding="utf-8")
+    store = open_test_store(tmp_path / "s")
+    report = store.ingest_path(tmp_path / "en", tmp_path / "fr")
+    assert report.added == ("README.md",) and report.updated == ()
+    (skipped,) = report.skipped
+    assert skipped.path.endswith("fr/README.md") and "also" in skipped.reason
+    assert "common parent folder" in skipped.reason
+    assert store.get_document("README.md")["content"] == "Brake rotors wear out."
+    # from the common parent, both go in under their own ids
+    both = store.ingest_path(tmp_path, include=["*/README.md"])
+    assert set(both.added) == {"en/README.md", "fr/README.md"} and both.skipped == ()
+    # one JSONL file may still update a record it holds twice (the later line wins)
+    (tmp_path / "r.jsonl").write_text('{"id": "j", "text": "one"}\n{"id": "j", "text": "two"}\n',
+                                      encoding="utf-8")
+    again = store.ingest_path(tmp_path / "r.jsonl")
+    assert again.added == ("j",) and again.updated == ("j",)
+    store.close()
+
+
 @pytest.mark.parametrize("metadata", [{"k": "a\x00b"}, {"k\x00": "v"}, {"k": "\udc80"},
                                       {"domain": {"nested": 1}}, {"tags": 5},
                                       {"created_at": "yesterday"}, {"truth_level": "L9"},
