@@ -213,6 +213,20 @@ def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Pat
         assert store.list_documents(truth_levels=["L2"]) == []
 
 
+def test_two_files_that_would_share_an_id_are_not_queued(tmp_path: Path) -> None:
+    # one job per file and each job its own ingest: README.md of two folders queued together
+    # became one document, the second job replacing the first
+    for folder in ("en", "fr"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "README.md").write_text(f"{folder} text about brakes", encoding="utf-8")
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError, match="would both be document 'README.md'"):
+            store.enqueue_paths(tmp_path / "en", tmp_path / "fr")
+        assert store.jobs().jobs() == []  # nothing was queued
+        ids = store.enqueue_paths(tmp_path, include=["*/README.md"])
+        assert len(ids) == 2
+
+
 def test_update_reads_tags_and_metadata_as_ingest_does(tmp_path: Path, corpus: Path) -> None:
     # tags="winter" became ['w', 'i', 'n', ...]; an object was stored as its repr; a
     # truth_level in metadata was kept as a custom field while the column stayed L2

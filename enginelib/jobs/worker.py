@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
-from ..errors import EngineError
+from ..errors import EngineError, InvalidInputError
 from . import inbox
 from . import table as t
 from .queue import JobQueue, NewJob
@@ -169,4 +169,18 @@ def jobs_for_paths(
             if matches(relative, exclude):
                 continue
             jobs.append(NewJob(str(path), relative, dict(options)))
+    _refuse_shared_ids(jobs)
     return jobs
+
+
+def _refuse_shared_ids(jobs: Sequence[NewJob]) -> None:
+    """Two files given together that would get one document id (README.md in two folders):
+    the second job would replace the first's document. Nothing is queued then."""
+    first: dict[str, str] = {}
+    for job in jobs:
+        seen = first.setdefault(job.document_id, job.source)
+        if seen != job.source:
+            raise InvalidInputError(
+                f"{seen} and {job.source} would both be document {job.document_id!r} (a file's "
+                "id is its path under the folder given): queue their common parent folder so "
+                "that their ids differ; nothing was queued")
