@@ -152,6 +152,13 @@ def ingest(
         # Loader reasons already start with the file they are about.
         reason = skipped.reason if skipped.reason.startswith(skipped.path) else f"{skipped.path}: {skipped.reason}"
         click.echo(f"  skipped {reason}", err=True)
+    if not any(data[k] for k in ("added", "updated", "unchanged", "skipped")):
+        # nothing found at all: an empty folder, or patterns that match no file (a typo in
+        # --include reads exactly like success otherwise)
+        patterns = "".join(f" --include {p!r}" for p in include) + "".join(
+            f" --exclude {p!r}" for p in exclude)
+        click.echo(f"  nothing to ingest: no file under {', '.join(map(str, paths))} is one "
+                   f"enginelib reads{' and matches' + patterns if patterns else ''}", err=True)
 
 
 @main.command()

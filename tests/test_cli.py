@@ -293,3 +293,15 @@ def test_a_writing_command_waits_for_another_writer_when_asked(corpus: Path, tmp
     assert code == 0 and out == "deleted 1 document\n", err
     bad = cli("stats", "--store", str(store), extra={"ENGINELIB_WAIT": "soon"})
     assert bad.returncode == 2 and "ENGINELIB_WAIT must be a number" in bad.stderr
+
+
+def test_an_ingest_that_finds_nothing_says_so(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
+    # a typo in --include read exactly like a successful ingest of nothing
+    store = str(tmp_path / "store")
+    result = invoke(runner, "ingest", str(corpus), "--store", store, "--include", "*.mdd",
+                    "--no-progress")
+    assert result.exit_code == 0
+    assert "nothing to ingest" in result.stderr and "--include '*.mdd'" in result.stderr
+    found = invoke(runner, "ingest", str(corpus), "--store", store, "--include", "*.md",
+                   "--no-progress")
+    assert found.output.startswith("added 1") and "nothing to ingest" not in found.stderr
