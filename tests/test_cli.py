@@ -304,4 +304,4 @@ def test_an_ingest_that_finds_nothing_says_so(runner: CliRunner, corpus: Path, t
     assert "nothing to ingest" in result.stderr and "--include '*.mdd'" in result.stderr
     found = invoke(runner, "ingest", str(corpus), "--store", store, "--include", "*.md",
                    "--no-progress")
-    assert found.output.startswith("added 1") and "nothing to ingest" not in found.stderr
+    assert found.output.startswith("added 2") and "nothing to ingest" not in found.stderr
