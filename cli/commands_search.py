@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from enginelib import SearchResponse
+from enginelib.search.gate import shown_words
 from enginelib.types import TRUTH_LEVELS
 
 from .options import (
@@ -248,7 +249,7 @@ def gate_line(response: SearchResponse) -> str:
         f"gate: {g.decision} ({g.reason_code}) score {g.score:.2f} / threshold {threshold} | "
         f"similarity {_fmt(e.similarity)} z {_fmt(e.similarity_z)} semantic {_fmt(e.semantic)} | "
         f"coverage {_fmt(e.coverage)} agreement {_fmt(e.agreement)}"
-        + (f" | missing: {', '.join(e.missing_words)}" if e.missing_words else "")
+        + (f" | missing: {shown_words(e.missing_words, 20)}" if e.missing_words else "")
     )
 
 

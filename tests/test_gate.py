@@ -36,6 +36,16 @@ def test_coverage_weighs_words_by_idf_and_names_the_missing_ones() -> None:
     assert gate.coverage([], {"data"}) == (None, ())
 
 
+def test_messages_show_few_missing_words_each_cut_to_a_readable_length() -> None:
+    words = ("é" * 3000, "brake", "pads", "rotor", "caliper", "fluid", "hose")
+    shown = gate.shown_words(words, 5)
+    assert shown.startswith("é" * 39 + "…, brake, pads") and shown.endswith("caliper (+2 more)")
+    assert len(shown) < 100
+    evidence = gate.GateEvidence(missing_words=words)
+    assert "é" * 41 not in gate.describe(evidence) and "(+2 more)" in gate.describe(evidence)
+    assert gate.shown_words(("a", "b"), 5) == "a, b"
+
+
 def test_a_hyphenated_word_is_weighed_once_through_its_parts() -> None:
     def term(word: str) -> gate.QueryTerm:
         return gate.QueryTerm(word, 5.0, frozenset({word}))

@@ -229,10 +229,21 @@ def describe(evidence: GateEvidence) -> str:
     if evidence.coverage is not None:
         parts.append(f"{evidence.coverage:.0%} of the query's weighted words found")
     if evidence.missing_words:
-        parts.append("missing: " + ", ".join(evidence.missing_words[:5]))
+        parts.append("missing: " + shown_words(evidence.missing_words, 5))
     if evidence.agreement is not None:
         parts.append(f"methods agree on {evidence.agreement:.0%}")
     return "; ".join(parts) or "no evidence"
+
+
+def shown_words(words: tuple[str, ...] | list[str], most: int) -> str:
+    """Words for a message: at most ``most`` of them, each cut to a readable length (a
+    hostile query's 3,000-character "word" would otherwise fill the terminal)."""
+    shown = [w if len(w) <= _WORD_SHOWN else w[: _WORD_SHOWN - 1] + "…" for w in words[:most]]
+    more = len(words) - len(shown)
+    return ", ".join(shown) + (f" (+{more} more)" if more > 0 else "")
+
+
+_WORD_SHOWN = 40
 
 
 def no_match(threshold: float | None) -> GateDecision:
