@@ -137,6 +137,38 @@ def test_bad_requests_get_4xx_with_a_clear_message(
     assert message in response.json()["error"]
 
 
+@pytest.mark.parametrize("field", ["limit", "offset", "candidates", "rrf_k"])
+@pytest.mark.parametrize("raw", ["1e309", "-Infinity", "NaN", "10.7", "true"])
+def test_a_whole_number_parameter_refuses_what_is_not_one(
+    client: TestClient, field: str, raw: str
+) -> None:
+    # JSON as clients write it (1e309 parses to an infinity); never a 500, never truncated
+    body = f'{{"query": "erasure", "{field}": {raw}}}'.encode()
+    response = client.post("/api/search", content=body,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert f"{field} must be an integer" in response.json()["error"]
+
+
+@pytest.mark.parametrize("value", ["tru", {"x": 1}, 2, [True]])
+def test_a_switch_refuses_what_is_neither_on_nor_off(client: TestClient, value: object) -> None:
+    response = client.post("/api/search", json={"query": "erasure", "boost": value})
+    assert response.status_code == 400 and "boost is a switch" in response.json()["error"]
+
+
+def test_a_switch_reads_on_and_off_words_from_a_query_string(client: TestClient) -> None:
+    # "erasre" is corrected to "erasure" unless rewriting is switched off
+    on = client.get("/api/search?query=erasre&no_rewrite=yes").json()
+    off = client.get("/api/search?query=erasre&no_rewrite=off").json()
+    assert on["corrections"] == {} and off["corrections"] == {"erasre": "erasure"}
+
+
+def test_a_whole_number_written_as_a_float_is_accepted(client: TestClient) -> None:
+    response = client.post("/api/search", content=b'{"query": "erasure", "limit": 2.0}',
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 200 and response.json()["limit"] == 2
+
+
 def test_bad_json_body(client: TestClient) -> None:
     response = client.post("/api/search", content=b"{not json",
                            headers={"content-type": "application/json"})

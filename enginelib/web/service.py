@@ -254,7 +254,7 @@ def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if name == "filters":
             options[name] = _filters_param(value)
         elif is_flag(name):
-            if _switched_on(value):
+            if _switched_on(api_name, value):
                 options[name] = option_spec(name).flag
         elif isinstance(value, str):
             options[name] = from_text(name, value)
@@ -296,11 +296,21 @@ def _authority(store: Store, document_ids: list[str]) -> dict[str, dict[str, Any
     return authority_of(store.catalog, document_ids)
 
 
-def _switched_on(value: Any) -> bool:
-    """A flag parameter: JSON true, or "1"/"true"/"yes"/"on" in a query string."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
+def _switched_on(name: str, value: Any) -> bool:
+    """A flag parameter: JSON true/false (or 1/0), or on/off words in a query string. Anything
+    else is refused: a misspelt "tru" must not quietly mean off."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _ON + _OFF:
+        return value.strip().lower() in _ON
+    raise InvalidInputError(f"{name} is a switch: send true or false (or one of "
+                            f"{', '.join(_ON + _OFF)} in a query string), got {value!r}")
 
 
 def _int_param(params: dict[str, Any], name: str, default: int) -> int:
@@ -311,7 +321,15 @@ def _int_param(params: dict[str, Any], name: str, default: int) -> int:
 
 
 def _as_int(name: str, value: Any) -> int:
-    try:
+    """A whole number from JSON (10, or 10.0 as some clients write it) or a query string;
+    never a bool, a fraction or an infinity quietly turned into something else."""
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return value
+    elif isinstance(value, float) and value.is_integer():
         return int(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name} must be an integer, got {value!r}") from exc
+    raise InvalidInputError(f"{name} must be an integer, got {value!r}")
