@@ -16,9 +16,13 @@ from .catalog_documents import authority_rows, document_rows, update_document_ro
 from .errors import InvalidInputError
 from .ingest import LIFTED_KEYS
 from .types import validate_truth_level
-from .validation import as_str_tuple, check_metadata
+from .validation import MAX_ID_CHARS, as_str_tuple, check_int, check_metadata, check_text
 
 # The truth level stands in for a tier where a document has no registered source.
+# A page of the document list, and how far it may skip: DuckDB's LIMIT/OFFSET are 64-bit, and
+# a million rows is already more than a caller can use in one answer.
+MAX_LISTED = 1_000_000
+MAX_LIST_OFFSET = 1_000_000_000
 TIER_OF_LEVEL = {"L1": "gold", "L2": "silver", "L3": "bronze", "L4": "bronze"}
 
 
@@ -27,9 +31,15 @@ def list_documents(
     source_type: str | None = None, tag: str | None = None, prefix: str | None = None,
     limit: int = 1000, offset: int = 0,
 ) -> list[dict[str, Any]]:
-    if limit < 1 or offset < 0:
-        raise InvalidInputError(f"limit must be >= 1 and offset >= 0, got {limit}, {offset}")
+    limit = check_int("limit", limit, minimum=1, maximum=MAX_LISTED)
+    offset = check_int("offset", offset, minimum=0, maximum=MAX_LIST_OFFSET)
+    if isinstance(truth_levels, str):  # "L1,L2" as the CLI and a query string write it
+        truth_levels = [level for level in truth_levels.split(",") if level.strip()]
     levels = [validate_truth_level(level) for level in truth_levels] if truth_levels else None
+    for name, value in (("domain", domain), ("source_type", source_type), ("tag", tag),
+                        ("prefix", prefix)):
+        if value is not None:
+            check_text(name, value, max_chars=MAX_ID_CHARS)
     like = None
     if prefix:
         like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -294,3 +294,42 @@ def test_exports_to_unwritable_places(store: Store, tmp_path: Path) -> None:
         result = _call(store.to_sql, target)
         assert isinstance(result, EngineError), target
     assert fifo.exists() and not fifo.is_file()
+
+
+@pytest.mark.parametrize(("limit", "offset", "message"), [
+    (1000, 10**23, "offset must be within 0..1000000000"),  # DuckDB's 64-bit OFFSET overflowed
+    (0, 0, "limit must be within 1..1000000"),
+    (10, -1, "offset must be within"),
+    (10.5, 0, "limit must be an integer"),
+    (True, 0, "limit must be an integer"),
+])
+def test_listing_documents_refuses_a_page_it_cannot_serve(
+    tmp_path: Path, limit: Any, offset: Any, message: str
+) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", "Brake pads wear faster in city traffic.")])
+    with pytest.raises(InvalidInputError, match=message):
+        store.list_documents(limit=limit, offset=offset)
+    assert [d["document_id"] for d in store.list_documents(limit=1, offset=0)] == ["a"]
+    assert store.list_documents(offset=10**9) == []
+    store.close()
+
+
+@pytest.mark.parametrize(("filters", "message"), [
+    ({"tag": ["gdpr"]}, "tag must be a string"),  # reached DuckDB as a list: a Binder Error
+    ({"prefix": 5}, "prefix must be a string"),  # an AttributeError from deep inside
+    ({"domain": 5}, "domain must be a string"),  # quietly matched nothing
+    ({"source_type": "a\x00"}, "NUL"),
+])
+def test_listing_documents_refuses_filters_of_the_wrong_type(
+    tmp_path: Path, filters: dict[str, Any], message: str
+) -> None:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", "Brake pads wear faster in city traffic.", metadata={"truth_level": "L1"})])
+    with pytest.raises(InvalidInputError, match=message):
+        store.list_documents(**filters)
+    # one level as a string, or comma-separated, is a level (never its characters)
+    assert [d["document_id"] for d in store.list_documents(truth_levels="L1")] == ["a"]
+    assert [d["document_id"] for d in store.list_documents(truth_levels="L1,L2")] == ["a"]
+    assert store.list_documents(truth_levels="L2") == []
+    store.close()
