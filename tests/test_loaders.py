@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -322,6 +323,17 @@ def test_corrupt_pdf_is_a_loader_error_not_a_pypdf_traceback(tmp_path: Path) -> 
         load_file(path)
     assert str(path) in str(info.value)
     assert info.value.__cause__ is not None  # the pypdf error is chained, not lost
+
+
+def test_pypdf_complaints_do_not_reach_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # with no logging set up, Python printed them ("EOF marker not found") beside our reason
+    path = write(tmp_path / "broken.pdf", b"%PDF-1.4\n1 0 obj garbage")
+    with caplog.at_level(logging.DEBUG), pytest.raises(LoaderError, match="cannot read PDF"):
+        load_file(path)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == []
+    assert logging.getLogger("pypdf").level == logging.NOTSET  # the application's setting
 
 
 def test_pdf_with_broken_xref_is_recovered(tmp_path: Path) -> None:

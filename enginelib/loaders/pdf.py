@@ -9,8 +9,10 @@ layer (a scan) is refused rather than stored empty: it needs OCR first.
 from __future__ import annotations
 
 import io
+import logging
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pypdf import PdfReader
@@ -29,7 +31,7 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
     try:
         # pypdf warns (and logs) about every quirk of real-world PDFs; none is actionable
         # for the user, and under `filterwarnings=error` a warning would abort the load.
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _pypdf_logs_quiet():
             warnings.simplefilter("ignore")
             reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
@@ -47,6 +49,20 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
         raise fail(path, f"cannot read PDF: {type(exc).__name__}: {exc}") from exc
     clean_title = normalize_text(title).strip() if isinstance(title, str) else ""
     return pages, clean_title or None
+
+
+@contextmanager
+def _pypdf_logs_quiet() -> Iterator[None]:
+    """pypdf logs its quirks as warnings, which Python's last-resort handler prints on stderr
+    ("EOF marker not found") beside our own skip reason; only for this read, so an
+    application's own logging settings are left as they were."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def load_pdf(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
