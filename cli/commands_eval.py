@@ -15,6 +15,7 @@ from enginelib.evaluation import (
     trec_run_lines,
 )
 from enginelib.types import FUSION_METHODS, STRATEGIES
+from enginelib.validation import MAX_LIMIT
 
 from .options import (
     CommandError,
@@ -40,7 +41,7 @@ from .options import (
 @click.option("--fusion", type=click.Choice(FUSION_METHODS), default="rrf", show_default=True)
 @click.option("--truth-level", "truth_levels", default=None,
               help="Comma-separated levels to search [default: every level present in the store].")
-@click.option("--depth", type=int, default=EVAL_DEPTH, show_default=True,
+@click.option("--depth", type=click.IntRange(1, MAX_LIMIT), default=EVAL_DEPTH, show_default=True,
               help="Documents ranked per query.")
 @click.option("--run-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the ranking in TREC run format (qid Q0 docid rank score tag).")
@@ -53,13 +54,14 @@ def eval_command(
     as_json: bool,
 ) -> None:
     """Score the store on judged queries; documents are ranked by their best chunk."""
-    if depth < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--depth")
     try:
         qrels = read_qrels(qrels_path)
         all_queries = read_queries(queries_path)
     except (ValueError, KeyError) as exc:
         raise CommandError(f"could not read the judgments or queries: {exc}") from exc
+    if not qrels:
+        raise CommandError(f"{qrels_path} holds no judgments: one 'query-id corpus-id grade' "
+                           "line each (a BEIR .tsv) or 'qid 0 docid grade' (TREC)")
     judged = {qid: all_queries[qid] for qid in qrels if qid in all_queries}
     no_text = sorted(set(qrels) - set(judged))
     if not judged:

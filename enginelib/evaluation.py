@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .validation import MAX_LIMIT, check_int
+
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
 Run = dict[str, list[tuple[str, float]]]  # query id -> [(document id, score)] best first
 
@@ -133,7 +135,7 @@ def read_qrels(path: str | Path) -> Qrels:
                 raise ValueError(f"{path}:{number}: expected 3 or 4 columns, got {len(parts)}")
             try:
                 value = int(float(grade))
-            except ValueError:
+            except (ValueError, OverflowError):  # "x", "nan", "inf"
                 if number == 1:
                     continue  # header
                 raise ValueError(f"{path}:{number}: grade {grade!r} is not a number") from None
@@ -146,15 +148,29 @@ def read_queries(path: str | Path) -> dict[str, str]:
     queries: dict[str, str] = {}
     with open(path, encoding="utf-8") as handle:
         if str(path).endswith((".tsv", ".txt")):
-            for row in csv.reader(handle, delimiter="\t"):
+            for number, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
                 if len(row) >= 2:
-                    queries[row[0]] = row[1]
+                    queries[row[0]] = _query_text(row[1], path, number)
             return queries
-        for line in handle:
-            if line.strip():
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
                 row = json.loads(line)
-                queries[str(row["_id"])] = str(row["text"])
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
+                raise ValueError(f'{path}:{number}: expected {{"_id": ..., "text": "..."}}, '
+                                 f"got {line.strip()[:80]}")
+            queries[str(row["_id"])] = _query_text(row["text"], path, number)
     return queries
+
+
+def _query_text(text: str, path: str | Path, number: int) -> str:
+    # an empty judged query would fail the whole run later, far from its line
+    if not text.strip():
+        raise ValueError(f"{path}:{number}: the query text is empty")
+    return text
 
 
 def trec_run_lines(run: Run, tag: str) -> Iterable[str]:
@@ -203,6 +219,8 @@ def rank_documents(
     """
     import time
 
+    # a hit is a chunk and chunks_per_doc=1, so the search limit is the depth: name it as such
+    depth = check_int("depth", depth, minimum=1, maximum=MAX_LIMIT)
     levels = tuple(truth_levels) if truth_levels else levels_present(store)
     if not levels:
         return StoreRun({qid: [] for qid in queries}, strategy, (), 0.0)

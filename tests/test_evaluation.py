@@ -122,6 +122,30 @@ def test_readers_accept_beir_and_trec_layouts(tmp_path: Path) -> None:
         read_qrels(bad)
 
 
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("q.jsonl", '{"_id": "q1"}\n', r'q.jsonl:1: expected \{"_id"'),  # was KeyError: 'text'
+    ("q.jsonl", '{"_id": "q1", "text": "a"}\nnot json\n', "q.jsonl:2: not JSON"),
+    ("q.jsonl", '{"_id": "q1", "text": 5}\n', "q.jsonl:1: expected"),  # was searched as "5"
+    ("q.jsonl", '[1, 2]\n', "q.jsonl:1: expected"),
+    ("q.jsonl", '{"_id": "q1", "text": "  "}\n', "q.jsonl:1: the query text is empty"),
+    ("q.tsv", "q1\tbrakes\nq2\t\n", "q.tsv:2: the query text is empty"),
+])
+def test_a_bad_queries_line_is_named_with_its_number(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        read_queries(path)
+
+
+def test_an_infinite_grade_is_refused_with_its_line(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 2\nq1 0 b inf\n", encoding="utf-8")  # int(inf) overflowed
+    with pytest.raises(ValueError, match="qrels.txt:2: grade 'inf' is not a number"):
+        read_qrels(qrels)
+
+
 def test_trec_run_lines() -> None:
     lines = list(trec_run_lines({"q1": [("a", 0.5), ("b", 0.25)]}, "tag"))
     assert lines == ["q1 Q0 a 1 0.500000 tag", "q1 Q0 b 2 0.250000 tag"]
@@ -218,6 +242,19 @@ def test_cli_eval_text_output_names_the_levels(
     data = json.loads(narrowed.stdout)
     assert data["truth_levels_searched"] == ["L1", "L2"] and data["ndcg@10"] == 0.0
     assert data["queries_without_results"] == 3
+
+
+def test_cli_eval_says_when_the_judgments_file_holds_none(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, _ = judged_store
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("query-id\tcorpus-id\tscore\n", encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(empty),
+    ])
+    assert result.exit_code == 2 and "holds no judgments" in result.output
 
 
 def test_cli_eval_rejects_disjoint_queries(
