@@ -576,6 +576,17 @@ def test_index_options_and_switching_method(tmp_path: Path, pg_dsn: str) -> None
         ExportOptions(table_prefix='x"; drop table documents; --')
 
 
+@pytest.mark.parametrize(("field", "name"), [
+    ("schema", "pg_catalog"), ("schema", "pg_mine"), ("schema", "information_schema"),
+    ("extension_schema", "pg_catalog"),
+])
+def test_system_schemas_are_refused_before_any_load(field: str, name: str) -> None:
+    # Postgres refuses CREATE SCHEMA pg_...; the system schemas are not an export target
+    with pytest.raises(InvalidInputError, match="Postgres system schema"):
+        ExportOptions(**{field: name})
+    assert ExportOptions(schema="Pg_ok").schema == "Pg_ok"  # the rule is Postgres's: lower-case
+
+
 def test_refuses_foreign_tables_and_other_dimensions(tmp_path: Path, pg_dsn: str) -> None:
     with connect(pg_dsn) as conn:
         conn.execute("CREATE TABLE documents (document_id text PRIMARY KEY, note text)")

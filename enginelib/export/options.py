@@ -70,6 +70,14 @@ class ExportOptions:
             raise InvalidInputError(f"schema name {self.schema!r} must be non-empty, without '$'")
         if len(self.schema.encode("utf-8")) > _MAX_IDENT_BYTES:
             raise InvalidInputError(f"schema name {self.schema!r} is longer than 63 bytes")
+        for what, name in (("schema", self.schema), ("extension schema", self.extension_schema)):
+            if name.startswith("pg_") or name == "information_schema":
+                # Postgres refuses to create a pg_ schema and the system ones are not ours to
+                # fill: say so before a load that would fail (or write) half-way
+                raise InvalidInputError(
+                    f"{what} {name!r} is a Postgres system schema (or reserved, 'pg_'): "
+                    "export into a schema of your own, e.g. enginelib"
+                )
         if not _IDENT.match(self.extension_schema):
             raise InvalidInputError(
                 f"extension schema {self.extension_schema!r} may only contain letters, digits "
