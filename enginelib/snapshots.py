@@ -48,6 +48,8 @@ from .snapshot_restore import RestoreReport
 
 LIVE = "live"  # the name that means "the live store" in diffs
 DEFAULT_KEEP = 3
+# More than anyone keeps on disk; a bound keeps the setting a plain 64-bit number everywhere.
+MAX_KEEP = 1_000_000
 FORMAT_VERSION = 1
 # Tables added after snapshots first shipped: an older snapshot without them still loads.
 OPTIONAL_TABLES: frozenset[str] = frozenset({"acronyms"})
@@ -148,7 +150,14 @@ def _read_settings(root: Path) -> dict[str, Any]:
         return {"keep": DEFAULT_KEEP, "pinned": []}
     except (OSError, ValueError) as exc:
         raise SnapshotError(f"cannot read {path}: {exc}", path=path) from exc
-    return {"keep": int(data.get("keep", DEFAULT_KEEP)), "pinned": list(data.get("pinned", []))}
+    keep = data.get("keep", DEFAULT_KEEP) if isinstance(data, dict) else None
+    pinned = data.get("pinned", []) if isinstance(data, dict) else None
+    if (isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= MAX_KEEP
+            or not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned)):
+        raise SnapshotError(
+            f"{path} is not a retention setting ({{\"keep\": 1..{MAX_KEEP}, \"pinned\": [names]}}): "
+            "fix it, or delete it to return to the default", path=path)
+    return {"keep": keep, "pinned": pinned}
 
 
 def _write_settings(root: Path, settings: dict[str, Any]) -> None:
@@ -157,8 +166,9 @@ def _write_settings(root: Path, settings: dict[str, Any]) -> None:
 
 
 def _check_keep(keep: int) -> int:
-    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-        raise InvalidInputError(f"snapshot retention keep must be an int >= 1, got {keep!r}")
+    if isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= MAX_KEEP:
+        raise InvalidInputError(
+            f"snapshot retention keep must be an int within 1..{MAX_KEEP:,}, got {keep!r}")
     return keep
 
 
@@ -265,6 +275,7 @@ def create_snapshot(
         name = validate_name(name) if name is not None else next_name(root)
         if (base / name).exists():
             raise SnapshotError(f"snapshot {name!r} already exists in {root}", path=base / name)
+        settings = _read_settings(root)  # a damaged setting stops us before anything is written
         tmp = base / f"{layout.SNAPSHOT_TMP_PREFIX}{name}-{secrets.token_hex(4)}"
         try:
             info = _write_snapshot(store, tmp, name)
@@ -274,7 +285,6 @@ def create_snapshot(
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        settings = _read_settings(root)
         if keep is not None:
             settings["keep"] = keep
         if pin and name not in settings["pinned"]:

@@ -154,6 +154,27 @@ def test_retention_keeps_three_newest_and_never_deletes_a_pinned_one(store: Stor
         store.create_snapshot("g", keep=0)
 
 
+@pytest.mark.parametrize("keep", [0, 10**20, True, 2.5])
+def test_retention_refuses_what_is_not_a_count_of_snapshots(store: Store, keep: object) -> None:
+    with pytest.raises(InvalidInputError, match=r"keep must be an int within 1\.\.1,000,000"):
+        snapshots.set_retention(store, keep)  # type: ignore[arg-type]
+    assert snapshots.retention(store.path) == snapshots.DEFAULT_KEEP
+
+
+@pytest.mark.parametrize("text", ['{"keep": "three"}', '{"keep": 0}', '[3]', '{"pinned": "a"}'])
+def test_a_hand_edited_retention_setting_is_named_not_a_traceback(store: Store, text: str) -> None:
+    store.create_snapshot("a")
+    settings = store.path / snapshots.SNAPSHOTS_DIR / snapshots.SETTINGS_NAME
+    settings.write_text(text, encoding="utf-8")
+    with pytest.raises(SnapshotError, match="is not a retention setting") as caught:
+        store.create_snapshot("b")
+    assert "delete it to return to the default" in str(caught.value)
+    assert not (settings.parent / "b").exists()  # refused before anything was written
+    settings.unlink()
+    store.create_snapshot("b")
+    assert [s.name for s in store.list_snapshots()] == ["a", "b"]
+
+
 def test_diff_between_snapshots_and_live(store: Store) -> None:
     store.create_snapshot("before")
     store.ingest_documents([doc("d1", paragraphs(9, "longer")), doc("extra", paragraphs(2))])
