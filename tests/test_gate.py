@@ -213,6 +213,28 @@ def test_only_stop_words_say_so(parts_store: enginelib.Store) -> None:
     assert response.gate.evidence.content_words == ()
 
 
+@pytest.mark.parametrize("query", ["the of and to", "What is it?", "le la les de du", "Why?"])
+@pytest.mark.parametrize("strategy", ["hybrid", "vector"])
+def test_only_stop_words_are_refused_even_where_a_vector_is_close(
+    parts_store: enginelib.Store, query: str, strategy: str
+) -> None:
+    # an embedding finds *something* near any text; a query with no content word was
+    # answered on that cosine alone
+    response = parts_store.search(query, strategy=strategy)
+    assert not response.ok and response.hits == ()
+    assert response.gate is not None and response.gate.reason_code == gate.ONLY_STOP_WORDS
+    assert "only stop words" in (response.reason or "")
+
+
+def test_only_function_words_tells_acronyms_and_other_scripts_apart() -> None:
+    from enginelib.search.quotes import only_function_words
+
+    assert only_function_words("the of and") and only_function_words("Est-ce quoi ?")
+    # "WHO" and "IT" are acronyms; a script no analyzer splits is not stop words
+    for query in ("WHO", "IT", "M&M's", "数据删除的权利", "Article 17", "", "?!"):
+        assert not only_function_words(query), query
+
+
 def test_words_that_appear_nowhere_count_as_missing(parts_store: enginelib.Store) -> None:
     # Hybrid still returns vector neighbours; the gate sees that none of the words is there.
     response = parts_store.search("zzqxv plumbus grobnak")

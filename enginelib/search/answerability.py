@@ -14,7 +14,7 @@ from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
 from ..language import detect_language
 from . import gate
-from .quotes import content_terms
+from .quotes import content_terms, only_function_words
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ def assess(
         cross_lingual=not gate.same_language(detect_language(request.queries[0], min_words=1), hit_language),
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
-    return gate.decide(evidence, threshold, explicit=explicit)
+    return gate.decide(evidence, threshold, explicit=explicit,
+                       function_words_only=not terms and only_function_words(request.queries[0]))
 
 
 def _gate_part(vectors: np.ndarray, dims: int) -> np.ndarray:

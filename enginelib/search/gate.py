@@ -201,12 +201,19 @@ def combine(evidence: GateEvidence) -> float:
     return float(best)
 
 
-def decide(evidence: GateEvidence, threshold: float | None, *, explicit: bool = False) -> GateDecision:
-    """Answer or refuse from the evidence; ``explicit`` says the caller set the threshold."""
+def decide(
+    evidence: GateEvidence, threshold: float | None, *, explicit: bool = False,
+    function_words_only: bool = False,
+) -> GateDecision:
+    """Answer or refuse from the evidence; ``explicit`` says the caller set the threshold,
+    ``function_words_only`` that every word of the query is a stop or question word: a
+    multilingual model finds *something* close to "the of and", and that is no answer."""
     score = combine(evidence)
     if threshold is None:
         return GateDecision("answer", GATE_OFF, score, None, evidence, "the gate is off")
-    if evidence.coverage is None and not evidence.content_words and evidence.semantic is None:
+    if not evidence.content_words and (
+        function_words_only or (evidence.coverage is None and evidence.semantic is None)
+    ):
         return GateDecision(
             "refuse", ONLY_STOP_WORDS, score, threshold, evidence,
             "the query has only stop words: add the words that say what you are looking for",

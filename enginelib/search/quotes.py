@@ -60,6 +60,20 @@ def content_terms(terms: Sequence[str]) -> tuple[str, ...]:
     return tuple(term for term in terms if not _is_question_word(term))
 
 
+_QUERY_WORD = re.compile(r"\w+(?:['’-]\w+)*")
+
+
+def only_function_words(query: str) -> bool:
+    """True when every word of ``query`` is a stop or question word ("the of and", "What
+    is it?"); an upper-case word is an acronym ("WHO", "IT"), and a query with no word at
+    all (a script no analyzer splits) is not one of these."""
+    words = _QUERY_WORD.findall(query)
+    return bool(words) and all(
+        _is_question_word(word) and not any(c.isupper() for c in word[1:] or word)
+        for word in words
+    )
+
+
 @functools.lru_cache(maxsize=65536)
 def _is_question_word(term: str) -> bool:
     # cached per word: the same words come back query after query, and both the gate and
