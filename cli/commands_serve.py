@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from pathlib import Path
 
 import click
 
 from .commands_jobs import store_argument
-from .options import handle_errors, open_store
+from .options import CommandError, handle_errors, open_store
 
 
 @click.command("serve")
@@ -34,9 +36,45 @@ def serve(store_path: Path, host: str, port: int, token: str | None, max_upload_
     from enginelib.web.security import require_token_for
 
     require_token_for(host, token)
-    store = open_store(store_path, create=True)
+    # Bound before anything else, so a port in use is one clear error (not a "serving" line
+    # followed by uvicorn's), and --port 0 prints the port the system chose.
+    sock = bind_socket(host, port)
+    try:
+        new = not store_path.exists() or not any(store_path.iterdir())
+        store = open_store(store_path, create=True)
+    except BaseException:
+        sock.close()
+        raise
+    if new:
+        click.echo(f"no store at {store_path}: created an empty one (upload files at / or run "
+                   "`enginelib ingest`)", err=True)
     service = Service(store, max_attempts=max_attempts, poll_s=poll_s, time_unit=time_unit,
                       max_upload_bytes=int(max_upload_mb * 1024 * 1024))
     app = create_app(service, token=token)
-    click.echo(f"enginelib serving {store_path} at http://{host}:{port}/ (pid {os.getpid()})")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    shown_host = f"[{host}]" if ":" in host else host
+    click.echo(f"enginelib serving {store_path} at http://{shown_host}:{sock.getsockname()[1]}/ "
+               f"(pid {os.getpid()})")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or a CommandError that says what to do."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise CommandError(f"cannot bind {host!r}: {exc.strerror}: give an address of this "
+                           "machine, e.g. 127.0.0.1") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CommandError(f"port {port} on {host} is in use (another `enginelib serve`?): "
+                               "stop it, or choose another with --port (0: any free port)") from exc
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.set_inheritable(True)
+    return sock

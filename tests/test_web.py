@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -260,3 +264,38 @@ def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     assert result.returncode == 2  # an error, as grep has it
     assert "binding 0.0.0.0 exposes the store" in result.stderr and "--token" in result.stderr
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+def test_serve_on_a_port_in_use_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "enginelib.cli.main", "serve", str(tmp_path / "s"), "--port",
+             str(port)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in result.stderr and "--port" in result.stderr
+    assert "serving" not in result.stdout and not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+def test_serve_on_port_zero_prints_the_port_it_listens_on(tmp_path: Path) -> None:
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "enginelib.cli.main", "serve", str(tmp_path / "s"), "--port", "0"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        line = process.stdout.readline()
+        match = re.search(r"at http://127\.0\.0\.1:(\d+)/", line)
+        assert match and int(match.group(1)) > 0, line + process.stderr.read()
+        with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/api/health", timeout=30) as r:
+            assert json.loads(r.read()) == {"ok": True}
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=30)
+    assert "created an empty one" in err  # a typo in the store path is visible
