@@ -18,9 +18,11 @@ from enginelib.jobs import (
     inbox,
     jobs_for_paths,
 )
+from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_LEASE_S, MAX_POLL_S
 
 from .options import (
     CommandError,
+    FiniteRange,
     emit_json,
     handle_errors,
     json_option,
@@ -53,14 +55,14 @@ def enqueue_paths(
 @click.command("worker")
 @store_argument
 @click.option("--forever", is_flag=True, help="Keep polling for jobs instead of stopping when idle.")
-@click.option("--max-attempts", type=click.IntRange(min=1), default=DEFAULT_MAX_ATTEMPTS,
+@click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS,
               show_default=True, help="Attempts before a job goes to the DLQ (new jobs).")
-@click.option("--lease", "lease_s", type=click.FloatRange(min=0.01), default=DEFAULT_LEASE_S,
+@click.option("--lease", "lease_s", type=FiniteRange(0.01, MAX_LEASE_S), default=DEFAULT_LEASE_S,
               show_default=True, help="Seconds a claimed job stays ours; a dead worker's job "
               "returns to PENDING after it.")
-@click.option("--poll", "poll_s", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+@click.option("--poll", "poll_s", type=FiniteRange(0.01, MAX_POLL_S), default=1.0, show_default=True,
               help="Seconds between polls when idle (--forever).")
-@click.option("--time-unit", type=click.FloatRange(min=1e-6), default=1.0, hidden=True,
+@click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True,
               help="Length of one backoff second (tests shrink it).")
 @json_option
 @handle_errors

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import click
 
+from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_POLL_S
+
 from .commands_jobs import store_argument
-from .options import CommandError, handle_errors, open_store
+from .options import CommandError, FiniteRange, handle_errors, open_store
 
 
 @click.command("serve")
@@ -20,12 +22,12 @@ from .options import CommandError, handle_errors, open_store
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--token", default=None, envvar="ENGINELIB_TOKEN",
               help="Secret every request must carry (or $ENGINELIB_TOKEN).")
-@click.option("--max-upload-mb", type=click.FloatRange(min=0.001), default=20.0,
+@click.option("--max-upload-mb", type=FiniteRange(0.001, 1024 * 1024), default=20.0,
               show_default=True, help="Largest file the upload accepts.")
-@click.option("--max-attempts", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=5, show_default=True,
               help="Attempts before a job goes to the DLQ.")
-@click.option("--poll", "poll_s", type=click.FloatRange(min=0.01), default=0.5, hidden=True)
-@click.option("--time-unit", type=click.FloatRange(min=1e-6), default=1.0, hidden=True)
+@click.option("--poll", "poll_s", type=FiniteRange(0.01, MAX_POLL_S), default=0.5, hidden=True)
+@click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True)
 @handle_errors
 def serve(store_path: Path, host: str, port: int, token: str | None, max_upload_mb: float,
           max_attempts: int, poll_s: float, time_unit: float) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -157,6 +158,17 @@ def writer_wait(given: float | None) -> float:
 EXIT_NOTHING_RELEVANT = 1
 EXIT_ERROR = 2
 ENV_DEBUG = "ENGINELIB_DEBUG"
+
+
+class FiniteRange(click.FloatRange):
+    """A float range that also refuses nan and inf: click's range lets nan through (every
+    comparison with it is false) and an infinite lease overflowed deep inside."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class CommandError(click.ClickException):

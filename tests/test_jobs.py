@@ -193,6 +193,32 @@ def test_queue_validates_its_settings(tmp_path: Path) -> None:
             store.jobs().jobs(status="LOST")
 
 
+@pytest.mark.parametrize(("setting", "value", "message"), [
+    ("max_attempts", 10**23, "max_attempts must be within 1..1000"),  # a 32-bit column
+    ("max_attempts", 2.0, "max_attempts must be an integer"),
+    ("lease_s", float("inf"), "lease_s must be a finite number"),  # overflowed timedelta
+    ("lease_s", float("nan"), "lease_s must be a finite number"),
+    ("lease_s", 1e308, "lease_s must be a finite number within"),
+    ("time_unit", 0, "time_unit must be a finite number within"),
+])
+def test_queue_settings_out_of_range_are_named(
+    tmp_path: Path, setting: str, value: object, message: str
+) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError, match=message):
+            JobQueue(store.catalog, **{setting: value})  # type: ignore[arg-type]
+
+
+def test_a_worker_refuses_a_poll_that_is_not_a_number_of_seconds(tmp_path: Path) -> None:
+    import threading
+
+    with open_test_store(tmp_path / "store") as store:
+        worker = Worker(store, store.jobs())
+        for poll in (float("nan"), float("inf"), 0):
+            with pytest.raises(InvalidInputError, match="poll_s must be a finite number"):
+                worker.run_forever(threading.Event(), poll)
+
+
 def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Path) -> None:
     with open_test_store(tmp_path / "store") as store:
         store.ingest_path(corpus / "tyres.txt", truth_level="L2")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from enginelib.cli.main import main
@@ -63,3 +64,18 @@ def test_every_new_command_has_help() -> None:
     for name in ("worker", "jobs", "list", "delete", "update", "serve"):
         code, out = run(name, "--help")
         assert code == 0 and len(out.split("\n\n")[1].strip()) > 20, name
+
+
+@pytest.mark.parametrize("args", [
+    ["worker", "--lease", "inf"], ["worker", "--lease", "1e308"], ["worker", "--poll", "nan"],
+    ["worker", "--max-attempts", "99999999999999999999999"],
+    ["serve", "--max-upload-mb", "nan"], ["serve", "--max-attempts", "0"],
+])
+def test_job_settings_that_are_not_usable_numbers_are_usage_errors(
+    tmp_path: Path, args: list[str]
+) -> None:
+    # `--lease inf` was "unexpected OverflowError ... a bug in enginelib"; nan passed the range
+    result = CliRunner().invoke(main, [*args, "--store", str(tmp_path / "s")])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for" in result.output and "bug" not in result.output
+    assert not (tmp_path / "s").exists()

@@ -11,10 +11,16 @@ from typing import Any
 
 from ..catalog import Catalog, utcnow
 from ..errors import InvalidInputError
+from ..validation import check_float, check_int
 from . import table as t
 from .backoff import DEFAULT_MAX_ATTEMPTS, retry_delay
 
 DEFAULT_LEASE_S = 300.0
+# Bounds a setting must fall in: beyond them a delay overflows datetime arithmetic (an
+# infinite lease) or a count the jobs table stores as a 32-bit INTEGER.
+MAX_ATTEMPTS = 1_000
+MAX_LEASE_S = 30 * 86_400.0
+MAX_POLL_S = 3_600.0
 
 
 @dataclass(frozen=True)
@@ -40,10 +46,9 @@ class JobQueue:
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        if max_attempts < 1:
-            raise InvalidInputError(f"max_attempts must be >= 1, got {max_attempts}")
-        if lease_s <= 0 or time_unit <= 0:
-            raise InvalidInputError("lease and time unit must be positive")
+        max_attempts = check_int("max_attempts", max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
+        lease_s = check_float("lease_s", lease_s, minimum=1e-6, maximum=MAX_LEASE_S)
+        time_unit = check_float("time_unit", time_unit, minimum=1e-9, maximum=1e3)
         self.catalog = catalog
         self.max_attempts = max_attempts
         self.lease_s = lease_s

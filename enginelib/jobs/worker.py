@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..errors import EngineError, InvalidInputError
+from ..validation import check_float
 from . import inbox
 from . import table as t
-from .queue import JobQueue, NewJob
+from .queue import MAX_POLL_S, JobQueue, NewJob
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -113,6 +114,7 @@ class Worker:
         lease end, an inbox file, or ``wake``): reopening DuckDB costs tens of milliseconds,
         which searches served by the same process would otherwise pay.
         """
+        poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
         while not stop.is_set():
             if self._has_work() and self.run_once() is not None:
                 continue

@@ -22,9 +22,11 @@ from typing import Any
 from ..errors import InvalidFilterError, InvalidInputError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
+from ..jobs.queue import MAX_POLL_S
 from ..search import check_answer_citations
 from ..search.request import OPTIONS, from_text, is_flag, option_spec, unknown_options_error
 from ..store import Store
+from ..validation import check_float, check_int
 from .claims import claim_map
 
 UPLOAD_DIR = "uploads"
@@ -47,8 +49,9 @@ class Service:
     ) -> None:
         self.store = store
         self.lock = threading.RLock()
-        self.max_upload_bytes = max_upload_bytes
-        self.poll_s = poll_s
+        self.max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, minimum=1,
+                                          maximum=2**40)
+        self.poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
         with self.lock:
             self.queue = JobQueue(store.catalog, max_attempts=max_attempts, time_unit=time_unit,
                                   lease_s=lease_s)
