@@ -12,6 +12,7 @@ from enginelib.core.lock import set_minimum_wait
 
 from .commands_search import search_command
 from .options import (
+    FiniteRange,
     embedder_option,
     emit_json,
     emit_mapping,
@@ -66,7 +67,7 @@ class _Commands(click.Group):
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="enginelib")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error (for bug reports).")
-@click.option("--wait", type=click.FloatRange(min=0, max=86400), default=None, metavar="SECONDS",
+@click.option("--wait", type=FiniteRange(0, 86400), default=None, metavar="SECONDS",
               help="A command that writes waits this long for another writer to finish "
                    "(or $ENGINELIB_WAIT; default 0: fail at once saying so).")
 def main(debug: bool, wait: float | None) -> None:

@@ -70,6 +70,7 @@ def test_every_new_command_has_help() -> None:
     ["worker", "--lease", "inf"], ["worker", "--lease", "1e308"], ["worker", "--poll", "nan"],
     ["worker", "--max-attempts", "99999999999999999999999"],
     ["serve", "--max-upload-mb", "nan"], ["serve", "--max-attempts", "0"],
+    ["--wait", "nan", "worker"],
 ])
 def test_job_settings_that_are_not_usable_numbers_are_usage_errors(
     tmp_path: Path, args: list[str]
