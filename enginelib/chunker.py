@@ -33,6 +33,8 @@ _PLAN_BLOCK_CHARS = 1 << 20
 # A single code point is at most 4 UTF-8 bytes, hence at most 4 tokens: a chunk must be
 # able to hold one character whatever it is, plus room for real text.
 _MIN_MAX_TOKENS = 8
+# The longest chunk any embedder we know reads whole is 8,192 tokens (and ours read 512).
+_MAX_MAX_TOKENS = 8_192
 
 _ZERO_WIDTH_JOINERS = frozenset("\u200c\u200d\ufe0e\ufe0f")
 _NON_SPACE = re.compile(r"\S")
@@ -81,8 +83,10 @@ class ChunkingConfig:
     # moved: benchmarks/RESULTS.md.
     paragraph_tokens: int = 200
 
-    def validate(self) -> None:
-        """Raise InvalidInputError naming the field when the config cannot be used."""
+    def validate(self, *, new: bool = True) -> None:
+        """Raise InvalidInputError naming the field when the config cannot be used.
+        ``new=False`` for a config a store already holds: a bound added later must not lock
+        the user out of a store built before it (they meet it at the next reindex)."""
         for name in ("max_tokens", "overlap_tokens", "min_tokens", "paragraph_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -91,6 +95,12 @@ class ChunkingConfig:
             raise InvalidInputError(
                 f"chunking max_tokens must be >= {_MIN_MAX_TOKENS} (one character can take 4 "
                 f"tokens), got {self.max_tokens}"
+            )
+        if new and self.max_tokens > _MAX_MAX_TOKENS:
+            raise InvalidInputError(
+                f"chunking max_tokens must be <= {_MAX_MAX_TOKENS:,}, got {self.max_tokens:,}: an "
+                "embedding model reads a few hundred tokens of a chunk, and a citation should "
+                "point at a passage, not a book"
             )
         if self.overlap_tokens < 0:
             raise InvalidInputError(
@@ -173,7 +183,7 @@ class ChunkingConfig:
         if isinstance(kwargs.get("separators"), list):
             kwargs["separators"] = tuple(kwargs["separators"])
         config = cls(**kwargs)
-        config.validate()
+        config.validate(new=False)
         return config
 
     def config_hash(self) -> str:
@@ -392,7 +402,7 @@ class Chunker:
 
     def __init__(self, config: ChunkingConfig | None = None) -> None:
         self.config = config if config is not None else ChunkingConfig()
-        self.config.validate()
+        self.config.validate(new=False)  # a new config was checked where it came in
         # Checked now, loaded at the first chunk: reading the BPE file costs ~0.3 s of CPU,
         # which a process that only searches (the store holds a chunker) never needs.
         offline_encoding(self.config.encoding)

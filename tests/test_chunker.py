@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -468,3 +469,17 @@ def test_paragraph_tokens_validation_and_no_effect_outside_its_range() -> None:
     assert ChunkingConfig(max_tokens=100, overlap_tokens=10).paragraph_budget == 0
     assert ChunkingConfig(paragraph_tokens=40, overlap_tokens=50).paragraph_budget == 0
     assert ChunkingConfig().paragraph_budget == 150
+
+
+def test_a_new_config_has_an_upper_bound_and_a_stored_one_still_opens(tmp_path: Path) -> None:
+    import enginelib
+    from enginelib.embedders.hashing import HashingEmbedder
+
+    with pytest.raises(InvalidInputError, match="max_tokens must be <= 8,192"):
+        ChunkingConfig(max_tokens=10**20).validate()
+    with pytest.raises(InvalidInputError, match="max_tokens must be <= 8,192"):
+        enginelib.open(tmp_path / "new", embedder=HashingEmbedder(16),
+                       chunking=ChunkingConfig(max_tokens=10**20))
+    # a store whose manifest holds a larger size (built before the bound) still opens
+    stored = ChunkingConfig(max_tokens=20_000, min_tokens=100).to_dict()
+    assert ChunkingConfig.from_dict(stored).max_tokens == 20_000
