@@ -113,7 +113,7 @@ def _summary(report: ExportReport) -> str:
 @click.option("--table-prefix", default="", help="Table prefix of the export.")
 @click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Queries: one per line, or BEIR queries.jsonl (its \"text\" field).")
-@click.option("--sample", type=int, default=50, show_default=True,
+@click.option("--sample", type=click.IntRange(1, 100_000), default=50, show_default=True,
               help="How many queries to run (from --queries, else chunk openings of the store).")
 @click.option("--filter", "extra_filters", multiple=True,
               help="A filter (JSON object) to add to the matrix built from the store's values.")
@@ -125,8 +125,6 @@ def verify(
 ) -> None:
     """Run the same queries on the store and on its export: top-10 overlap per strategy
     (vector, fulltext, hybrid) and the chunks each filter of a matrix lets through."""
-    if sample < 1:
-        raise click.UsageError("--sample must be at least 1")
     options = ExportOptions(schema=schema, table_prefix=table_prefix)
     with open_store(store_path, read_only=True) as store:
         queries = read_queries(queries_path, sample) if queries_path else sample_queries(store, sample)

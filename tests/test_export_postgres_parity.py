@@ -229,3 +229,18 @@ def test_code_tokens_score_like_the_engines_code_field(tmp_path: Path, pg_dsn: s
         codes = conn.execute("SELECT codes FROM enginelib.chunks WHERE document_id = 'part-no'").fetchone()
     store.close()
     assert codes == (["1k0615301m", "1k0615301m"],)
+
+
+def test_a_store_of_a_few_chunks_still_gives_sample_queries(tmp_path: Path) -> None:
+    # the sample took every 7th label by hash only: two chunks often had none of them,
+    # and `export verify` said "the store has no chunks"
+    from enginelib.export.queries import sample_queries
+
+    store = open_test_store(tmp_path / "s", chunking=None)
+    store.ingest_documents([doc("a", "Brake pads wear faster in city traffic."),
+                            doc("b", "Tyres need their pressure checked monthly.")])
+    queries = sample_queries(store, 50)
+    assert sorted(queries) == ["Brake pads wear faster in city traffic.",
+                               "Tyres need their pressure checked monthly."]
+    assert len(sample_queries(store, 1)) == 1
+    store.close()
