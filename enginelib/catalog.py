@@ -68,6 +68,7 @@ class Catalog:
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._closed = False
         if not read_only:
             self._ensure_schema()
         self._check_schema_version()
@@ -76,6 +77,9 @@ class Catalog:
     def con(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection, opened on demand (see ``release``)."""
         if self._con is None:
+            if self._closed:  # release() lets go for a while; close() is for good
+                raise StoreError(f"the catalog {self.path} is closed: open the store again",
+                                 path=self.path)
             self._con = self._connect()
         return self._con
 
@@ -153,6 +157,7 @@ class Catalog:
             )
 
     def close(self) -> None:
+        self._closed = True
         if self._con is not None:
             try:
                 self._con.close()

@@ -137,6 +137,11 @@ def open_memory(
     store._cleanup = weakref.finalize(store, shutil.rmtree, folder, ignore_errors=True)
     if records is not None:
         try:
+            if isinstance(records, (str, bytes, Mapping, LoadedDocument)):
+                # iterating one would give its characters or keys as "records"
+                raise InvalidInputError(
+                    f"records must be a list (or iterable) of records, got one "
+                    f"{type(records).__name__}: wrap it in a list, e.g. memory([record])")
             documents = [as_document(r, i) for i, r in enumerate(records, start=1)]
             if documents:
                 ingest_options: dict[str, Any] = {"truth_level": truth_level} if truth_level else {}

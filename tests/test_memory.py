@@ -117,6 +117,37 @@ def test_bad_record_names_its_position(ram):
     assert os.listdir(ram) == []
 
 
+@pytest.mark.parametrize("records", [RECORDS[0], "just text"])
+def test_one_record_not_in_a_list_says_to_wrap_it(ram, records):
+    # a dict was iterated as its keys: "record 1 is a str", which did not say what was wrong
+    with pytest.raises(InvalidInputError, match=r"wrap it in a list, e.g. memory\(\[record\]\)"):
+        enginelib.memory(records, embedder=HashingEmbedder(32))
+    assert os.listdir(ram) == []
+
+
+def test_a_closed_store_refuses_every_use(ram, tmp_path):
+    # close() releases the writer lock: a write after it could race another process
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([enginelib.LoadedDocument(id="a", text="brake pads wear fast")])
+    store.close()
+    calls = [lambda: store.search("brake"), lambda: store.list_documents(),
+             lambda: store.get_document("a"), lambda: store.stats(),
+             lambda: store.ingest_documents([enginelib.LoadedDocument(id="b", text="tyres")]),
+             lambda: store.delete_document("a")]
+    for call in calls:
+        with pytest.raises(StoreError, match="closed"):
+            call()
+    store.close()  # closing twice is fine
+    with enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32)) as again:
+        assert [d["document_id"] for d in again.list_documents()] == ["a"]
+
+
+def test_an_empty_batch_is_an_empty_answer(ram):
+    store = enginelib.memory(RECORDS, embedder=HashingEmbedder(32))
+    assert store.search_batch([]) == []  # was a ZeroDivisionError
+    store.close()
+
+
 def test_a_seed_record_the_store_refuses_fails_the_seed(ram, enginelib_store_factory):
     # a fixture is what a test asserts against: a record skipped on the quiet (here an
     # unknown truth level) left a store one document short and no word about it

@@ -79,6 +79,7 @@ class StoreCore:
         self._refresh_after = 0.0
         self._view: ChunkView | None = None
         self._closed = False
+        self._shut = False  # close() finished: nothing may use this object any more
         # the gate's analyzed words of a chunk, by label; emptied when the indexes change
         self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None
@@ -203,6 +204,7 @@ class StoreCore:
                 self._scratch.cleanup()
             if self._lock is not None:
                 self._lock.release()
+            self._shut = True
 
     def __enter__(self) -> Self:
         return self
@@ -210,8 +212,16 @@ class StoreCore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def require_open(self) -> None:
+        """Raise StoreError once ``close`` ran: its writer lock is released, so a write now
+        could race another process's, and a read would reopen files it let go of."""
+        if self._shut:
+            raise StoreError(f"this store ({self.path}) is closed: open it again with "
+                             "enginelib.open(path)", path=self.path)
+
     def require_writable(self) -> None:
         """Raise ReadOnlyStoreError unless this object may write (operations call it first)."""
+        self.require_open()
         if self.read_only:
             what = f"snapshot {self.snapshot!r}" if self.snapshot else "this store (opened read-only)"
             raise ReadOnlyStoreError(f"{what} cannot be modified", path=self.path)
@@ -365,6 +375,7 @@ class StoreCore:
 
     def view(self) -> ChunkView:
         """The chunk view searches read; reloaded only after a commit."""
+        self.require_open()
         if self.read_only:
             self.refresh()
         if self._view is None or self._view.generation != self._generation:

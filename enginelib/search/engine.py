@@ -38,6 +38,8 @@ def search_batch(store: Store, queries: Sequence[str], **options: Any) -> list[S
         raise InvalidInputError("search_batch takes a list of queries; use search() for one")
     options = _with_preset(store, options)
     requests = [build_request(q, **options) for q in queries]
+    if not requests:  # nothing to search (and nothing to divide the planning time by)
+        return []
     return _run(store, requests, options.get("query_vectors"))
 
 
