@@ -13,6 +13,7 @@ from .options import (
     json_option,
     open_store,
     parse_key_values,
+    printable,
     store_and_ids,
     store_flag,
 )
@@ -42,9 +43,10 @@ def list_command(store_path: Path, truth_levels: str | None, domain: str | None,
         return
     for row in rows:
         score = "-" if row["authority_score"] is None else f"{row['authority_score']:.0f}"
-        click.echo(f"{row['document_id']}  {row['truth_level']} {row['tier']:<6} "
-                   f"{row['word_count']:>7} words  authority {score:>3}  v{row['version']}  "
-                   f"{row['title'] or ''}")
+        click.echo(printable(
+            f"{row['document_id']}  {row['truth_level']} {row['tier']:<6} "
+            f"{row['word_count']:>7} words  authority {score:>3}  v{row['version']}  "
+            f"{row['title'] or ''}"))
 
 
 @click.command("delete")

@@ -20,6 +20,7 @@ from .options import (
     json_option,
     open_store,
     parse_key_values,
+    printable,
     snapshot_option,
     store_option,
     vector_dim_option,
@@ -152,7 +153,7 @@ def ingest(
     for skipped in report.skipped:
         # Loader reasons already start with the file they are about.
         reason = skipped.reason if skipped.reason.startswith(skipped.path) else f"{skipped.path}: {skipped.reason}"
-        click.echo(f"  skipped {reason}", err=True)
+        click.echo(f"  skipped {printable(reason)}", err=True)
     if not any(data[k] for k in ("added", "updated", "unchanged", "skipped")):
         # nothing found at all: an empty folder, or patterns that match no file (a typo in
         # --include reads exactly like success otherwise)

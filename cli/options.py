@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -158,6 +159,15 @@ def writer_wait(given: float | None) -> float:
 EXIT_NOTHING_RELEVANT = 1
 EXIT_ERROR = 2
 ENV_DEBUG = "ENGINELIB_DEBUG"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` for one terminal line: control characters shown escaped (a file named with a
+    newline printed as two lines, an escape sequence recoloured the terminal)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class FiniteRange(click.FloatRange):

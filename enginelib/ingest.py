@@ -25,7 +25,7 @@ from .progress import IngestProgress
 from .text import content_hash
 from .types import ChunkSpan, IngestReport, LoadedDocument, SkippedInput, validate_truth_level
 from .validation import TEXT_COLUMNS as _TEXT_KEYS
-from .validation import as_str_tuple, check_document_id, check_ingest_options, check_record
+from .validation import as_str_tuple, check_ingest_options, check_new_document_id, check_record
 
 if TYPE_CHECKING:
     from .core.store_core import StoreCore as Store
@@ -142,7 +142,7 @@ class Ingestor:
                 self._skip(item)
                 continue
             try:
-                check_document_id(item.id)
+                check_new_document_id(item.id)
             except InvalidInputError as exc:
                 self._skip(SkippedInput(str(item.source_path or ascii(item.id)),
                                         f"document {ascii(item.id)}: {exc}"))

@@ -106,6 +106,24 @@ def check_document_id(value: Any, name: str = "document id") -> str:
     return check_text(name, value, max_chars=MAX_ID_CHARS, empty=False)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_new_document_id(value: Any, name: str = "document id") -> str:
+    """An id a document is about to get: besides ``check_document_id``, no control
+    characters. A file named "a<newline>b.md" printed as two lines in every listing, a script
+    reading them line by line saw two documents, and an escape sequence rewrites the
+    terminal. Lookups keep the looser check, so an id stored before still opens."""
+    check_document_id(value, name)
+    match = _CONTROL.search(value)
+    if match is not None:
+        raise InvalidInputError(
+            f"{name} contains a control character ({match.group()!r} at position "
+            f"{match.start()}): rename the file, or give the record another id"
+        )
+    return str(value)
+
+
 def check_name(what: str, value: Any) -> str:
     """A snapshot or preset name: it becomes a folder name or a key, so no separators, no
     whitespace (a trailing newline would make two names that print alike), no dot start."""
@@ -351,7 +369,7 @@ def check_record(document: Any) -> None:
     Raises InvalidInputError naming the field; the ingest loop reports the record as
     skipped with this reason and goes on with the next one.
     """
-    check_document_id(document.id)
+    check_new_document_id(document.id)
     check_text("text", document.text)
     if document.title is not None:
         check_text("title", document.title, max_chars=MAX_ID_CHARS * 4)

@@ -333,3 +333,47 @@ def test_listing_documents_refuses_filters_of_the_wrong_type(
     assert [d["document_id"] for d in store.list_documents(truth_levels="L1,L2")] == ["a"]
     assert store.list_documents(truth_levels="L2") == []
     store.close()
+
+
+@pytest.mark.parametrize("bad_id", ["a\nb.md", "t\tx", "e\x1b[31mred", "del\x7f", "c1\x85"])
+def test_a_new_document_id_with_a_control_character_is_skipped_with_the_reason(
+    tmp_path: Path, bad_id: str
+) -> None:
+    # printed as two lines in `enginelib list` (a script read two documents), or an escape
+    # sequence recoloured the terminal
+    store = open_test_store(tmp_path / "s")
+    report = store.ingest_documents([doc(bad_id, "Brake pads wear."), doc("ok", "Tyres.")])
+    assert report.added == ("ok",) and len(report.skipped) == 1
+    assert "contains a control character" in report.skipped[0].reason
+    store.close()
+
+
+def test_cli_ingest_names_a_file_with_a_newline_on_one_escaped_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a\nb.md").write_text("Brake pads wear.", encoding="utf-8")
+    (folder / "ok.md").write_text("Tyres need air.", encoding="utf-8")
+    result = CliRunner().invoke(main, ["ingest", str(folder), "--store", str(tmp_path / "s")],
+                                env={"ENGINELIB_EMBEDDER": "hashing-64"})
+    assert result.exit_code == 0, result.output
+    skipped = [line for line in result.output.splitlines() if "skipped" in line and "a\\nb" in line]
+    assert len(skipped) == 1 and "control character" in skipped[0]
+    listed = CliRunner().invoke(main, ["list", "--store", str(tmp_path / "s")])
+    assert listed.output.splitlines()[0].startswith("ok.md")
+    assert len(listed.output.splitlines()) == 1
+
+
+def test_a_queued_file_whose_name_has_a_control_character_is_refused_at_enqueue(
+    tmp_path: Path
+) -> None:
+    from enginelib.jobs import jobs_for_paths
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a\tb.md").write_text("Brake pads wear.", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="control character"):
+        jobs_for_paths([str(folder)], {})

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..errors import EngineError, InvalidInputError
-from ..validation import check_float
+from ..validation import check_float, check_new_document_id
 from . import inbox
 from . import table as t
 from .queue import MAX_POLL_S, JobQueue, NewJob
@@ -171,6 +171,8 @@ def jobs_for_paths(
             if matches(relative, exclude):
                 continue
             jobs.append(NewJob(str(path), relative, dict(options)))
+    for job in jobs:  # a queued job fails later, in the DLQ, far from the one who queued it
+        check_new_document_id(job.document_id)
     _refuse_shared_ids(jobs)
     return jobs
 
