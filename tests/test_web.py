@@ -167,6 +167,25 @@ def test_a_switch_reads_on_and_off_words_from_a_query_string(client: TestClient)
     assert on["corrections"] == {} and off["corrections"] == {"erasre": "erasure"}
 
 
+def test_a_json_body_beyond_the_cap_is_413_whether_or_not_its_length_is_declared(
+    client: TestClient
+) -> None:
+    from enginelib.web.api import MAX_JSON_BYTES
+
+    big = b'{"query": "erasure", "pad": "' + b"x" * MAX_JSON_BYTES + b'"}'
+    declared = client.post("/api/search", content=big, headers={"content-type": "application/json"})
+    assert declared.status_code == 413 and "exceeds the limit" in declared.json()["error"]
+
+    def chunked() -> Iterator[bytes]:  # no Content-Length: read until the cap, then refused
+        for start in range(0, len(big), 1 << 20):
+            yield big[start:start + (1 << 20)]
+
+    streamed = client.post("/api/search", content=chunked(),
+                           headers={"content-type": "application/json"})
+    assert streamed.status_code == 413
+    assert client.post("/api/search", json={"query": "erasure"}).status_code == 200
+
+
 def test_a_whole_number_written_as_a_float_is_accepted(client: TestClient) -> None:
     response = client.post("/api/search", content=b'{"query": "erasure", "limit": 2.0}',
                            headers={"content-type": "application/json"})

@@ -76,10 +76,24 @@ def endpoint(action: Callable[[Service, Request], Any], status: int = 200) -> Ha
     return handle
 
 
+# A JSON request is a query, filters or an answer to check with its search: far below this.
+# Without a cap a client could make the server hold any amount of memory.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
 async def _body(request: Request) -> dict[str, Any]:
     if "multipart/form-data" in request.headers.get("content-type", ""):
         return {}
-    raw = await request.body()
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_JSON_BYTES:
+        raise PayloadTooLargeError(_json_too_large(int(declared)))
+    chunks, size = [], 0
+    async for chunk in request.stream():  # a chunked body has no length to check first
+        size += len(chunk)
+        if size > MAX_JSON_BYTES:
+            raise PayloadTooLargeError(_json_too_large(size))
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if not raw.strip():
         return {}
     try:
@@ -123,6 +137,11 @@ async def upload(request: Request) -> Response:
     except (EngineError, ValueError) as exc:
         return error_reply(exc)
     return reply(result, 202)
+
+
+def _json_too_large(size: int) -> str:
+    return (f"request body of {size:,}+ bytes exceeds the limit of {MAX_JSON_BYTES:,} bytes for "
+            "a JSON request; send the query, not the documents (upload files with /api/upload)")
 
 
 def _too_large(size: int, limit: int) -> str:
