@@ -19,7 +19,7 @@ from .core import layout
 from .core.layout import CATALOG_NAME, LOCK_NAME
 from .core.store_core import StoreCore
 from .embedders import Embedder, embedder_for_store, resolve_embedder
-from .errors import IncompatibleStoreError, SnapshotError, StoreNotFoundError
+from .errors import IncompatibleStoreError, InvalidInputError, SnapshotError, StoreNotFoundError
 from .schema import SCHEMA_VERSION
 from .search.cache import cache_stats
 from .search.request import search_signature
@@ -101,9 +101,14 @@ class Store(StoreCore):
 
     def save_search_preset(self, name: str, **values: Any) -> None:
         """Store a named fusion preset (fusion, rrf_k, weights, min_score, description)."""
-        from .search.presets import save_preset
+        from .search.presets import PRESET_FIELDS, save_preset
 
         self.require_writable()
+        unknown = set(values) - PRESET_FIELDS
+        if unknown:  # a TypeError from deep inside said less
+            raise InvalidInputError(
+                f"unknown preset field(s) {sorted(unknown)}; a preset holds "
+                f"{', '.join(sorted(PRESET_FIELDS))} (limit, filters and the like are per search)")
         save_preset(self.catalog, name, **values)
         self.committed()
         self.persist()
@@ -207,8 +212,6 @@ class Store(StoreCore):
     def logged_queries(self, *, limit: int = 100, zero_results: bool = False) -> list[dict[str, Any]]:
         """The query log, newest first (flushing this process's buffer first when writable)."""
         if limit < 1:
-            from .errors import InvalidInputError
-
             raise InvalidInputError(f"limit must be >= 1, got {limit}")
         if not self.read_only:
             self.query_log.flush(self.catalog)

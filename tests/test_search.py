@@ -328,6 +328,17 @@ def test_named_presets_come_from_the_catalog(tmp_path: Path) -> None:
         store.search(query, preset="nope")
     with pytest.raises(InvalidInputError):
         store.save_search_preset("bad", fusion="median")
+    # a name is typed and listed (the snapshot names' rule); a search setting is not a preset's
+    # field (a raw TypeError before); a description is a line, not a document
+    for name, values, message in [
+        ("../x", {}, "preset name '../x' is not allowed"),
+        ("two\nlines", {}, "is not allowed"),
+        ("limited", {"limit": 5}, r"unknown preset field\(s\) \['limit'\]"),
+        ("long", {"description": "x" * 1001}, "the maximum is 1,000"),
+    ]:
+        with pytest.raises(InvalidInputError, match=message):
+            store.save_search_preset(name, **values)
+        assert name not in store.search_presets()
     store.close()
     reopened = enginelib.open(tmp_path / "s", embedder=store.embedder, read_only=True)
     assert "tight" in reopened.search_presets()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog_presets import preset_rows, upsert_preset
 from ..errors import InvalidInputError
+from ..validation import check_name, check_text
 from .request import OPTIONS, SearchRequest, build_request, option_spec
 
 if TYPE_CHECKING:
@@ -38,8 +39,10 @@ def save_preset(
     description: str | None = None,
 ) -> None:
     """Insert or replace a preset; values are validated as a search request would be."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError("a preset needs a non-empty name")
+    # a name is typed on command lines and shown in lists: the snapshot names' rule
+    name = check_name("preset", name)
+    if description is not None:
+        check_text("preset description", description, max_chars=MAX_DESCRIPTION_CHARS)
     # One rule for a preset's values and a search's: build the request they would make.
     request = build_request("preset", fusion=fusion, rrf_k=rrf_k, weights=weights,
                             min_score=min_score)
@@ -50,6 +53,8 @@ def save_preset(
         catalog.bump_generation()  # readers in other processes reload their presets
 
 
+MAX_DESCRIPTION_CHARS = 1_000
+PRESET_FIELDS = frozenset({"fusion", "rrf_k", "weights", "min_score", "description"})
 DEFAULT_PRESET = "default"  # RRF, k = 60: the canonical spec's fusion
 _DEFAULT_KEY = "default_search_preset"
 
