@@ -40,6 +40,9 @@ MAX_ID_CHARS = 1_024
 MAX_NAME_CHARS = 100
 MAX_KEY_CHARS = 256
 MAX_THREADS = 256
+# Widest embedding a store takes: the widest models give 4,096-8,192 dims, and DuckDB's ARRAY
+# type stops at 100,000 (beyond it a new store failed inside the catalog).
+MAX_DIM = 16_384
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # fullmatch, never match + "$": "$" also matches before a trailing newline.

@@ -14,6 +14,7 @@ import pytest
 import enginelib
 from enginelib import HashingEmbedder
 from enginelib.errors import (
+    DiskFullError,
     IncompatibleStoreError,
     IngestError,
     InvalidInputError,
@@ -278,3 +279,35 @@ def test_search_time_index_options_apply_to_an_existing_store(tmp_path: Path) ->
     plain = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True)
     assert plain.vector_index.ef_search != 400
     plain.close()
+
+
+def test_a_dimension_no_store_can_hold_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    # DuckDB's ARRAY stops at 100,000: the catalog failed after the manifest was written, and
+    # every later open failed the same way ("run enginelib check and repair")
+    with pytest.raises(InvalidInputError, match="embedding dimension must be within 1..16384"):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(100_001))
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("folder_existed", [False, True])
+def test_a_new_store_that_fails_half_way_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder_existed: bool
+) -> None:
+    import enginelib.core.store_core as store_core
+
+    root = tmp_path / "s"
+    if folder_existed:
+        root.mkdir()
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_core, "Catalog", full_disk)
+    with pytest.raises(DiskFullError, match="no space left"):
+        enginelib.open(root, embedder=HashingEmbedder(16))
+    # the folder the user made stays (empty); one we made goes
+    assert (list(root.iterdir()) == []) if folder_existed else not root.exists()
+    monkeypatch.undo()
+    with enginelib.open(root, embedder=HashingEmbedder(16)) as store:  # and it can be created
+        store.ingest_documents([doc("a", "Brake pads wear.")])
+        assert store.search("brake").total == 1

@@ -17,6 +17,7 @@ The operations (ingest, search, maintenance, snapshots, export, jobs) take a ``S
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS, split_vector_backend
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
 from ..querylog import QueryLog
 from ..search.cache import ResponseCache
+from ..validation import MAX_DIM, check_int
 from . import layout
 from .compat import CatalogOnlyEmbedder, check_compatible, runtime_index_options
 from .generations import finish_interrupted_reindex
@@ -127,6 +129,7 @@ class StoreCore:
                     f"{root} exists, is not empty and is not an enginelib store (no manifest.json)",
                     path=root,
                 )
+        folder_was_new = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
         overrides: dict[str, dict[str, Any]] = {}
         lock = None if read_only else acquire_writer_lock(root, lock_timeout)
@@ -134,6 +137,7 @@ class StoreCore:
             if existing is None:
                 # A new store takes the embedder asked for (object or name), else the default.
                 embedder = resolve_embedder(embedder)
+                check_int("embedding dimension", embedder.dim, minimum=1, maximum=MAX_DIM)
                 config = chunking or ChunkingConfig()
                 config.validate()
                 # index_options["vector"]["backend"] picks the vector backend (e.g. the
@@ -171,6 +175,8 @@ class StoreCore:
         except BaseException:
             if lock is not None:
                 lock.release()
+            if existing is None and not read_only:  # we hold(held) the lock: nobody else wrote
+                _undo_creation(root, folder_was_new)
             raise
         return cls(
             root,
@@ -466,6 +472,18 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 # The edge of the API (argument checks, error mapping, readers releasing the catalog):
 # enginelib/store_guard.py wraps the core's public methods here and the facade's in store.py.
+def _undo_creation(root: Path, folder_was_new: bool) -> None:
+    """A new store that failed half-way (a dimension DuckDB refuses, a full disk) leaves
+    nothing behind: its manifest would make every later open fail the same way."""
+    if folder_was_new:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    catalog = layout.catalog_path(root)
+    for path in (root / layout.MANIFEST_NAME, catalog, catalog.with_name(catalog.name + ".wal"),
+                 root / layout.LOCK_NAME):
+        path.unlink(missing_ok=True)
+
+
 from ..store_guard import install as _install_guards  # noqa: E402
 
 _install_guards(StoreCore)
