@@ -100,7 +100,9 @@ class Store(StoreCore):
         self.persist()
 
     def save_search_preset(self, name: str, **values: Any) -> None:
-        """Store a named fusion preset (fusion, rrf_k, weights, min_score, description)."""
+        """Store a named fusion preset (fusion, rrf_k, weights, min_score, description).
+        A built-in name (``default``, ``keyword``, ``balanced``, ``semantic``) is replaced for
+        this store: that is how a store tunes what its searches use by default."""
         from .search.presets import PRESET_FIELDS, save_preset
 
         self.require_writable()
