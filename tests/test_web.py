@@ -318,3 +318,19 @@ def test_serve_on_port_zero_prints_the_port_it_listens_on(tmp_path: Path) -> Non
         process.terminate()
         _, err = process.communicate(timeout=30)
     assert "created an empty one" in err  # a typo in the store path is visible
+
+
+def test_a_bug_reaches_the_client_as_json_saying_so(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Service) -> dict:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Service, "stats", broken)
+    service = Service(open_test_store(store_path), poll_s=0.05, time_unit=0.001)
+    with TestClient(create_app(service), raise_server_exceptions=False) as client:
+        response = client.get("/api/stats")  # was a plain-text "Internal Server Error"
+        assert response.status_code == 500
+        assert response.json()["type"] == "InternalError"
+        assert "bug in enginelib" in response.json()["error"]
+        assert client.get("/api/health").json() == {"ok": True}  # the server goes on

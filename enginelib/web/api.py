@@ -187,6 +187,16 @@ async def not_found(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
 
 
+async def internal_error(request: Request, exc: Exception) -> Response:
+    """What a client gets for a bug: JSON it can parse, saying it is ours (the traceback goes
+    to the server's log, where Starlette re-raises it), instead of a plain-text 500."""
+    return JSONResponse(
+        {"error": f"internal error ({type(exc).__name__}): this is a bug in enginelib; the "
+                  "server log has the traceback to report", "type": "InternalError"},
+        status_code=500,
+    )
+
+
 ROUTES = [
     Route("/api/health", endpoint(lambda s, r: {"ok": True}), methods=["GET"]),
     Route("/api/openapi.json", endpoint(lambda s, r: OPENAPI), methods=["GET"]),

@@ -30,7 +30,7 @@ def create_app(service: Service, *, token: str | None = None, worker: bool = Tru
     middleware = [Middleware(TokenMiddleware, token=token)] if token else []
     app = Starlette(
         routes=[*api.ROUTES, *pages.ROUTES], middleware=middleware, lifespan=lifespan,
-        exception_handlers={HTTPException: api.not_found},
+        exception_handlers={HTTPException: api.not_found, 500: api.internal_error},
     )
     app.state.service = service
     return app
