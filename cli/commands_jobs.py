@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from enginelib import StoreLockedError
+from enginelib.core.lock import clear_holder, note_holder
 from enginelib.jobs import (
     DEFAULT_LEASE_S,
     DEFAULT_MAX_ATTEMPTS,
@@ -74,10 +75,14 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
         runner = Worker(store, queue)
         if forever:
             stop = threading.Event()
+            note_holder(store.path, "`enginelib worker --forever`",
+                        "`enginelib ingest --queue` hands it files; stop it for other writes")
             try:
                 runner.run_forever(stop, poll_s)
             except KeyboardInterrupt:
                 stop.set()
+            finally:
+                clear_holder(store.path)
             return
         outcomes = runner.run_until_idle()
         counts = queue.counts()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from enginelib.core.lock import clear_holder, note_holder
 from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_POLL_S
 
 from .commands_jobs import store_argument
@@ -52,11 +53,17 @@ def serve(store_path: Path, host: str, port: int, token: str | None, max_upload_
                    "`enginelib ingest`)", err=True)
     service = Service(store, max_attempts=max_attempts, poll_s=poll_s, time_unit=time_unit,
                       max_upload_bytes=int(max_upload_mb * 1024 * 1024))
-    app = create_app(service, token=token)
+    app = create_app(service, token=token, on_stop=lambda: clear_holder(store.path))
     shown_host = f"[{host}]" if ":" in host else host
-    click.echo(f"enginelib serving {store_path} at http://{shown_host}:{sock.getsockname()[1]}/ "
-               f"(pid {os.getpid()})")
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    url = f"http://{shown_host}:{sock.getsockname()[1]}/"
+    click.echo(f"enginelib serving {store_path} at {url} (pid {os.getpid()})")
+    # serve holds the writer lock for its life: a CLI ingest meanwhile is told what to do
+    note_holder(store.path, f"`enginelib serve` at {url}",
+                f"upload at {url}, or `enginelib ingest --queue` (its worker takes the files)")
+    try:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    finally:
+        clear_holder(store.path)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

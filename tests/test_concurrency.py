@@ -114,3 +114,32 @@ def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
         waited = enginelib.open(path, embedder=enginelib.HashingEmbedder(64), lock_timeout=30)
         waited.close()
         holder.wait(timeout=30)
+
+
+def test_a_long_holder_is_named_with_what_to_do_instead(tmp_path: Path) -> None:
+    from filelock import FileLock
+
+    from enginelib.core.layout import HOLDER_NAME, LOCK_NAME
+    from enginelib.core.lock import acquire_writer_lock, clear_holder, note_holder
+
+    root = tmp_path / "s"
+    root.mkdir()
+    held = FileLock(str(root / LOCK_NAME))  # a second flock on the file blocks, even in-process
+    held.acquire()
+    try:
+        note_holder(root, "`enginelib serve` at http://127.0.0.1:1/", "upload there")
+        with pytest.raises(StoreLockedError, match=r"held by `enginelib serve` at http://127\.0\.0\.1:1/ "
+                           r"\(pid \d+\): upload there; searches can read it"):
+            acquire_writer_lock(root, 0.0)
+        # a note left by a holder that died says nothing: the plain message
+        gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        note = json.loads((root / HOLDER_NAME).read_text(encoding="utf-8"))
+        (root / HOLDER_NAME).write_text(json.dumps({**note, "pid": int(gone.stdout)}),
+                                        encoding="utf-8")
+        with pytest.raises(StoreLockedError, match="another process is writing"):
+            acquire_writer_lock(root, 0.0)
+        clear_holder(root)  # not ours: left alone
+        assert (root / HOLDER_NAME).exists()
+    finally:
+        held.release()

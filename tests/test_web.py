@@ -314,10 +314,21 @@ def test_serve_on_port_zero_prints_the_port_it_listens_on(tmp_path: Path) -> Non
         assert match and int(match.group(1)) > 0, line + process.stderr.read()
         with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/api/health", timeout=30) as r:
             assert json.loads(r.read()) == {"ok": True}
+        # a CLI write meanwhile is told who holds the store and what to do instead
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "a.md").write_text("Brake pads wear.", encoding="utf-8")
+        ingest = subprocess.run(
+            [sys.executable, "-m", "enginelib.cli.main", "ingest", str(docs), "--store",
+             str(tmp_path / "s")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert ingest.returncode == 2
+        assert f"held by `enginelib serve` at http://127.0.0.1:{match.group(1)}/" in ingest.stderr
+        assert "enginelib ingest --queue" in ingest.stderr
     finally:
         process.terminate()
         _, err = process.communicate(timeout=30)
     assert "created an empty one" in err  # a typo in the store path is visible
+    assert not (tmp_path / "s" / ".writer.holder.json").exists()  # cleared at shutdown
 
 
 def test_a_bug_reaches_the_client_as_json_saying_so(

@@ -5,6 +5,7 @@ A store is one folder::
     manifest.json         what the store was built with and the generation it is at
     catalog.duckdb        the truth (DuckDB)
     .writer.lock          one writer at a time (filelock)
+    .writer.holder.json   who holds it for long (serve, worker --forever) and what to do instead
     .reindex.json         a reindex between its catalog commit and its manifest write
     indexes/vectors/      the vector backend's files (named by the backend alone)
     indexes/text/         the text backend's files (named by the backend alone)
@@ -28,6 +29,9 @@ from pathlib import Path
 MANIFEST_NAME = "manifest.json"
 CATALOG_NAME = "catalog.duckdb"
 LOCK_NAME = ".writer.lock"
+# Who holds the writer lock for long (serve, a worker --forever), for the message another
+# writer gets: a pid and a line saying what to do instead.
+HOLDER_NAME = ".writer.holder.json"
 # Written before a reindex commits its catalog and removed once the manifest says so:
 # if a crash falls in between, the next open finishes the manifest.
 REINDEX_MARKER = ".reindex.json"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
 
+from ..durable import write_atomic
 from ..errors import StoreLockedError
-from .layout import LOCK_NAME
+from .layout import HOLDER_NAME, LOCK_NAME
 
 # The least any writer lock of this process waits (seconds). The command line sets it from
 # `enginelib --wait` / $ENGINELIB_WAIT so that every command that writes (ingest, delete,
@@ -28,9 +32,43 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
         lock.acquire(timeout=timeout)
     except Timeout as exc:
         waited = f" (waited {timeout:g} s)" if timeout > 0 else ""
+        holder = _holder(root)
+        if holder is not None:
+            raise StoreLockedError(
+                f"{root} is held by {holder['what']} (pid {holder['pid']}){waited}: "
+                f"{holder['instead']}; searches can read it meanwhile", path=root) from exc
         raise StoreLockedError(
             f"another process is writing to {root}{waited}; wait for it to finish, "
             "or open the store with read_only=True to search it",
             path=root,
         ) from exc
     return lock
+
+
+def note_holder(root: Path, what: str, instead: str) -> None:
+    """Say, while this process holds the writer lock for long, what holds it and what another
+    writer can do instead; ``clear_holder`` when done (a dead holder's note is ignored)."""
+    payload = {"pid": os.getpid(), "what": what, "instead": instead}
+    write_atomic(root / HOLDER_NAME, json.dumps(payload).encode("utf-8"))
+
+
+def clear_holder(root: Path) -> None:
+    holder = _holder(root)
+    if holder is not None and holder["pid"] == os.getpid():
+        (root / HOLDER_NAME).unlink(missing_ok=True)
+
+
+def _holder(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((root / HOLDER_NAME).read_text(encoding="utf-8"))
+        pid = int(data["pid"])
+        what, instead = str(data["what"]), str(data["instead"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # a holder killed without clearing its note
+    except PermissionError:
+        pass  # alive, another user's
+    return {"pid": pid, "what": what, "instead": instead}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -14,8 +14,13 @@ from .security import TokenMiddleware
 from .service import Service
 
 
-def create_app(service: Service, *, token: str | None = None, worker: bool = True) -> Starlette:
-    """The ASGI app over ``service``; with ``token`` every request must carry it."""
+def create_app(
+    service: Service, *, token: str | None = None, worker: bool = True,
+    on_stop: Callable[[], None] | None = None,
+) -> Starlette:
+    """The ASGI app over ``service``; with ``token`` every request must carry it. ``on_stop``
+    runs at shutdown, before the server returns (uvicorn then re-raises the signal that
+    stopped it, so code after ``run`` may never run)."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -26,6 +31,8 @@ def create_app(service: Service, *, token: str | None = None, worker: bool = Tru
             yield
         finally:
             service.stop()
+            if on_stop is not None:
+                on_stop()
 
     middleware = [Middleware(TokenMiddleware, token=token)] if token else []
     app = Starlette(
