@@ -582,6 +582,14 @@ def test_special_files_are_skipped_not_read(tmp_path: Path) -> None:
     assert "not a regular file" in skipped[0].reason
 
 
+def test_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:
+    (tmp_path / "gone.md").symlink_to(tmp_path / "moved-away.md")
+    write(tmp_path / "real.md", "text")
+    documents, skipped = split(iter_load(tmp_path))
+    assert [d.id for d in documents] == ["real.md"]
+    assert "a symbolic link to" in skipped[0].reason and "moved-away.md" in skipped[0].reason
+
+
 def test_iter_load_is_lazy(tmp_path: Path) -> None:
     write(tmp_path / "a.md", "first")
     items = iter_load(tmp_path)

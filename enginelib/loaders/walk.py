@@ -79,6 +79,8 @@ def _load(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadItem]:
     try:
         loader = loader_for(path)
         if not path.is_file():
+            if path.is_symlink() and not path.exists():
+                raise fail(path, f"a symbolic link to {os.readlink(path)!r}, which does not exist")
             raise fail(path, "not a regular file")
         yield from loader(path, doc_id, max_bytes)
     except LoaderError as exc:
