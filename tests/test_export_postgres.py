@@ -379,6 +379,25 @@ def _three_doc_store(path: Path) -> Store:
     return store
 
 
+def test_the_exported_search_reads_a_decomposed_query_as_the_engine_does(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    import unicodedata
+
+    store = open_test_store(tmp_path / "store")
+    store.ingest_documents([doc("fr", "Le droit à l'effacement des données personnelles."),
+                            doc("en", "Brake pads wear faster in city traffic.")])
+    export_postgres(store, pg_dsn)
+    decomposed = unicodedata.normalize("NFD", "données")
+    with connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT document_id FROM hybrid_search(%s, NULL, 10)",
+                            [decomposed]).fetchall()
+    assert rows == [("fr",)]
+    engine = store.search(decomposed, strategy="fulltext", answerability_threshold=None)
+    assert [h.document_id for h in engine.hits] == ["fr"]
+    store.close()
+
+
 def test_reexport_replaces_changed_document_without_zombies(tmp_path: Path, pg_dsn: str) -> None:
     store = _three_doc_store(tmp_path / "store")
     export_postgres(store, pg_dsn)

@@ -235,6 +235,25 @@ def test_odd_queries_are_well_defined(corpus_store: enginelib.Store) -> None:
         search(corpus_store, "(pads OR rotor", strategy="fulltext")
 
 
+@pytest.mark.parametrize("strategy", ["fulltext", "hybrid"])
+def test_a_decomposed_query_finds_what_its_composed_form_finds(
+    tmp_path: Path, strategy: str
+) -> None:
+    import unicodedata
+
+    # "données" typed on macOS or pasted from a PDF arrives as "donne" + U+0301 + "es";
+    # documents are stored NFC, and full-text search found nothing
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("fr", "Le droit à l'effacement des données personnelles."),
+                            doc("en", "Brake pads wear faster in city traffic.")])
+    decomposed = unicodedata.normalize("NFD", "données personnelles")
+    assert decomposed != "données personnelles"
+    response = store.search(decomposed, strategy=strategy, answerability_threshold=None)
+    assert response.hits and response.hits[0].document_id == "fr"
+    assert response.query == "données personnelles"
+    store.close()
+
+
 def test_bad_limits_vectors_and_levels(corpus_store: enginelib.Store) -> None:
     for bad in (0, -3, True, 2.5):
         with pytest.raises(InvalidInputError):

@@ -323,6 +323,11 @@ BEGIN
     RAISE EXCEPTION 'match_count must be >= 1, got %', match_count USING ERRCODE = '22023';
   END IF;
   depth := greatest(coalesce(candidate_count, {candidates}), match_count);
+  -- NFC, as the engine reads a query and stores every text: "données" typed decomposed
+  -- ("donne" + U+0301) would match no lexeme. normalize() needs a UTF8 database.
+  IF pg_catalog.current_setting('server_encoding') = 'UTF8' THEN
+    query_text := pg_catalog.normalize(query_text, 'NFC');
+  END IF;
 {ef_search}
   -- Terms: the query's lexemes in the configuration, and its code tokens (marked by a
   -- leading space, which no lexeme has) scored against the codes field as the engine does.

@@ -13,6 +13,7 @@ import difflib
 import inspect
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from types import MappingProxyType
@@ -322,7 +323,9 @@ def _queries(query: str | Sequence[str]) -> tuple[str, ...]:
     for item in items:
         if not isinstance(item, str):
             raise InvalidQueryError(f"a query must be a string, got {type(item).__name__}")
-        text = item.strip()
+        # NFC, as every document is stored: "données" typed or pasted decomposed (macOS, PDF
+        # text) is "donne" + U+0301 + "es", which no analyzer matched with the stored word
+        text = unicodedata.normalize("NFC", item).strip()
         if not text:
             raise InvalidQueryError("the query is empty: type some words to search for")
         if len(text) > MAX_QUERY_CHARS:
