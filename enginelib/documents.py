@@ -82,8 +82,15 @@ def update_metadata(
     new_tags = list(as_str_tuple(tags, "tags")) if tags is not None else list(doc["tags"] or [])
     custom = dict(doc.get("custom") or {})
     custom.update(fields)
+    changed = [f"truth level {doc['truth_level']} -> {level}"] if level != doc["truth_level"] else []
+    changed += ["tags"] if tags is not None else []
+    changed += [f"metadata {', '.join(sorted(fields))}"] if fields else []
     with catalog.transaction():
         generation = catalog.bump_generation()
+        # the version a citation taken before this update names stays readable (history,
+        # version_text), as it does across a content change
+        catalog.archive_document(
+            document_id, "updated: " + ("; ".join(changed) or "nothing changed"), generation)
         update_document_row(catalog, [
             level, new_tags, json.dumps(custom, default=str), _bump_patch(doc["version"]),
             utcnow(), generation, document_id,

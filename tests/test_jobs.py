@@ -237,6 +237,14 @@ def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Pat
         assert [r["document_id"] for r in rows] == ["tyres.txt"]
         assert rows[0]["tier"] == "gold" and rows[0]["word_count"] > 10
         assert store.list_documents(truth_levels=["L2"]) == []
+        # the version cited before the update stays readable and listed (it was lost: a
+        # citation naming 1.0.0 could no longer be resolved)
+        history = store.history("tyres.txt")
+        assert [(h["version"], h["truth_level"], h["current"]) for h in history] == [
+            ("1.0.0", "L2", False), ("1.0.1", "L1", True)]
+        assert history[0]["change_summary"] == (
+            "updated: truth level L2 -> L1; tags; metadata reviewed")
+        assert store.version_text("tyres.txt", "1.0.0") == store.version_text("tyres.txt", "1.0.1")
 
 
 def test_two_files_that_would_share_an_id_are_not_queued(tmp_path: Path) -> None:
