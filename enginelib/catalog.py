@@ -230,6 +230,20 @@ class Catalog:
         ).fetchall()
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
+    def archived_versions(self, document_ids: Sequence[str]) -> dict[str, list[str]]:
+        """document_id -> the versions kept in its history (a deleted document's too)."""
+        if not document_ids:
+            return {}
+        rows = self.con.execute(
+            "SELECT document_id, version FROM document_versions "
+            "WHERE document_id IN (SELECT unnest(?::VARCHAR[]))",
+            [list(document_ids)],
+        ).fetchall()
+        found: dict[str, list[str]] = {}
+        for document_id, version in rows:
+            found.setdefault(document_id, []).append(version)
+        return found
+
     def created_at_of(self, document_ids: Sequence[str]) -> dict[str, Any]:
         """document_id -> created_at: a replaced document keeps its creation date."""
         if not document_ids:

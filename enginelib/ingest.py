@@ -178,6 +178,9 @@ class Ingestor:
     def _commit(self, documents: list[LoadedDocument], bar: IngestProgress) -> None:
         catalog = self.store.catalog
         states = catalog.document_states([d.id for d in documents])
+        # an id deleted before comes back after its history, never as a version it had:
+        # "1.0.0" again made a citation of the old text ambiguous and dropped the next archive
+        history = catalog.archived_versions([d.id for d in documents if d.id not in states])
         prepared: list[_Prepared] = []
         for document in documents:
             try:
@@ -198,6 +201,8 @@ class Ingestor:
                 item.status = "updated"
                 item.content_changed = state[0] != item.row["content_hash"]
                 item.row["version"] = _bump(state[1], major=False, content=item.content_changed)
+            elif document.id in history:
+                item.row["version"] = _bump(_latest(history[document.id]), major=False, content=True)
             prepared.append(item)
         if not prepared:
             return
@@ -382,6 +387,16 @@ def chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> li
         )
         for s in spans
     ]
+
+
+def _latest(versions: list[str]) -> str:
+    """The highest semver among ``versions`` (one that does not parse counts lowest)."""
+    def key(version: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(x) for x in version.split("."))
+        except ValueError:
+            return (-1,)
+    return max(versions, key=key)
 
 
 def _bump(version: str, *, major: bool, content: bool) -> str:

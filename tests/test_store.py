@@ -311,3 +311,19 @@ def test_a_new_store_that_fails_half_way_leaves_nothing(
     with enginelib.open(root, embedder=HashingEmbedder(16)) as store:  # and it can be created
         store.ingest_documents([doc("a", "Brake pads wear.")])
         assert store.search("brake").total == 1
+
+
+def test_an_id_ingested_again_after_delete_continues_its_history(tmp_path: Path) -> None:
+    # it restarted at 1.0.0: a citation of the deleted text named the same version as the new
+    # one, and the next delete's archive was dropped (the history kept one 1.0.0)
+    texts = ["Brake pads wear faster in city traffic.", "Tyres need their pressure checked.",
+             "Rotors warp when they overheat."]
+    with open_test_store(tmp_path / "s") as store:
+        for text in texts:
+            store.ingest_documents([doc("a", text)])
+            store.delete_document("a")
+        store.ingest_documents([doc("a", "Fluid absorbs water over the years.")])
+        history = store.history("a")
+        assert [(h["version"], h["change_summary"]) for h in history] == [
+            ("1.0.0", "deleted"), ("1.1.0", "deleted"), ("1.2.0", "deleted"), ("1.3.0", "current")]
+        assert [store.version_text("a", v) for v in ("1.0.0", "1.1.0", "1.2.0")] == texts
