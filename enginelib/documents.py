@@ -14,7 +14,7 @@ from typing import Any
 from .catalog import Catalog, utcnow
 from .catalog_documents import authority_rows, document_rows, update_document_row
 from .errors import InvalidInputError
-from .ingest import LIFTED_KEYS
+from .ingest import LIFTED_KEYS, latest_version
 from .types import validate_truth_level
 from .validation import MAX_ID_CHARS, as_str_tuple, check_int, check_metadata, check_text
 
@@ -92,7 +92,8 @@ def update_metadata(
         catalog.archive_document(
             document_id, "updated: " + ("; ".join(changed) or "nothing changed"), generation)
         update_document_row(catalog, [
-            level, new_tags, json.dumps(custom, default=str), _bump_patch(doc["version"]),
+            level, new_tags, json.dumps(custom, default=str), _bump_patch(latest_version(
+                [doc["version"], *catalog.archived_versions([document_id]).get(document_id, [])])),
             utcnow(), generation, document_id,
         ])
     return catalog.require_document(document_id)

@@ -178,9 +178,11 @@ class Ingestor:
     def _commit(self, documents: list[LoadedDocument], bar: IngestProgress) -> None:
         catalog = self.store.catalog
         states = catalog.document_states([d.id for d in documents])
-        # an id deleted before comes back after its history, never as a version it had:
-        # "1.0.0" again made a citation of the old text ambiguous and dropped the next archive
-        history = catalog.archived_versions([d.id for d in documents if d.id not in states])
+        # A new version comes after every version the id had (kept in its history), never
+        # one it had: an id deleted and ingested again restarted at "1.0.0", and after a
+        # snapshot restore a change re-used a version; a citation then named two texts and
+        # the archive of the second was dropped.
+        history = catalog.archived_versions([d.id for d in documents])
         prepared: list[_Prepared] = []
         for document in documents:
             try:
@@ -200,9 +202,10 @@ class Ingestor:
                     continue
                 item.status = "updated"
                 item.content_changed = state[0] != item.row["content_hash"]
-                item.row["version"] = _bump(state[1], major=False, content=item.content_changed)
+                latest = latest_version([state[1], *history.get(document.id, [])])
+                item.row["version"] = _bump(latest, major=False, content=item.content_changed)
             elif document.id in history:
-                item.row["version"] = _bump(_latest(history[document.id]), major=False, content=True)
+                item.row["version"] = _bump(latest_version(history[document.id]), major=False, content=True)
             prepared.append(item)
         if not prepared:
             return
@@ -389,7 +392,7 @@ def chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> li
     ]
 
 
-def _latest(versions: list[str]) -> str:
+def latest_version(versions: list[str]) -> str:
     """The highest semver among ``versions`` (one that does not parse counts lowest)."""
     def key(version: str) -> tuple[int, ...]:
         try:

@@ -292,3 +292,22 @@ def test_kill_during_snapshot_create_or_restore(store: Store, step: str) -> None
             assert all(h.document_id != "added" for h in hits)
     finally:
         reopened.close()
+
+
+def test_versions_stay_unique_across_a_restore(store: Store) -> None:
+    # after a restore a change re-used a version the history held: the citation of it named
+    # two texts and the later archive was dropped
+    store.ingest_documents([doc("v", "Text A about brakes and pads.")])
+    store.create_snapshot("before")
+    store.ingest_documents([doc("v", "Text B about tyres and pressure.")])
+    store.restore_snapshot("before")
+    store.ingest_documents([doc("v", "Text C about rotors and heat.")])
+    store.update_document("v", tags=["t"])
+    store.ingest_documents([doc("v", "Text D about fluid and water.")])
+    history = store.history("v")
+    versions = [h["version"] for h in history]
+    assert len(versions) == len(set(versions)), versions
+    texts = [store.version_text("v", version) for version in versions]
+    assert texts[-1] == "Text D about fluid and water."
+    assert {"Text A about brakes and pads.", "Text B about tyres and pressure.",
+            "Text C about rotors and heat."} <= set(texts)
