@@ -99,6 +99,8 @@ def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) ->
 @click.option("--include", multiple=True, help="Glob of files to take when walking a folder.")
 @click.option("--exclude", multiple=True, help="Glob of files to skip when walking a folder.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
+@click.option("--max-file-mb", type=FiniteRange(0.001, 64 * 1024), default=None,
+              help="Largest file (or JSONL record) read, in MiB [default: 64].")
 @vector_dim_option
 @embedder_option
 @click.option("--strict", is_flag=True,
@@ -110,8 +112,9 @@ def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) ->
 def ingest(
     store_path: Path, paths: tuple[Path, ...], truth_level: str, domain: str | None,
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
-    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool, strict: bool,
-    vector_dim: int | None, embedder_name: str | None, queue: bool, as_json: bool,
+    include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool,
+    max_file_mb: float | None, strict: bool, vector_dim: int | None, embedder_name: str | None,
+    queue: bool, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
 
@@ -119,6 +122,10 @@ def ingest(
     one per chunk): it is used instead of the model."""
     if queue:
         from .commands_jobs import enqueue_paths
+
+        if max_file_mb is not None:
+            raise click.UsageError("--max-file-mb is for a direct ingest; a queued job reads "
+                                   "files up to the default 64 MiB")
 
         queued = enqueue_paths(store_path, paths, include=include, exclude=exclude, options=dict(
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
@@ -134,6 +141,7 @@ def ingest(
             *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
             metadata=parse_key_values(metadata, "--metadata"), strict=strict,
+            max_bytes=None if max_file_mb is None else int(max_file_mb * 1024 * 1024),
         )
     data = {
         "added": len(report.added), "updated": len(report.updated),

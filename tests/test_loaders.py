@@ -658,3 +658,20 @@ def test_ingest_path_end_to_end(tmp_path: Path) -> None:
         assert store.get_document("3")["domain"] == "brakes"
     finally:
         store.close()
+
+
+def test_cli_ingest_raises_the_file_limit_the_skip_reason_names(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+
+    # the reason said "pass a larger max_bytes", which no command-line user could
+    path = write(tmp_path / "big.md", "brake pads " * 120_000)  # 1.26 MiB
+    args = ["ingest", str(path), "--store", str(tmp_path / "s"), "--no-progress"]
+    env = {"ENGINELIB_EMBEDDER": "hashing-64"}
+    refused = CliRunner().invoke(main, [*args, "--max-file-mb", "1"], env=env)
+    assert refused.exit_code == 0 and "--max-file-mb 2" in refused.output
+    taken = CliRunner().invoke(main, [*args, "--max-file-mb", "2"], env=env)
+    assert taken.exit_code == 0 and taken.output.startswith("added 1,")
+    queued = CliRunner().invoke(main, [*args, "--max-file-mb", "2", "--queue"], env=env)
+    assert queued.exit_code == 2 and "for a direct ingest" in queued.output

@@ -57,7 +57,8 @@ def too_big(path: str | Path, size: int, max_bytes: int, what: str = "file") -> 
     return fail(
         path,
         f"{what} is {human_size(size)} ({size} bytes), over the limit of "
-        f"{human_size(max_bytes)} (max_bytes={max_bytes}); pass a larger max_bytes to load it",
+        f"{human_size(max_bytes)} (max_bytes={max_bytes}); raise the limit to load it "
+        f"(`enginelib ingest --max-file-mb {-(-size // (1024 * 1024))}`, or max_bytes= in Python)",
     )
 
 
