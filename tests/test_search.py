@@ -212,6 +212,15 @@ def test_check_answer_citations_reports_unsupported(corpus_store: enginelib.Stor
     assert check.unsupported == ("[7]",)
     assert "[1]" in check.supported and f"[Chunk {first.document_id}#{first.chunk_index}]" in check.supported
     assert check.uncited_sentences == ("Unsourced claim.",) and not check.ok
+    # the response itself, its context or its hits do as well (the response raised
+    # AttributeError: 'Hit' object has no attribute 'number')
+    for given in (response, response.context, response.hits):
+        assert check_answer_citations(answer, given) == check
+    for bad in ("[1]", [1], {"number": 1}):
+        with pytest.raises(InvalidInputError, match="citations"):
+            check_answer_citations(answer, bad)
+    with pytest.raises(InvalidInputError, match="answer must be a string"):
+        check_answer_citations(None, response)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("query", ["", "   "])

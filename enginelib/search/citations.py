@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..chunk_view import ChunkRecord
+from ..errors import InvalidInputError
 from ..types import TRUTH_LEVELS
 from .highlights import find_highlights
 from .quotes import LazyQuote
@@ -102,13 +103,18 @@ class CitationCheck:
         return not self.unsupported and bool(self.supported)
 
 
-def check_answer_citations(answer: str, citations: Sequence[Citation]) -> CitationCheck:
+def check_answer_citations(answer: str, citations: Any) -> CitationCheck:
     """Which ``[n]`` / ``[Chunk X]`` references in ``answer`` match a given citation.
 
-    ``[n]`` must be a citation number; ``[Chunk X]`` matches ``X`` as a chunk label
-    ``document_id#chunk_index`` or a bare chunk index of a cited document. Sentences with
-    no reference at all are reported too: no source, no answer.
+    ``citations``: the search response the answer was written from, its ``context``, or
+    a sequence of its citations (or hits). ``[n]`` must be a citation number;
+    ``[Chunk X]`` matches ``X`` as a chunk label ``document_id#chunk_index`` or a bare
+    chunk index of a cited document. Sentences with no reference at all are reported too:
+    no source, no answer.
     """
+    if not isinstance(answer, str):
+        raise InvalidInputError(f"answer must be a string, got {type(answer).__name__}")
+    citations = _given_citations(citations)
     numbers = {str(c.number) for c in citations}
     chunk_keys = {f"{c.document_id}#{c.chunk_index}" for c in citations}
     chunk_keys |= {str(c.chunk_index) for c in citations}
@@ -129,3 +135,26 @@ def check_answer_citations(answer: str, citations: Sequence[Citation]) -> Citati
         s for s in sentences if not _NUMBER_REF.search(s) and not _CHUNK_REF.search(s)
     )
     return CitationCheck(tuple(cited), tuple(supported), tuple(unsupported), uncited)
+
+
+def _given_citations(given: Any) -> list[Citation]:
+    """The citations of a SearchResponse, a RagContext, or a sequence of citations or hits
+    (passing the response itself raised "'Hit' object has no attribute 'number'")."""
+    context = getattr(given, "context", None)
+    if context is not None and hasattr(context, "citations"):
+        given = context.citations
+    elif hasattr(given, "citations") and not isinstance(given, (str, bytes)):
+        given = given.citations
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        raise InvalidInputError(
+            "citations must be the search response the answer was written from, its "
+            f"context, or its citations; got {type(given).__name__}")
+    found: list[Citation] = []
+    for item in given:
+        citation = item if isinstance(item, Citation) else getattr(item, "citation", None)
+        if not isinstance(citation, Citation):
+            raise InvalidInputError(
+                f"citations holds a {type(item).__name__}: give Citation or Hit objects, or "
+                "the search response itself")
+        found.append(citation)
+    return found
