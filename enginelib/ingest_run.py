@@ -29,6 +29,12 @@ def run_ingest(
     batch_size: int,
     progress: bool,
 ) -> IngestReport:
+    if isinstance(items, (str, bytes, LoadedDocument)) or not isinstance(items, Iterable):
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"documents must be a list (or iterable) of LoadedDocument, got "
+            f"{type(items).__name__}: wrap one document in a list")
     strict = options.pop("strict", False)
     if not isinstance(strict, bool):
         from .errors import InvalidInputError
@@ -73,12 +79,23 @@ def _persist_quietly(store: Store) -> None:
 def _raise_with_report(
     exc: BaseException, report: IngestReport, operation: str, store: Store, *, saved: bool
 ) -> None:
-    if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
-        return
-    error = exc if isinstance(exc, EngineError) else map_error(exc, operation, store.path)
-    if error is None:
+    if isinstance(exc, (SystemExit, GeneratorExit)):
         return
     committed = len(report.added) + len(report.updated)
+    error = None
+    if not isinstance(exc, KeyboardInterrupt):
+        error = exc if isinstance(exc, EngineError) else map_error(exc, operation, store.path)
+    if error is None:
+        # not ours (the caller's generator raised, Ctrl-C): it goes up as it is, with a note
+        # of what is already in the store, which the caller cannot see otherwise
+        exc.add_note(f"enginelib: {committed} document(s) of this {operation} were committed "
+                     "before this error (the batch being read was not); their ids: "
+                     f"{_some_ids(report)}")
+        try:
+            exc.report = report  # type: ignore[attr-defined]
+        except AttributeError:  # an exception type without a __dict__
+            pass
+        return
     if saved:
         note = (f"; the {committed} document(s) of this call ARE committed (the catalog is "
                 "the truth): the search indexes could not be saved and will be rebuilt from "
@@ -95,3 +112,9 @@ def _raise_with_report(
     error.args = (f"{error.args[0]}{note}", *error.args[1:])
     error.report = report
     raise error from exc
+
+
+def _some_ids(report: IngestReport, most: int = 10) -> str:
+    ids = [*report.added, *report.updated]
+    shown = ", ".join(repr(i) for i in ids[:most])
+    return (shown or "none") + (f" (+{len(ids) - most} more in error.report)" if len(ids) > most else "")

@@ -6,13 +6,14 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import enginelib
-from enginelib import HashingEmbedder
+from enginelib import HashingEmbedder, LoadedDocument
 from enginelib.errors import (
     DiskFullError,
     IncompatibleStoreError,
@@ -327,3 +328,22 @@ def test_an_id_ingested_again_after_delete_continues_its_history(tmp_path: Path)
         assert [(h["version"], h["change_summary"]) for h in history] == [
             ("1.0.0", "deleted"), ("1.1.0", "deleted"), ("1.2.0", "deleted"), ("1.3.0", "current")]
         assert [store.version_text("a", v) for v in ("1.0.0", "1.1.0", "1.2.0")] == texts
+
+
+def test_a_failing_document_generator_is_told_what_was_committed(tmp_path: Path) -> None:
+    # the caller's own exception goes up as it is; before, nothing said that two batches were
+    # already in the store
+    def documents() -> Iterator[LoadedDocument]:
+        for i in range(5):
+            yield doc(f"d{i}", f"Document number {i} about brakes.")
+        raise ValueError("the source feed broke")
+
+    with open_test_store(tmp_path / "s") as store:
+        with pytest.raises(ValueError, match="the source feed broke") as caught:
+            store.ingest_documents(documents(), batch_size=2)
+        assert caught.value.report.added == ("d0", "d1", "d2", "d3")  # type: ignore[attr-defined]
+        assert "4 document(s) of this ingest were committed" in caught.value.__notes__[0]
+        assert [d["document_id"] for d in store.list_documents()] == ["d0", "d1", "d2", "d3"]
+        for one in (doc("x", "one document"), None):
+            with pytest.raises(InvalidInputError, match="wrap one document in a list"):
+                store.ingest_documents(one)  # type: ignore[arg-type]
