@@ -23,6 +23,7 @@ from .errors import (
     InvalidVectorError,
     LoaderError,
     ReadOnlyStoreError,
+    RerankerError,
     RewriterError,
     SnapshotError,
     StoreError,
@@ -84,7 +85,7 @@ __all__ = [
     "CorruptStoreError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError", "Scores",
-    "RewriterError",
+    "RerankerError", "RewriterError",
     "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store", "StoreError", "StoreLockedError",
     "StoreNotFoundError", "check_answer_citations", "memory", "open",
 ]

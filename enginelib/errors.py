@@ -153,6 +153,10 @@ class RewriterError(EngineError):
     """The ``rewriter`` search hook raised, or did not return a list of query strings."""
 
 
+class RerankerError(EngineError):
+    """The ``reranker`` search hook raised, or did not return one finite score per passage."""
+
+
 class PayloadTooLargeError(InvalidInputError):
     pass
 

@@ -324,6 +324,20 @@ def test_reranker_hook_reorders(tmp_path: Path) -> None:
         return [1.0 if "gdpr" in p else 0.0 for p in passages]
     response = search(store, "workshop", reranker=prefer_gdpr, limit=2)
     assert response.hits[0].document_id == "b" and response.hits[0].scores.rerank_score == 1.0
+    # a hook that fails is named as the hook (a RuntimeError or ValueError from inside the
+    # search before), and a NaN score, which orders nothing, is refused
+    def down(query: str, passages: list[str]) -> list[float]:
+        raise RuntimeError("rerank service down")
+
+    for hook, message in [
+        (down, "the reranker 'down' failed: RuntimeError: rerank service down"),
+        (lambda q, ps: ["high"] * len(ps), "failed: ValueError"),
+        (lambda q, ps: [float("nan")] * len(ps), "NaN or infinite"),
+        (lambda q, ps: [1.0], r"returned 1 scores for 3 passages"),
+        (lambda q, ps: None, "failed: TypeError"),
+    ]:
+        with pytest.raises(enginelib.RerankerError, match=message):
+            search(store, "workshop", reranker=hook, limit=2)
     store.close()
 
 

@@ -15,13 +15,14 @@ Each stage is a function of typed values; ``rank`` runs retrieve..diversify at o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import RerankerError
 from . import answerability, fusion, fusion_evidence, gate, paging, post, rewrite
 from .hits import Block, build_hits, context, empty_response
 from .request import GATE_TOP_N, SearchRequest
@@ -207,13 +208,31 @@ def rerank(view: ChunkView, request: SearchRequest, fused: Fused, order_idx: np.
         return Reranked(order_idx, {}, 0)
     top = order_idx[: request.rerank_top]
     passages = [view.record(int(fused.positions[i])).content for i in top]
-    relevance = list(request.reranker(request.queries[0], passages))
-    if len(relevance) != len(top):
-        raise InvalidInputError(f"reranker returned {len(relevance)} scores for {len(top)} passages")
-    scores = {int(i): float(s) for i, s in zip(top, relevance, strict=True)}
+    relevance = _relevance(request.reranker, request.queries[0], passages)
+    scores = {int(i): s for i, s in zip(top, relevance, strict=True)}
     top_sorted = sorted(top, key=lambda i: (-scores[int(i)], fused.labels[i]))
     order_idx = np.concatenate([np.array(top_sorted, dtype=np.int64), order_idx[len(top):]])
     return Reranked(order_idx, scores, len(top))
+
+
+def _relevance(reranker: Any, query: str, passages: list[str]) -> list[float]:
+    """The hook's scores, checked as the rewriter's output is: its failure is named as the
+    hook's (not a traceback from inside the search), and a NaN would order nothing."""
+    name = getattr(reranker, "__name__", type(reranker).__name__)
+    try:
+        returned = reranker(query, passages)
+        scores = [float(s) for s in returned]
+    except Exception as exc:  # noqa: BLE001 - any failure of the caller's code is the hook's
+        raise RerankerError(
+            f"the reranker {name!r} failed: {type(exc).__name__}: {exc}; it takes (query, "
+            "passages) and returns one number per passage; fix the hook or search without "
+            "reranker=") from exc
+    if len(scores) != len(passages):
+        raise RerankerError(
+            f"the reranker {name!r} returned {len(scores)} scores for {len(passages)} passages")
+    if not all(math.isfinite(s) for s in scores):
+        raise RerankerError(f"the reranker {name!r} returned a NaN or infinite score")
+    return scores
 
 
 def diversify(
