@@ -11,7 +11,7 @@ PUBLIC = {
     "CorruptStoreError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
     "InvalidVectorError", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError",
-    "RewriterError",
+    "RerankerError", "RewriterError",
     "Scores", "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store",
     "StoreError", "StoreLockedError", "StoreNotFoundError", "check_answer_citations", "memory", "open",
 }
