@@ -265,3 +265,15 @@ def test_response_dict_and_cli_carry_the_gate(parts_store: enginelib.Store, tmp_
     explained = runner.invoke(cli, ["search", PART, "--store", str(store_path), "--explain",
                                     "--strategy", "fulltext"])
     assert "gate: answer (ANSWERED)" in explained.output and "coverage 1.0000" in explained.output
+
+
+def test_an_empty_store_says_so_rather_than_that_nothing_matched(tmp_path: Path) -> None:
+    store = open_test_store(tmp_path / "s")
+    response = store.search("brake pads")
+    assert not response.ok and response.gate is not None
+    assert response.gate.reason_code == gate.NO_MATCH
+    assert "holds no documents yet" in (response.reason or "")
+    store.ingest_documents([doc("a", "Tyres need their pressure checked.")])
+    store.delete_document("a")
+    assert "holds no documents yet" in (store.search("brake pads").reason or "")
+    store.close()

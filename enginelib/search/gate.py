@@ -253,8 +253,10 @@ def shown_words(words: tuple[str, ...] | list[str], most: int) -> str:
 _WORD_SHOWN = 40
 
 
-def no_match(threshold: float | None) -> GateDecision:
-    return GateDecision("refuse", NO_MATCH, 0.0, threshold, GateEvidence(), "no chunk matched the query")
+def no_match(threshold: float | None, *, empty_store: bool = False) -> GateDecision:
+    message = ("the store holds no documents yet: ingest some first (`enginelib ingest PATH`)"
+               if empty_store else "no chunk matched the query")
+    return GateDecision("refuse", NO_MATCH, 0.0, threshold, GateEvidence(), message)
 
 
 # -- gathering the evidence for one query ---------------------------------------------
