@@ -205,6 +205,10 @@ def handle_errors(func: F) -> F:
             raise
         except BrokenPipeError:
             _reader_went_away()
+        except KeyboardInterrupt as exc:
+            if debug_enabled():
+                raise
+            _interrupted(exc)
         except EngineError as exc:
             if debug_enabled():
                 raise
@@ -227,6 +231,20 @@ def handle_errors(func: F) -> F:
             raise CommandError(message) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+# What a shell reports for a command stopped by Ctrl-C (128 + SIGINT); click's own "Aborted!"
+# exits 1, which our commands use for "nothing relevant".
+INTERRUPTED_EXIT = 130
+
+
+def _interrupted(exc: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C: say so, and what was already done (an ingest notes its committed documents);
+    every write is crash-safe, so the store is as the last complete commit left it."""
+    click.echo("interrupted: the store keeps what was committed before", err=True)
+    for note in getattr(exc, "__notes__", ()):
+        click.echo(f"  {note.removeprefix('enginelib: ')}", err=True)
+    sys.exit(INTERRUPTED_EXIT)
 
 
 # What a shell reports for a writer its reader stopped (128 + SIGPIPE): `enginelib list |

@@ -89,8 +89,8 @@ def _raise_with_report(
         # not ours (the caller's generator raised, Ctrl-C): it goes up as it is, with a note
         # of what is already in the store, which the caller cannot see otherwise
         exc.add_note(f"enginelib: {committed} document(s) of this {operation} were committed "
-                     "before this error (the batch being read was not); their ids: "
-                     f"{_some_ids(report)}")
+                     "before it stopped (the batch being read was not; `.report` on this "
+                     f"exception lists them): {_some_ids(report)}")
         try:
             exc.report = report  # type: ignore[attr-defined]
         except AttributeError:  # an exception type without a __dict__
@@ -117,4 +117,4 @@ def _raise_with_report(
 def _some_ids(report: IngestReport, most: int = 10) -> str:
     ids = [*report.added, *report.updated]
     shown = ", ".join(repr(i) for i in ids[:most])
-    return (shown or "none") + (f" (+{len(ids) - most} more in error.report)" if len(ids) > most else "")
+    return (shown or "none") + (f" (+{len(ids) - most} more)" if len(ids) > most else "")

@@ -305,3 +305,23 @@ def test_an_ingest_that_finds_nothing_says_so(runner: CliRunner, corpus: Path, t
     found = invoke(runner, "ingest", str(corpus), "--store", store, "--include", "*.md",
                    "--no-progress")
     assert found.output.startswith("added 2") and "nothing to ingest" not in found.stderr
+
+
+def test_ctrl_c_exits_130_saying_what_was_committed() -> None:
+    # click's "Aborted!" exited 1, which is our "nothing relevant"
+    import click
+
+    from enginelib.cli.options import INTERRUPTED_EXIT, handle_errors
+
+    @click.command()
+    @handle_errors
+    def slow() -> None:
+        stop = KeyboardInterrupt()
+        stop.add_note("enginelib: 256 document(s) of this ingest were committed before it stopped")
+        raise stop
+
+    result = CliRunner().invoke(slow, [])
+    assert result.exit_code == INTERRUPTED_EXIT == 130
+    assert "interrupted: the store keeps what was committed" in result.output
+    assert "  256 document(s) of this ingest were committed" in result.output
+    assert "Aborted" not in result.output

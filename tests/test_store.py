@@ -342,7 +342,7 @@ def test_a_failing_document_generator_is_told_what_was_committed(tmp_path: Path)
         with pytest.raises(ValueError, match="the source feed broke") as caught:
             store.ingest_documents(documents(), batch_size=2)
         assert caught.value.report.added == ("d0", "d1", "d2", "d3")  # type: ignore[attr-defined]
-        assert "4 document(s) of this ingest were committed" in caught.value.__notes__[0]
+        assert "4 document(s) of this ingest were committed before it stopped" in caught.value.__notes__[0]
         assert [d["document_id"] for d in store.list_documents()] == ["d0", "d1", "d2", "d3"]
         for one in (doc("x", "one document"), None):
             with pytest.raises(InvalidInputError, match="wrap one document in a list"):
