@@ -624,6 +624,20 @@ def test_refuses_foreign_tables_and_other_dimensions(tmp_path: Path, pg_dsn: str
     other.close()
 
 
+def test_a_role_without_create_rights_is_told_what_it_needs(tmp_path: Path, pg_dsn: str) -> None:
+    import re
+
+    with connect(pg_dsn) as conn:
+        conn.execute("DROP ROLE IF EXISTS weak_exporter")
+        conn.execute("CREATE ROLE weak_exporter LOGIN PASSWORD 'w'")
+    weak = re.sub(r"//[^@]*@", "//weak_exporter:w@", pg_dsn)
+    store = _three_doc_store(tmp_path / "store")
+    with pytest.raises(ExportError, match="permission denied") as caught:
+        export_postgres(store, weak)
+    assert "SQLSTATE 42501" in str(caught.value) and "grant this role CREATE" in str(caught.value)
+    store.close()
+
+
 def test_connection_failure_is_an_export_error(tmp_path: Path) -> None:
     store = _three_doc_store(tmp_path / "store")
     with pytest.raises(ExportError, match="connecting"):

@@ -148,6 +148,14 @@ def _describe(step: Statement) -> str:
     return f"running {text[:100]!r}"
 
 
+_INSUFFICIENT_PRIVILEGE = "42501"
+_PRIVILEGE_HINT = (
+    "what to do: export as the database owner (Supabase: the postgres role), or grant this "
+    "role CREATE on the database (it creates the target schema and, when missing, the "
+    "vector and pg_trgm extensions' schema) and CREATE on an existing target schema"
+)
+
+
 def _server_message(exc: psycopg.Error) -> str:
     diag = exc.diag
     if diag.message_primary:
@@ -158,5 +166,7 @@ def _server_message(exc: psycopg.Error) -> str:
             parts.append(f"hint: {diag.message_hint}")
         if diag.sqlstate:
             parts.append(f"(SQLSTATE {diag.sqlstate})")
+        if diag.sqlstate == _INSUFFICIENT_PRIVILEGE:
+            parts.append(_PRIVILEGE_HINT)
         return "; ".join(parts)
     return str(exc).strip() or type(exc).__name__
