@@ -244,3 +244,21 @@ def test_a_store_of_a_few_chunks_still_gives_sample_queries(tmp_path: Path) -> N
                                "Tyres need their pressure checked monthly."]
     assert len(sample_queries(store, 1)) == 1
     store.close()
+
+
+def test_verify_against_a_database_without_the_export_says_where_it_looked(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    from enginelib.errors import ExportError
+    from enginelib.export import ExportOptions
+
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", "Brake pads wear faster in city traffic.")])
+    # it failed on whatever the first query missed: 'schema "extensions" does not exist'
+    with pytest.raises(ExportError, match=r"no enginelib export in schema 'enginelib'"):
+        verify_postgres(store, pg_dsn, ["brake pads"])
+    export_postgres(store, pg_dsn)
+    with pytest.raises(ExportError, match=r"schema 'other'.*--schema / --table-prefix"):
+        verify_postgres(store, pg_dsn, ["brake pads"], options=ExportOptions(schema="other"))
+    assert verify_postgres(store, pg_dsn, ["brake pads"]).queries == 1
+    store.close()

@@ -81,6 +81,7 @@ def verify_postgres(
     matrix = list(filters) if filters is not None else filter_matrix(store)
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
+            _require_export(conn, opts)
             names = Names.of(opts, _extension_schema(conn) or opts.extension_schema)
             if exact:
                 conn.execute("SET enable_indexscan = off")
@@ -106,6 +107,21 @@ def verify_postgres(
     except psycopg.Error as exc:
         raise ExportError(f"parity check against Postgres failed: {_server_message(exc)}") from exc
     return report
+
+
+def _require_export(conn: psycopg.Connection[Any], opts: ExportOptions) -> None:
+    """An ExportError saying where the export was looked for when it is not there (the
+    first query failed on whatever it missed first: 'schema "extensions" does not exist')."""
+    function = f"{opts.table_prefix}hybrid_search"
+    found = conn.execute(
+        "SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n "
+        "ON n.oid = p.pronamespace WHERE n.nspname = %s AND p.proname = %s",
+        [opts.schema, function]).fetchone()
+    if found is None:
+        raise ExportError(
+            f"no enginelib export in schema {opts.schema!r} of this database (no "
+            f"{opts.schema}.{function}()): run `enginelib export postgres --dsn ...` first, or "
+            "give the --schema / --table-prefix the export was made with")
 
 
 def _vec(vector: Any) -> str:
