@@ -145,6 +145,8 @@ def test_a_closed_store_refuses_every_use(ram, tmp_path):
 def test_an_empty_batch_is_an_empty_answer(ram):
     store = enginelib.memory(RECORDS, embedder=HashingEmbedder(32))
     assert store.search_batch([]) == []  # was a ZeroDivisionError
+    with pytest.raises(InvalidInputError, match="limit must be within"):
+        store.search_batch([], limit=0)  # its options are checked all the same
     store.close()
 
 

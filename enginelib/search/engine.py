@@ -39,6 +39,7 @@ def search_batch(store: Store, queries: Sequence[str], **options: Any) -> list[S
     options = _with_preset(store, options)
     requests = [build_request(q, **options) for q in queries]
     if not requests:  # nothing to search (and nothing to divide the planning time by)
+        build_request("options check", **options)  # bad options are an error all the same
         return []
     return _run(store, requests, options.get("query_vectors"))
 
