@@ -111,6 +111,8 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
         try:
             store = open_store(store_path)
         except StoreLockedError as exc:
+            if "worker --forever" in str(exc):  # the holder note says what to do
+                raise CommandError(str(exc)) from exc
             raise CommandError(
                 f"{exc}; while `enginelib serve` runs, use its console buttons or "
                 "POST /api/jobs/retry-dlq and /api/jobs/purge-done"

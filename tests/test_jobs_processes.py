@@ -134,7 +134,9 @@ def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources:
             assert time.monotonic() < deadline and forever.poll() is None
             time.sleep(0.2)
         second = cli("worker", str(store), check=False)
-        assert second.returncode == 2 and "another process is writing" in second.stderr
+        assert second.returncode == 2  # told which process holds the store and what to do
+        assert f"held by `enginelib worker --forever` (pid {forever.pid})" in second.stderr
+        assert "`enginelib ingest --queue` hands it files" in second.stderr
         queued = json.loads(cli("ingest", "--store", str(store), "--queue", "--json",
                                 str(sources / "tyres.md")).stdout)
         assert queued == {"queued": 1, "job_ids": [], "via": "inbox"}
@@ -142,7 +144,8 @@ def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources:
             assert time.monotonic() < deadline and forever.poll() is None
             time.sleep(0.2)
         refused = cli("jobs", str(store), "--purge-done", check=False)
-        assert refused.returncode == 2 and "/api/jobs/purge-done" in refused.stderr
+        assert refused.returncode == 2 and "held by `enginelib worker --forever`" in refused.stderr
+        assert "/api/jobs" not in refused.stderr  # no serve to send it to
     finally:
         forever.send_signal(signal.SIGINT)
         _, errors = forever.communicate(timeout=30)
