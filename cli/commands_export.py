@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,9 @@ def _summary(report: ExportReport) -> str:
             f"{changes.get('documents_deleted', 0)} documents and "
             f"{changes.get('chunks_deleted', 0)} chunks"
         )
-    return f"wrote {counts} to {report.target} ({where}); load it with: psql -f {report.target} \"$DATABASE_URL\""
+    # quoted for a shell, so the hint can be pasted whatever the file is called
+    command = f"psql -f {shlex.quote(str(report.target))} \"$DATABASE_URL\""
+    return f"wrote {counts} to {report.target} ({where}); load it with: {command}"
 
 
 @export.command("verify")

@@ -670,6 +670,22 @@ def test_cli_export_postgres_sql_file(cli_store: Path, tmp_path: Path, pg_server
     assert len(server_chunk_ids(pg_dsn)) == 10
 
 
+def test_the_printed_psql_command_survives_a_shell_whatever_the_file_name(
+    cli_store: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "my export's \"final\" copy.sql"
+    result = CliRunner().invoke(
+        cli, ["export", "postgres", "--store", str(cli_store), "--sql-file", str(out), "--no-progress"],
+        env={"ENGINELIB_EMBEDDER": "hashing-64"},
+    )
+    assert result.exit_code == 0, result.output
+    command = result.output.split("load it with: ", 1)[1].strip()
+    # run as pasted, with printf standing in for psql: the shell hands over the very path
+    shown = subprocess.run(["bash", "-c", command.replace("psql -f", "printf %s", 1)],
+                           capture_output=True, text=True, env={"DATABASE_URL": ""})
+    assert shown.stdout == str(out)
+
+
 def test_cli_export_postgres_dsn(cli_store: Path, pg_dsn: str) -> None:
     runner = CliRunner()
     args = ["export", "postgres", "--store", str(cli_store), "--dsn", pg_dsn, "--schema", "kb",
