@@ -9,6 +9,7 @@ import click
 from enginelib import maintenance
 from enginelib.chunker import ChunkingConfig
 from enginelib.manifest import read_manifest
+from enginelib.text import shell_word
 
 from .options import embedder_from_env, emit_json, handle_errors, json_option, store_option
 
@@ -26,7 +27,7 @@ def check(store_path: Path, no_snapshots: bool, as_json: bool) -> None:
         raise SystemExit(1)  # the JSON already says why; keep stdout parseable
     if not report.ok:
         raise click.ClickException(
-            f"{len(report.problems)} problem(s) found: run `enginelib repair --store {store_path}`")
+            f"{len(report.problems)} problem(s) found: run `enginelib repair --store {shell_word(store_path)}`")
 
 
 @click.command("repair")

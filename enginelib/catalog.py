@@ -23,6 +23,7 @@ from .errors import (
     StoreLockedError,
 )
 from .schema import ACRONYMS_DDL, CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
+from .text import shell_word
 
 
 def utcnow() -> datetime:
@@ -549,8 +550,8 @@ def missing_catalog_error(path: Path, generation: int) -> CorruptStoreError:
     return CorruptStoreError(
         f"the catalog {path} is missing, though the store's manifest is at generation "
         f"{generation}: its documents were in that file. Put it back from a copy of the folder, "
-        f"or start the store again from a snapshot: `enginelib snapshot list --store {store}`, "
-        f"then `enginelib snapshot restore NAME --store {store}`; with no snapshot, remove the "
+        f"or start the store again from a snapshot: `enginelib snapshot list --store {shell_word(store)}`, "
+        f"then `enginelib snapshot restore NAME --store {shell_word(store)}`; with no snapshot, remove the "
         f"folder and ingest the sources again",
         path=path,
     )
@@ -564,8 +565,8 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     return CorruptStoreError(
         f"the catalog {path} is damaged ({exc}). Nothing enginelib writes can mend it. Its "
         f"snapshots do not depend on it and stay searchable: `enginelib snapshot list --store "
-        f"{store}`, then `enginelib search QUERY --store {store} --snapshot NAME`. To write "
-        f"again, `enginelib snapshot restore NAME --store {store}` starts the store from that "
+        f"{shell_word(store)}`, then `enginelib search QUERY --store {shell_word(store)} --snapshot NAME`. To write "
+        f"again, `enginelib snapshot restore NAME --store {shell_word(store)}` starts the store from that "
         "snapshot and keeps this file beside it (documents committed after the snapshot are "
         "only in this file: ingest them again from their sources)",
         path=path,

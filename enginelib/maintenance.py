@@ -49,6 +49,7 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
+from .text import shell_word
 
 StoreLike = StoreCore | str | Path
 REINDEX_STEPS: tuple[str, ...] = ("reindex_before_catalog_commit", "reindex_after_catalog_commit")
@@ -110,7 +111,7 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
 
 def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityReport:
     problems: list[str] = []
-    fix = f"run `enginelib repair --store {root}`"
+    fix = f"run `enginelib repair --store {shell_word(root)}`"
     manifest = mf.read_manifest(root)
     assert manifest is not None
     generation = catalog.generation
@@ -127,7 +128,7 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
     column = cm.embedding_column_type(catalog)
     if column and column != f"FLOAT[{manifest.embedding_dim}]":
         problems.append(f"catalog vectors are {column} but the manifest says "
-                        f"{manifest.embedding_dim} dims: run `enginelib reindex --store {root}`")
+                        f"{manifest.embedding_dim} dims: run `enginelib reindex --store {shell_word(root)}`")
     problems += _catalog_problems(catalog)
     options = manifest.index_options
     indexes = layout.index_root(root)

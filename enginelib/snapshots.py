@@ -45,6 +45,7 @@ from .durable import fsync_dir, fsync_file, write_atomic
 from .errors import CorruptStoreError, InvalidInputError, SnapshotError, StoreNotFoundError
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
+from .text import shell_word
 
 LIVE = "live"  # the name that means "the live store" in diffs
 DEFAULT_KEEP = 3
@@ -136,7 +137,7 @@ def _folder(root: Path, name: str) -> Path:
     folder = root / SNAPSHOTS_DIR / validate_name(name)
     if not (folder / INFO_NAME).is_file():
         raise SnapshotError(
-            f"no snapshot {name!r} in {root}: `enginelib snapshot list --store {root}` shows them",
+            f"no snapshot {name!r} in {root}: `enginelib snapshot list --store {shell_word(root)}` shows them",
             path=folder,
         )
     return folder

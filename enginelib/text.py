@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import unicodedata
 
 # C0 controls other than tab and newline carry no text and break BM25 and Postgres (NUL).
@@ -25,3 +26,9 @@ def normalize_text(raw: str) -> str:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def shell_word(value: object) -> str:
+    """``value`` as one shell word, for the commands our messages tell a user to run: a store
+    path with a space or a quote must paste as it is."""
+    return shlex.quote(str(value))

@@ -325,3 +325,16 @@ def test_ctrl_c_exits_130_saying_what_was_committed() -> None:
     assert "interrupted: the store keeps what was committed" in result.output
     assert "  256 document(s) of this ingest were committed" in result.output
     assert "Aborted" not in result.output
+
+
+def test_a_command_a_message_tells_to_run_pastes_with_an_odd_store_path(tmp_path: Path) -> None:
+    import subprocess
+
+    # `run enginelib init --store my store` would have made a store named "my"
+    store = tmp_path / "my 'odd' store"
+    result = CliRunner().invoke(main, ["search", "brakes", "--store", str(store)])
+    assert result.exit_code == 2
+    command = result.output.split("create it with `", 1)[1].split("`", 1)[0]
+    words = subprocess.run(["bash", "-c", command.replace("enginelib", "printf '%s\\n'", 1)],
+                           capture_output=True, text=True).stdout.splitlines()
+    assert words == ["init", "--store", str(store)]

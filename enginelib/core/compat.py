@@ -14,6 +14,7 @@ from .. import schema
 from ..chunker import ChunkingConfig
 from ..embedders import Embedder
 from ..errors import EmbeddingError, IncompatibleStoreError, InvalidInputError
+from ..text import shell_word
 
 # Index options that only change how a search runs, not what is on disk: an existing store
 # accepts them at open, for that session. The others are fixed when the store is created.
@@ -58,14 +59,14 @@ def check_compatible(
         raise IncompatibleStoreError(
             f"store {root} was built with {manifest.embedding_model} "
             f"({manifest.embedding_dim} dims); this embedder is {embedder.name} ({embedder.dim} "
-            f"dims): run `enginelib reindex --store {root} --embedder {embedder.name}` to switch "
+            f"dims): run `enginelib reindex --store {shell_word(root)} --embedder {embedder.name}` to switch "
             "(or Store.reindex(embedder=...)), or open it without an embedder to use its own",
             path=root,
         )
     if chunking is not None and chunking.config_hash() != manifest.chunking_hash:
         raise IncompatibleStoreError(
             f"store {root} was chunked with {manifest.chunking}; the requested chunking differs: "
-            f"run `enginelib reindex --store {root}` to re-chunk",
+            f"run `enginelib reindex --store {shell_word(root)}` to re-chunk",
             path=root,
         )
 

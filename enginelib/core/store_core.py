@@ -121,7 +121,7 @@ class StoreCore:
                 )
             if not create or read_only:
                 raise StoreNotFoundError(
-                    f"no enginelib store at {root}: create it with `enginelib init --store {root}`",
+                    f"no enginelib store at {root}: create it with `enginelib init --store {shell_word(root)}`",
                     path=root,
                 )
             if root.exists() and any(p.name != layout.LOCK_NAME for p in root.iterdir()):
@@ -485,5 +485,6 @@ def _undo_creation(root: Path, folder_was_new: bool) -> None:
 
 
 from ..store_guard import install as _install_guards  # noqa: E402
+from ..text import shell_word
 
 _install_guards(StoreCore)
