@@ -345,3 +345,22 @@ def test_a_bug_reaches_the_client_as_json_saying_so(
         assert response.json()["type"] == "InternalError"
         assert "bug in enginelib" in response.json()["error"]
         assert client.get("/api/health").json() == {"ok": True}  # the server goes on
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    ("DiskFullError", 507), ("StorageError", 503), ("CorruptStoreError", 503),
+    ("InvalidInputError", 400), ("DocumentNotFoundError", 404),
+])
+def test_a_server_side_failure_is_not_called_a_bad_request(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, error: str, status: int
+) -> None:
+    # a full disk answered 400 Bad Request: the client would "fix" a request that was fine
+    import enginelib.errors as errors
+
+    def failing(self: Service) -> dict:
+        raise getattr(errors, error)("the disk is full" if error == "DiskFullError" else "x")
+
+    monkeypatch.setattr(Service, "stats", failing)
+    with make_client(store_path) as client:
+        response = client.get("/api/stats")
+        assert response.status_code == status and response.json()["type"] == error

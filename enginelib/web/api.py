@@ -14,12 +14,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import (
+    BackendError,
+    CorruptStoreError,
+    DiskFullError,
     DocumentNotFoundError,
+    EmbeddingError,
     EngineError,
     InvalidInputError,
     LengthRequiredError,
     PayloadTooLargeError,
     ReadOnlyStoreError,
+    StorageError,
     StoreLockedError,
     UnsupportedFormatError,
 )
@@ -55,6 +60,10 @@ def error_reply(exc: Exception) -> Response:
         status = 415
     elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError)):
         status = 409
+    elif isinstance(exc, DiskFullError):
+        status = 507  # Insufficient Storage: the server's disk, not the request
+    elif isinstance(exc, (StorageError, CorruptStoreError, BackendError, EmbeddingError)):
+        status = 503  # the server cannot serve this now; the request itself was fine
     elif not isinstance(exc, (InvalidInputError, EngineError)):
         status = 500
     return JSONResponse({"error": str(exc), "type": type(exc).__name__}, status_code=status)

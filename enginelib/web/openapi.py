@@ -55,7 +55,8 @@ _SEARCH_BODY = {
 
 def _op(summary: str, *, body: dict[str, Any] | None = None, ok: int = 200,
         params: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "responses": {str(ok): _JSON, "4XX": _ERROR}}
+    op: dict[str, Any] = {"summary": summary,
+                          "responses": {str(ok): _JSON, "4XX": _ERROR, "5XX": _ERROR}}
     if body is not None:
         op["requestBody"] = {"content": {"application/json": {"schema": body}}}
     if params:
@@ -98,7 +99,7 @@ OPENAPI: dict[str, Any] = {
         "/api/upload": {"post": {
             "summary": "Upload one file (multipart 'file'; truth_level, domain, source_type, "
                        "tags) and enqueue its ingestion",
-            "responses": {"202": _JSON, "4XX": _ERROR}}},
+            "responses": {"202": _JSON, "4XX": _ERROR, "5XX": _ERROR}}},
         "/api/jobs": {"get": _op("Job counts by status and the jobs",
                                  params=[_query("status")])},
         "/api/jobs/retry-dlq": {"post": _op("DLQ jobs back to PENDING")},
