@@ -124,6 +124,53 @@ def test_markdown_title_is_the_first_h1_outside_code_fences(tmp_path: Path) -> N
     assert document.text.startswith("Intro line.") and document.text.endswith("Body text.\n")
 
 
+FRONT = "---\ntitle: Brake Guide\ntags: [brakes, pads]\nauthor: Jo\ndate: 2024-01-05\n---\n\n"
+
+
+def test_front_matter_is_metadata_and_the_text_starts_after_it(tmp_path: Path) -> None:
+    # it was indexed as the first chunk's words, and "author: Jo" above the closing "---"
+    # read as a setext heading
+    path = write(tmp_path / "guide.md", FRONT + "# Replacing pads\n\nPads wear out.\n")
+    document = only(path)
+    assert document.title == "Brake Guide"
+    assert document.text == "# Replacing pads\n\nPads wear out.\n"
+    assert document.metadata == {"tags": ["brakes", "pads"], "author": "Jo", "date": "2024-01-05"}
+
+
+@pytest.mark.parametrize("text", [
+    "---\n\nJust a rule\n\n---\n\nText.\n",  # rules around prose: not a mapping
+    "---\ntitle: [unclosed\n---\nText.\n",  # not YAML
+    "---\ntitle: never closed\n\nText.\n",  # no closing line
+    "---\na: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+    "---\nText.\n",  # a few lines standing for 10,000 values
+])
+def test_a_block_that_is_not_front_matter_stays_text(tmp_path: Path, text: str) -> None:
+    document = only(write(tmp_path / "doc.md", text))
+    assert document.text == text and document.metadata == {}
+
+
+def test_front_matter_sets_columns_in_a_store(tmp_path: Path) -> None:
+    from tests.helpers import open_test_store
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write(folder / "guide.md", FRONT.replace("author: Jo", "author: Jo\ntruth_level: L1")
+          + "Pads wear out.\n")
+    write(folder / "empty.md", FRONT)
+    store = open_test_store(tmp_path / "s")
+    report = store.ingest_path(folder)
+    assert report.added == ("guide.md",)
+    assert "only front matter" in report.skipped[0].reason
+    row = store.get_document("guide.md")
+    assert (row["title"], row["author"], row["truth_level"], list(row["tags"])) == (
+        "Brake Guide", "Jo", "L1", ["brakes", "pads"])
+    assert row["content"] == "Pads wear out.\n" and row["custom"] == {"date": "2024-01-05"}
+    hit = store.search("pads", answerability_threshold=None).hits[0]
+    assert row["content"][hit.start_offset:hit.end_offset] == hit.content
+    store.close()
+
+
 def test_markdown_without_heading_and_text_files_use_the_file_stem(tmp_path: Path) -> None:
     assert only(write(tmp_path / "notes.markdown", "## only h2\n\nbody")).title == "notes"
     for name in ("readme.txt", "readme.text", "readme.rst"):

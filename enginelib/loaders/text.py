@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..types import LoadedDocument
-from .base import load_text_bytes, read_bytes
+from .base import fail, load_text_bytes, read_bytes
+from .front_matter import split_front_matter
 
 # A level-1 ATX heading, or a code fence (a "# comment" inside a shell block is no title).
 _TITLE_OR_FENCE = re.compile(
@@ -35,10 +36,15 @@ def markdown_title(text: str) -> str | None:
 
 
 def load_markdown(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
-    text = load_text_bytes(read_bytes(path, max_bytes), path)
+    metadata, text = split_front_matter(load_text_bytes(read_bytes(path, max_bytes), path))
+    if not text.strip():
+        raise fail(path, "only front matter, no text to index")
+    declared = metadata.pop("title", None)
+    title = declared.strip() if isinstance(declared, str) and declared.strip() else None
     yield LoadedDocument(
-        id=doc_id, text=text, title=markdown_title(text) or path.stem, source_path=str(path),
-        file_extension=path.suffix.lower(), document_type="markdown",
+        id=doc_id, text=text, title=title or markdown_title(text) or path.stem,
+        source_path=str(path), file_extension=path.suffix.lower(), document_type="markdown",
+        metadata=metadata,
     )
 
 

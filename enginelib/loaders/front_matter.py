@@ -1,0 +1,74 @@
+"""YAML front matter of Markdown files (Jekyll, Hugo, Obsidian, MkDocs): metadata, not text.
+
+A file that opens with a ``---`` line and closes the block with ``---`` (or ``...``) carries
+its title, tags, author and dates there. Indexed as text, that block became the first chunk's
+words, and its closing ``---`` made the line above it a setext heading. It is read as the
+document's metadata instead (``tags``, ``author``, ``language``... set their columns as a JSONL
+record's keys do) and the stored text starts after it, so every offset counts in the text
+that is stored. A block that is not a YAML mapping (a thematic break, prose between rules)
+stays text: nothing is dropped on a guess.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from typing import Any
+
+import yaml
+
+# Where the closing line is looked for: front matter is a header, not a document.
+MAX_FRONT_MATTER_CHARS = 64 * 1024
+_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+_OPEN = re.compile(r"---[ \t]*\n")
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """(metadata, body) of a Markdown text; ``({}, text)`` when it has no front matter."""
+    opening = _OPEN.match(text)
+    if opening is None:
+        return {}, text
+    closing = _CLOSE.search(text, opening.end(), opening.end() + MAX_FRONT_MATTER_CHARS)
+    if closing is None:
+        return {}, text
+    try:
+        data = yaml.safe_load(text[opening.end():closing.start()])
+    except yaml.YAMLError:
+        return {}, text
+    if not isinstance(data, dict) or not data:
+        return {}, text
+    budget = [MAX_VALUES]
+    try:
+        metadata = {str(key): _json_value(value, budget, 0) for key, value in data.items()}
+    except _TooLarge:
+        return {}, text
+    return metadata, text[closing.end():].lstrip("\n")
+
+
+# YAML aliases let a few lines stand for a huge tree ("billion laughs"): the copy into JSON
+# values stops past this many values or this depth, and the block then stays text.
+MAX_VALUES = 10_000
+MAX_DEPTH = 32
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _json_value(value: Any, budget: list[int], depth: int) -> Any:
+    """YAML's types as JSON's: dates as ISO text, anything else exotic as its text."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise _TooLarge
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple, set)):
+        return [_json_value(v, budget, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v, budget, depth + 1) for k, v in value.items()}
+    return str(value)
