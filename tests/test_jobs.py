@@ -185,6 +185,23 @@ def test_inbox_jobs_are_imported_by_the_worker(tmp_path: Path, corpus: Path) -> 
         assert inbox.pending(store.path) == 0
 
 
+@pytest.mark.parametrize("content", ['[{"x": 1}]', '{"source": "a"}', '[1, 2]',
+                                     '[{"source": "a", "document_id": "a", "options": 5}]'])
+def test_an_inbox_file_of_the_wrong_shape_is_set_aside_and_the_rest_imported(
+    tmp_path: Path, corpus: Path, content: str
+) -> None:
+    # valid JSON of another shape raised KeyError/TypeError out of the worker's loop (in
+    # serve, its worker thread stopped and no job ran again)
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "0-hand-made.json").write_text(content, encoding="utf-8")
+        inbox.drop(store.path, [NewJob(str(corpus / "tyres.txt"), "tyres.txt", {})])
+        outcomes = Worker(store, store.jobs()).run_until_idle()
+        assert [o.status for o in outcomes] == [DONE]
+        assert (folder / "0-hand-made.bad").exists() and inbox.pending(store.path) == 0
+
+
 def test_queue_validates_its_settings(tmp_path: Path) -> None:
     with open_test_store(tmp_path / "store") as store:
         with pytest.raises(InvalidInputError):

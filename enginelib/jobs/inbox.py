@@ -59,11 +59,14 @@ def import_into(store_path: Path, queue: JobQueue) -> int:
     for path in sorted(folder.glob("*.json")):
         try:
             items = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            path.rename(path.with_suffix(".bad"))  # keep it for a person to look at
+            jobs = [NewJob(str(i["source"]), str(i["document_id"]), dict(i["options"]),
+                           str(i.get("kind", "file"))) for i in items]
+            queue.enqueue(jobs)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            # not a file `drop` wrote (hand-made, truncated by a full disk): keep it for a
+            # person to look at; the worker goes on (an exception here stopped serve's worker)
+            path.rename(path.with_suffix(".bad"))
             continue
-        queue.enqueue([NewJob(i["source"], i["document_id"], i["options"], i.get("kind", "file"))
-                       for i in items])
         path.unlink()
-        imported += len(items)
+        imported += len(jobs)
     return imported
