@@ -202,6 +202,50 @@ def test_an_inbox_file_of_the_wrong_shape_is_set_aside_and_the_rest_imported(
         assert (folder / "0-hand-made.bad").exists() and inbox.pending(store.path) == 0
 
 
+def test_the_worker_loop_outlives_a_failing_queue_and_says_why(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an error of the queue itself (not a job's) ended run_forever: in serve the worker thread
+    # died and uploads were accepted that nothing ingested
+    import threading
+    import time
+
+    with open_test_store(tmp_path / "store") as store:
+        queue = store.jobs()
+        queue.enqueue([NewJob(str(corpus / "tyres.txt"), "tyres.txt", {})])
+        lock = threading.RLock()  # serve's: the catalog connection is not shared unguarded
+        worker = Worker(store, queue, lock=lock)
+        real_claim, failures = queue.claim, []
+
+        def flaky_claim(owner: str):  # type: ignore[no-untyped-def]
+            if len(failures) < 2:
+                failures.append(owner)
+                raise OSError(28, "No space left on device")
+            return real_claim(owner)
+
+        monkeypatch.setattr(queue, "claim", flaky_claim)
+        seen: list[str | None] = []
+        stop = threading.Event()
+        thread = threading.Thread(target=worker.run_forever, args=(stop, 0.01), daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                with lock:
+                    done = queue.counts()[DONE]
+                seen.append(worker.last_error)
+                if done:
+                    break
+                assert thread.is_alive() and time.monotonic() < deadline, seen[-1]
+                time.sleep(0.01)
+        finally:
+            stop.set()
+            worker.wake.set()
+            thread.join(timeout=30)
+        assert len(failures) == 2 and any(e and "No space left" in e for e in seen)
+        assert store.list_documents()[0]["document_id"] == "tyres.txt"
+
+
 def test_queue_validates_its_settings(tmp_path: Path) -> None:
     with open_test_store(tmp_path / "store") as store:
         with pytest.raises(InvalidInputError):

@@ -9,6 +9,7 @@ unchanged document is a no-op (its fingerprint matches), so nothing is done twic
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -33,6 +34,15 @@ if TYPE_CHECKING:
 
     from ..catalog import Catalog
     from ..types import IngestReport, LoadedDocument
+
+
+_log = logging.getLogger("enginelib.jobs")
+MAX_BACKOFF_S = 60.0
+
+
+def _backoff(poll_s: float, failures: int) -> float:
+    """Seconds before the next pass after ``failures`` failed ones in a row."""
+    return min(MAX_BACKOFF_S, poll_s * 2 ** min(failures, 16))
 
 
 class IngestTarget(Protocol):
@@ -71,6 +81,9 @@ class Worker:
         # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
         self.wake = threading.Event()
         self._idle_until = 0.0  # monotonic time before which no job can fall due
+        # What stopped the last pass of run_forever (None once a pass succeeds): shown by
+        # serve's /api/jobs, so a console tells why nothing moves.
+        self.last_error: str | None = None
 
     def _guard(self) -> Any:
         return self.lock if self.lock is not None else nullcontext()
@@ -115,11 +128,24 @@ class Worker:
         which searches served by the same process would otherwise pay.
         """
         poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
+        failures = 0
         while not stop.is_set():
-            if self._has_work() and self.run_once() is not None:
+            try:
+                if self._has_work() and self.run_once() is not None:
+                    failures = 0
+                    continue
+                if on_idle is not None:
+                    on_idle()
+                failures, self.last_error = 0, None
+            except Exception as exc:  # noqa: BLE001 - a job's own failure is recorded in run_once
+                # The queue itself failed (a full disk, a catalog another process holds):
+                # the loop must outlive it, or serve goes on accepting uploads nobody ingests.
+                failures += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                _log.warning("enginelib worker: %s; retrying in %.0f s", self.last_error,
+                             _backoff(poll_s, failures))
+                self.wake.wait(_backoff(poll_s, failures))
                 continue
-            if on_idle is not None:
-                on_idle()
             self.wake.wait(poll_s)
 
     def _has_work(self) -> bool:

@@ -193,7 +193,8 @@ class Service:
     def jobs(self, status: str | None = None) -> dict[str, Any]:
         def read() -> dict[str, Any]:
             return {"counts": self.queue.counts(), "history": self.queue.history_count(),
-                    "active": self.queue.active(), "jobs": self.queue.jobs(status=status)}
+                    "active": self.queue.active(), "worker_error": self.worker.last_error,
+                    "jobs": self.queue.jobs(status=status)}
 
         return self._locked(read)  # type: ignore[no-any-return]
 
