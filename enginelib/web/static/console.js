@@ -17,7 +17,9 @@ async function refresh() {
     }
     document.getElementById("count-HISTORY").textContent = jobs.history;
     renderSources(sources);
-    schedule(jobs.active);
+    // the worker keeps retrying after its own failure (a full disk): say why nothing moves
+    if (jobs.worker_error) { say("worker: " + jobs.worker_error + " (retrying)", true); }
+    schedule(jobs.active || Boolean(jobs.worker_error));
   } catch (error) { say(error.message, true); }
 }
 
