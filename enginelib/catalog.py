@@ -217,7 +217,8 @@ class Catalog:
     def require_document(self, document_id: str) -> dict[str, Any]:
         doc = self.get_document(document_id)
         if doc is None:
-            raise DocumentNotFoundError(document_id)
+            deleted = bool(self.archived_versions([document_id]))
+            raise DocumentNotFoundError(document_id, deleted=deleted)
         return doc
 
     def document_states(self, document_ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:

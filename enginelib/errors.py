@@ -39,6 +39,7 @@ Dependency errors (duckdb, tantivy, hnswlib, psycopg) are mapped at the boundary
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 
@@ -119,8 +120,12 @@ class UnsupportedFormatError(LoaderError):
 
 
 class DocumentNotFoundError(EngineError, KeyError):
-    def __init__(self, document_id: str) -> None:
-        super().__init__(f"no document with id {document_id!r} in this store")
+    def __init__(self, document_id: str, *, deleted: bool = False) -> None:
+        message = f"no document with id {document_id!r} in this store"
+        if deleted:
+            message += (f" (it was deleted: `enginelib history {shlex.quote(document_id)}` lists its "
+                         "versions and `--text VERSION` prints one)")
+        super().__init__(message)
         self.document_id = document_id
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message again

@@ -16,6 +16,7 @@ import enginelib
 from enginelib import HashingEmbedder, LoadedDocument
 from enginelib.errors import (
     DiskFullError,
+    DocumentNotFoundError,
     IncompatibleStoreError,
     IngestError,
     InvalidInputError,
@@ -328,6 +329,9 @@ def test_an_id_ingested_again_after_delete_continues_its_history(tmp_path: Path)
         assert [(h["version"], h["change_summary"]) for h in history] == [
             ("1.0.0", "deleted"), ("1.1.0", "deleted"), ("1.2.0", "deleted"), ("1.3.0", "current")]
         assert [store.version_text("a", v) for v in ("1.0.0", "1.1.0", "1.2.0")] == texts
+        store.delete_document("a")
+        with pytest.raises(DocumentNotFoundError, match=r"it was deleted: `enginelib history a`"):
+            store.get_document("a")
 
 
 def test_a_failing_document_generator_is_told_what_was_committed(tmp_path: Path) -> None:
