@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -199,16 +200,21 @@ def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | No
                 check(*args, **kwargs)
             except TypeError as exc:  # wrong arguments for the signature
                 raise InvalidInputError(f"{name}(): {exc}") from exc
-        depth = getattr(self, "_edge_depth", 0)
-        self._edge_depth = depth + 1
-        try:
-            with guard(operation, getattr(self, "path", None)):
-                return method(self, *args, **kwargs)
-        finally:
-            self._edge_depth = depth
-            if depth == 0 and self.read_only and name != "close":
-                # The outermost call of a reader lets go of the catalog (see module doc).
-                self.catalog.release()
+        # One call at a time per store object: its DuckDB connection refuses a second
+        # concurrent call ("connection is busy") and the view and indexes are shared state,
+        # so a web app's thread pool failed a quarter of its searches. Re-entrant: a method,
+        # or a hook it runs, may call another.
+        with getattr(self, "_edge_lock", None) or nullcontext():
+            depth = getattr(self, "_edge_depth", 0)
+            self._edge_depth = depth + 1
+            try:
+                with guard(operation, getattr(self, "path", None)):
+                    return method(self, *args, **kwargs)
+            finally:
+                self._edge_depth = depth
+                if depth == 0 and self.read_only and name != "close":
+                    # The outermost call of a reader lets go of the catalog (see module doc).
+                    self.catalog.release()
 
     return wrapper
 

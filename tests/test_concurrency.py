@@ -143,3 +143,38 @@ def test_a_long_holder_is_named_with_what_to_do_instead(tmp_path: Path) -> None:
         assert (root / HOLDER_NAME).exists()
     finally:
         held.release()
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_one_store_object_serves_many_threads(tmp_path: Path, read_only: bool) -> None:
+    # a web app's thread pool sharing one Store: DuckDB refused a second concurrent call
+    # ("connection is busy"), reported as a damaged store; about a quarter of searches failed
+    import threading
+
+    path = tmp_path / "s"
+    with open_test_store(path) as writer:
+        writer.ingest_documents([doc(f"d{i}", paragraphs(3, f"topic{i}")) for i in range(12)])
+    store = enginelib.open(path, embedder=enginelib.HashingEmbedder(64), read_only=read_only)
+    errors: list[str] = []
+    totals: list[int] = []
+
+    def search(worker: int) -> None:
+        for j in range(25):
+            try:
+                response = store.search(f"topic{(worker + j) % 12} checking", limit=5,
+                                        answerability_threshold=None)
+                totals.append(response.total)
+                store.get_document(f"d{j % 12}")
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=search, args=(i,)) for i in range(8)]
+    if not read_only:  # a writer thread commits meanwhile
+        threads.append(threading.Thread(target=lambda: [
+            store.ingest_documents([doc(f"new{k}", paragraphs(2, f"added{k}"))]) for k in range(5)]))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    store.close()
+    assert errors == [] and len(totals) == 8 * 25 and min(totals) > 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -82,6 +83,8 @@ class StoreCore:
         self._view: ChunkView | None = None
         self._closed = False
         self._shut = False  # close() finished: nothing may use this object any more
+        # taken by every public method (store_guard.py): one call at a time per store object
+        self._edge_lock = threading.RLock()
         # the gate's analyzed words of a chunk, by label; emptied when the indexes change
         self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None
