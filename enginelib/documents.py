@@ -18,11 +18,11 @@ from .ingest import LIFTED_KEYS, latest_version
 from .types import validate_truth_level
 from .validation import MAX_ID_CHARS, as_str_tuple, check_int, check_metadata, check_text
 
-# The truth level stands in for a tier where a document has no registered source.
 # A page of the document list, and how far it may skip: DuckDB's LIMIT/OFFSET are 64-bit, and
 # a million rows is already more than a caller can use in one answer.
 MAX_LISTED = 1_000_000
 MAX_LIST_OFFSET = 1_000_000_000
+# The truth level stands in for a tier where a document has no registered source.
 TIER_OF_LEVEL = {"L1": "gold", "L2": "silver", "L3": "bronze", "L4": "bronze"}
 
 

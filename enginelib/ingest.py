@@ -179,9 +179,9 @@ class Ingestor:
         catalog = self.store.catalog
         states = catalog.document_states([d.id for d in documents])
         # A new version comes after every version the id had (kept in its history), never
-        # one it had: an id deleted and ingested again restarted at "1.0.0", and after a
-        # snapshot restore a change re-used a version; a citation then named two texts and
-        # the archive of the second was dropped.
+        # one it had: an id deleted and ingested again restarted at "1.0.0", so a citation
+        # named two texts and the next archive of that version was dropped. Counting from the
+        # history's highest keeps versions unique whatever brought a document back.
         history = catalog.archived_versions([d.id for d in documents])
         prepared: list[_Prepared] = []
         for document in documents:
