@@ -6,7 +6,6 @@ import functools
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from enginelib import EngineError, Store
 from enginelib.embedder import Embedder
 from enginelib.errors import StoreLockedError
 from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
+from enginelib.validation import CONTROL_CHARS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -161,13 +161,10 @@ EXIT_ERROR = 2
 ENV_DEBUG = "ENGINELIB_DEBUG"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def printable(text: str) -> str:
     """``text`` for one terminal line: control characters shown escaped (a file named with a
     newline printed as two lines, an escape sequence recoloured the terminal)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+    return CONTROL_CHARS.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class FiniteRange(click.FloatRange):

@@ -46,11 +46,10 @@ from .errors import CorruptStoreError, InvalidInputError, SnapshotError, StoreNo
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
 from .text import shell_word
+from .validation import MAX_KEEP
 
 LIVE = "live"  # the name that means "the live store" in diffs
 DEFAULT_KEEP = 3
-# More than anyone keeps on disk; a bound keeps the setting a plain 64-bit number everywhere.
-MAX_KEEP = 1_000_000
 FORMAT_VERSION = 1
 # Tables added after snapshots first shipped: an older snapshot without them still loads.
 OPTIONAL_TABLES: frozenset[str] = frozenset({"acronyms"})

@@ -20,6 +20,7 @@ from .edge import guard
 from .errors import InvalidInputError, InvalidQueryError
 from .validation import (
     MAX_ID_CHARS,
+    MAX_KEEP,
     MAX_LIMIT,
     MAX_NAME_CHARS,
     check_bool,
@@ -36,7 +37,6 @@ from .validation import (
 
 MAX_BATCH_SIZE = 100_000
 MAX_LOGGED_ROWS = 100_000
-MAX_KEEP = 100_000
 MAX_FILE_BYTES = 1 << 40
 
 

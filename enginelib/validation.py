@@ -40,6 +40,8 @@ MAX_ID_CHARS = 1_024
 MAX_NAME_CHARS = 100
 MAX_KEY_CHARS = 256
 MAX_THREADS = 256
+# Snapshots kept by retention (the create call's keep= and the stored setting alike).
+MAX_KEEP = 100_000
 # Widest embedding a store takes: the widest models give 4,096-8,192 dims, and DuckDB's ARRAY
 # type stops at 100,000 (beyond it a new store failed inside the catalog).
 MAX_DIM = 16_384
@@ -109,7 +111,8 @@ def check_document_id(value: Any, name: str = "document id") -> str:
     return check_text(name, value, max_chars=MAX_ID_CHARS, empty=False)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 and C1 control characters: a new id refuses them, the CLI prints them escaped.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def check_new_document_id(value: Any, name: str = "document id") -> str:
@@ -118,7 +121,7 @@ def check_new_document_id(value: Any, name: str = "document id") -> str:
     reading them line by line saw two documents, and an escape sequence rewrites the
     terminal. Lookups keep the looser check, so an id stored before still opens."""
     check_document_id(value, name)
-    match = _CONTROL.search(value)
+    match = CONTROL_CHARS.search(value)
     if match is not None:
         raise InvalidInputError(
             f"{name} contains a control character ({match.group()!r} at position "
