@@ -142,9 +142,9 @@ class Worker:
                 # the loop must outlive it, or serve goes on accepting uploads nobody ingests.
                 failures += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
-                _log.warning("enginelib worker: %s; retrying in %.0f s", self.last_error,
-                             _backoff(poll_s, failures))
-                self.wake.wait(_backoff(poll_s, failures))
+                delay = _backoff(poll_s, failures)
+                _log.warning("enginelib worker: %s; retrying in %.0f s", self.last_error, delay)
+                self.wake.wait(delay)
                 continue
             self.wake.wait(poll_s)
 
