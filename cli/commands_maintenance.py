@@ -35,8 +35,13 @@ def check(store_path: Path, no_snapshots: bool, as_json: bool) -> None:
 @json_option
 @handle_errors
 def repair(store_path: Path, as_json: bool) -> None:
-    """Rebuild the vector and text indexes from the catalog (the source of truth)."""
+    """Rebuild the vector and text indexes from the catalog (the source of truth), after
+    mending a catalog block a killed write left half-written."""
     report = maintenance.repair(store_path)
+    if report.facts.get("mend_record") and not as_json:
+        click.echo(f"mended the catalog: {len(report.facts['mended_blocks'])} block(s) a killed "
+                   f"checkpoint left half-written; the replaced bytes are recorded in "
+                   f"{report.facts['mend_record']}")
     _print_report(report, as_json, f"rebuilt indexes of {store_path} at generation "
                                    f"{report.facts.get('generation')} "
                                    f"({report.facts.get('chunks')} chunks); check passes")

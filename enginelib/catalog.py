@@ -562,15 +562,24 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     """What a failed open of the catalog file means to the user."""
     if "corrupt" not in str(exc).lower():
         return StoreError(f"cannot open catalog {path}: {exc}", path=path)
-    store = path.parent
+    store = shell_word(path.parent)
     return CorruptStoreError(
-        f"the catalog {path} is damaged ({exc}). Nothing enginelib writes can mend it. Its "
-        f"snapshots do not depend on it and stay searchable: `enginelib snapshot list --store "
-        f"{shell_word(store)}`, then `enginelib search QUERY --store {shell_word(store)} --snapshot NAME`. To write "
-        f"again, `enginelib snapshot restore NAME --store {shell_word(store)}` starts the store from that "
-        "snapshot and keeps this file beside it (documents committed after the snapshot are "
-        "only in this file: ingest them again from their sources)",
+        f"the catalog {path} is damaged ({exc}). After a killed write (a crash, a power cut), "
+        f"`enginelib repair --store {store}` mends the block DuckDB was rewriting and loses "
+        f"nothing. If repair cannot: {snapshot_advice(path)}",
         path=path,
+    )
+
+
+def snapshot_advice(path: Path) -> str:
+    """The way back from a catalog nothing can mend: its snapshots."""
+    store = shell_word(path.parent)
+    return (
+        f"the snapshots do not depend on this file and stay searchable (`enginelib snapshot "
+        f"list --store {store}`, then `enginelib search QUERY --store {store} --snapshot NAME`); "
+        f"to write again, `enginelib snapshot restore NAME --store {store}` starts the store "
+        "from that snapshot and keeps this file beside it (documents committed after the "
+        "snapshot are only in this file: ingest them again from their sources)"
     )
 
 

@@ -20,8 +20,9 @@ from . import columns as cols
 from . import faults
 from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
-from .catalog import Catalog
+from .catalog import Catalog, snapshot_advice
 from .catalog_documents import document_count
+from .catalog_mend import PENDING_NAME, MendReport, finish_pending, mend_torn_blocks
 from .catalog_view import chunk_vectors
 from .chunker import Chunker, ChunkingConfig
 from .core import layout
@@ -41,6 +42,7 @@ from .embedders import (
 )
 from .embedders.base import normalize_rows
 from .errors import (
+    CorruptStoreError,
     IncompatibleStoreError,
     StoreError,
     StoreLockedError,
@@ -130,6 +132,8 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems.append(f"catalog vectors are {column} but the manifest says "
                         f"{manifest.embedding_dim} dims: run `enginelib reindex --store {shell_word(root)}`")
     problems += _catalog_problems(catalog)
+    if (root / PENDING_NAME).exists():
+        problems.append(f"a mend of the catalog was interrupted ({PENDING_NAME}): {fix}")
     options = manifest.index_options
     indexes = layout.index_root(root)
     vector = VECTOR_BACKENDS[manifest.vector_backend](
@@ -245,14 +249,24 @@ def repair(target: StoreLike) -> IntegrityReport:
     if isinstance(target, StoreCore):
         target.rebuild_indexes()
         return check(target, snapshots=False)
+    root = Path(target)
+    mended: MendReport | None = None
+    if (root / PENDING_NAME).exists():  # a mend killed half-way: keep it or undo it first
+        lock = acquire_writer_lock(root, 0.0)
+        try:
+            finish_pending(root)
+        finally:
+            lock.release()
     try:
         store = StoreCore.open_for_maintenance(target)
     except (StoreLockedError, StoreNotFoundError, IncompatibleStoreError):
         raise
+    except CorruptStoreError as exc:
+        mended = _mend_catalog(root, exc)
+        store = StoreCore.open_for_maintenance(target)
     except StoreError:
         # Opening replays the derived indexes; if even that fails, they are what is
         # broken: throw them away (under the writer lock) and open on the catalog alone.
-        root = Path(target.path if isinstance(target, StoreCore) else target)
         lock = acquire_writer_lock(root, 0.0)
         try:
             discard_index_files(layout.index_root(root))
@@ -261,9 +275,28 @@ def repair(target: StoreLike) -> IntegrityReport:
         store = StoreCore.open_for_maintenance(target)
     try:
         store.rebuild_indexes()
-        return check(store, snapshots=False)
+        report = check(store, snapshots=False)
     finally:
         store.close()
+    if mended is not None and mended.record is not None:
+        report.facts["mended_blocks"] = [p.location for p in mended.patches]
+        report.facts["mend_record"] = str(mended.record)
+    return report
+
+
+def _mend_catalog(root: Path, error: CorruptStoreError) -> MendReport:
+    """A catalog DuckDB refuses: mend the block a killed checkpoint tore, or say it cannot."""
+    lock = acquire_writer_lock(root, 0.0)
+    try:
+        mended = mend_torn_blocks(root)
+    finally:
+        lock.release()
+    if not mended.mended:
+        catalog = layout.catalog_path(root)
+        raise CorruptStoreError(
+            f"the catalog {catalog} is damaged and repair cannot mend it ({mended.reason}): "
+            f"{snapshot_advice(catalog)}", path=catalog) from error
+    return mended
 
 
 # -- reindex -------------------------------------------------------------------------------

@@ -1,0 +1,176 @@
+"""A catalog block torn by a killed checkpoint: rebuilt on purpose, mended by `repair`.
+
+DuckDB writes its metadata block back over itself at every checkpoint; a kill inside that
+write leaves the block part new, part old, and its checksum wrong (the kill loop's rare
+"Corrupt database file ... in block at location 12288"). These tests make that file
+exactly: the bytes before a checkpoint, with the first pages of the block as the
+checkpoint wrote them, and the WAL of the commit the checkpoint was folding in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder
+from enginelib.catalog_mend import PENDING_NAME, active_header, block_checksum
+from enginelib.maintenance import repair
+from tests.helpers import doc
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = 4096
+LATE = "torque wrench calibration " * 20
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "enginelib.cli.main", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def _open(path: Path) -> enginelib.Store:
+    return enginelib.open(path, embedder=HashingEmbedder(16))
+
+
+def torn_store(path: Path, tear: str) -> tuple[bytes, int]:
+    """A store whose writer was killed after committing document "late" and whose next
+    checkpoint was killed inside its write of the metadata block: after the block's first
+    page (``tear="first"``), or before the last page the checkpoint changed
+    (``tear="last"``). Returns the damaged catalog's bytes and the block's location."""
+    with _open(path) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(3)])
+    code = ("import sys, enginelib; from enginelib import HashingEmbedder, LoadedDocument; "
+            "s = enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)); "
+            f"s.ingest_documents([LoadedDocument(id='late', text={LATE!r})])")
+    killed = subprocess.run([sys.executable, "-c", code, str(path)], cwd=REPO, check=False,
+                            env={**os.environ, "PYTHONPATH": str(REPO),
+                                 "ENGINELIB_CRASH_AT": "after_catalog_commit"})
+    assert killed.returncode == -9
+    catalog = path / "catalog.duckdb"
+    assert catalog.with_name("catalog.duckdb.wal").exists()  # the commit lives in the WAL
+    before = catalog.read_bytes()
+    header = active_header(catalog)
+    assert header is not None
+    kept = path.parent / "kept"
+    shutil.copytree(path, kept)
+    with _open(path):  # replays the WAL and checkpoints: the write a kill tears
+        pass
+    after = catalog.read_bytes()
+    location = header.metadata_location
+    changed = [page for page in range(header.block_size // PAGE)
+               if after[location + page * PAGE:location + (page + 1) * PAGE]
+               != before[location + page * PAGE:location + (page + 1) * PAGE]]
+    assert changed and changed[0] == 0  # the checksum, at least
+    pages = 1 if tear == "first" else changed[-1]
+    shutil.rmtree(path)
+    shutil.copytree(kept, path)
+    shutil.rmtree(kept)
+    torn = bytearray(before)
+    torn[location:location + pages * PAGE] = after[location:location + pages * PAGE]
+    catalog.write_bytes(bytes(torn))
+    return bytes(torn), location
+
+
+def _assert_whole(path: Path) -> None:
+    with _open(path) as store:
+        assert store.check().ok, store.check().problems
+        assert {d["document_id"] for d in store.list_documents()} == {"d0", "d1", "d2", "late"}
+        top = store.search("torque wrench", strategy="fulltext", answerability_threshold=None)
+        assert top.hits[0].document_id == "late"
+        store.ingest_documents([doc("after", "caliper piston seal " * 20)])
+    with _open(path) as store:
+        assert "after" in {d["document_id"] for d in store.list_documents()}
+
+
+def test_block_checksum_is_duckdbs(tmp_path: Path) -> None:
+    """Every block and header of a real catalog carries the checksum we compute: the mend
+    writes nothing DuckDB would not have written itself."""
+    path = tmp_path / "s"
+    with _open(path) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 300) for i in range(40)])
+    data = (path / "catalog.duckdb").read_bytes()
+    header = active_header(path / "catalog.duckdb")
+    assert header is not None and header.block_size == 262144
+    offsets = [4096, 8192, *range(12288, len(data), header.block_size)]
+    assert len(offsets) > 3
+    for offset in offsets:
+        size = PAGE if offset < 12288 else header.block_size
+        stored = int.from_bytes(data[offset:offset + 8], "little")
+        if offset < 12288 and stored == 0:
+            continue  # a header slot never written yet
+        assert block_checksum(data[offset + 8:offset + size]) == stored, offset
+
+
+@pytest.mark.parametrize("tear", ["first", "last"])
+def test_a_checkpoint_torn_by_a_kill_is_mended_and_loses_nothing(tmp_path: Path, tear: str) -> None:
+    path = tmp_path / "s"
+    damaged, location = torn_store(path, tear)
+    with pytest.raises(enginelib.CorruptStoreError, match="enginelib repair") as info:
+        _open(path)
+    assert f"location {location}" in str(info.value)
+    out = _cli("repair", "--store", str(path))
+    assert out.returncode == 0, out.stderr
+    assert "mended the catalog: 1 block(s)" in out.stdout
+    records = list(path.glob("catalog.mended-*.json"))
+    assert len(records) == 1 and records[0].name in out.stdout
+    record = json.loads(records[0].read_text())
+    (patch,) = record["patches"]
+    assert patch["location"] == location
+    assert patch["stored"] == int.from_bytes(damaged[location:location + 8], "little")
+    assert not (path / PENDING_NAME).exists()
+    _assert_whole(path)
+
+
+def test_garbage_in_the_block_is_not_mended_and_the_file_stays_as_it_was(tmp_path: Path) -> None:
+    """A block that is garbage, not torn: a checksum written over it would make DuckDB read
+    nonsense, so the mend must find out and put every byte back."""
+    path = tmp_path / "s"
+    _damaged, location = torn_store(path, "last")
+    catalog = path / "catalog.duckdb"
+    data = bytearray(catalog.read_bytes())
+    data[location + 8:location + 262144] = os.urandom(262144 - 8)
+    catalog.write_bytes(bytes(data))
+    with pytest.raises(enginelib.CorruptStoreError, match="repair cannot mend it") as info:
+        repair(path)
+    assert "snapshot restore NAME" in str(info.value)
+    assert catalog.read_bytes() == bytes(data)
+    assert not (path / PENDING_NAME).exists() and not list(path.glob("catalog.mended-*"))
+    out = _cli("repair", "--store", str(path))
+    assert out.returncode == 2 and "repair cannot mend it" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_mend_killed_after_its_write_is_finished_by_the_next_repair(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    torn_store(path, "last")
+    killed = _cli("repair", "--store", str(path), env={"ENGINELIB_CRASH_AT": "mend_after_patch"})
+    assert killed.returncode == -9, killed.stderr
+    assert (path / PENDING_NAME).exists()  # the record of what changed came first
+    checked = _cli("check", "--store", str(path))
+    assert checked.returncode == 1 and "mend of the catalog was interrupted" in checked.stdout
+    out = _cli("repair", "--store", str(path))
+    assert out.returncode == 0, out.stderr
+    assert not (path / PENDING_NAME).exists() and len(list(path.glob("catalog.mended-*.json"))) == 1
+    _assert_whole(path)
+
+
+def test_a_killed_mend_of_garbage_is_undone_by_the_next_repair(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _damaged, location = torn_store(path, "last")
+    catalog = path / "catalog.duckdb"
+    data = bytearray(catalog.read_bytes())
+    data[location + 8:location + 262144] = os.urandom(262144 - 8)
+    catalog.write_bytes(bytes(data))
+    killed = _cli("repair", "--store", str(path), env={"ENGINELIB_CRASH_AT": "mend_after_patch"})
+    assert killed.returncode == -9, killed.stderr
+    assert catalog.read_bytes() != bytes(data)  # killed with the new checksum in place
+    out = _cli("repair", "--store", str(path))
+    assert out.returncode == 2 and "repair cannot mend it" in out.stderr
+    assert catalog.read_bytes() == bytes(data) and not (path / PENDING_NAME).exists()
