@@ -565,8 +565,8 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     store = shell_word(path.parent)
     return CorruptStoreError(
         f"the catalog {path} is damaged ({exc}). After a killed write (a crash, a power cut), "
-        f"`enginelib repair --store {store}` mends the block DuckDB was rewriting and loses "
-        f"nothing. If repair cannot: {snapshot_advice(path)}",
+        f"the next writer's open (or `enginelib repair --store {store}`) mends the block "
+        f"DuckDB was rewriting and loses nothing. If it cannot: {snapshot_advice(path)}",
         path=path,
     )
 

@@ -34,8 +34,10 @@ import duckdb
 import numpy as np
 
 from . import faults
+from .catalog import snapshot_advice
 from .core import layout
 from .durable import fsync_dir, write_atomic
+from .errors import CorruptStoreError
 
 PENDING_NAME = ".catalog.mend.pending.json"
 RECORD_PREFIX = "catalog.mended-"
@@ -72,6 +74,13 @@ class MendReport:
     patches: tuple[Patch, ...]
     record: Path | None
     reason: str
+
+
+def unmendable_error(root: Path, reason: str) -> CorruptStoreError:
+    """The error for a catalog DuckDB refuses that the mend cannot take back."""
+    catalog = layout.catalog_path(root)
+    return CorruptStoreError(f"the catalog {catalog} is damaged and cannot be mended ({reason}): "
+                             f"{snapshot_advice(catalog)}", path=catalog)
 
 
 def block_checksum(payload: bytes) -> int:

@@ -20,9 +20,14 @@ from . import columns as cols
 from . import faults
 from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
-from .catalog import Catalog, snapshot_advice
+from .catalog import Catalog
 from .catalog_documents import document_count
-from .catalog_mend import PENDING_NAME, MendReport, finish_pending, mend_torn_blocks
+from .catalog_mend import (
+    PENDING_NAME,
+    MendReport,
+    finish_pending,
+    mend_torn_blocks,
+)
 from .catalog_view import chunk_vectors
 from .chunker import Chunker, ChunkingConfig
 from .core import layout
@@ -250,20 +255,11 @@ def repair(target: StoreLike) -> IntegrityReport:
         target.rebuild_indexes()
         return check(target, snapshots=False)
     root = Path(target)
-    mended: MendReport | None = None
-    if (root / PENDING_NAME).exists():  # a mend killed half-way: keep it or undo it first
-        lock = acquire_writer_lock(root, 0.0)
-        try:
-            finish_pending(root)
-        finally:
-            lock.release()
+    mended = _mend_catalog(root)
     try:
         store = StoreCore.open_for_maintenance(target)
-    except (StoreLockedError, StoreNotFoundError, IncompatibleStoreError):
+    except (StoreLockedError, StoreNotFoundError, IncompatibleStoreError, CorruptStoreError):
         raise
-    except CorruptStoreError as exc:
-        mended = _mend_catalog(root, exc)
-        store = StoreCore.open_for_maintenance(target)
     except StoreError:
         # Opening replays the derived indexes; if even that fails, they are what is
         # broken: throw them away (under the writer lock) and open on the catalog alone.
@@ -284,19 +280,18 @@ def repair(target: StoreLike) -> IntegrityReport:
     return report
 
 
-def _mend_catalog(root: Path, error: CorruptStoreError) -> MendReport:
-    """A catalog DuckDB refuses: mend the block a killed checkpoint tore, or say it cannot."""
+def _mend_catalog(root: Path) -> MendReport | None:
+    """Finish a mend a kill interrupted, then mend a block a killed checkpoint tore (a
+    writer's open would too; here the report says so). None when there is nothing to mend."""
+    if not layout.catalog_path(root).is_file() or mf.read_manifest(root) is None:
+        return None  # the open says what is missing
     lock = acquire_writer_lock(root, 0.0)
     try:
+        finish_pending(root)
         mended = mend_torn_blocks(root)
     finally:
         lock.release()
-    if not mended.mended:
-        catalog = layout.catalog_path(root)
-        raise CorruptStoreError(
-            f"the catalog {catalog} is damaged and repair cannot mend it ({mended.reason}): "
-            f"{snapshot_advice(catalog)}", path=catalog) from error
-    return mended
+    return mended if mended.mended else None
 
 
 # -- reindex -------------------------------------------------------------------------------

@@ -109,23 +109,36 @@ def test_block_checksum_is_duckdbs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("tear", ["first", "last"])
-def test_a_checkpoint_torn_by_a_kill_is_mended_and_loses_nothing(tmp_path: Path, tear: str) -> None:
+def test_a_checkpoint_torn_by_a_kill_is_mended_by_repair_and_loses_nothing(tmp_path: Path,
+                                                                           tear: str) -> None:
     path = tmp_path / "s"
     damaged, location = torn_store(path, tear)
     with pytest.raises(enginelib.CorruptStoreError, match="enginelib repair") as info:
-        _open(path)
+        enginelib.open(path, embedder=HashingEmbedder(16), read_only=True)  # a reader cannot write
     assert f"location {location}" in str(info.value)
     out = _cli("repair", "--store", str(path))
     assert out.returncode == 0, out.stderr
     assert "mended the catalog: 1 block(s)" in out.stdout
     records = list(path.glob("catalog.mended-*.json"))
     assert len(records) == 1 and records[0].name in out.stdout
-    record = json.loads(records[0].read_text())
-    (patch,) = record["patches"]
+    (patch,) = json.loads(records[0].read_text())["patches"]
     assert patch["location"] == location
     assert patch["stored"] == int.from_bytes(damaged[location:location + 8], "little")
     assert not (path / PENDING_NAME).exists()
     _assert_whole(path)
+
+
+def test_the_next_writer_mends_a_torn_checkpoint_on_its_own(tmp_path: Path) -> None:
+    """The promise of every write: a killed process leaves a store that opens."""
+    path = tmp_path / "s"
+    torn_store(path, "last")
+    with pytest.warns(RuntimeWarning, match="mended, nothing lost"):
+        store = _open(path)
+    store.close()
+    assert len(list(path.glob("catalog.mended-*.json"))) == 1
+    _assert_whole(path)
+    out = _cli("search", "torque wrench", "--store", str(path), "--strategy", "fulltext")
+    assert out.returncode == 0 and "late" in out.stdout, out.stderr
 
 
 def test_garbage_in_the_block_is_not_mended_and_the_file_stays_as_it_was(tmp_path: Path) -> None:
@@ -137,13 +150,16 @@ def test_garbage_in_the_block_is_not_mended_and_the_file_stays_as_it_was(tmp_pat
     data = bytearray(catalog.read_bytes())
     data[location + 8:location + 262144] = os.urandom(262144 - 8)
     catalog.write_bytes(bytes(data))
-    with pytest.raises(enginelib.CorruptStoreError, match="repair cannot mend it") as info:
+    with pytest.raises(enginelib.CorruptStoreError, match="cannot be mended") as info:
         repair(path)
     assert "snapshot restore NAME" in str(info.value)
     assert catalog.read_bytes() == bytes(data)
     assert not (path / PENDING_NAME).exists() and not list(path.glob("catalog.mended-*"))
+    with pytest.raises(enginelib.CorruptStoreError, match="cannot be mended"):
+        _open(path)  # a writer's open tries too, and says the same
+    assert catalog.read_bytes() == bytes(data)
     out = _cli("repair", "--store", str(path))
-    assert out.returncode == 2 and "repair cannot mend it" in out.stderr
+    assert out.returncode == 2 and "cannot be mended" in out.stderr
     assert "Traceback" not in out.stderr
 
 
@@ -172,5 +188,5 @@ def test_a_killed_mend_of_garbage_is_undone_by_the_next_repair(tmp_path: Path) -
     assert killed.returncode == -9, killed.stderr
     assert catalog.read_bytes() != bytes(data)  # killed with the new checksum in place
     out = _cli("repair", "--store", str(path))
-    assert out.returncode == 2 and "repair cannot mend it" in out.stderr
+    assert out.returncode == 2 and "cannot be mended" in out.stderr
     assert catalog.read_bytes() == bytes(data) and not (path / PENDING_NAME).exists()

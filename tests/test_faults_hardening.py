@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 import enginelib
 from enginelib import HashingEmbedder, LoadedDocument, snapshots
 from enginelib.catalog import Catalog
+from enginelib.catalog_mend import active_header
 from enginelib.errors import DiskFullError, EngineError, StoreLockedError
 from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
 from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
@@ -357,17 +359,27 @@ def test_files_and_folders_follow_the_umask(tmp_path: Path) -> None:
 # -- a damaged catalog file ------------------------------------------------------------------
 
 
+def garble_metadata_block(catalog: Path) -> None:
+    """Noise over the block holding the catalog's metadata (not a torn write: the live
+    metadata itself is gone, so no mend can bring it back)."""
+    header = active_header(catalog)
+    assert header is not None
+    noise = random.Random(7).randbytes(header.block_size - 8)
+    with open(catalog, "r+b") as handle:
+        handle.seek(header.metadata_location + 8)
+        handle.write(noise)
+
+
 def test_a_damaged_catalog_says_so_and_its_snapshots_stay_searchable(tmp_path: Path) -> None:
-    """A catalog block that fails DuckDB's checksum (seen once after a SIGKILL in the kill
-    loop) cannot be mended by any write: the open says what is damaged and where to read."""
+    """A catalog whose metadata is gone (media damage, not a torn checkpoint, which the
+    next open mends: tests/test_catalog_mend.py): the open says what is damaged, that it
+    cannot be mended, and where to read."""
     path = tmp_path / "s"
     with enginelib.open(path, embedder=HashingEmbedder(16)) as store:
         store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(5)])
         name = store.create_snapshot().name
     catalog = path / "catalog.duckdb"
-    with open(catalog, "r+b") as handle:  # garble one data block past the headers
-        handle.seek(12288 + 64)
-        handle.write(b"\xff" * 64)
+    garble_metadata_block(catalog)
     with pytest.raises(enginelib.CorruptStoreError, match="damaged") as info:
         enginelib.open(path, embedder=HashingEmbedder(16))
     assert "--snapshot NAME" in str(info.value) and info.value.path == str(catalog)
@@ -388,9 +400,7 @@ def _damaged_store(path: Path) -> tuple[str, int]:
         name = store.create_snapshot().name
         store.ingest_documents([doc("late", "torque wrench calibration " * 20)])
         reached = store.generation
-    with open(path / "catalog.duckdb", "r+b") as handle:
-        handle.seek(12288 + 64)
-        handle.write(b"\xff" * 64)
+    garble_metadata_block(path / "catalog.duckdb")
     return name, reached
 
 
@@ -423,9 +433,7 @@ def test_a_damaged_catalog_starts_again_from_a_snapshot_and_is_kept(tmp_path: Pa
         Catalog(kept[0], 16, read_only=True)
     _assert_restored_from(path, reached)
     # the same through the API, on a store damaged again: the report says where the file went
-    with open(path / "catalog.duckdb", "r+b") as handle:
-        handle.seek(12288 + 64)
-        handle.write(b"\xff" * 64)
+    garble_metadata_block(path / "catalog.duckdb")
     report = snapshots.restore_snapshot(path, name)
     assert report.damaged_catalog and Path(report.damaged_catalog).exists()
     assert len(list(path.glob("catalog.damaged-*.duckdb"))) == 2

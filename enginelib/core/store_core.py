@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -33,10 +34,17 @@ from filelock import FileLock
 from .. import faults, schema
 from .. import manifest as mf
 from ..catalog import Catalog, missing_catalog_error
+from ..catalog_mend import finish_pending, mend_torn_blocks, unmendable_error
 from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
-from ..errors import ReadOnlyStoreError, StoreError, StoreLockedError, StoreNotFoundError
+from ..errors import (
+    CorruptStoreError,
+    ReadOnlyStoreError,
+    StoreError,
+    StoreLockedError,
+    StoreNotFoundError,
+)
 from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS, split_vector_backend
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
 from ..querylog import QueryLog
@@ -162,13 +170,14 @@ class StoreCore:
                     raise missing_catalog_error(layout.catalog_path(root), existing.generation)
                 if not read_only:  # we hold the lock: clear what a dead writer left
                     recover_files(root, existing)
+                    finish_pending(root)
                 overrides = runtime_index_options(index_options)
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 # An existing store uses the embedder it recorded unless one is named.
                 embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)
                             if embedder is None else resolve_embedder(embedder))
                 check_compatible(root, manifest, embedder, chunking)
-            catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=read_only)
+            catalog = _open_catalog(root, manifest.embedding_dim, read_only)
             if not read_only and manifest.schema_version < schema.SCHEMA_VERSION:
                 # The catalog has just been migrated in its own transaction: record it.
                 manifest = mf.Manifest.from_dict(
@@ -471,6 +480,26 @@ def _stat(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_mtime_ns, st.st_size)
+
+
+def _open_catalog(root: Path, dim: int, read_only: bool) -> Catalog:
+    """The store's catalog. A writer first mends a block a killed checkpoint left
+    half-written (``catalog_mend``): the store a kill leaves opens, nothing lost."""
+    path = layout.catalog_path(root)
+    try:
+        return Catalog(path, dim, read_only=read_only)
+    except CorruptStoreError as exc:
+        if read_only:
+            raise
+        mended = mend_torn_blocks(root)
+        if not mended.mended:
+            raise unmendable_error(root, mended.reason) from exc
+    warnings.warn(
+        f"enginelib: the catalog {path} was left half-written by a killed checkpoint and is "
+        f"mended, nothing lost (the replaced bytes are recorded in {mended.record})",
+        RuntimeWarning, stacklevel=5,
+    )
+    return Catalog(path, dim, read_only=False)
 
 
 # The edge of the API (argument checks, error mapping, readers releasing the catalog):
