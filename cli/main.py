@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -74,6 +75,13 @@ class _Commands(click.Group):
 def main(debug: bool, wait: float | None) -> None:
     """enginelib: hybrid search with citations, in a folder, offline."""
     set_minimum_wait(writer_wait(wait))
+    if not debug:  # a warning is a line for the user, not a source location
+        warnings.showwarning = _show_warning
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    click.echo(f"Warning: {message}", err=True)
 
 
 @main.command()

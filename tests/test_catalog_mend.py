@@ -141,6 +141,20 @@ def test_the_next_writer_mends_a_torn_checkpoint_on_its_own(tmp_path: Path) -> N
     assert out.returncode == 0 and "late" in out.stdout, out.stderr
 
 
+def test_the_cli_says_in_one_line_that_it_mended(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    torn_store(path, "first")
+    source = tmp_path / "new.txt"
+    source.write_text("caliper piston seal " * 20, encoding="utf-8")
+    out = _cli("ingest", str(source), "--store", str(path), "--no-progress")
+    assert out.returncode == 0, out.stderr
+    warning = [line for line in out.stderr.splitlines() if "mended" in line]
+    assert len(warning) == 1 and warning[0].startswith("Warning: enginelib: the catalog")
+    assert "store_core.py" not in out.stderr
+    with _open(path) as store:
+        assert {"late", "new.txt"} <= {d["document_id"] for d in store.list_documents()}
+
+
 def test_garbage_in_the_block_is_not_mended_and_the_file_stays_as_it_was(tmp_path: Path) -> None:
     """A block that is garbage, not torn: a checksum written over it would make DuckDB read
     nonsense, so the mend must find out and put every byte back."""
