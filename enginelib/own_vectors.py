@@ -10,6 +10,7 @@ import numpy as np
 from .embedders.base import Embedder
 from .errors import EmbeddingError, InvalidInputError, InvalidVectorError
 from .types import LoadedDocument
+from .validation import as_float32
 
 EXTERNAL_PREFIX = "external-"
 
@@ -52,13 +53,13 @@ def embedder_for_model(model_name: str) -> Embedder | None:
 
 def vectors_digest(vectors: object) -> str:
     """A short digest of a document's own vectors, so re-ingesting new ones is a change."""
-    array = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    array = np.ascontiguousarray(as_float32(vectors))
     return hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()
 
 
 def own_vectors(document: LoadedDocument, chunks: int, dim: int) -> np.ndarray:
     """A document's own vectors checked against its chunk count and the store's dimension."""
-    array = np.asarray(document.vectors, dtype=np.float32)
+    array = as_float32(document.vectors)
     if array.ndim == 1:
         array = array.reshape(1, -1)
     if array.ndim != 2 or array.shape[1] != dim:
@@ -74,7 +75,8 @@ def own_vectors(document: LoadedDocument, chunks: int, dim: int) -> np.ndarray:
             "'vectors' with one row per chunk"
         )
     if not np.isfinite(array).all():
-        raise InvalidVectorError(f"document {document.id!r} brings NaN or infinite vector values")
+        raise InvalidVectorError(f"document {document.id!r} brings NaN or infinite vector values "
+                                 "(or numbers beyond float32's range, about 3.4e38)")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     if (norms == 0).any():
         raise InvalidVectorError(f"document {document.id!r} brings an all-zero vector")

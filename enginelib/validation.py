@@ -340,10 +340,18 @@ def check_filters(value: Any) -> None:
                                     f"is {MAX_CANDIDATES:,}")
 
 
+def as_float32(value: Any) -> np.ndarray:
+    """``value`` as a float32 array. A number beyond float32's range becomes inf, which the
+    caller's finiteness check refuses, without numpy's overflow warning (an error where
+    warnings are errors, a stray line in the CLI)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(value, dtype=np.float32)
+
+
 def check_vectors(value: Any, name: str = "vectors", dim: int | None = None) -> np.ndarray:
     """A finite float matrix (a single vector becomes one row), of ``dim`` columns if given."""
     try:
-        array = np.asarray(value, dtype=np.float32)
+        array = as_float32(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidVectorError(f"{name} must be numbers: {exc}") from exc
     if array.ndim == 1:
@@ -353,7 +361,8 @@ def check_vectors(value: Any, name: str = "vectors", dim: int | None = None) -> 
     if dim is not None and array.shape[1] != dim:
         raise InvalidVectorError(f"{name} have {array.shape[1]} dimensions; this store needs {dim}")
     if not np.isfinite(array).all():
-        raise InvalidVectorError(f"{name} contain NaN or infinite values")
+        raise InvalidVectorError(f"{name} contain NaN or infinite values (or numbers beyond "
+                                 f"float32's range, about 3.4e38)")
     return array
 
 

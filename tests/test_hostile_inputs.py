@@ -280,9 +280,11 @@ def test_index_options_bounded(tmp_path: Path, options: dict[str, Any]) -> None:
 
 
 def test_query_vector_bad_shapes(store: Store) -> None:
-    for vector in ([1.0] * 3, [float("nan")] * 64, [[0.0] * 64], "abc", [[1.0] * 64] * 2):
+    for vector in ([1.0] * 3, [float("nan")] * 64, [[0.0] * 64], "abc", [[1.0] * 64] * 2,
+                   3.4028235677973366e38, [1e39] * 64):  # beyond float32: inf once cast
         result = _call(store.search, "pads", query_vector=vector)
         assert isinstance(result, InvalidInputError)
+    assert "float32" in str(_call(store.search, "pads", query_vector=[1e39] * 64))
 
 
 def test_exports_to_unwritable_places(store: Store, tmp_path: Path) -> None:

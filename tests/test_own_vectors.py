@@ -111,7 +111,9 @@ def test_bad_own_vectors_are_refused(change, message):
 @pytest.mark.parametrize(
     ("value", "message"),
     [("nope", "must be a list of numbers"), ([1.0, float("nan")], "NaN"), ([], "non-empty"),
-     ([[1.0], [2.0]], "one list of numbers")],
+     ([[1.0], [2.0]], "one list of numbers"),
+     # beyond float32: refused by name, with no numpy overflow warning (an error here)
+     ([1e39] + [0.0] * (DIM - 1), "beyond float32's range")],
 )
 def test_bad_vector_fields_name_the_record(value, message):
     records = _records()
@@ -207,3 +209,11 @@ def test_cli_refuses_a_memory_store(runner):
     result = runner.invoke(main, ["search", "x", "--store", ":memory:"])
     assert result.exit_code == 2 and "needs a store folder" in result.output
     assert not Path(":memory:").exists()
+
+
+def test_a_document_with_vectors_beyond_float32_is_refused_by_name(tmp_path):
+    with enginelib.open(tmp_path / "s", embedder=ExternalVectors(DIM)) as store:
+        huge = np.array([[1e39] + [0.0] * (DIM - 1)])  # float64: fine; float32: inf
+        with pytest.raises(InvalidVectorError, match="beyond float32's range"):
+            store.ingest_documents([enginelib.LoadedDocument(id="x", text="brake pads", vectors=huge)])
+        assert store.list_documents() == []

@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..validation import as_float32
 
 ProgressHook = Callable[[int], None]
 
@@ -42,7 +43,7 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 def check_vectors(vectors: np.ndarray, dim: int, what: str = "embedder output") -> np.ndarray:
     """Validate shape and finiteness; returns float32. Raises EmbeddingError."""
-    array = np.asarray(vectors, dtype=np.float32)
+    array = as_float32(vectors)
     if array.ndim != 2 or array.shape[1] != dim:
         raise EmbeddingError(f"{what} has shape {array.shape}, expected (n, {dim})")
     if not np.isfinite(array).all():

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import LoaderError
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
+from ..validation import as_float32
 from .base import SNIFF_BYTES, LoadItem, fail, too_big
 
 TEXT_FIELDS = ("text", "content")
@@ -136,7 +137,7 @@ def own_vectors(metadata: dict[str, Any]) -> np.ndarray | None:
     key = keys[0]
     raw = metadata.pop(key)
     try:
-        array = np.asarray(raw, dtype=np.float32)
+        array = as_float32(raw)
     except (TypeError, ValueError) as exc:
         raise _BadLine(f"'{key}' must be a list of numbers") from exc
     if key != "vectors":
@@ -146,7 +147,8 @@ def own_vectors(metadata: dict[str, Any]) -> np.ndarray | None:
     if array.ndim != 2 or array.shape[1] == 0 or array.shape[0] == 0:
         raise _BadLine(f"'{key}' must be a non-empty list of numbers (or of lists, for 'vectors')")
     if not np.isfinite(array).all():
-        raise _BadLine(f"'{key}' contains NaN or infinite values")
+        raise _BadLine(f"'{key}' contains NaN or infinite values (or numbers beyond float32's "
+                       "range, about 3.4e38)")
     for other in VECTOR_FIELDS:
         metadata.pop(other, None)  # nulls of the other spellings
     return array
