@@ -10,6 +10,11 @@ would leave (the old file with the block's first pages new), and asks: does Duck
 it, does ``repair`` mend it, is every committed document there and does ``check`` pass.
 (A writer's open mends the same way; ``repair`` is timed here because it reports.)
 Writes ``benchmarks/results/torn_metadata.json``.
+
+``--real`` (needs a C compiler) tears DuckDB's own write instead of rebuilding the file:
+``tests/torn_pwrite.c``, preloaded into the process whose open replays the WAL and checkpoints,
+writes the first N pages of the metadata block's ``pwrite`` and SIGKILLs the process, as a
+kill inside that write does. Writes ``benchmarks/results/torn_metadata_real.json``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +41,14 @@ from enginelib.maintenance import repair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "torn_metadata.json"
+REAL_RESULTS = RESULTS.with_name("torn_metadata_real.json")
+SHIM = REPO / "tests" / "torn_pwrite.c"  # the tests use it too
+REAL_PAGES = (1, 2, 3, 5, 8, 13, 21, 34, 55, 63)
+OPENER = """
+import sys, enginelib
+from enginelib import HashingEmbedder
+enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)).close()
+"""
 PAGE = 4096
 WORDS = ("pads rotor caliper fluid torque piston wear noise consent controller processing "
          "erasure transfer portability").split()
@@ -128,6 +142,59 @@ def run(rounds: int, seed: int) -> dict[str, Any]:
             "repair_ms_median": round(mend_ms[len(mend_ms) // 2], 1) if mend_ms else None}
 
 
+def run_real(rounds: int, seed: int) -> dict[str, Any]:
+    """Tear DuckDB's own checkpoint write at REAL_PAGES pages, ``rounds`` times over."""
+    rng = random.Random(seed)
+    work = Path(tempfile.mkdtemp(prefix="torn-real-"))
+    shim = work / "torn_pwrite.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim), str(SHIM), "-ldl"],
+                   check=True)
+    root, killed, trial = work / "s", work / "killed", work / "trial"
+    with enginelib.open(root, embedder=HashingEmbedder(16)) as store:
+        store.ingest_documents([LoadedDocument(id=f"d{i}", text=_text(rng)) for i in range(5)])
+    counts = {"rounds": 0, "tears": 0, "killed_in_the_write": 0, "refused_by_duckdb": 0,
+              "opened_as_is": 0, "mended_by_the_next_open": 0, "open_failed": 0,
+              "documents_lost": 0, "check_failed": 0}
+    for _ in range(rounds):
+        op = {"kind": "ingest", "docs": [{"id": f"d{rng.randint(0, 40)}", "text": _text(rng)}
+                                         for _ in range(rng.randint(1, 4))]}
+        _killed_write(root, op)
+        shutil.rmtree(killed, ignore_errors=True)
+        shutil.copytree(root, killed)
+        header = active_header(layout.catalog_path(root))
+        assert header is not None
+        expected = _documents(root)
+        counts["rounds"] += 1
+        for pages in REAL_PAGES:
+            counts["tears"] += 1
+            shutil.rmtree(trial, ignore_errors=True)
+            shutil.copytree(killed, trial)
+            done = subprocess.run(
+                [sys.executable, "-c", OPENER, str(trial)], cwd=REPO, check=False,
+                capture_output=True,
+                env={**os.environ, "PYTHONPATH": str(REPO), "LD_PRELOAD": str(shim),
+                     "TORN_OFFSET": str(header.metadata_location),
+                     "TORN_BYTES": str(header.block_size), "TORN_SUFFIX": "/catalog.duckdb",
+                     "TORN_PAGES": str(pages)})
+            counts["killed_in_the_write"] += int(done.returncode == -9)
+            refused = open_failure(layout.catalog_path(trial)) is not None
+            counts["refused_by_duckdb" if refused else "opened_as_is"] += 1
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    with enginelib.open(trial, embedder=HashingEmbedder(16)) as store:
+                        found = {d["document_id"] for d in store.list_documents()}
+                        counts["check_failed"] += int(not store.check().ok)
+            except CorruptStoreError:
+                counts["open_failed"] += 1
+                continue
+            counts["mended_by_the_next_open"] += int(any("mended" in str(w.message)
+                                                         for w in caught))
+            counts["documents_lost"] += len(expected - found)
+    shutil.rmtree(work, ignore_errors=True)
+    return {**counts, "pages": list(REAL_PAGES), "seed": seed, "duckdb": _duckdb_version()}
+
+
 def _duckdb_version() -> str:
     import duckdb
 
@@ -138,10 +205,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--real", action="store_true",
+                        help="tear DuckDB's own write with an LD_PRELOAD shim (needs gcc)")
     args = parser.parse_args()
-    result = run(args.rounds, args.seed)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    result = run_real(args.rounds, args.seed) if args.real else run(args.rounds, args.seed)
+    target = REAL_RESULTS if args.real else RESULTS
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1))
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder
-from enginelib.catalog_mend import PENDING_NAME, active_header, block_checksum
+from enginelib.catalog_mend import PENDING_NAME, active_header, block_checksum, open_failure
 from enginelib.maintenance import repair
 from tests.helpers import doc
 
@@ -204,3 +204,38 @@ def test_a_killed_mend_of_garbage_is_undone_by_the_next_repair(tmp_path: Path) -
     out = _cli("repair", "--store", str(path))
     assert out.returncode == 2 and "cannot be mended" in out.stderr
     assert catalog.read_bytes() == bytes(data) and not (path / PENDING_NAME).exists()
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the write-tearing shim needs gcc")
+@pytest.mark.parametrize("pages", [1, 3])
+def test_duckdbs_own_checkpoint_killed_inside_its_write_is_mended(tmp_path: Path,
+                                                                  pages: int) -> None:
+    """Not a rebuilt file: DuckDB's checkpoint itself, its metadata block's pwrite cut after
+    ``pages`` pages by a SIGKILL (tests/torn_pwrite.c, preloaded), then the next open."""
+    shim = tmp_path / "torn_pwrite.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
+                    str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
+    path = tmp_path / "s"
+    with _open(path) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(3)])
+    code = ("import sys, enginelib; from enginelib import HashingEmbedder, LoadedDocument; "
+            "s = enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)); "
+            f"s.ingest_documents([LoadedDocument(id='late', text={LATE!r})])")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    killed = subprocess.run([sys.executable, "-c", code, str(path)], cwd=REPO, check=False,
+                            env={**env, "ENGINELIB_CRASH_AT": "after_catalog_commit"})
+    assert killed.returncode == -9
+    header = active_header(path / "catalog.duckdb")
+    assert header is not None
+    opener = ("import sys, enginelib; from enginelib import HashingEmbedder; "
+              "enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)).close()")
+    torn = subprocess.run([sys.executable, "-c", opener, str(path)], cwd=REPO, check=False,
+                          env={**env, "LD_PRELOAD": str(shim), "TORN_PAGES": str(pages),
+                               "TORN_OFFSET": str(header.metadata_location),
+                               "TORN_BYTES": str(header.block_size),
+                               "TORN_SUFFIX": "/catalog.duckdb"})
+    assert torn.returncode == -9  # killed inside the checkpoint's write of that block
+    assert "checksum" in (open_failure(path / "catalog.duckdb") or "")  # the kill loop's failure
+    with pytest.warns(RuntimeWarning, match="mended, nothing lost"):
+        _open(path).close()
+    _assert_whole(path)
