@@ -41,6 +41,7 @@ from .errors import CorruptStoreError
 
 PENDING_NAME = ".catalog.mend.pending.json"
 RECORD_PREFIX = "catalog.mended-"
+NOTHING_TO_MEND = "the catalog opens"
 MAX_BLOCKS = 8  # a torn checkpoint leaves one block; more failing blocks is not this failure
 
 # DuckDB's file layout: a 4 KiB main header, two 4 KiB database headers, then blocks.
@@ -74,6 +75,11 @@ class MendReport:
     patches: tuple[Patch, ...]
     record: Path | None
     reason: str
+
+    @property
+    def opens(self) -> bool:
+        """Whether DuckDB opens the catalog now (mended, or nothing was wrong)."""
+        return self.mended or self.reason == NOTHING_TO_MEND
 
 
 def unmendable_error(root: Path, reason: str) -> CorruptStoreError:
@@ -124,7 +130,7 @@ def mend_torn_blocks(root: Path) -> MendReport:
         faults.crash_point("mend_after_patch")
         failure = open_failure(path)
     if not patches:
-        return MendReport(False, (), None, failure or "the catalog opens")
+        return MendReport(False, (), None, failure or NOTHING_TO_MEND)
     reason = failure or _read_every_row(path)
     if reason:
         undo(path, patches)

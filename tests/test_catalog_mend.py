@@ -206,36 +206,78 @@ def test_a_killed_mend_of_garbage_is_undone_by_the_next_repair(tmp_path: Path) -
     assert catalog.read_bytes() == bytes(data) and not (path / PENDING_NAME).exists()
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="the write-tearing shim needs gcc")
-@pytest.mark.parametrize("pages", [1, 3])
-def test_duckdbs_own_checkpoint_killed_inside_its_write_is_mended(tmp_path: Path,
-                                                                  pages: int) -> None:
-    """Not a rebuilt file: DuckDB's checkpoint itself, its metadata block's pwrite cut after
-    ``pages`` pages by a SIGKILL (tests/torn_pwrite.c, preloaded), then the next open."""
+def _tear_next_checkpoint(tmp_path: Path, path: Path, pages: int, *, raw: bool = False) -> None:
+    """Open the store in a process whose checkpoint write of the metadata block is cut after
+    ``pages`` pages by a SIGKILL (tests/torn_pwrite.c, preloaded); ``raw`` opens the catalog
+    with DuckDB alone, so nothing of enginelib's own recovery runs first."""
     shim = tmp_path / "torn_pwrite.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
-                    str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
-    path = tmp_path / "s"
-    with _open(path) as store:
-        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(3)])
-    code = ("import sys, enginelib; from enginelib import HashingEmbedder, LoadedDocument; "
-            "s = enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)); "
-            f"s.ingest_documents([LoadedDocument(id='late', text={LATE!r})])")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    killed = subprocess.run([sys.executable, "-c", code, str(path)], cwd=REPO, check=False,
-                            env={**env, "ENGINELIB_CRASH_AT": "after_catalog_commit"})
-    assert killed.returncode == -9
+    if not shim.exists():
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
+                        str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
     header = active_header(path / "catalog.duckdb")
     assert header is not None
-    opener = ("import sys, enginelib; from enginelib import HashingEmbedder; "
-              "enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)).close()")
+    opener = ("import sys, duckdb; duckdb.connect(sys.argv[1] + '/catalog.duckdb').close()" if raw
+              else "import sys, enginelib; from enginelib import HashingEmbedder; "
+                   "enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)).close()")
     torn = subprocess.run([sys.executable, "-c", opener, str(path)], cwd=REPO, check=False,
-                          env={**env, "LD_PRELOAD": str(shim), "TORN_PAGES": str(pages),
+                          env={**os.environ, "PYTHONPATH": str(REPO), "LD_PRELOAD": str(shim),
+                               "TORN_PAGES": str(pages),
                                "TORN_OFFSET": str(header.metadata_location),
                                "TORN_BYTES": str(header.block_size),
                                "TORN_SUFFIX": "/catalog.duckdb"})
     assert torn.returncode == -9  # killed inside the checkpoint's write of that block
     assert "checksum" in (open_failure(path / "catalog.duckdb") or "")  # the kill loop's failure
+
+
+def _killed_after_commit(path: Path, code: str, step: str) -> None:
+    killed = subprocess.run([sys.executable, "-c", code, str(path)], cwd=REPO, check=False,
+                            env={**os.environ, "PYTHONPATH": str(REPO), "ENGINELIB_CRASH_AT": step})
+    assert killed.returncode == -9
+
+
+NEEDS_GCC = pytest.mark.skipif(shutil.which("gcc") is None,
+                               reason="the write-tearing shim needs gcc")
+
+
+@NEEDS_GCC
+@pytest.mark.parametrize("pages", [1, 3])
+def test_duckdbs_own_checkpoint_killed_inside_its_write_is_mended(tmp_path: Path,
+                                                                  pages: int) -> None:
+    """Not a rebuilt file: DuckDB's checkpoint itself, its metadata block's pwrite cut after
+    ``pages`` pages by a SIGKILL, then the next open."""
+    path = tmp_path / "s"
+    with _open(path) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(3)])
+    _killed_after_commit(path, (
+        "import sys, enginelib; from enginelib import HashingEmbedder, LoadedDocument; "
+        "s = enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)); "
+        f"s.ingest_documents([LoadedDocument(id='late', text={LATE!r})])"), "after_catalog_commit")
+    _tear_next_checkpoint(tmp_path, path, pages)
     with pytest.warns(RuntimeWarning, match="mended, nothing lost"):
         _open(path).close()
+    _assert_whole(path)
+
+
+@NEEDS_GCC
+def test_a_torn_checkpoint_under_a_killed_reindex_is_mended_and_the_reindex_finished(
+        tmp_path: Path) -> None:
+    """A reindex killed after its catalog commit leaves a marker the next open reads from
+    the catalog before anything else; a checkpoint torn while the marker is there (here
+    DuckDB's own open folding the reindex's WAL in) must be mended before that read."""
+    path = tmp_path / "s"
+    with _open(path) as store:
+        store.ingest_documents([doc(f"d{i}", f"brake pads rotor {i} " * 30) for i in range(3)])
+        store.ingest_documents([doc("late", LATE)])
+    _killed_after_commit(path, (
+        "import sys, enginelib; from enginelib import HashingEmbedder, ChunkingConfig; "
+        "s = enginelib.open(sys.argv[1], embedder=HashingEmbedder(16)); "
+        "s.reindex(chunking=ChunkingConfig(max_tokens=40, overlap_tokens=4, min_tokens=10))"),
+        "reindex_after_catalog_commit")
+    assert (path / ".reindex.json").exists()
+    _tear_next_checkpoint(tmp_path, path, 2, raw=True)
+    assert (path / ".reindex.json").exists()
+    with pytest.warns(RuntimeWarning, match="mended, nothing lost"):
+        store = _open(path)
+    with store:
+        assert store.manifest.chunking["max_tokens"] == 40  # the killed reindex, finished
     _assert_whole(path)

@@ -34,7 +34,7 @@ from filelock import FileLock
 from .. import faults, schema
 from .. import manifest as mf
 from ..catalog import Catalog, missing_catalog_error
-from ..catalog_mend import finish_pending, mend_torn_blocks, unmendable_error
+from ..catalog_mend import MendReport, finish_pending, mend_torn_blocks, unmendable_error
 from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
@@ -171,6 +171,8 @@ class StoreCore:
                 if not read_only:  # we hold the lock: clear what a dead writer left
                     recover_files(root, existing)
                     finish_pending(root)
+                    if (root / layout.REINDEX_MARKER).exists():  # read before our open below
+                        _mend_torn_catalog(root)
                 overrides = runtime_index_options(index_options)
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 # An existing store uses the embedder it recorded unless one is named.
@@ -491,15 +493,22 @@ def _open_catalog(root: Path, dim: int, read_only: bool) -> Catalog:
     except CorruptStoreError as exc:
         if read_only:
             raise
-        mended = mend_torn_blocks(root)
-        if not mended.mended:
+        mended = _mend_torn_catalog(root)
+        if not mended.opens:
             raise unmendable_error(root, mended.reason) from exc
-    warnings.warn(
-        f"enginelib: the catalog {path} was left half-written by a killed checkpoint and is "
-        f"mended, nothing lost (the replaced bytes are recorded in {mended.record})",
-        RuntimeWarning, stacklevel=5,
-    )
     return Catalog(path, dim, read_only=False)
+
+
+def _mend_torn_catalog(root: Path) -> MendReport:
+    """Mend the catalog if a torn checkpoint is what fails it; a warning says so."""
+    mended = mend_torn_blocks(root)
+    if mended.mended:
+        warnings.warn(
+            f"enginelib: the catalog {layout.catalog_path(root)} was left half-written by a "
+            f"killed checkpoint and is mended, nothing lost (the replaced bytes are recorded "
+            f"in {mended.record})", RuntimeWarning, stacklevel=6,
+        )
+    return mended
 
 
 # The edge of the API (argument checks, error mapping, readers releasing the catalog):
