@@ -26,6 +26,7 @@ import json
 import os
 import re
 import struct
+import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -138,6 +139,18 @@ def mend_torn_blocks(root: Path) -> MendReport:
         fsync_dir(root)
         return MendReport(False, (), None, reason)
     return MendReport(True, tuple(patches), _finish_record(root, patches), "")
+
+
+def mend_and_warn(root: Path) -> MendReport:
+    """``mend_torn_blocks``, with a warning when it mended (a writer's open, a restore)."""
+    mended = mend_torn_blocks(root)
+    if mended.mended:
+        warnings.warn(
+            f"enginelib: the catalog {layout.catalog_path(root)} was left half-written by a "
+            f"killed checkpoint and is mended, nothing lost (the replaced bytes are recorded "
+            f"in {mended.record})", RuntimeWarning, stacklevel=3,
+        )
+    return mended
 
 
 def finish_pending(root: Path) -> None:

@@ -1,8 +1,10 @@
 """Start a store again from a snapshot when its catalog file is damaged.
 
-DuckDB checksums every block; a catalog that fails them (seen once in about 3,000 SIGKILLs
-of our kill loop, inside DuckDB's own checkpoint) opens to ``CorruptStoreError`` and no
-write can mend it. Snapshots do not depend on that file, so the way back is a restore:
+DuckDB checksums every block. A catalog whose checkpoint a kill tore is mended by the
+writer's open before a restore gets here (``catalog_mend``; the restore is then a plain
+one); one that fails otherwise (its live metadata gone) opens to ``CorruptStoreError`` and
+no write can mend it. Snapshots do not
+depend on that file, so the way back is a restore:
 the damaged file is kept under another name (never deleted: documents committed after the
 snapshot are only in it), the store's derived files go (indexes, chunk texts, view
 columns: all rebuilt from the catalog), and a fresh catalog takes the snapshot.

@@ -281,3 +281,20 @@ def test_a_torn_checkpoint_under_a_killed_reindex_is_mended_and_the_reindex_fini
     with store:
         assert store.manifest.chunking["max_tokens"] == 40  # the killed reindex, finished
     _assert_whole(path)
+
+
+def test_a_restore_over_a_torn_checkpoint_mends_it_and_restores_plainly(tmp_path: Path) -> None:
+    """`snapshot restore` on a torn catalog must not set the file aside as damaged: it is
+    mended (nothing lost), and the restore is the ordinary one."""
+    path = tmp_path / "s"
+    with _open(path) as store:
+        store.ingest_documents([doc("early", "caliper piston seal " * 20)])
+        name = store.create_snapshot().name
+    torn_store(path, "first")
+    out = _cli("snapshot", "restore", name, "--store", str(path))
+    assert out.returncode == 0, out.stderr
+    assert "mended" in out.stderr and not list(path.glob("catalog.damaged-*"))
+    assert len(list(path.glob("catalog.mended-*.json"))) == 1
+    with _open(path) as store:
+        assert {d["document_id"] for d in store.list_documents()} == {"early"}
+        assert store.check().ok

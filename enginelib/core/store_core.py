@@ -21,7 +21,6 @@ import shutil
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +33,7 @@ from filelock import FileLock
 from .. import faults, schema
 from .. import manifest as mf
 from ..catalog import Catalog, missing_catalog_error
-from ..catalog_mend import MendReport, finish_pending, mend_torn_blocks, unmendable_error
+from ..catalog_mend import finish_pending, mend_and_warn, unmendable_error
 from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
@@ -172,7 +171,7 @@ class StoreCore:
                     recover_files(root, existing)
                     finish_pending(root)
                     if (root / layout.REINDEX_MARKER).exists():  # read before our open below
-                        _mend_torn_catalog(root)
+                        mend_and_warn(root)
                 overrides = runtime_index_options(index_options)
                 manifest = finish_interrupted_reindex(root, existing, writable=not read_only)
                 # An existing store uses the embedder it recorded unless one is named.
@@ -493,22 +492,10 @@ def _open_catalog(root: Path, dim: int, read_only: bool) -> Catalog:
     except CorruptStoreError as exc:
         if read_only:
             raise
-        mended = _mend_torn_catalog(root)
+        mended = mend_and_warn(root)
         if not mended.opens:
             raise unmendable_error(root, mended.reason) from exc
     return Catalog(path, dim, read_only=False)
-
-
-def _mend_torn_catalog(root: Path) -> MendReport:
-    """Mend the catalog if a torn checkpoint is what fails it; a warning says so."""
-    mended = mend_torn_blocks(root)
-    if mended.mended:
-        warnings.warn(
-            f"enginelib: the catalog {layout.catalog_path(root)} was left half-written by a "
-            f"killed checkpoint and is mended, nothing lost (the replaced bytes are recorded "
-            f"in {mended.record})", RuntimeWarning, stacklevel=6,
-        )
-    return mended
 
 
 # The edge of the API (argument checks, error mapping, readers releasing the catalog):
