@@ -544,12 +544,22 @@ _ACRONYM_COUNTS_SQL = """
 SELECT acronym, expansion, count(DISTINCT document_id) FROM acronyms
 GROUP BY acronym, expansion ORDER BY acronym, expansion
 """
+def unfinished_catalog(path: Path) -> bool:
+    """Whether ``path`` is a file shorter than DuckDB's three 4 KiB headers: a creation killed
+    before DuckDB wrote them (an empty file), which can hold nothing."""
+    try:
+        return path.is_file() and path.stat().st_size < 3 * 4096
+    except OSError:
+        return False
+
+
 def missing_catalog_error(path: Path, generation: int) -> CorruptStoreError:
     """A store that has committed (its manifest is at ``generation``) whose catalog file is
-    gone: opening it must not start an empty catalog in its place."""
+    gone (or an empty file): opening it must not start an empty catalog in its place."""
     store = path.parent
+    gone = "empty (shorter than DuckDB's own headers)" if unfinished_catalog(path) else "missing"
     return CorruptStoreError(
-        f"the catalog {path} is missing, though the store's manifest is at generation "
+        f"the catalog {path} is {gone}, though the store's manifest is at generation "
         f"{generation}: its documents were in that file. Put it back from a copy of the folder, "
         f"or start the store again from a snapshot: `enginelib snapshot list --store {shell_word(store)}`, "
         f"then `enginelib snapshot restore NAME --store {shell_word(store)}`; with no snapshot, remove the "
@@ -560,7 +570,8 @@ def missing_catalog_error(path: Path, generation: int) -> CorruptStoreError:
 
 def _open_error(path: Path, exc: Exception) -> StoreError:
     """What a failed open of the catalog file means to the user."""
-    if "corrupt" not in str(exc).lower():
+    text = str(exc).lower()
+    if "corrupt" not in text and "not a valid duckdb database file" not in text:
         return StoreError(f"cannot open catalog {path}: {exc}", path=path)
     store = shell_word(path.parent)
     return CorruptStoreError(

@@ -480,6 +480,36 @@ def test_a_missing_catalog_is_an_error_not_an_empty_store(tmp_path: Path) -> Non
         assert store.list_documents() == []
 
 
+def test_an_empty_catalog_file_is_started_again_only_when_nothing_was_committed(
+        tmp_path: Path) -> None:
+    """A new store's creation killed after DuckDB made its file but before it wrote the
+    headers leaves an empty file: every open failed with DuckDB's "not a valid DuckDB
+    database file" and the store was wedged for good."""
+    fresh = tmp_path / "fresh"
+    enginelib.open(fresh, embedder=HashingEmbedder(16)).close()
+    (fresh / "catalog.duckdb").write_bytes(b"")
+    with pytest.raises(enginelib.StoreError, match="creation was killed.*starts it again"):
+        enginelib.open(fresh, embedder=HashingEmbedder(16), read_only=True)
+    with enginelib.open(fresh, embedder=HashingEmbedder(16)) as store:
+        store.ingest_documents([doc("d", "brake pads rotor " * 20)])
+    with enginelib.open(fresh, embedder=HashingEmbedder(16), read_only=True) as store:
+        assert [d["document_id"] for d in store.list_documents()] == ["d"]
+    # committed documents were in the file: never started again, the snapshots are the way back
+    path = tmp_path / "s"
+    name, reached = _damaged_store(path)
+    (path / "catalog.duckdb").write_bytes(b"\0" * 100)
+    (path / "catalog.duckdb.wal").unlink(missing_ok=True)
+    for read_only in (True, False):
+        with pytest.raises(enginelib.CorruptStoreError, match="empty .shorter than") as info:
+            enginelib.open(path, embedder=HashingEmbedder(16), read_only=read_only)
+        assert "snapshot restore NAME" in str(info.value)
+    assert (path / "catalog.duckdb").stat().st_size == 100
+    restored = _cli("snapshot", "restore", name, "--store", str(path))
+    assert restored.returncode == 0, restored.stderr
+    assert len(list(path.glob("catalog.damaged-*.duckdb"))) == 1
+    _assert_restored_from(path, reached)
+
+
 def test_a_store_without_its_manifest_says_what_to_put_back(tmp_path: Path) -> None:
     path = tmp_path / "s"
     name, _ = _damaged_store(path)

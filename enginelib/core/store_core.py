@@ -32,7 +32,7 @@ from filelock import FileLock
 # schema.SCHEMA_VERSION is read where it is used, so a patched (or migrated) version is seen.
 from .. import faults, schema
 from .. import manifest as mf
-from ..catalog import Catalog, missing_catalog_error
+from ..catalog import Catalog, missing_catalog_error, unfinished_catalog
 from ..catalog_mend import finish_pending, mend_and_warn, unmendable_error
 from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
@@ -165,8 +165,12 @@ class StoreCore:
                 )
                 mf.write_manifest(root, manifest)
             else:
-                if existing.generation > 0 and not layout.catalog_path(root).exists():
-                    raise missing_catalog_error(layout.catalog_path(root), existing.generation)
+                catalog_file = layout.catalog_path(root)
+                gone = not catalog_file.exists() or unfinished_catalog(catalog_file)
+                if existing.generation > 0 and gone:
+                    raise missing_catalog_error(catalog_file, existing.generation)
+                if gone and catalog_file.exists():
+                    _start_unfinished_catalog_again(catalog_file, read_only)
                 if not read_only:  # we hold the lock: clear what a dead writer left
                     recover_files(root, existing)
                     finish_pending(root)
@@ -481,6 +485,18 @@ def _stat(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_mtime_ns, st.st_size)
+
+
+def _start_unfinished_catalog_again(path: Path, read_only: bool) -> None:
+    """A new store's creation killed before DuckDB wrote its file: nothing was committed
+    (the manifest is at generation 0), so a writer starts the file again."""
+    if read_only:
+        raise StoreError(f"the catalog {path} is empty (shorter than DuckDB's own headers): "
+                         f"the store's creation was killed before anything was written; any "
+                         f"write (e.g. `enginelib ingest PATH --store {shell_word(path.parent)}`) "
+                         f"starts it again", path=path)
+    path.unlink()
+    path.with_name(path.name + ".wal").unlink(missing_ok=True)
 
 
 def _open_catalog(root: Path, dim: int, read_only: bool) -> Catalog:
