@@ -298,3 +298,22 @@ def test_a_restore_over_a_torn_checkpoint_mends_it_and_restores_plainly(tmp_path
     with _open(path) as store:
         assert {d["document_id"] for d in store.list_documents()} == {"early"}
         assert store.check().ok
+
+
+@NEEDS_GCC
+def test_a_store_creation_killed_in_duckdbs_first_write_opens_next_time(tmp_path: Path) -> None:
+    """SIGKILLed inside DuckDB's first header write, a new store is a manifest beside an
+    empty catalog file (seen: 0 bytes); that wedged every later open."""
+    shim = tmp_path / "torn_pwrite.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
+                    str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
+    path = tmp_path / "s"
+    init = _cli("init", "--store", str(path), env={
+        "ENGINELIB_EMBEDDER": "hashing-16", "LD_PRELOAD": str(shim), "TORN_PAGES": "0",
+        "TORN_OFFSET": "0", "TORN_BYTES": "4096", "TORN_SUFFIX": "/catalog.duckdb"})
+    assert init.returncode == -9
+    assert (path / "manifest.json").exists() and (path / "catalog.duckdb").stat().st_size == 0
+    with _open(path) as store:
+        store.ingest_documents([doc("d", "brake pads rotor " * 20)])
+    with _open(path) as store:
+        assert [d["document_id"] for d in store.list_documents()] == ["d"] and store.check().ok
