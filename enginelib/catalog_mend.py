@@ -108,6 +108,11 @@ def open_failure(path: Path) -> str | None:
     return None
 
 
+def fails_on_a_checksum(path: Path) -> bool:
+    """Whether DuckDB refuses the file on a block checksum (what a torn write leaves)."""
+    return _CHECKSUM_FAILURE.search(open_failure(path) or "") is not None
+
+
 def mend_torn_blocks(root: Path) -> MendReport:
     """Mend the store's catalog if it fails only on block checksums a torn write explains.
 

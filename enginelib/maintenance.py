@@ -25,6 +25,7 @@ from .catalog_documents import document_count
 from .catalog_mend import (
     PENDING_NAME,
     MendReport,
+    fails_on_a_checksum,
     finish_pending,
     mend_torn_blocks,
 )
@@ -285,6 +286,8 @@ def _mend_catalog(root: Path) -> MendReport | None:
     writer's open would too; here the report says so). None when there is nothing to mend."""
     if not layout.catalog_path(root).is_file() or mf.read_manifest(root) is None:
         return None  # the open says what is missing
+    if not (root / PENDING_NAME).exists() and not fails_on_a_checksum(layout.catalog_path(root)):
+        return None  # nothing torn: the usual repair, with the usual lock wait
     lock = acquire_writer_lock(root, 0.0)
     try:
         finish_pending(root)
