@@ -8,7 +8,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from .core.layout import MANIFEST_NAME
+from .core.layout import MANIFEST_NAME, SNAPSHOTS_DIR
 from .durable import write_atomic
 from .errors import IncompatibleStoreError, StoreError
 
@@ -65,12 +65,42 @@ def read_manifest(directory: Path) -> Manifest | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc}", path=path) from exc
-    if int(data.get("format_version", 0)) > FORMAT_VERSION:
+    except ValueError as exc:
+        raise _damaged(path, f"not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise _damaged(path, f"a JSON {type(data).__name__}, not an object")
+    version = data.get("format_version", 0)
+    if isinstance(version, int) and version > FORMAT_VERSION:
         raise IncompatibleStoreError(
-            f"{path} has format version {data['format_version']}, newer than this enginelib "
+            f"{path} has format version {version}, newer than this enginelib "
             f"supports ({FORMAT_VERSION}): upgrade enginelib",
             path=path,
         )
+    for name, kind in _FIELD_TYPES.items():
+        value = data.get(name)
+        if name in data or name in _REQUIRED:
+            if not isinstance(value, kind) or isinstance(value, bool):
+                shown = "missing" if name not in data else f"{type(value).__name__} {value!r:.40}"
+                raise _damaged(path, f"field {name!r} should be {kind.__name__}, is {shown}")
     return Manifest.from_dict(data)
+
+
+# What each field must be (JSON gives str, int, dict); a manifest we wrote always matches.
+_FIELD_TYPES: dict[str, type] = {
+    "embedding_model": str, "embedding_dim": int, "chunking": dict, "chunking_hash": str,
+    "schema_version": int, "generation": int, "index_version": str, "format_version": int,
+    "created_at": str, "vector_backend": str, "text_backend": str, "index_options": dict,
+}
+_REQUIRED = frozenset({"embedding_model", "embedding_dim", "chunking", "chunking_hash",
+                       "schema_version"})
+
+
+def _damaged(path: Path, what: str) -> StoreError:
+    return StoreError(
+        f"{path} is damaged: {what}. It says which model, dimension and chunking built the "
+        f"store, and enginelib only ever replaces it whole: put it back from a copy of the "
+        f"folder; a snapshot's manifest.json ({SNAPSHOTS_DIR}/NAME/manifest.json) has the same "
+        f"settings unless a reindex came after that snapshot, and `enginelib repair` then "
+        f"catches the generation up", path=path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -123,7 +124,8 @@ class QueryLog:
         imported = 0
         # Files left by a writer killed mid-import are imported again (telemetry).
         for stale in self._dir.glob("*.importing"):
-            stale.rename(stale.with_suffix(".jsonl"))
+            if stale.is_file():  # only our own files: anything else in the folder is left be
+                stale.rename(stale.with_suffix(".jsonl"))
         keep, drop = _newest_within(self._dir, MAX_IMPORT_BYTES)
         dropped = 0
         for path in drop:
@@ -143,8 +145,12 @@ class QueryLog:
                 os.replace(path, claimed)  # a reader appending now starts a fresh file
             except FileNotFoundError:
                 continue
+            try:
+                text = claimed.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # unreadable (another user's, a bad sector): tried again next open
             claimed_paths.append(claimed)
-            for line in claimed.read_text(encoding="utf-8", errors="replace").splitlines():
+            for line in text.splitlines():
                 try:
                     item = json.loads(line)
                     entries.append((dict(item["entry"]), list(item["labels"])))
@@ -168,6 +174,8 @@ def _newest_within(folder: Path, budget: int) -> tuple[list[Path], list[Path]]:
             st = path.stat()
         except FileNotFoundError:
             continue
+        if not stat.S_ISREG(st.st_mode):
+            continue  # a folder or device someone named like ours: never ours to move
         stamped.append((st.st_mtime_ns, st.st_size, path))
     stamped.sort(key=lambda item: (-item[0], item[2].name))
     keep: list[Path] = []

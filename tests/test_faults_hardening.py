@@ -333,6 +333,50 @@ def test_reader_query_logs_stay_bounded(tmp_path: Path) -> None:
     store.close()
 
 
+def test_foreign_things_in_the_query_log_folder_do_not_stop_a_writer(tmp_path: Path) -> None:
+    """A folder named like a reader's pending file made every writer open fail ("Is a
+    directory"), wedging the store for writes until someone found and removed it."""
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(2))])
+    with enginelib.open(path, embedder=HashingEmbedder(64), read_only=True) as reader:
+        reader.search("pads", answerability_threshold=None)  # a real pending file beside them
+    folder = path / "querylog"
+    (folder / "pending-1.jsonl").mkdir()
+    (folder / "pending-2.importing").mkdir()
+    for _ in range(2):
+        with open_test_store(path) as store:
+            logged = store.catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
+            assert logged is not None and logged[0] >= 1  # the reader's entry came in
+    assert (folder / "pending-1.jsonl").is_dir() and (folder / "pending-2.importing").is_dir()
+
+
+@pytest.mark.parametrize(("content", "what"), [
+    ("[1, 2]", "a JSON list, not an object"),
+    ('{"embedding_model": "x"', "not JSON"),
+    ('{"embedding_model": "hashing-16"}', "'embedding_dim' should be int, is missing"),
+    (None, "'embedding_dim' should be int, is str '16'"),
+    (None, "'generation' should be int, is bool True"),
+])
+def test_a_damaged_manifest_says_so_and_what_to_put_back(tmp_path: Path, content: str | None,
+                                                          what: str) -> None:
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(2))])
+    manifest = json.loads((path / "manifest.json").read_text())
+    if content is None:  # one field of the real manifest with the wrong JSON type
+        field = "embedding_dim" if "str" in what else "generation"
+        manifest[field] = "16" if field == "embedding_dim" else True
+        content = json.dumps(manifest)
+    (path / "manifest.json").write_text(content)
+    for read_only in (True, False):
+        with pytest.raises(enginelib.StoreError, match="is damaged") as info:
+            enginelib.open(path, embedder=HashingEmbedder(16), read_only=read_only)
+        assert what in str(info.value) and "snapshots/NAME/manifest.json" in str(info.value)
+    out = _cli("search", "pads", "--store", str(path))
+    assert out.returncode == 2 and "is damaged" in out.stderr and "bug" not in out.stderr
+
+
 def test_files_and_folders_follow_the_umask(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
