@@ -351,6 +351,38 @@ def test_foreign_things_in_the_query_log_folder_do_not_stop_a_writer(tmp_path: P
     assert (folder / "pending-1.jsonl").is_dir() and (folder / "pending-2.importing").is_dir()
 
 
+@pytest.mark.parametrize("where", ["indexes", "indexes/vectors", "indexes/text"])
+def test_a_file_where_the_index_folders_belong_is_moved_aside_and_rebuilt(tmp_path: Path,
+                                                                           where: str) -> None:
+    """Every writer's open failed with "Not a directory" (repair too): a wedge."""
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(2))])
+    target = path / where
+    shutil.rmtree(target)
+    target.write_text("not an index")
+    with pytest.warns(RuntimeWarning, match="rebuilt"):
+        store = open_test_store(path)
+    with store:
+        assert store.check().ok and store.search("pads", answerability_threshold=None).hits
+    (aside,) = target.parent.glob(f"{target.name}.not-a-folder-*")
+    assert aside.read_text() == "not an index" and target.is_dir()
+
+
+def test_a_folder_where_the_writer_lock_belongs_is_named_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(2))])
+    (path / ".writer.lock").unlink()
+    (path / ".writer.lock").mkdir()
+    with pytest.raises(enginelib.StoreError, match="is a folder where enginelib keeps its writer lock"):
+        open_test_store(path)
+    with enginelib.open(path, embedder=HashingEmbedder(64), read_only=True) as reader:
+        assert reader.search("pads", answerability_threshold=None).hits  # readers take no lock
+    (path / ".writer.lock").rmdir()
+    open_test_store(path).close()
+
+
 @pytest.mark.parametrize(("content", "what"), [
     ("[1, 2]", "a JSON list, not an object"),
     ('{"embedding_model": "x"', "not JSON"),

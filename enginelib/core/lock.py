@@ -10,7 +10,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..durable import write_atomic
-from ..errors import StoreLockedError
+from ..errors import StoreError, StoreLockedError
 from .layout import HOLDER_NAME, LOCK_NAME
 
 # The least any writer lock of this process waits (seconds). The command line sets it from
@@ -26,7 +26,11 @@ def set_minimum_wait(seconds: float) -> None:
 
 
 def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
-    lock = FileLock(str(root / LOCK_NAME))
+    path = root / LOCK_NAME
+    if path.is_dir():  # filelock would fail with a bare "Is a directory"
+        raise StoreError(f"{path} is a folder where enginelib keeps its writer lock file: remove "
+                         f"it (it holds nothing of the store) and write again", path=path)
+    lock = FileLock(str(path))
     timeout = max(timeout, _minimum_wait)
     try:
         lock.acquire(timeout=timeout)
