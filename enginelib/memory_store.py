@@ -23,7 +23,7 @@ from typing import Any
 
 from .chunker import ChunkingConfig
 from .embedder import Embedder
-from .errors import IngestError, InvalidInputError, StoreError
+from .errors import IngestError, InvalidInputError, StorageError, StoreError
 from .store import LOCK_NAME, Store
 from .types import LoadedDocument
 
@@ -52,6 +52,10 @@ def ram_folder() -> str:
     one, else the temp folder."""
     chosen = os.environ.get(MEMORY_DIR_ENV)
     if chosen:
+        if not (os.path.isdir(chosen) and os.access(chosen, os.W_OK | os.X_OK)):
+            raise StorageError(f"${MEMORY_DIR_ENV} is {chosen[:200]!r}, which is not a folder "
+                               f"this process can write: point it at one (a tmpfs such as "
+                               f"/dev/shm keeps the store in RAM) or unset it", path=chosen)
         return chosen
     for candidate in _RAM_FOLDERS:
         if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):

@@ -212,3 +212,20 @@ def test_the_cli_starts_without_torch_psycopg_or_rich(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env,
                          capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize("value", ["abc", "-3", "100000", "2.5", " 1e3"])
+def test_a_bad_thread_count_in_the_environment_is_named(monkeypatch: pytest.MonkeyPatch,
+                                                         value: str) -> None:
+    """int() failed as an "unexpected ValueError ... bug"; a negative count made the engine's
+    OpenMP print "Invalid value" and carry on."""
+    from enginelib.embedders.e5 import THREADS_ENV, E5SmallEmbedder, threads_from_env
+
+    monkeypatch.setenv(THREADS_ENV, value)
+    with pytest.raises(enginelib.InvalidInputError, match=r"\$ENGINELIB_EMBED_THREADS must be"):
+        threads_from_env()
+    for good, threads in (("", None), ("0", None), ("3", 3)):
+        monkeypatch.setenv(THREADS_ENV, good)
+        assert threads_from_env() == threads
+    with pytest.raises(enginelib.InvalidInputError, match="num_threads"):
+        E5SmallEmbedder(num_threads=0)

@@ -12,6 +12,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder, InvalidInputError, StoreError
+from enginelib.errors import StorageError
 from enginelib.memory_store import MEMORY_DIR_ENV, MemoryStore
 from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
 
@@ -223,3 +224,12 @@ def test_a_killed_process_folder_is_swept_by_the_next_store(ram):
     with enginelib.memory(embedder=HashingEmbedder(16)):
         assert [name.split("-")[2] for name in os.listdir(ram)] == [str(os.getpid())]
     assert os.listdir(ram) == []
+
+
+@pytest.mark.parametrize("chosen", ["/etc/passwd", "/nonexistent/enginelib-dir"])
+def test_a_memory_folder_that_is_not_a_writable_folder_is_named(monkeypatch: pytest.MonkeyPatch,
+                                                                 chosen: str) -> None:
+    """A raw NotADirectoryError / FileNotFoundError came out of enginelib.memory()."""
+    monkeypatch.setenv(MEMORY_DIR_ENV, chosen)
+    with pytest.raises(StorageError, match=r"\$ENGINELIB_MEMORY_DIR is .* not a folder"):
+        enginelib.memory([{"id": "a", "text": "brake pads"}], embedder=HashingEmbedder(16))

