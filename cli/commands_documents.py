@@ -86,13 +86,16 @@ def update(store_option: Path | None, ids: tuple[str, ...], truth_level: str | N
         raise click.UsageError(f"update takes one document id, got {len(rest)}: {' '.join(rest)}")
     document_id = rest[0]
     with open_store(store_path) as store:
+        before = store.get_document(document_id)["version"]
         doc = store.update_document(
             document_id, truth_level=truth_level, tags=list(tags) if tags else None,
             metadata=parse_key_values(meta, "--meta"),
         )
+    changed = doc["version"] != before
     fields = {k: doc[k] for k in ("document_id", "truth_level", "tags", "custom", "version")}
     if as_json:
-        emit_json(fields)
+        emit_json({**fields, "changed": changed})
         return
-    click.echo(f"updated {doc['document_id']}: truth level {doc['truth_level']}, "
+    click.echo(f"{'updated' if changed else 'unchanged (it already had these values)'} "
+               f"{doc['document_id']}: truth level {doc['truth_level']}, "
                f"tags {','.join(doc['tags'] or []) or '-'}, version {doc['version']}")

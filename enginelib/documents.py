@@ -57,7 +57,8 @@ def update_metadata(
     tags: Sequence[str] | None = None, metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Set a document's truth level, tags and/or custom fields (merged); bumps its patch
-    version and the catalog generation. Returns the updated document."""
+    version and the catalog generation when something changes (an update to the values the
+    document has is a no-op). Returns the document."""
     fields = check_metadata(metadata) if metadata is not None else {}
     # as at ingest, a metadata key that names a column sets the column; the two this call
     # changes are taken from it, the others are fixed at ingest (never a custom field that
@@ -79,12 +80,16 @@ def update_metadata(
         raise InvalidInputError("nothing to update: give a truth level, tags or metadata")
     doc = catalog.require_document(document_id)
     level = validate_truth_level(truth_level) if truth_level is not None else doc["truth_level"]
-    new_tags = list(as_str_tuple(tags, "tags")) if tags is not None else list(doc["tags"] or [])
+    old_tags = list(doc["tags"] or [])
+    new_tags = list(as_str_tuple(tags, "tags")) if tags is not None else old_tags
     custom = dict(doc.get("custom") or {})
+    moved = sorted(key for key, value in fields.items() if key not in custom or custom[key] != value)
     custom.update(fields)
     changed = [f"truth level {doc['truth_level']} -> {level}"] if level != doc["truth_level"] else []
-    changed += ["tags"] if tags is not None else []
-    changed += [f"metadata {', '.join(sorted(fields))}"] if fields else []
+    changed += ["tags"] if new_tags != old_tags else []
+    changed += [f"metadata {', '.join(moved)}"] if moved else []
+    if not changed:  # as an unchanged re-ingest: no new version, nothing committed
+        return doc
     with catalog.transaction():
         generation = catalog.bump_generation()
         # the version a citation taken before this update names stays readable (history,

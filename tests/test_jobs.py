@@ -7,8 +7,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from enginelib.catalog import utcnow
+from enginelib.cli.main import main
 from enginelib.errors import InvalidInputError, LoaderError
 from enginelib.jobs import (
     DLQ,
@@ -306,6 +308,27 @@ def test_update_changes_metadata_without_reembedding(tmp_path: Path, corpus: Pat
         assert history[0]["change_summary"] == (
             "updated: truth level L2 -> L1; tags; metadata reviewed")
         assert store.version_text("tyres.txt", "1.0.0") == store.version_text("tyres.txt", "1.0.1")
+
+
+def test_an_update_to_the_values_a_document_has_is_not_a_new_version(tmp_path: Path,
+                                                                      corpus: Path) -> None:
+    """Each one bumped the version and archived a copy ("updated: nothing changed"); setting
+    the same tag again even said "tags"."""
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_path(corpus / "tyres.txt", truth_level="L2")
+        store.update_document("tyres.txt", tags=["winter"], metadata={"team": "ops"})
+        generation = store.generation
+        for same in ({"truth_level": "L2"}, {"tags": ["winter"]}, {"tags": "winter"},
+                     {"metadata": {"team": "ops"}},
+                     {"truth_level": "L2", "tags": ["winter"], "metadata": {"team": "ops"}}):
+            assert store.update_document("tyres.txt", **same)["version"] == "1.0.1", same
+        assert store.generation == generation
+        assert [h["version"] for h in store.history("tyres.txt")] == ["1.0.0", "1.0.1"]
+        assert store.update_document("tyres.txt", metadata={"team": "qa"})["version"] == "1.0.2"
+        assert store.history("tyres.txt")[1]["change_summary"] == "updated: metadata team"
+    out = CliRunner().invoke(main, ["update", "tyres.txt", "--tag", "winter", "--store",
+                                    str(tmp_path / "store")])
+    assert out.exit_code == 0 and out.output.startswith("unchanged"), out.output
 
 
 def test_two_files_that_would_share_an_id_are_not_queued(tmp_path: Path) -> None:
