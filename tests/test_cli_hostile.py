@@ -147,3 +147,37 @@ def test_real_process_never_aborts_or_prints_a_traceback(store: Path) -> None:
         OUTCOMES["exit 2 (subprocess)"] += 1
     done = _subprocess(cases[0], debug=True)
     assert done.returncode != 0 and b"Traceback" in done.stderr  # --debug shows it
+
+
+def test_a_sql_export_into_a_pipe_is_written_into_it_and_leaves_it_a_pipe(store: Path,
+                                                                          tmp_path: Path) -> None:
+    """The export wrote beside its target and renamed over it: `--sql-file /dev/null` (or
+    /dev/full, or a FIFO) was replaced by a regular file, the device node itself as root."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "out.sql"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, output = run_cli(["export", "postgres", "--store", str(store), "--sql-file", str(fifo),
+                            "--no-progress"])
+    reader.join(timeout=30)
+    assert code == 0, output
+    assert received and received[0].startswith(b"-- enginelib export")
+    assert received[0].rstrip().endswith(b"COMMIT;")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert not list(tmp_path.glob(".out.sql.*"))  # no temporary file beside it either
+
+
+def test_a_sql_export_through_a_link_replaces_the_file_and_keeps_the_link(store: Path,
+                                                                         tmp_path: Path) -> None:
+    real = tmp_path / "real.sql"
+    real.write_text("old")
+    link = tmp_path / "link.sql"
+    link.symlink_to(real)
+    code, output = run_cli(["export", "postgres", "--store", str(store), "--sql-file", str(link),
+                            "--no-progress"])
+    assert code == 0, output
+    assert link.is_symlink() and real.read_text().startswith("-- enginelib export")

@@ -9,6 +9,7 @@ the same replace-and-archive steps as a live export.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -31,37 +32,70 @@ def write_sql(
     store: Store, path: str | Path, *, options: ExportOptions | None = None,
     progress: bool = False, **option_fields: Any,
 ) -> ExportReport:
-    """Write the store as a .sql file at ``path`` (replaced atomically); see ExportOptions."""
+    """Write the store as a .sql file at ``path`` (replaced atomically; a device or pipe such
+    as /dev/stdout is written into); see ExportOptions."""
     opts = options or options_from(option_fields)
     target = Path(path)
     started = time.perf_counter()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Written beside the target and renamed, so a crash never leaves half a file there.
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        follow_umask(fd)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out, read_store(store) as reader:
-            meta = reader.meta
-            _header(out, meta.path, meta.embedding_model, meta.embedding_dim, meta.generation)
-            with ExportProgress(enabled=progress) as bar:
-                for step in build_plan(reader, opts):
-                    if isinstance(step, Copy):
-                        _write_copy(out, step, bar)
-                    else:
-                        out.write(step.sql.as_string() + ";\n")
-            out.write("COMMIT;\n")
-        os.replace(tmp, target)
+        if _is_device_or_pipe(target):
+            # /dev/stdout, a pipe, /dev/null: written into as it is. The rename below would
+            # have put a regular file in place of the device (as root, /dev/null itself).
+            with open(target, "w", encoding="utf-8", newline="\n") as out:
+                meta = _write(out, store, opts, progress)
+        else:  # through a link to a file, the file is replaced and the link kept
+            real = target.resolve() if target.is_symlink() else target
+            meta = _write_beside_and_rename(real, store, opts, progress)
+    except BrokenPipeError:
+        raise  # `--sql-file /dev/stdout | head`: the reader went away, as for any output
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {exc}") from exc
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return ExportReport(
         target=str(target), schema=opts.schema, table_prefix=opts.table_prefix,
         documents=meta.documents, chunks=meta.chunks, versions=meta.versions,
         sources=meta.sources, embedding_dim=meta.embedding_dim,
         store_generation=meta.generation, seconds=time.perf_counter() - started,
     )
+
+
+def _is_device_or_pipe(path: Path) -> bool:
+    try:
+        mode = os.stat(path).st_mode  # follows links: /dev/stdout -> /proc/self/fd/1
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _write_beside_and_rename(target: Path, store: Store, opts: ExportOptions,
+                             progress: bool) -> Any:
+    """Written beside the target, fsynced and renamed, so a crash never leaves half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        follow_umask(fd)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            meta = _write(out, store, opts, progress)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return meta
+
+
+def _write(out: IO[str], store: Store, opts: ExportOptions, progress: bool) -> Any:
+    with read_store(store) as reader:
+        meta = reader.meta
+        _header(out, meta.path, meta.embedding_model, meta.embedding_dim, meta.generation)
+        with ExportProgress(enabled=progress) as bar:
+            for step in build_plan(reader, opts):
+                if isinstance(step, Copy):
+                    _write_copy(out, step, bar)
+                else:
+                    out.write(step.sql.as_string() + ";\n")
+        out.write("COMMIT;\n")
+    return meta
 
 
 def _header(out: IO[str], store_path: str, model: str, dim: int, generation: int) -> None:
