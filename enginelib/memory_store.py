@@ -16,12 +16,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import faults
 from .chunker import ChunkingConfig
+from .durable import fsync_dir
+from .edge import guard
 from .embedder import Embedder
 from .errors import IngestError, InvalidInputError, StorageError, StoreError
 from .store import LOCK_NAME, Store
@@ -88,10 +92,21 @@ class MemoryStore(Store):
             )
         self.persist()  # indexes and manifest stamped with the catalog's generation
         self.catalog.release()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(
-            self.path, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(LOCK_NAME)
-        )
+        # Copied beside the target and renamed into place: a kill or a full disk half-way
+        # left a folder with a manifest and part of a catalog that no open could use.
+        with guard("save the in-memory store", target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:8]}"
+            try:
+                shutil.copytree(self.path, partial, ignore=shutil.ignore_patterns(LOCK_NAME))
+                fsync_dir(partial)
+                faults.crash_point("save_before_rename")
+                if target.is_dir():
+                    target.rmdir()  # empty (checked above)
+                os.rename(partial, target)
+                fsync_dir(target.parent)
+            finally:
+                shutil.rmtree(partial, ignore_errors=True)
         return target
 
     def stats(self) -> dict[str, Any]:

@@ -233,3 +233,22 @@ def test_a_memory_folder_that_is_not_a_writable_folder_is_named(monkeypatch: pyt
     monkeypatch.setenv(MEMORY_DIR_ENV, chosen)
     with pytest.raises(StorageError, match=r"\$ENGINELIB_MEMORY_DIR is .* not a folder"):
         enginelib.memory([{"id": "a", "text": "brake pads"}], embedder=HashingEmbedder(16))
+
+
+def test_a_save_killed_half_way_leaves_no_store_at_the_target(tmp_path: Path) -> None:
+    """copytree straight into the target: a kill (or a full disk) left a folder with a
+    manifest and part of a catalog, which no open could use and no later save would take."""
+    target = tmp_path / "saved"
+    code = ("import sys, enginelib; s = enginelib.memory([{'id': 'a', 'text': 'brake pads'}], "
+            "embedder=enginelib.HashingEmbedder(16)); s.save(sys.argv[1])")
+    killed = subprocess.run([sys.executable, "-c", code, str(target)], check=False,
+                            env={**os.environ, "ENGINELIB_CRASH_AT": "save_before_rename"})
+    assert killed.returncode == -9
+    assert not target.exists()
+    with enginelib.memory([{"id": "a", "text": "brake pads"}], embedder=HashingEmbedder(16)) as store:
+        store.save(target)
+        (tmp_path / "file.txt").write_text("not a folder")
+        with pytest.raises(StorageError, match="save the in-memory store failed"):
+            store.save(tmp_path / "file.txt" / "below")  # a parent that cannot be a folder
+    with enginelib.open(target, embedder=HashingEmbedder(16)) as saved:
+        assert [d["document_id"] for d in saved.list_documents()] == ["a"]
