@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -374,3 +375,29 @@ def test_a_source_gone_before_its_turn_fails_with_the_reason(tmp_path: Path, cor
         job = queue.jobs()[0]
         low, high = delay_bounds(1)
         assert low <= (job["next_attempt_at"] - clock.now).total_seconds() <= high
+
+
+def test_a_pipe_is_never_queued_and_a_file_turned_pipe_fails_its_job(tmp_path: Path,
+                                                                     corpus: Path) -> None:
+    """A queued FIFO blocked the worker for good on its read (in serve, every later job
+    waited behind it); a direct ingest already skipped it."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    swapped = corpus / "tyres.txt"
+    outcomes: list[Any] = []
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(LoaderError, match="not a regular file"):
+            store.enqueue_paths(fifo)
+        store.enqueue_paths(swapped)
+        swapped.unlink()
+        os.mkfifo(swapped)  # replaced by a pipe between the queue and the worker
+        worker = threading.Thread(daemon=True, target=lambda: outcomes.extend(
+            Worker(store, store.jobs()).run_until_idle()))
+        worker.start()
+        worker.join(timeout=30)
+        assert not worker.is_alive(), "the worker is blocked on a pipe"
+        assert [o.status for o in outcomes] == [FAILED]
+        assert "not a regular file" in (store.jobs().jobs()[0]["last_error"] or "")

@@ -186,6 +186,8 @@ def jobs_for_paths(
         if not root.exists():
             raise fail(Path(given), "no such file or folder")
         if not root.is_dir():
+            if not root.is_file():  # the worker would wait on a pipe forever, holding the queue
+                raise fail(Path(given), "not a regular file (a pipe or device)")
             jobs.append(NewJob(str(root), root.name, dict(options)))
             continue
         for found in walk(root, exclude):

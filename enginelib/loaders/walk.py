@@ -146,6 +146,8 @@ def load_file(
         raise fail(file, "no such file")
     if file.is_dir():
         raise fail(file, "is a folder: use iter_load() or Store.ingest_path() for folders")
+    if not file.is_file():  # a pipe or device: reading it could wait forever (a queued job did)
+        raise fail(file, "not a regular file (a pipe or device)")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise InvalidInputError(f"max_bytes must be a positive int, got {max_bytes!r}")
     documents: list[LoadedDocument] = []
