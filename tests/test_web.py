@@ -285,6 +285,20 @@ def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.parametrize(("token", "why"), [
+    ("s3cret", "is 6 character(s) long"), (" " * 20 + "ab", "is 2 character(s) long"),
+    ("ab" * 10, "has only 2 distinct character(s)")])
+def test_a_public_bind_refuses_a_guessable_token(token: str, why: str) -> None:
+    """A one-character (or all-spaces) token was accepted for 0.0.0.0."""
+    from enginelib.errors import UnsafeBindError
+    from enginelib.web.security import require_token_for
+
+    with pytest.raises(UnsafeBindError, match=f"the token {re.escape(why)}.*token_urlsafe"):
+        require_token_for("0.0.0.0", token)
+    require_token_for("127.0.0.1", token)  # this machine only: the user's call
+    require_token_for("0.0.0.0", "Zq8-xT3_pL0vW9mK2rN5")
+
+
 @pytest.mark.slow
 def test_serve_on_a_port_in_use_says_so_and_creates_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}

@@ -19,11 +19,26 @@ TOKEN_HEADER = "x-enginelib-token"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}$")
 
 
+MIN_EXPOSED_TOKEN = 16  # characters; a guessable secret guards nothing on a network
+
+
 def require_token_for(host: str, token: str | None) -> None:
-    if host not in LOCAL_HOSTS and not token:
+    if host in LOCAL_HOSTS:
+        return
+    if not token:
         raise UnsafeBindError(
             f"binding {host} exposes the store beyond this machine: pass --token SECRET "
             f"(or set ${ENV_TOKEN}); every request must then carry it"
+        )
+    weak = (f"is {len(token.strip())} character(s) long" if len(token.strip()) < MIN_EXPOSED_TOKEN
+            else f"has only {len(set(token))} distinct character(s)" if len(set(token)) < 8
+            else None)
+    if weak:
+        raise UnsafeBindError(
+            f"binding {host} exposes the store beyond this machine, and the token {weak}: "
+            f"anyone who can reach the port could guess it. Use at least {MIN_EXPOSED_TOKEN} "
+            f"random characters, e.g. `python -c \"import secrets; "
+            f"print(secrets.token_urlsafe(24))\"`"
         )
 
 
