@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -26,6 +28,8 @@ from .options import (
     snapshot_option,
     store_option,
 )
+
+T = TypeVar("T")
 
 
 @click.command("eval")
@@ -54,11 +58,8 @@ def eval_command(
     as_json: bool,
 ) -> None:
     """Score the store on judged queries; documents are ranked by their best chunk."""
-    try:
-        qrels = read_qrels(qrels_path)
-        all_queries = read_queries(queries_path)
-    except (ValueError, KeyError) as exc:
-        raise CommandError(f"could not read the judgments or queries: {exc}") from exc
+    qrels = _read(qrels_path, "judgments", read_qrels)
+    all_queries = _read(queries_path, "queries", read_queries)
     if not qrels:
         raise CommandError(f"{qrels_path} holds no judgments: one 'query-id corpus-id grade' "
                            "line each (a BEIR .tsv) or 'qid 0 docid grade' (TREC)")
@@ -113,3 +114,13 @@ def eval_command(
         click.echo(f"note: {empty} queries returned no document (scored 0)", err=True)
     if run_out is not None:
         click.echo(f"run written to {run_out} (tag {run_tag})")
+
+
+def _read(path: Path, what: str, read: Callable[[Path], T]) -> T:
+    try:
+        return read(path)
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"could not read the {what} in {path}: not UTF-8 text ({exc.reason} "
+                           f"at byte {exc.start})") from exc
+    except (ValueError, KeyError) as exc:
+        raise CommandError(f"could not read the {what} in {path}: {exc}") from exc

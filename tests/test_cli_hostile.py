@@ -181,3 +181,19 @@ def test_a_sql_export_through_a_link_replaces_the_file_and_keeps_the_link(store:
                             "--no-progress"])
     assert code == 0, output
     assert link.is_symlink() and real.read_text().startswith("-- enginelib export")
+
+
+def test_eval_names_the_file_it_cannot_read(store: Path, tmp_path: Path) -> None:
+    """"could not read the judgments or queries: 'utf-8' codec can't decode..." named neither."""
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"_id": "q1", "text": "brake pads"}\n')
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_bytes(b"q1\tcorpus.md\t1\n\xff\xfe\n")
+    code, output = run_cli(["eval", "--store", str(store), "--queries", str(queries),
+                            "--qrels", str(qrels)])
+    assert code == 2 and f"could not read the judgments in {qrels}: not UTF-8 text" in output
+    qrels.write_text("q1\tcorpus.md\t1\n")
+    queries.write_bytes(b"\xff\xfe")
+    code, output = run_cli(["eval", "--store", str(store), "--queries", str(queries),
+                            "--qrels", str(qrels)])
+    assert code == 2 and f"could not read the queries in {queries}" in output
