@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -155,23 +156,31 @@ def test_the_cli_says_in_one_line_that_it_mended(tmp_path: Path) -> None:
         assert {"late", "new.txt"} <= {d["document_id"] for d in store.list_documents()}
 
 
+def _noise_over_the_torn_block(path: Path) -> bytes:
+    """A torn store whose metadata block is then noise (fixed seed): live metadata gone, not
+    torn. Returns the catalog's bytes."""
+    _damaged, location = torn_store(path, "last")
+    catalog = path / "catalog.duckdb"
+    data = bytearray(catalog.read_bytes())
+    data[location + 8:location + 262144] = random.Random(7).randbytes(262144 - 8)
+    catalog.write_bytes(data)
+    return bytes(data)
+
+
 def test_garbage_in_the_block_is_not_mended_and_the_file_stays_as_it_was(tmp_path: Path) -> None:
     """A block that is garbage, not torn: a checksum written over it would make DuckDB read
     nonsense, so the mend must find out and put every byte back."""
     path = tmp_path / "s"
-    _damaged, location = torn_store(path, "last")
     catalog = path / "catalog.duckdb"
-    data = bytearray(catalog.read_bytes())
-    data[location + 8:location + 262144] = os.urandom(262144 - 8)
-    catalog.write_bytes(bytes(data))
+    data = _noise_over_the_torn_block(path)
     with pytest.raises(enginelib.CorruptStoreError, match="cannot be mended") as info:
         repair(path)
     assert "snapshot restore NAME" in str(info.value)
-    assert catalog.read_bytes() == bytes(data)
+    assert catalog.read_bytes() == data
     assert not (path / PENDING_NAME).exists() and not list(path.glob("catalog.mended-*"))
     with pytest.raises(enginelib.CorruptStoreError, match="cannot be mended"):
         _open(path)  # a writer's open tries too, and says the same
-    assert catalog.read_bytes() == bytes(data)
+    assert catalog.read_bytes() == data
     out = _cli("repair", "--store", str(path))
     assert out.returncode == 2 and "cannot be mended" in out.stderr
     assert "Traceback" not in out.stderr
@@ -193,27 +202,30 @@ def test_a_mend_killed_after_its_write_is_finished_by_the_next_repair(tmp_path: 
 
 def test_a_killed_mend_of_garbage_is_undone_by_the_next_repair(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    _damaged, location = torn_store(path, "last")
     catalog = path / "catalog.duckdb"
-    data = bytearray(catalog.read_bytes())
-    data[location + 8:location + 262144] = os.urandom(262144 - 8)
-    catalog.write_bytes(bytes(data))
+    data = _noise_over_the_torn_block(path)
     killed = _cli("repair", "--store", str(path), env={"ENGINELIB_CRASH_AT": "mend_after_patch"})
     assert killed.returncode == -9, killed.stderr
-    assert catalog.read_bytes() != bytes(data)  # killed with the new checksum in place
+    assert catalog.read_bytes() != data  # killed with the new checksum in place
     out = _cli("repair", "--store", str(path))
     assert out.returncode == 2 and "cannot be mended" in out.stderr
-    assert catalog.read_bytes() == bytes(data) and not (path / PENDING_NAME).exists()
+    assert catalog.read_bytes() == data and not (path / PENDING_NAME).exists()
+
+
+def _shim(tmp_path: Path) -> Path:
+    """tests/torn_pwrite.c built into ``tmp_path`` (once per test)."""
+    shim = tmp_path / "torn_pwrite.so"
+    if not shim.exists():
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
+                        str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
+    return shim
 
 
 def _tear_next_checkpoint(tmp_path: Path, path: Path, pages: int, *, raw: bool = False) -> None:
     """Open the store in a process whose checkpoint write of the metadata block is cut after
     ``pages`` pages by a SIGKILL (tests/torn_pwrite.c, preloaded); ``raw`` opens the catalog
     with DuckDB alone, so nothing of enginelib's own recovery runs first."""
-    shim = tmp_path / "torn_pwrite.so"
-    if not shim.exists():
-        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
-                        str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
+    shim = _shim(tmp_path)
     header = active_header(path / "catalog.duckdb")
     assert header is not None
     opener = ("import sys, duckdb; duckdb.connect(sys.argv[1] + '/catalog.duckdb').close()" if raw
@@ -304,9 +316,7 @@ def test_a_restore_over_a_torn_checkpoint_mends_it_and_restores_plainly(tmp_path
 def test_a_store_creation_killed_in_duckdbs_first_write_opens_next_time(tmp_path: Path) -> None:
     """SIGKILLed inside DuckDB's first header write, a new store is a manifest beside an
     empty catalog file (seen: 0 bytes); that wedged every later open."""
-    shim = tmp_path / "torn_pwrite.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(shim),
-                    str(REPO / "tests" / "torn_pwrite.c"), "-ldl"], check=True)
+    shim = _shim(tmp_path)
     path = tmp_path / "s"
     init = _cli("init", "--store", str(path), env={
         "ENGINELIB_EMBEDDER": "hashing-16", "LD_PRELOAD": str(shim), "TORN_PAGES": "0",
