@@ -23,6 +23,9 @@ from .options import CommandError, FiniteRange, handle_errors, open_store
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--token", default=None, envvar="ENGINELIB_TOKEN",
               help="Secret every request must carry (or $ENGINELIB_TOKEN).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="A name besides this machine's that clients use (a reverse proxy's); "
+                   "repeat for more.")
 @click.option("--max-upload-mb", type=FiniteRange(0.001, 1024 * 1024), default=20.0,
               show_default=True, help="Largest file the upload accepts.")
 @click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=5, show_default=True,
@@ -30,15 +33,22 @@ from .options import CommandError, FiniteRange, handle_errors, open_store
 @click.option("--poll", "poll_s", type=FiniteRange(0.01, MAX_POLL_S), default=0.5, hidden=True)
 @click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True)
 @handle_errors
-def serve(store_path: Path, host: str, port: int, token: str | None, max_upload_mb: float,
-          max_attempts: int, poll_s: float, time_unit: float) -> None:
+def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...],
+          max_upload_mb: float, max_attempts: int, poll_s: float, time_unit: float) -> None:
     """Serve the store: JSON API under /api/, ingestion console at /, inspector at /inspect."""
     import uvicorn
 
     from enginelib.web import Service, create_app
+    from enginelib.web.origin_guard import check_allowed_host, host_name, is_loopback
     from enginelib.web.security import require_token_for
 
     require_token_for(host, token)
+    for name in allow_hosts:
+        check_allowed_host(name)
+    # On this machine's address the Host header is checked: a page whose name was made to
+    # resolve here must not read the store. Bound wider, a token guards it and clients may
+    # use any name for the machine.
+    loopback = is_loopback(host_name(f"[{host}]" if ":" in host else host) or "")
     # Bound before anything else, so a port in use is one clear error (not a "serving" line
     # followed by uvicorn's), and --port 0 prints the port the system chose.
     sock = bind_socket(host, port)
@@ -53,7 +63,8 @@ def serve(store_path: Path, host: str, port: int, token: str | None, max_upload_
                    "`enginelib ingest`)", err=True)
     service = Service(store, max_attempts=max_attempts, poll_s=poll_s, time_unit=time_unit,
                       max_upload_bytes=int(max_upload_mb * 1024 * 1024))
-    app = create_app(service, token=token, on_stop=lambda: clear_holder(store.path))
+    app = create_app(service, token=token, on_stop=lambda: clear_holder(store.path),
+                     check_host=loopback, allow_hosts=allow_hosts)
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{sock.getsockname()[1]}/"
     click.echo(f"enginelib serving {store_path} at {url} (pid {os.getpid()})")

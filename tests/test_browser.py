@@ -185,3 +185,109 @@ def test_inspector_shows_the_api_scores_and_flags_a_fabricated_reference(
     page.fill("#filters", "{domain: privacy")
     page.click("#search-button")
     expect(page.locator("#error")).to_contain_text("filters is not valid JSON")
+
+
+ATTACK_PAGE = """<!doctype html><meta charset="utf-8"><title>a page the user visits</title>
+<script>
+const target = %(target)s;
+async function attack() {
+  const form = new FormData();
+  form.append("file", new Blob(["# Planted\\n\\nWire the refund to account 1234."],
+                               {type: "text/markdown"}), "planted.md");
+  form.append("truth_level", "L1");
+  // multipart/form-data and text/plain are "simple": the browser sends them cross-origin
+  // without asking the server first, and only hides the answer from this page.
+  // Each answer is opaque to this page at best (a refusal is a network error to it).
+  await fetch(target + "/api/upload", {method: "POST", mode: "no-cors", body: form})
+    .catch(() => null);
+  await fetch(target + "/api/jobs/purge-done", {method: "POST", mode: "no-cors",
+                                                 headers: {"content-type": "text/plain"}})
+    .catch(() => null);
+  document.title = "sent";
+}
+attack();
+</script>"""
+
+
+@pytest.fixture()
+def attacker(tmp_path: Path) -> Iterator[str]:
+    """A second web server: the origin of a page the user happens to open."""
+    import http.server
+    import threading
+
+    folder = tmp_path / "attacker"
+    folder.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://localhost:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_page_on_another_origin_cannot_write_to_the_store(
+    served: tuple[str, Path], browser: Browser, attacker: str, tmp_path: Path
+) -> None:
+    """`serve` on localhost has no token: any web page the user opened could POST a document
+    into the store (and purge its jobs), since a browser sends a multipart or text/plain
+    request across origins without asking. Such a request carries the page's Origin, which
+    is not the server's: it is refused, and the console on its own origin still writes."""
+    base, _ = served
+    (tmp_path / "attacker" / "attack.html").write_text(
+        ATTACK_PAGE % {"target": json.dumps(base)}, encoding="utf-8")
+    before = call(base, "/api/jobs")
+    page = browser.new_page()
+    answered: list[tuple[str, str | None]] = []
+    page.on("requestfailed", lambda r: answered.append((r.url, r.failure)))
+    page.goto(attacker + "/attack.html")
+    page.wait_for_function("document.title === 'sent'")
+    # Both requests reached the server (so the test means something): its answer came back
+    # and, being same-origin only (CORP), was withheld from the page. The store is unchanged.
+    blocked = "net::ERR_BLOCKED_BY_RESPONSE.NotSameOrigin"
+    assert sorted(answered) == [(base + "/api/jobs/purge-done", blocked),
+                                (base + "/api/upload", blocked)]
+    after = call(base, "/api/jobs")
+    assert after["counts"] == before["counts"]
+    assert after["jobs"] == before["jobs"]  # no upload queued
+
+    page.goto(base + "/")  # the console, on the server's own origin, still uploads
+    page.set_input_files("#upload-file", files=[{
+        "name": "lights.md", "mimeType": "text/markdown",
+        "buffer": b"# Lights\n\nHeadlights must be aimed after a bulb change."}])
+    page.click("#upload-form button[type=submit]")
+    expect(page.locator("#message")).to_contain_text("queued lights.md")
+
+
+def test_a_name_rebound_to_this_machine_cannot_read_the_store(
+    served: tuple[str, Path], tmp_path: Path
+) -> None:
+    """DNS rebinding: a page on `rebind.test` whose name is made to resolve to 127.0.0.1 is,
+    to the browser, its own origin, so it may read every answer. Only the Host header tells
+    the server the request was meant for another site: it is refused."""
+    base, _ = served
+    port = base.rsplit(":", 1)[1]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[*CHROMIUM_ARGS, "--host-resolver-rules=MAP rebind.test 127.0.0.1"])
+        try:
+            page = browser.new_page()
+            response = page.goto(f"http://rebind.test:{port}/api/documents")
+            assert response is not None and response.status == 403, response
+            assert "gdpr-17" not in page.content()
+            assert "rebind.test" in response.json()["error"]
+            response = page.goto(f"http://127.0.0.1:{port}/api/documents")
+            assert response is not None and response.status == 200
+            assert "gdpr-17" in page.content()
+        finally:
+            browser.close()

@@ -56,7 +56,9 @@ def make_client(store_path: Path, **options: object) -> TestClient:
     token = options.pop("token", None)
     service = Service(open_test_store(store_path), poll_s=0.05, time_unit=0.001,
                       **options)  # type: ignore[arg-type]
-    return TestClient(create_app(service, token=token))  # type: ignore[arg-type]
+    # TestClient's default Host, "testserver", is not this machine: the app refuses it.
+    return TestClient(create_app(service, token=token),  # type: ignore[arg-type]
+                      base_url="http://127.0.0.1:8765")
 
 
 @pytest.fixture()
@@ -273,6 +275,116 @@ def test_token_is_checked_on_every_request(store_path: Path) -> None:
         assert client.get("/api/jobs").status_code == 200  # the cookie set by ?token=
 
 
+@pytest.mark.parametrize("host", ["rebind.test", "rebind.test:8765", "127.0.0.1.nip.io",
+                                  "localhost.evil.test", "[::2]:8765", "127.0.0.1:x", ""])
+def test_a_host_that_is_not_this_machine_is_refused(client: TestClient, host: str) -> None:
+    """DNS rebinding: a page whose name resolves to 127.0.0.1 reads as its own origin; the
+    Host header is the one thing that names it."""
+    for method, path in (("GET", "/api/documents"), ("GET", "/"), ("POST", "/api/search")):
+        denied = client.request(method, path, headers={"host": host},
+                                json={"query": "erasure"} if method == "POST" else None)
+        assert denied.status_code == 403, (method, path, denied.text)
+        assert denied.json()["type"] == "Forbidden" and "--allow-host" in denied.json()["error"]
+        assert "gdpr-17" not in denied.text and denied.headers["x-frame-options"] == "DENY"
+    for host in ("127.0.0.1:8765", "LOCALHOST:8765", "localhost.", "[::1]:8765", "127.0.0.1"):
+        assert client.get("/api/documents", headers={"host": host}).status_code == 200, host
+
+
+@pytest.mark.parametrize("origin", ["http://evil.test", "http://127.0.0.1:9999",
+                                    "https://127.0.0.1:8765.evil.test", "null", "file://"])
+def test_a_write_from_another_origin_is_refused(client: TestClient, origin: str) -> None:
+    """A browser sends a multipart or text/plain POST to any origin without asking first."""
+    before = client.get("/api/jobs").json()
+    writes = [("POST", "/api/upload", {"files": {"file": ("planted.md", b"# Planted")}}),
+              ("POST", "/api/jobs/purge-done", {}), ("POST", "/api/jobs/retry-dlq", {}),
+              ("DELETE", "/api/documents/gdpr-17", {}),
+              ("POST", "/api/search", {"content": b'{"query": "erasure"}',
+                                       "headers": {"content-type": "text/plain"}})]
+    for method, path, options in writes:
+        headers = {"origin": origin, **options.pop("headers", {})}  # type: ignore[dict-item]
+        denied = client.request(method, path, headers=headers, **options)  # type: ignore[arg-type]
+        assert denied.status_code == 403, (method, path, denied.text)
+        assert "refused" in denied.json()["error"] and repr(origin) in denied.json()["error"]
+    after = client.get("/api/jobs").json()
+    assert (after["counts"], after["jobs"]) == (before["counts"], before["jobs"])
+    assert client.get("/api/documents/gdpr-17").status_code == 200
+    # a cross-origin GET still answers: the browser hides it from the page, CORP blocks embeds
+    answer = client.get("/api/documents", headers={"origin": origin})
+    assert answer.status_code == 200 and "access-control-allow-origin" not in answer.headers
+    assert answer.headers["cross-origin-resource-policy"] == "same-origin"
+
+
+def test_writes_from_the_servers_own_pages_and_from_clients_that_are_not_browsers(
+    client: TestClient,
+) -> None:
+    own = {"origin": "http://127.0.0.1:8765", "sec-fetch-site": "same-origin"}
+    assert client.post("/api/jobs/purge-done", headers=own).json() == {"purged": 1}
+    assert client.post("/api/jobs/retry-dlq").status_code == 200  # curl: no Origin
+    planted = client.post("/api/upload", files={"file": ("x.md", b"# X")},
+                          headers={"sec-fetch-site": "cross-site"})  # an old browser: no Origin
+    assert planted.status_code == 403 and "another site" in planted.json()["error"]
+
+
+def test_allow_host_admits_a_proxy_name_and_nothing_else(store_path: Path) -> None:
+    service = Service(open_test_store(store_path), poll_s=0.05, time_unit=0.001)
+    app = create_app(service, allow_hosts=["Search.Example.com."])
+    with TestClient(app, base_url="https://search.example.com") as client:
+        assert client.get("/api/documents").status_code == 200
+        proxied = {"host": "127.0.0.1:8765", "origin": "https://search.example.com"}
+        assert client.post("/api/jobs/purge-done", headers=proxied).status_code == 200
+        assert client.get("/api/documents", headers={"host": "other.example.com"}
+                          ).status_code == 403
+        assert client.post("/api/jobs/purge-done", headers={"origin": "https://evil.test"}
+                           ).status_code == 403
+
+
+@pytest.mark.parametrize("name", ["*", "http://x.example", "x.example:443", "a b", "..", ""])
+def test_allow_host_takes_names_only(name: str) -> None:
+    from enginelib.errors import InvalidInputError
+    from enginelib.web.origin_guard import check_allowed_host
+
+    with pytest.raises(InvalidInputError, match="not a host name or an IP address"):
+        check_allowed_host(name)
+    assert check_allowed_host("[::1]") == "::1" and check_allowed_host("10.0.0.7") == "10.0.0.7"
+
+
+def test_serve_refuses_a_bad_allow_host_before_binding(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+
+    result = CliRunner().invoke(main, ["serve", str(tmp_path / "s"), "--port", "0",
+                                       "--allow-host", "*"])
+    assert result.exit_code == 2, result.output
+    assert "allowed host '*' is not a host name" in result.output
+    assert not (tmp_path / "s").exists()
+
+
+def test_pages_carry_a_policy_that_keeps_them_out_of_other_sites(client: TestClient) -> None:
+    for path in ("/", "/inspect", "/documents/gdpr-17", "/static/app.css", "/api/jobs",
+                 "/api/nope"):
+        response = client.get(path)
+        policy = response.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy, path
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "no-referrer"
+    # the pages run under that policy: no inline script is left for it to block
+    for path in ("/", "/inspect", "/documents/gdpr-17?start=0&end=10"):
+        assert not re.search(r"<script(?![^>]*\bsrc=)", client.get(path).text), path
+
+
+def test_a_token_server_checks_origin_but_not_host(store_path: Path) -> None:
+    """Bound beyond this machine a token guards the store and clients may use any name for
+    it; a write from a page elsewhere is refused all the same."""
+    token = "Zq8-xT3_pL0vW9mK2rN5"
+    with make_client(store_path, token=token) as client:
+        auth = {"authorization": f"Bearer {token}", "host": "search.example.com"}
+        assert client.get("/api/jobs", headers=auth).status_code == 200
+        denied = client.post("/api/jobs/purge-done", headers={**auth, "origin": "http://e.test"})
+        assert denied.status_code == 403
+        assert client.get("/api/jobs", headers={"host": "e.test"}).status_code == 401
+
+
 @pytest.mark.slow
 def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
@@ -353,7 +465,8 @@ def test_a_bug_reaches_the_client_as_json_saying_so(
 
     monkeypatch.setattr(Service, "stats", broken)
     service = Service(open_test_store(store_path), poll_s=0.05, time_unit=0.001)
-    with TestClient(create_app(service), raise_server_exceptions=False) as client:
+    with TestClient(create_app(service), raise_server_exceptions=False,
+                    base_url="http://127.0.0.1:8765") as client:
         response = client.get("/api/stats")  # was a plain-text "Internal Server Error"
         assert response.status_code == 500
         assert response.json()["type"] == "InternalError"

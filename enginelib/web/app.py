@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -10,17 +10,25 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from . import api, pages
+from .origin_guard import OriginGuard
 from .security import TokenMiddleware
 from .service import Service
 
 
 def create_app(
     service: Service, *, token: str | None = None, worker: bool = True,
-    on_stop: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None, check_host: bool | None = None,
+    allow_hosts: Iterable[str] = (),
 ) -> Starlette:
     """The ASGI app over ``service``; with ``token`` every request must carry it. ``on_stop``
     runs at shutdown, before the server returns (uvicorn then re-raises the signal that
-    stopped it, so code after ``run`` may never run)."""
+    stopped it, so code after ``run`` may never run).
+
+    A write from a page on another origin is always refused (``origin_guard``). ``check_host``
+    (default: when there is no token) refuses a Host header that is not this machine or one
+    of ``allow_hosts``: served on loopback without a token, that is what stops a page whose
+    name was made to resolve here (DNS rebinding) from reading the store.
+    """
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -34,7 +42,9 @@ def create_app(
             if on_stop is not None:
                 on_stop()
 
-    middleware = [Middleware(TokenMiddleware, token=token)] if token else []
+    guard = Middleware(OriginGuard, check_host=token is None if check_host is None
+                       else check_host, allow_hosts=allow_hosts)
+    middleware = [guard, *([Middleware(TokenMiddleware, token=token)] if token else [])]
     app = Starlette(
         routes=[*api.ROUTES, *pages.ROUTES], middleware=middleware, lifespan=lifespan,
         exception_handlers={HTTPException: api.not_found, 500: api.internal_error},

@@ -72,7 +72,10 @@ _DOC_ID = [{"name": "document_id", "in": "path", "required": True, "schema": {"t
 
 OPENAPI: dict[str, Any] = {
     "openapi": "3.1.0",
-    "info": {"title": "enginelib serve", "version": "1"},
+    "info": {"title": "enginelib serve", "version": "1", "description": (
+        "Any route answers 403 (Forbidden) to a POST or DELETE sent by a page on another "
+        "origin, and, on 127.0.0.1, to a Host that is not this machine (serve --allow-host "
+        "NAME admits a proxy's name). Clients that send no Origin are unaffected.")},
     "components": {
         "schemas": {"Error": {"type": "object", "properties": {
             "error": {"type": "string"}, "type": {"type": "string"}}}},
