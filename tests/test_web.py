@@ -491,3 +491,29 @@ def test_a_server_side_failure_is_not_called_a_bad_request(
     with make_client(store_path) as client:
         response = client.get("/api/stats")
         assert response.status_code == status and response.json()["type"] == error
+
+
+@pytest.mark.parametrize(("errno_", "status", "words"), [
+    (28, 507, "no space left"), (30, 503, "read-only"), (5, 503, "upload of 'a.md' failed")])
+def test_an_upload_the_disk_refuses_is_a_clear_error_and_leaves_no_file(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, store_path: Path, errno_: int,
+    status: int, words: str,
+) -> None:
+    """A full disk (or a read-only one) under the upload was a 500 "bug in enginelib", and
+    a file half-written with no job to take it stayed in the store."""
+    import os as os_module
+
+    real = Path.write_bytes
+
+    def failing(self: Path, data: bytes) -> int:
+        real(self, data[: len(data) // 2])
+        raise OSError(errno_, os_module.strerror(errno_), str(self))
+
+    before = client.get("/api/jobs").json()
+    monkeypatch.setattr(Path, "write_bytes", failing)
+    answer = client.post("/api/upload", files={"file": ("a.md", b"# A\n\n" + b"x" * 1000)})
+    monkeypatch.undo()
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["error"]
+    assert not [p for p in (store_path / "uploads").rglob("*") if p.is_file()]
+    assert client.get("/api/jobs").json()["counts"] == before["counts"]

@@ -12,6 +12,7 @@ search in another process gets its turn.
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 import uuid
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..edge import os_error
 from ..errors import InvalidFilterError, InvalidInputError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
@@ -183,10 +185,17 @@ class Service:
         # The name was checked to be plain; this makes sure the file stays in the store.
         if self.store.path.resolve() not in target.parents:
             raise InvalidInputError(f"upload name {name!r} would leave the store")
-        folder.mkdir(parents=True)
-        target.write_bytes(data)
-        ids = self._locked(lambda: self.queue.enqueue(
-            [NewJob(str(target), name, options, kind="upload")]))
+        try:
+            folder.mkdir(parents=True)
+            target.write_bytes(data)
+            ids = self._locked(lambda: self.queue.enqueue(
+                [NewJob(str(target), name, options, kind="upload")]))
+        except BaseException as exc:
+            # Not queued: a half-written file would lie in the store with no job to take it.
+            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise os_error(exc, f"upload of {name!r}", folder) from exc
+            raise
         self.worker.wake.set()
         return {"job_id": ids[0], "document_id": name, "bytes": len(data)}
 
