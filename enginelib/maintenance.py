@@ -7,6 +7,7 @@ model name and dimension that refuses to embed.
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock
 
 from . import catalog_maintenance as cm
 from . import columns as cols
@@ -95,7 +97,9 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     """Compare the catalog with the manifest, both indexes (counts, labels, stamps), itself
     (chunks vs documents, offsets) and, optionally, every snapshot's files.
 
-    Takes the writer lock (or uses the open writable Store's) so a commit cannot race it.
+    Takes the writer lock (or uses the open writable Store's) so a commit cannot race it. On
+    a read-only medium (a mounted image, a read-only volume) no lock file can be made and no
+    writer can exist either, so it checks without one: ``facts["locked"]`` is False.
     Opening a text index that cannot be read resets it in place, as any open would: it is
     derived data, and ``repair`` rebuilds it.
     """
@@ -104,17 +108,25 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     root = target.path if isinstance(target, StoreCore) else Path(target)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-    lock = acquire_writer_lock(root, lock_timeout)
+    lock: FileLock | None = None
+    try:
+        lock = acquire_writer_lock(root, lock_timeout)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
     try:
         manifest = mf.read_manifest(root)
         assert manifest is not None
         catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
-            return _check(root, catalog, snapshots)
+            report = _check(root, catalog, snapshots)
         finally:
             catalog.close()
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
+    report.facts["locked"] = lock is not None
+    return report
 
 
 def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityReport:

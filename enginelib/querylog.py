@@ -43,19 +43,29 @@ class QueryLog:
         self._writable = writable
         self._buffer: list[tuple[dict[str, Any], list[int]]] = []
         self._unwritable = False
+        # Said at the first search, not at the open: reading a document's history or the
+        # jobs of a store on read-only media logs nothing, so there is nothing to warn of.
+        self._unsaid: str | None = None
         if not writable and not can_write(store_path):
-            self._disable("the store is on a read-only medium or not writable by this user")
+            self._unwritable = True
+            self._unsaid = "the store is on a read-only medium or not writable by this user"
 
     def _disable(self, reason: str) -> None:
         self._unwritable = True
         self._buffer = []
+        self._warn(reason)
+
+    def _warn(self, reason: str) -> None:
         warnings.warn(
             f"enginelib: the query log of {self._dir.parent} cannot be written ({reason}); "
-            "searches from this process are not logged", RuntimeWarning, stacklevel=4,
+            "searches from this process are not logged", RuntimeWarning, stacklevel=5,
         )
 
     def record(self, entry: dict[str, Any], labels: list[int], catalog: Catalog) -> None:
         if self._unwritable:
+            if self._unsaid is not None:
+                reason, self._unsaid = self._unsaid, None
+                self._warn(reason)
             return
         entry.setdefault("created_at", utcnow())
         self._buffer.append((entry, labels))

@@ -10,16 +10,18 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Iterator
-from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import enginelib
-from enginelib import HashingEmbedder, LoadedDocument, snapshots
+from enginelib import HashingEmbedder, LoadedDocument, maintenance, snapshots
 from enginelib.catalog import Catalog
 from enginelib.catalog_mend import active_header
+from enginelib.cli.main import main
 from enginelib.errors import DiskFullError, EngineError, StoreLockedError
 from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
 from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
@@ -294,18 +296,34 @@ def test_store_on_a_read_only_mount_answers_the_same(tmp_path: Path,
         # As root, chmod does not stop writes: only a mount makes the medium read-only.
         enforced = mounted or os.geteuid() != 0
         say(request, f"read-only medium: {how}" + ("" if enforced else " (not enforced for root)"))
-        expect = pytest.warns(RuntimeWarning, match="query log") if enforced else nullcontext()
-        with expect:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # reading logs nothing: no warning yet
             copy = enginelib.open(media / "s", embedder=HashingEmbedder(64), read_only=True)
+            assert copy.get_document("d1")["content"]
+            assert copy.history("d1")
         original = enginelib.open(path, embedder=HashingEmbedder(64), read_only=True)
-        _same_results(original, copy)
+        original_chunks = maintenance.check(path).facts["chunks"]
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            _same_results(original, copy)  # the first search says it goes unlogged, once
+        unlogged = [w for w in said if "query log" in str(w.message)]
+        assert len(unlogged) == (1 if enforced else 0), [str(w.message) for w in said]
         copy.close()
         original.close()
         if enforced:
+            # check takes no lock where none can be made (nor can any writer be): it said
+            # "Read-only file system (.writer.lock) ... open with read_only=True"
+            report = maintenance.check(media / "s")
+            assert report.ok and report.facts["locked"] is False, report.problems
+            assert report.facts["chunks"] == original_chunks
+            checked = CliRunner().invoke(main, ["check", "--store", str(media / "s")])
+            assert checked.exit_code == 0 and "is healthy" in checked.output, checked.output
             assert not (media / "s" / ".writer.lock").exists()
             assert not (media / "s" / "querylog").exists()
             with pytest.raises(EngineError):  # writing there is refused with a typed error
                 enginelib.open(media / "s", embedder=HashingEmbedder(64))
+            denied = CliRunner().invoke(main, ["repair", "--store", str(media / "s")])
+            assert denied.exit_code == 2 and "Read-only file system" in denied.output
     finally:
         if mounted:
             _umount(media)
