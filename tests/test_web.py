@@ -407,7 +407,10 @@ def test_a_public_bind_refuses_a_guessable_token(token: str, why: str) -> None:
 
     with pytest.raises(UnsafeBindError, match=f"the token {re.escape(why)}.*token_urlsafe"):
         require_token_for("0.0.0.0", token)
-    require_token_for("127.0.0.1", token)  # this machine only: the user's call
+    for loopback in ("127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"):
+        require_token_for(loopback, token)  # this machine only: the user's call
+    with pytest.raises(UnsafeBindError):
+        require_token_for("::", token)
     require_token_for("0.0.0.0", "Zq8-xT3_pL0vW9mK2rN5")
 
 

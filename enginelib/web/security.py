@@ -10,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..errors import InvalidInputError, UnsafeBindError
+from .origin_guard import is_loopback
 
 ENV_TOKEN = "ENGINELIB_TOKEN"
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 TOKEN_COOKIE = "enginelib_token"
 TOKEN_HEADER = "x-enginelib-token"
 # A plain file name: no folder part, no leading dot, no control characters.
@@ -23,7 +23,7 @@ MIN_EXPOSED_TOKEN = 16  # characters; a guessable secret guards nothing on a net
 
 
 def require_token_for(host: str, token: str | None) -> None:
-    if host in LOCAL_HOSTS:
+    if is_loopback(host.strip("[]").lower()):
         return
     if not token:
         raise UnsafeBindError(
