@@ -52,8 +52,10 @@ def diff_rows(catalog: Catalog) -> list[tuple[Any, ...]]:
 
 # -- restore (each step inside the restore's one transaction) ---------------------------------
 
-# Live documents that the restore removes or whose text it replaces are archived first,
-# exactly like an ingest that changes them would (same columns as Catalog.archive_document).
+# Live documents that the restore removes or replaces are archived first, exactly like an
+# ingest that changes them would (same columns as Catalog.archive_document). A live version
+# with the snapshot's text but another number (an update, a delete and re-ingest) is
+# replaced too: the restored document never keeps that number, so unarchived it would vanish.
 _ARCHIVE_SQL = """
 INSERT INTO document_versions (document_id, version, index_version, title, content,
     content_hash, truth_level, total_chunks, custom, change_summary, valid_from, archived_at,
@@ -62,7 +64,7 @@ SELECT d.document_id, d.version, d.index_version, d.title, d.content, d.content_
        d.truth_level, d.total_chunks, d.custom,
        CASE WHEN s.document_id IS NULL THEN ? ELSE ? END, d.updated_at, ?, ?
 FROM documents d LEFT JOIN read_parquet(?) s ON s.document_id = d.document_id
-WHERE s.document_id IS NULL OR s.content_hash <> d.content_hash
+WHERE s.document_id IS NULL OR s.content_hash <> d.content_hash OR s.version <> d.version
 ON CONFLICT DO NOTHING
 """
 

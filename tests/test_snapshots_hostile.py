@@ -1,0 +1,41 @@
+"""Snapshots under careless or hostile use: versions a restore must keep, diffs that must
+not hide a change, snapshot folders damaged by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from enginelib import Store
+from tests.helpers import doc, open_test_store, paragraphs
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Store:
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(2, "brakes")), doc("b", paragraphs(2, "tyres"))])
+    yield store
+    store.close()
+
+
+def test_restore_keeps_a_live_version_whose_text_the_snapshot_shares(store: Store) -> None:
+    # the live 1.0.1 (truth level L1) and the re-added 1.1.0 had the snapshot's text: the
+    # restore gave the document a new number without archiving them, so they vanished
+    store.create_snapshot("s0")
+    store.update_document("a", truth_level="L1")
+    store.delete_document("b")
+    store.ingest_documents([doc("b", paragraphs(2, "tyres"))])
+    before = {d: [v["version"] for v in store.history(d)] for d in ("a", "b")}
+    assert before == {"a": ["1.0.0", "1.0.1"], "b": ["1.0.0", "1.1.0"]}
+
+    report = store.restore_snapshot("s0")
+    assert report.archived == 2
+    for doc_id, versions in before.items():
+        history = store.history(doc_id)
+        after = [v["version"] for v in history]
+        assert set(versions) < set(after) and len(after) == len(set(after)), after
+        assert history[-2]["change_summary"] == "replaced by restore of snapshot s0"
+        assert store.version_text(doc_id, versions[-1]) == paragraphs(2, "brakes" if doc_id == "a"
+                                                                      else "tyres")
+    assert store.get_document("a")["truth_level"] == "L2"
