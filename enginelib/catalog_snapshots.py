@@ -11,7 +11,9 @@ import numpy as np
 
 from .catalog import Catalog, first
 
-_DIFF_COLUMNS = "document_id, content_hash, fingerprint, version, total_chunks"
+# `update` changes truth level, tags and custom metadata without touching the fingerprint.
+_DIFF_COLUMNS = ("document_id, content_hash, version, total_chunks, fingerprint, truth_level, "
+                 "tags, custom::VARCHAR")
 
 
 def _parquet(tables: Path, table: str) -> str:
@@ -40,7 +42,7 @@ def replace_table(catalog: Catalog, table: str, path: Path) -> None:
 
 
 def diff_rows_of_file(catalog: Catalog, documents: Path) -> list[tuple[Any, ...]]:
-    """(document_id, content_hash, fingerprint, version, total_chunks) of a snapshot."""
+    """(document_id, content_hash, version, total_chunks, *metadata) of a snapshot."""
     return catalog.con.execute(f"SELECT {_DIFF_COLUMNS} FROM read_parquet(?)",
                                [str(documents)]).fetchall()
 

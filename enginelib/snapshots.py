@@ -423,8 +423,8 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
 
 # -- diff ----------------------------------------------------------------------------------
 
-def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, int]]:
-    """document_id -> (content_hash, fingerprint, version, total_chunks) for one side."""
+def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, tuple[Any, ...], str, int]]:
+    """document_id -> (content_hash, metadata, version, total_chunks) for one side."""
     root = _root(target)
     if side != LIVE:
         folder = _folder(root, side)
@@ -445,7 +445,7 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, str, str, i
             rows = cs.diff_rows(catalog)
         finally:
             catalog.close()
-    return {r[0]: (r[1], r[2], r[3], int(r[4])) for r in rows}
+    return {r[0]: (r[1], tuple(r[4:]), r[2], int(r[3])) for r in rows}
 
 
 def diff_snapshots(target: StoreLike, a: str, b: str = LIVE) -> SnapshotDiff:

@@ -39,3 +39,18 @@ def test_restore_keeps_a_live_version_whose_text_the_snapshot_shares(store: Stor
         assert store.version_text(doc_id, versions[-1]) == paragraphs(2, "brakes" if doc_id == "a"
                                                                       else "tyres")
     assert store.get_document("a")["truth_level"] == "L2"
+
+
+def test_diff_shows_a_document_changed_by_update(store: Store) -> None:
+    # `update` changes truth level, tags and metadata but not the ingest fingerprint: the
+    # diff called the document unchanged
+    store.create_snapshot("s0")
+    store.update_document("a", truth_level="L1")
+    store.update_document("b", tags=["new"])
+    diff = store.diff("s0")
+    assert [(c.document_id, c.version_a, c.version_b, c.content_changed)
+            for c in diff.changed] == [("a", "1.0.0", "1.0.1", False), ("b", "1.0.0", "1.0.1", False)]
+    assert diff.unchanged == 0
+    store.restore_snapshot("s0")
+    after = store.diff("s0")
+    assert not (after.added or after.removed or after.changed) and after.unchanged == 2
