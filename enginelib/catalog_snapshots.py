@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 
 from .catalog import Catalog, first
@@ -39,6 +40,15 @@ def replace_table(catalog: Catalog, table: str, path: Path) -> None:
     # Replace the defaults the empty schema was created with (meta, presets).
     con.execute(f"DELETE FROM {table}")
     con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [str(path)])
+
+
+def unreadable_parquet(catalog: Catalog, path: Path) -> bool:
+    """Whether ``path`` fails to open as Parquet (cut short, overwritten, a folder)."""
+    try:
+        catalog.con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchall()
+    except duckdb.Error:
+        return True
+    return False
 
 
 def diff_rows_of_file(catalog: Catalog, documents: Path) -> list[tuple[Any, ...]]:

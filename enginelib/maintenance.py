@@ -59,6 +59,7 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
+from .snapshots import damage
 from .text import shell_word
 
 StoreLike = StoreCore | str | Path
@@ -241,6 +242,8 @@ def _snapshot_problems(root: Path) -> list[str]:
                    if not layout.snapshot_table(folder, t).is_file()]
         if missing or not (folder / mf.MANIFEST_NAME).is_file():
             out.append(f"snapshot {folder.name!r} lacks {missing or ['manifest.json']}: delete it")
+        elif (problem := damage(folder)) is not None:
+            out.append(f"snapshot {folder.name!r} is damaged: {problem}: delete it")
         if set(stamps) != {"vectors", "text"} or set(stamps.values()) != {info.get("generation")}:
             out.append(f"snapshot {folder.name!r} index stamps {stamps} do not match its "
                        f"generation {info.get('generation')}: delete it")

@@ -142,6 +142,35 @@ def _folder(root: Path, name: str) -> Path:
     return folder
 
 
+def damage(folder: Path) -> str | None:
+    """What makes a snapshot's tables unusable (a file missing or not Parquet), or None."""
+    catalog = Catalog.in_memory(1)
+    try:
+        for table in TABLES:
+            path = layout.snapshot_table(folder, table)
+            if table in OPTIONAL_TABLES and not path.exists():
+                continue
+            if not path.is_file():
+                return f"{TABLES_DIR}/{path.name} is missing"
+            if cs.unreadable_parquet(catalog, path):
+                return f"{TABLES_DIR}/{path.name} is not a readable Parquet file (cut short or overwritten)"
+    finally:
+        catalog.close()
+    return None
+
+
+def _sound(root: Path, name: str) -> Path:
+    """The folder of snapshot ``name``, once its tables read; a damaged one is named with the
+    way out, not as a failure of the live catalog that `check` and `repair` cannot mend."""
+    folder = _folder(root, name)
+    problem = damage(folder)
+    if problem is not None:
+        raise SnapshotError(
+            f"snapshot {name!r} is damaged: {problem}: delete it (`enginelib snapshot delete "
+            f"{name} --store {shell_word(root)}`) and use another snapshot", path=folder)
+    return folder
+
+
 def _read_settings(root: Path) -> dict[str, Any]:
     path = root / SNAPSHOTS_DIR / SETTINGS_NAME
     try:
@@ -401,8 +430,8 @@ def _prune(root: Path, keep: int) -> list[str]:
 
 
 def snapshot_folder(root: Path, name: str) -> Path:
-    """The folder of snapshot ``name``; SnapshotError when there is none."""
-    return _folder(root, name)
+    """The folder of snapshot ``name``; SnapshotError when there is none or it is damaged."""
+    return _sound(root, name)
 
 
 def load_catalog(folder: Path, dim: int) -> Catalog:
@@ -427,7 +456,7 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, tuple[Any, 
     """document_id -> (content_hash, metadata, version, total_chunks) for one side."""
     root = _root(target)
     if side != LIVE:
-        folder = _folder(root, side)
+        folder = _sound(root, side)
         catalog = Catalog.in_memory(1)
         try:
             rows = cs.diff_rows_of_file(catalog, folder / TABLES_DIR / "documents.parquet")
@@ -490,7 +519,7 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
 
     def restore() -> RestoreReport:
         with _writable_store(target) as store:
-            folder = _folder(store.path, name)
+            folder = _sound(store.path, name)
             _check_restorable(folder, name, store.manifest)
             return restore_into(store, folder, name)
 
@@ -503,7 +532,7 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
         live = mf.read_manifest(root)
         if live is None:
             raise
-        _check_restorable(_folder(root, name), name, live)
+        _check_restorable(_sound(root, name), name, live)  # before the catalog is moved
         rescued = replace_damaged_catalog(root, get_snapshot(root, name).generation)
         if rescued is None:  # the file opens: the damage lies in a block the restore read
             raise

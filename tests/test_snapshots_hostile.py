@@ -6,8 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from enginelib import Store
+import enginelib
+from enginelib import HashingEmbedder, Store
+from enginelib.cli.main import main
+from enginelib.errors import SnapshotError
 from tests.helpers import doc, open_test_store, paragraphs
 
 
@@ -54,3 +58,54 @@ def test_diff_shows_a_document_changed_by_update(store: Store) -> None:
     store.restore_snapshot("s0")
     after = store.diff("s0")
     assert not (after.added or after.removed or after.changed) and after.unchanged == 2
+
+
+def _damage(folder: Path, how: str) -> None:
+    target = folder / "tables" / "documents.parquet"
+    if how == "missing":
+        target.unlink()
+    elif how == "truncated":
+        target.write_bytes(target.read_bytes()[:100])
+    else:  # a folder where the file was
+        target.unlink()
+        target.mkdir()
+
+
+@pytest.mark.parametrize("how", ["missing", "truncated", "folder"])
+def test_a_damaged_snapshot_table_is_named_with_the_way_out(store: Store, how: str) -> None:
+    # each command blamed the live catalog ("failed in the catalog (DuckDB) ... run `enginelib
+    # check` and `enginelib repair`", and check said healthy) or printed DuckDB's query text
+    store.create_snapshot("s0")
+    store.create_snapshot("s1")
+    store.ingest_documents([doc("c", paragraphs(2, "rotors"))])
+    _damage(store.path / "snapshots" / "s0", how)
+    path = store.path
+    store.close()
+
+    runner = CliRunner()
+    for args in (["snapshot", "diff", "s0"], ["snapshot", "diff", "s1", "s0"],
+                 ["snapshot", "restore", "s0"], ["search", "--snapshot", "s0", "brakes"]):
+        result = runner.invoke(main, [*args, "--store", str(path)])
+        assert result.exit_code == 2, result.output
+        assert "snapshot 's0' is damaged" in result.output, result.output
+        assert "documents.parquet" in result.output and "snapshot delete s0" in result.output
+        assert "DuckDB" not in result.output and "LINE 1" not in result.output, result.output
+    with pytest.raises(SnapshotError, match="is damaged"):
+        enginelib.open(path, snapshot="s0", embedder=HashingEmbedder(64))
+
+    reopened = open_test_store(path)  # the live store is untouched, and the way out works
+    try:
+        assert {d["document_id"] for d in reopened.catalog.list_documents()} == {"a", "b", "c"}
+        reopened.delete_snapshot("s0")
+        assert reopened.restore_snapshot("s1").documents == 2
+    finally:
+        reopened.close()
+
+
+def test_check_names_a_snapshot_table_cut_short(store: Store) -> None:
+    # a truncated table passed `check` ("healthy") while restore and search failed on it
+    store.create_snapshot("s0")
+    _damage(store.path / "snapshots" / "s0", "truncated")
+    problems = store.check().problems
+    assert problems == ("snapshot 's0' is damaged: tables/documents.parquet is not a readable "
+                        "Parquet file (cut short or overwritten): delete it",)
