@@ -59,7 +59,7 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
-from .snapshots import damage
+from .snapshots import OPTIONAL_TABLES, damage
 from .text import shell_word
 
 StoreLike = StoreCore | str | Path
@@ -238,8 +238,9 @@ def _snapshot_problems(root: Path) -> list[str]:
         except (OSError, ValueError) as exc:
             out.append(f"snapshot {folder.name!r} is unreadable ({exc}): delete it")
             continue
-        missing = [t for t in layout.SNAPSHOT_TABLES
-                   if not layout.snapshot_table(folder, t).is_file()]
+        # An older snapshot without a table added since still loads and restores: not a problem.
+        missing = [t for t in layout.SNAPSHOT_TABLES if t not in OPTIONAL_TABLES
+                   and not layout.snapshot_table(folder, t).is_file()]
         if missing or not (folder / mf.MANIFEST_NAME).is_file():
             out.append(f"snapshot {folder.name!r} lacks {missing or ['manifest.json']}: delete it")
         elif (problem := damage(folder)) is not None:
