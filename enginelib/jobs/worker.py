@@ -98,6 +98,8 @@ class Worker:
                 self._sleep_until(self.queue.next_wake())
                 self.store.catalog.release()  # let readers in while idle
                 return None
+            # One wake may stand for several jobs queued together: look again after this one.
+            self._idle_until = 0.0
             try:
                 documents = self._process(job)
             except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded, retried

@@ -1,0 +1,38 @@
+"""The `serve` app against a hostile client: odd ids, parameters and bodies get a 4xx that says
+what to do, never a 500, and nothing sent is silently ignored or left unprocessed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.test_web import build_store, make_client, wait_for
+
+
+@pytest.fixture()
+def store_path(tmp_path: Path) -> Path:
+    build_store(tmp_path / "store", tmp_path / "src")
+    return tmp_path / "store"
+
+
+@pytest.fixture()
+def client(store_path: Path) -> Iterator[TestClient]:
+    with make_client(store_path, max_upload_bytes=4096) as test_client:
+        yield test_client
+
+
+def test_uploads_that_arrive_together_are_all_ingested(client: TestClient) -> None:
+    """Several uploads queued while the worker was busy woke it once: it took one job, then
+    slept for good with the rest PENDING (20 parallel uploads to `serve`: 2 were ingested)."""
+    first = client.post("/api/upload", files={"file": ("first.md", b"# First\n\nbrake pads")})
+    wait_for(client, lambda d: any(j["job_id"] == first.json()["job_id"] and j["status"] == "DONE"
+                                   for j in d["jobs"]))
+    service = client.app.state.service  # type: ignore[attr-defined]
+    with service.lock:  # the worker cannot take a job until all three are queued
+        ids = [service.upload(f"doc{i}.md", f"# Doc {i}\n\nrotor wear {i}".encode(),
+                              {"truth_level": "L2"})["job_id"] for i in range(3)]
+    wait_for(client, lambda d: all(j["status"] == "DONE" for j in d["jobs"] if j["job_id"] in ids),
+             timeout=10)
