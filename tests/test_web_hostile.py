@@ -36,3 +36,14 @@ def test_uploads_that_arrive_together_are_all_ingested(client: TestClient) -> No
                               {"truth_level": "L2"})["job_id"] for i in range(3)]
     wait_for(client, lambda d: all(j["status"] == "DONE" for j in d["jobs"] if j["job_id"] in ids),
              timeout=10)
+
+
+@pytest.mark.parametrize(("document_id", "words"), [
+    ("", "document id is empty"), ("%00", "NUL"), ("x" * 2000, "maximum is 1,024")])
+def test_the_document_page_refuses_a_malformed_id_with_400(
+    client: TestClient, document_id: str, words: str
+) -> None:
+    # was a 500 "internal error (InvalidInputError): this is a bug in enginelib"
+    response = client.get(f"/documents/{document_id}")
+    assert response.status_code == 400 and "text/html" in response.headers["content-type"]
+    assert words in response.text

@@ -11,7 +11,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import DocumentNotFoundError
+from ..errors import DocumentNotFoundError, InvalidInputError
 from ..types import TRUTH_LEVELS
 
 HERE = Path(__file__).parent
@@ -37,6 +37,8 @@ async def document(request: Request) -> Response:
         data = await run_in_threadpool(request.app.state.service.document, document_id)
     except DocumentNotFoundError as exc:
         return render("document.html", status=404, page="document", error=str(exc))
+    except InvalidInputError as exc:  # an id no document can have: empty, NUL, too long
+        return render("document.html", status=400, page="document", error=str(exc))
     text = data["document"]["content"]
     start = _offset(request.query_params.get("start"), len(text))
     end = _offset(request.query_params.get("end"), len(text))
