@@ -47,3 +47,13 @@ def test_the_document_page_refuses_a_malformed_id_with_400(
     response = client.get(f"/documents/{document_id}")
     assert response.status_code == 400 and "text/html" in response.headers["content-type"]
     assert words in response.text
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "%C2%B2", "%D9%A3"])
+def test_the_document_page_ignores_an_offset_that_is_not_a_plain_number(
+    client: TestClient, value: str
+) -> None:
+    # '²' passes str.isdigit but not int(); 5,000 digits exceed int()'s limit: both were 500s
+    response = client.get(f"/documents/gdpr-17?start={value}&end=20")
+    assert response.status_code == 200 and "Right to erasure" in response.text
+    assert "cited span" not in response.text

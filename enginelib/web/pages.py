@@ -50,9 +50,12 @@ async def document(request: Request) -> Response:
 
 
 def _offset(value: str | None, length: int) -> int | None:
-    if value is None or not value.isdigit():
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses. A number with more
+    # digits than the text's length is past its end; int() refuses beyond 4,300 digits.
+    if value is None or not (value.isascii() and value.isdigit()):
         return None
-    return min(int(value), length)
+    digits = value.lstrip("0") or "0"
+    return length if len(digits) > len(str(length)) else min(int(digits), length)
 
 
 ROUTES = [
