@@ -57,3 +57,12 @@ def test_the_document_page_ignores_an_offset_that_is_not_a_plain_number(
     response = client.get(f"/documents/gdpr-17?start={value}&end=20")
     assert response.status_code == 200 and "Right to erasure" in response.text
     assert "cited span" not in response.text
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000, b'{"a":' * 100_000])
+def test_a_json_body_nested_too_deeply_is_400(client: TestClient, body: bytes) -> None:
+    # was a 500 "internal error (RecursionError)"
+    response = client.post("/api/search", content=body,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert "nested too deeply" in response.json()["error"]

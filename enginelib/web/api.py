@@ -109,6 +109,9 @@ async def _body(request: Request) -> dict[str, Any]:
         data = json.loads(raw)
     except ValueError as exc:
         raise InvalidInputError(f"request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # json's parser recurses once per level of nesting
+        raise InvalidInputError("request body is nested too deeply to parse: a search or an "
+                                "answer to check is an object a few levels deep") from exc
     if not isinstance(data, dict):
         raise InvalidInputError("request body must be a JSON object")
     return data
