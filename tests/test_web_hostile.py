@@ -66,3 +66,27 @@ def test_a_json_body_nested_too_deeply_is_400(client: TestClient, body: bytes) -
                            headers={"content-type": "application/json"})
     assert response.status_code == 400, response.text
     assert "nested too deeply" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("content_type", "body"), [
+    ("multipart/form-data", b"--x\r\n"),  # no boundary
+    ("multipart/form-data; boundary=y", b"--x\r\nContent-Disposition: form-data; "
+     b'name="file"; filename="a.md"\r\n\r\nhi\r\n--x--\r\n'),  # not the boundary declared
+    ("multipart/form-data; boundary=x", b"--x\r\nContent-Type: text/plain\r\n\r\nhi\r\n--x--\r\n"),
+])
+def test_a_malformed_multipart_upload_is_a_clear_400(
+    client: TestClient, content_type: str, body: bytes
+) -> None:
+    # was {"error": "Invalid multipart data.", "type": "NotFound"}: the parser's words
+    response = client.post("/api/upload", content=body, headers={"content-type": content_type})
+    assert response.status_code == 400
+    assert response.json()["type"] == "InvalidInputError"
+    assert "not a valid multipart/form-data body" in response.json()["error"]
+    assert "'file' field" in response.json()["error"]
+
+
+def test_an_upload_of_two_files_says_send_one(client: TestClient) -> None:
+    response = client.post("/api/upload", files=[("file", ("a.md", b"# A\n\na")),
+                                                 ("file", ("b.md", b"# B\n\nb"))])
+    assert response.status_code == 400 and response.json()["type"] == "InvalidInputError"
+    assert "one file" in response.json()["error"]

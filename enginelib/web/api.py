@@ -148,7 +148,18 @@ async def upload(request: Request) -> Response:
         result = await run_in_threadpool(service.upload, name, data, options)
     except (EngineError, ValueError) as exc:
         return error_reply(exc)
+    except HTTPException as exc:  # what Starlette raises for a body its form parser refuses
+        return error_reply(_form_error(exc))
     return reply(result, 202)
+
+
+def _form_error(exc: HTTPException) -> InvalidInputError:
+    """The multipart parser's words are about its limits and the wire format: add what to send."""
+    if str(exc.detail).startswith("Too many files"):
+        return InvalidInputError("upload one file per request, in the 'file' field")
+    return InvalidInputError(
+        f"the upload is not a valid multipart/form-data body ({exc.detail}): send the file in "
+        "a 'file' field, as `curl -F file=@notes.md http://HOST:PORT/api/upload` does")
 
 
 def _json_too_large(size: int) -> str:
