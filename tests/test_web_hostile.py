@@ -90,3 +90,16 @@ def test_an_upload_of_two_files_says_send_one(client: TestClient) -> None:
                                                  ("file", ("b.md", b"# B\n\nb"))])
     assert response.status_code == 400 and response.json()["type"] == "InvalidInputError"
     assert "one file" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("truth_level=L1", "did you mean 'truth_levels'?"), ("tags=x", "did you mean 'tag'?")])
+def test_the_document_list_refuses_a_parameter_it_does_not_know(
+    client: TestClient, query: str, words: str
+) -> None:
+    # ?truth_level=L1 (the search filter's name) listed every document, L2 included
+    response = client.get(f"/api/documents?{query}")
+    assert response.status_code == 400 and words in response.json()["error"]
+    assert client.get("/api/documents?truth_levels=L1&token=").status_code == 200
+    jobs = client.get("/api/jobs?state=DLQ")  # listed every job
+    assert jobs.status_code == 400 and "did you mean 'status'?" in jobs.json()["error"]

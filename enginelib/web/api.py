@@ -30,7 +30,7 @@ from ..errors import (
 )
 from .openapi import OPENAPI
 from .security import safe_upload_name
-from .service import Service
+from .service import JOB_LIST_PARAMS, Service, check_known
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -175,10 +175,9 @@ def _too_large(size: int, limit: int) -> str:
 def _search(service: Service, request: Request) -> Any:
     if request.method == "POST":
         return service.search(request.state.body)
-    params = dict(request.query_params)
+    params = _query_params(request)
     if "q" in params:
         params["query"] = params.pop("q")
-    params.pop("token", None)
     return service.search(params)
 
 
@@ -197,8 +196,21 @@ def _delete(service: Service, request: Request) -> Any:
     return {"deleted": request.path_params["document_id"]}
 
 
+def _query_params(request: Request) -> dict[str, str]:
+    """The query string as parameters, less the token (checked by the middleware)."""
+    params = dict(request.query_params)
+    params.pop("token", None)
+    return params
+
+
+def _documents(service: Service, request: Request) -> Any:
+    return service.documents(_query_params(request))
+
+
 def _jobs(service: Service, request: Request) -> Any:
-    return service.jobs(request.query_params.get("status") or None)
+    params = _query_params(request)
+    check_known(params, JOB_LIST_PARAMS, "job list parameter")
+    return service.jobs(params.get("status") or None)
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -226,8 +238,7 @@ ROUTES = [
     Route("/api/search", endpoint(_search), methods=["GET", "POST"]),
     Route("/api/check-answer",
           endpoint(lambda s, r: s.check_answer(r.state.body)), methods=["POST"]),
-    Route("/api/documents",
-          endpoint(lambda s, r: s.documents(dict(r.query_params))), methods=["GET"]),
+    Route("/api/documents", endpoint(_documents), methods=["GET"]),
     Route("/api/documents/{document_id:path}", endpoint(_document), methods=["GET"]),
     Route("/api/documents/{document_id:path}", endpoint(_delete), methods=["DELETE"]),
     Route("/api/upload", upload, methods=["POST"]),

@@ -41,6 +41,9 @@ API_OPTIONS: dict[str, str] = {
     api: name for name in OPTIONS if (api := option_spec(name).api) is not None
 }
 SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
+DOCUMENT_LIST_PARAMS = ("truth_levels", "domain", "source_type", "tag", "prefix", "limit",
+                        "offset")
+JOB_LIST_PARAMS = ("status",)
 
 
 class Service:
@@ -157,6 +160,9 @@ class Service:
     # -- documents -------------------------------------------------------------------------
 
     def documents(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        # A misspelt filter (?truth_level=L1) left out would list every document as if it were
+        # the filtered answer.
+        check_known(params, DOCUMENT_LIST_PARAMS, "document list parameter")
         levels = params.get("truth_levels")
         filters: dict[str, Any] = {
             "truth_levels": [v for v in levels.split(",") if v] if levels else None,
@@ -253,9 +259,7 @@ def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The API's search parameters (JSON values, or text from a query string) as
     Store.search arguments. A parameter left out (or empty) is not passed: the request's
     default, or for fusion settings the preset's, applies."""
-    unknown = set(params) - set(SEARCH_OPTIONS)
-    if unknown:
-        raise unknown_options_error(unknown, SEARCH_OPTIONS, "search parameter")
+    check_known(params, SEARCH_OPTIONS, "search parameter")
     query = params.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError("query must be a non-empty string")
@@ -278,6 +282,12 @@ def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if params.get("snapshot"):
         options["snapshot"] = str(params["snapshot"])
     return query, options
+
+
+def check_known(params: dict[str, Any], known: tuple[str, ...], what: str) -> None:
+    unknown = set(params) - set(known)
+    if unknown:
+        raise unknown_options_error(unknown, known, what)
 
 
 def _filters_param(filters: Any) -> dict[str, Any] | None:
