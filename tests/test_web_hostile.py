@@ -103,3 +103,12 @@ def test_the_document_list_refuses_a_parameter_it_does_not_know(
     assert client.get("/api/documents?truth_levels=L1&token=").status_code == 200
     jobs = client.get("/api/jobs?state=DLQ")  # listed every job
     assert jobs.status_code == 400 and "did you mean 'status'?" in jobs.json()["error"]
+
+
+def test_an_upload_refuses_a_form_field_it_does_not_know(client: TestClient) -> None:
+    # 'truthlevel=L1' was dropped: the document was ingested as L2 and the answer was 202
+    response = client.post("/api/upload", files={"file": ("a.md", b"# A\n\ntext")},
+                           data={"truthlevel": "L1"})
+    assert response.status_code == 400
+    assert "did you mean 'truth_level'?" in response.json()["error"]
+    assert not client.get("/api/jobs").json()["counts"]["PENDING"]

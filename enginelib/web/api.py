@@ -135,6 +135,8 @@ async def upload(request: Request) -> Response:
             item = form.get("file")
             if item is None or isinstance(item, str):
                 raise InvalidInputError("the form has no 'file' field with a file in it")
+            # A misspelt field (truthlevel=L1) left out would file the document at L2.
+            check_known(dict(form), UPLOAD_FIELDS, "upload field")
             name = safe_upload_name(item.filename or "")
             data = await item.read(limit + 1)
             if len(data) > limit:
@@ -151,6 +153,9 @@ async def upload(request: Request) -> Response:
     except HTTPException as exc:  # what Starlette raises for a body its form parser refuses
         return error_reply(_form_error(exc))
     return reply(result, 202)
+
+
+UPLOAD_FIELDS = ("file", "truth_level", "domain", "source_type", "tags")
 
 
 def _form_error(exc: HTTPException) -> InvalidInputError:
