@@ -112,3 +112,11 @@ def test_an_upload_refuses_a_form_field_it_does_not_know(client: TestClient) -> 
     assert response.status_code == 400
     assert "did you mean 'truth_level'?" in response.json()["error"]
     assert not client.get("/api/jobs").json()["counts"]["PENDING"]
+
+
+def test_an_empty_upload_is_refused_before_it_is_queued(client: TestClient) -> None:
+    # accepted with 202, then failed in the worker, retry after retry, into the DLQ
+    before = client.get("/api/jobs").json()["counts"]
+    response = client.post("/api/upload", files={"file": ("empty.md", b" \n")})
+    assert response.status_code == 400 and "empty" in response.json()["error"]
+    assert client.get("/api/jobs").json()["counts"] == before

@@ -185,6 +185,8 @@ class Service:
         from ..loaders import loader_for
 
         loader_for(Path(name))  # UnsupportedFormatError now, not in the worker
+        if not data.strip():  # the worker's job would fail on every attempt, into the DLQ
+            raise InvalidInputError(f"upload {name!r} is empty: there is no text to index")
         IngestOptions.build(**dict(options))
         folder = (self.store.path / UPLOAD_DIR / uuid.uuid4().hex[:12]).resolve()
         target = folder / name
