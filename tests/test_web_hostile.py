@@ -120,3 +120,15 @@ def test_an_empty_upload_is_refused_before_it_is_queued(client: TestClient) -> N
     response = client.post("/api/upload", files={"file": ("empty.md", b" \n")})
     assert response.status_code == 400 and "empty" in response.json()["error"]
     assert client.get("/api/jobs").json()["counts"] == before
+
+
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    ("PUT", "/api/health", "GET"), ("GET", "/api/upload", "POST"), ("PATCH", "/", "GET")])
+def test_a_method_a_route_does_not_take_is_405_with_the_ones_it_does(
+    client: TestClient, method: str, path: str, allow: str
+) -> None:
+    # was 405 with no Allow header, and 'no API route PUT /api/health' as if there were none
+    response = client.request(method, path)
+    assert response.status_code == 405 and allow in response.headers["allow"]
+    if path.startswith("/api/"):
+        assert f"{method} is not allowed on {path}: it takes" in response.json()["error"]

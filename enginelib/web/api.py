@@ -220,11 +220,22 @@ def _jobs(service: Service, request: Request) -> Any:
 
 async def not_found(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    if request.url.path.startswith("/api/"):
-        message = (f"no API route {request.method} {request.url.path}; see /api/openapi.json"
-                   if exc.status_code in (404, 405) else str(exc.detail))
-        return JSONResponse({"error": message, "type": "NotFound"}, status_code=exc.status_code)
-    return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+    # A 405 must say which methods the route takes (RFC 9110): Starlette's Allow header.
+    headers = exc.headers
+    path = request.url.path
+    if not path.startswith("/api/"):
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
+                            headers=headers)
+    message, kind = str(exc.detail), "NotFound"
+    if exc.status_code == 404:
+        message = f"no API route {request.method} {path}; see /api/openapi.json"
+    elif exc.status_code == 405:
+        allowed = (headers or {}).get("Allow", "other methods")
+        message = (f"{request.method} is not allowed on {path}: it takes {allowed}; "
+                   "see /api/openapi.json")
+        kind = "MethodNotAllowed"
+    return JSONResponse({"error": message, "type": kind}, status_code=exc.status_code,
+                        headers=headers)
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:
