@@ -132,3 +132,16 @@ def test_a_method_a_route_does_not_take_is_405_with_the_ones_it_does(
     assert response.status_code == 405 and allow in response.headers["allow"]
     if path.startswith("/api/"):
         assert f"{method} is not allowed on {path}: it takes" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("/api/search?q=brakes&q=tyres", "['q'] given more than once"),
+    ("/api/search?q=brakes&query=tyres", "not both"),
+    ("/api/documents?limit=10&limit=1", "['limit'] given more than once"),
+    ("/api/jobs?status=DONE&status=DLQ", "['status'] given more than once")])
+def test_a_query_parameter_given_twice_is_refused(
+    client: TestClient, query: str, words: str
+) -> None:
+    # q=brakes&q=tyres searched 'tyres' alone; q=brakes&query=tyres searched 'brakes' alone
+    response = client.get(query)
+    assert response.status_code == 400 and words in response.json()["error"]

@@ -182,6 +182,8 @@ def _search(service: Service, request: Request) -> Any:
         return service.search(request.state.body)
     params = _query_params(request)
     if "q" in params:
+        if "query" in params:
+            raise InvalidInputError("give the query as q or as query, not both")
         params["query"] = params.pop("q")
     return service.search(params)
 
@@ -203,6 +205,12 @@ def _delete(service: Service, request: Request) -> Any:
 
 def _query_params(request: Request) -> dict[str, str]:
     """The query string as parameters, less the token (checked by the middleware)."""
+    # A parameter given twice would keep only its last value, the other dropped unseen.
+    given = [name for name, _ in request.query_params.multi_items()]
+    repeated = sorted({name for name in given if given.count(name) > 1})
+    if repeated:
+        raise InvalidInputError(f"query parameter(s) {repeated} given more than once: send each "
+                                "once (several truth levels as one list: truth_levels=L1,L2)")
     params = dict(request.query_params)
     params.pop("token", None)
     return params
