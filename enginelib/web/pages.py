@@ -36,9 +36,11 @@ async def document(request: Request) -> Response:
     try:
         data = await run_in_threadpool(request.app.state.service.document, document_id)
     except DocumentNotFoundError as exc:
-        return render("document.html", status=404, page="document", error=str(exc))
+        return render("document.html", status=404, page="document", error=str(exc),
+                      error_title="Not found")
     except InvalidInputError as exc:  # an id no document can have: empty, NUL, too long
-        return render("document.html", status=400, page="document", error=str(exc))
+        return render("document.html", status=400, page="document", error=str(exc),
+                      error_title="Bad request")
     text = data["document"]["content"]
     start = _offset(request.query_params.get("start"), len(text))
     end = _offset(request.query_params.get("end"), len(text))

@@ -44,6 +44,8 @@ SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
 DOCUMENT_LIST_PARAMS = ("truth_levels", "domain", "source_type", "tag", "prefix", "limit",
                         "offset")
 JOB_LIST_PARAMS = ("status",)
+# About 50,000 words: far beyond an LLM's answer, well within what one check does in ~0.3 s.
+MAX_ANSWER_CHARS = 200_000
 
 
 class Service:
@@ -142,6 +144,12 @@ class Service:
         answer = params.get("answer")
         if not isinstance(answer, str) or not answer.strip():
             raise InvalidInputError("answer must be a non-empty string")
+        if len(answer) > MAX_ANSWER_CHARS:
+            # Each sentence becomes a claim in the reply: a body at the JSON cap held a server
+            # thread for a minute and answered megabytes.
+            raise InvalidInputError(
+                f"answer is {len(answer):,} characters, over the {MAX_ANSWER_CHARS:,} an answer "
+                "check takes: check it in parts (each with the search it was written from)")
         search = params.get("search")
         if not isinstance(search, dict):
             raise InvalidInputError("search must be the search request the answer was written from")
