@@ -64,11 +64,18 @@ def diff_rows(catalog: Catalog) -> list[tuple[Any, ...]]:
 
 # -- restore (each step inside the restore's one transaction) ---------------------------------
 
+# A live document equal to the snapshot's in all a restore would write (text, ingest
+# fingerprint, and what `update` changes: truth level, tags, metadata) stays as it is, version
+# included: restoring the same snapshot twice must not renumber and archive it each time.
+_SAME = """(s.content_hash = d.content_hash AND s.fingerprint = d.fingerprint
+    AND s.truth_level = d.truth_level AND s.tags IS NOT DISTINCT FROM d.tags
+    AND s.custom::VARCHAR IS NOT DISTINCT FROM d.custom::VARCHAR)"""
+
 # Live documents that the restore removes or replaces are archived first, exactly like an
-# ingest that changes them would (same columns as Catalog.archive_document). A live version
-# with the snapshot's text but another number (an update, a delete and re-ingest) is
-# replaced too: the restored document never keeps that number, so unarchived it would vanish.
-_ARCHIVE_SQL = """
+# ingest that changes them would (same columns as Catalog.archive_document). Every other one
+# is replaced by the snapshot's row under a new number, so unarchived it would vanish (an
+# update's 1.0.1, a delete and re-ingest's 1.1.0).
+_ARCHIVE_SQL = f"""
 INSERT INTO document_versions (document_id, version, index_version, title, content,
     content_hash, truth_level, total_chunks, custom, change_summary, valid_from, archived_at,
     generation)
@@ -76,8 +83,14 @@ SELECT d.document_id, d.version, d.index_version, d.title, d.content, d.content_
        d.truth_level, d.total_chunks, d.custom,
        CASE WHEN s.document_id IS NULL THEN ? ELSE ? END, d.updated_at, ?, ?
 FROM documents d LEFT JOIN read_parquet(?) s ON s.document_id = d.document_id
-WHERE s.document_id IS NULL OR s.content_hash <> d.content_hash OR s.version <> d.version
+WHERE s.document_id IS NULL OR NOT {_SAME}
 ON CONFLICT DO NOTHING
+"""
+
+_KEPT_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _restore_kept AS
+SELECT d.document_id FROM documents d JOIN read_parquet(?) s ON s.document_id = d.document_id
+WHERE {_SAME}
 """
 
 _KNOWN_VERSIONS_SQL = """
@@ -93,6 +106,7 @@ SELECT s.* REPLACE (
     CASE WHEN v.bumped THEN ? ELSE s.updated_at END AS updated_at,
     ? AS generation)
 FROM read_parquet(?) s JOIN _restore_versions v ON v.document_id = s.document_id
+WHERE s.document_id NOT IN (SELECT document_id FROM _restore_kept)
 """
 
 
@@ -130,13 +144,17 @@ def replace_documents_and_chunks(
     # Every live chunk goes: tombstones let an index that lags replay the deletions.
     con.execute("INSERT INTO label_tombstones SELECT label, ? FROM chunks", [generation])
     con.execute("DELETE FROM chunks")
-    con.execute("DELETE FROM documents")
+    con.execute(_KEPT_SQL, [_parquet(tables, "documents")])
+    con.execute("DELETE FROM documents WHERE document_id NOT IN "
+                "(SELECT document_id FROM _restore_kept)")
+    con.execute("UPDATE documents SET generation = ?", [generation])
     con.register("_restore_versions", versions)
     try:
         con.execute(_INSERT_DOCUMENTS_SQL,
                     [index_version, now, generation, _parquet(tables, "documents")])
     finally:
         con.unregister("_restore_versions")
+        con.execute("DROP TABLE IF EXISTS _restore_kept")
     con.execute("INSERT INTO chunks BY NAME SELECT * REPLACE (? AS generation) "
                 "FROM read_parquet(?)", [generation, _parquet(tables, "chunks")])
 

@@ -24,8 +24,8 @@ def store(tmp_path: Path) -> Store:
 
 
 def test_restore_keeps_a_live_version_whose_text_the_snapshot_shares(store: Store) -> None:
-    # the live 1.0.1 (truth level L1) and the re-added 1.1.0 had the snapshot's text: the
-    # restore gave the document a new number without archiving them, so they vanished
+    # the live 1.0.1 (truth level L1) had the snapshot's text: the restore gave the document
+    # a new number without archiving it, so it vanished
     store.create_snapshot("s0")
     store.update_document("a", truth_level="L1")
     store.delete_document("b")
@@ -34,15 +34,35 @@ def test_restore_keeps_a_live_version_whose_text_the_snapshot_shares(store: Stor
     assert before == {"a": ["1.0.0", "1.0.1"], "b": ["1.0.0", "1.1.0"]}
 
     report = store.restore_snapshot("s0")
-    assert report.archived == 2
-    for doc_id, versions in before.items():
-        history = store.history(doc_id)
-        after = [v["version"] for v in history]
-        assert set(versions) < set(after) and len(after) == len(set(after)), after
-        assert history[-2]["change_summary"] == "replaced by restore of snapshot s0"
-        assert store.version_text(doc_id, versions[-1]) == paragraphs(2, "brakes" if doc_id == "a"
-                                                                      else "tyres")
+    assert report.archived == 1
+    history = store.history("a")
+    after = [v["version"] for v in history]
+    assert set(before["a"]) < set(after) and len(after) == len(set(after)), after
+    assert history[-2]["change_summary"] == "replaced by restore of snapshot s0"
+    assert store.version_text("a", "1.0.1") == paragraphs(2, "brakes")
     assert store.get_document("a")["truth_level"] == "L2"
+    # b re-added as it was in s0 is what s0 holds: it stays, under its own number
+    assert [v["version"] for v in store.history("b")] == before["b"]
+    assert store.get_document("b")["version"] == "1.1.0"
+
+
+def test_restoring_the_same_snapshot_again_changes_nothing(store: Store) -> None:
+    """Each restore of the snapshot already restored archived every document it had renumbered
+    before and gave it the next number (1.1.0 archived, 1.2.0; then 1.2.0 archived, 1.3.0)."""
+    store.create_snapshot("s0")
+    store.update_document("a", truth_level="L1")
+    store.restore_snapshot("s0")
+    settled = {d: store.history(d) for d in ("a", "b")}
+    hits = [(h.document_id, h.chunk_index) for h in store.search("brakes", answerability_threshold=None).hits]
+    for _ in range(2):
+        report = store.restore_snapshot("s0")
+        assert report.archived == 0
+        assert {d: store.history(d) for d in ("a", "b")} == settled
+        assert [(h.document_id, h.chunk_index) for h in
+                store.search("brakes", answerability_threshold=None).hits] == hits
+    assert store.get_document("a")["truth_level"] == "L2"
+    store.update_document("a", truth_level="L3")  # the next change still numbers after all
+    assert store.get_document("a")["version"] > settled["a"][-1]["version"]
 
 
 def test_diff_shows_a_document_changed_by_update(store: Store) -> None:
