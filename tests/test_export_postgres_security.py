@@ -255,6 +255,35 @@ def test_sql_file_loads_beside_the_guides_hybrid_search(tmp_path: Path, pg_serve
     assert visible(supabase_dsn, "authenticated", vector, claims=claims_a) == ({"a-doc", "shared-doc"},) * 3
 
 
+def test_objects_planted_in_the_extension_schema_never_run_as_the_exporter(
+        tmp_path: Path, supabase_dsn: str) -> None:
+    # Whoever may CREATE in the extension schema (here an API role) plants overloads of
+    # built-ins the export calls: cardinality(text[]) matches closer than pg_catalog's
+    # cardinality(anyarray). They ran as the exporting owner when the export's search_path
+    # held that schema (before pg_catalog): a path to superuser.
+    with connect(supabase_dsn) as conn:
+        conn.execute("CREATE TABLE public.planted_calls (who text)")
+        conn.execute("GRANT INSERT ON public.planted_calls TO PUBLIC")
+        conn.execute("GRANT CREATE ON SCHEMA extensions TO authenticated")
+    with as_role(supabase_dsn, "authenticated", claims={"role": "authenticated"}) as conn:
+        for signature, body in (("cardinality(text[])", "pg_catalog.cardinality($1)"),
+                                ("cardinality(anyarray)", "pg_catalog.cardinality($1)"),
+                                ("to_regclass(text)", "pg_catalog.to_regclass($1)")):
+            returns = "regclass" if signature.startswith("to_regclass") else "integer"
+            conn.execute(
+                f"CREATE FUNCTION extensions.{signature} RETURNS {returns} LANGUAGE plpgsql AS $$ BEGIN "
+                "INSERT INTO public.planted_calls VALUES (current_user); "
+                f"RETURN {body}; END $$")
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn)
+    store.ingest_documents([doc("c-doc", "brake pads for tenant c", metadata={"tenant_id": "C"})])
+    export_postgres(store, supabase_dsn)  # a re-export runs the upserts too
+    store.close()
+    with connect(supabase_dsn) as conn:
+        assert conn.execute("SELECT who FROM public.planted_calls").fetchall() == []
+        assert conn.execute("SELECT count(*) FROM enginelib.documents").fetchone() == (4,)
+
+
 def test_rls_cannot_be_switched_off() -> None:
     from enginelib.export.options import options_from
 

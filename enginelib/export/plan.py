@@ -99,15 +99,22 @@ def _upsert(names: Names, name: str, columns: tuple[Column, ...], key: tuple[str
     assignments = sql.SQL(", ").join(
         sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in others
     )
-    current = sql.SQL(", ").join(sql.SQL("{}.{}").format(target, sql.Identifier(c)) for c in others)
-    incoming = sql.SQL(", ").join(sql.SQL("EXCLUDED.{}").format(sql.Identifier(c)) for c in others)
+    # A row comparison finds each column's = by name through the search_path, which holds
+    # pg_catalog only: vectors (NOT NULL) are compared apart, with pgvector's qualified <>.
+    plain = [c for c, _, kind in columns if c not in key and kind != "vector"]
+    vectors = [c for c, _, kind in columns if c not in key and kind == "vector"]
+    current = sql.SQL(", ").join(sql.SQL("{}.{}").format(target, sql.Identifier(c)) for c in plain)
+    incoming = sql.SQL(", ").join(sql.SQL("EXCLUDED.{}").format(sql.Identifier(c)) for c in plain)
+    changed: list[sql.Composable] = [sql.SQL("({}) IS DISTINCT FROM ({})").format(current, incoming)]
+    changed += [sql.SQL("{}.{} {} EXCLUDED.{}").format(target, sql.Identifier(c), names.op("<>"),
+                                                      sql.Identifier(c)) for c in vectors]
     return sql.SQL(
         "INSERT INTO {target} ({cols}) SELECT {cols} FROM {stage} "
         "ON CONFLICT ({keys}) DO UPDATE SET {assignments} "
         # An unchanged row is not rewritten (no dead tuple, no trigger, no index churn).
-        "WHERE ({current}) IS DISTINCT FROM ({incoming})"
+        "WHERE {changed}"
     ).format(target=target, cols=cols, stage=_stage(name), keys=keys, assignments=assignments,
-             current=current, incoming=incoming)
+             changed=sql.SQL(" OR ").join(changed))
 
 
 def _delete_missing(names: Names, name: str, key: str) -> sql.Composed:
@@ -149,10 +156,11 @@ def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = 
         Statement(sql.SQL("SELECT pg_catalog.set_config('max_parallel_maintenance_workers', {}, true)").format(
             sql.Literal(str(options.parallel_workers)))),
     ]
-    # The upserts compare rows holding vectors (pgvector's = operator); everything else
-    # is schema-qualified. Staging tables live in pg_temp, searched first anyway.
-    steps.append(Statement(sql.SQL("SELECT pg_catalog.set_config('search_path', {}, true)").format(
-        sql.Literal(sql.Identifier(names.ext).as_string() + ", pg_catalog"))))
+    # pg_catalog alone: the export runs as a powerful role, and a function or operator that
+    # whoever may CREATE in the extension schema put there (cardinality(text[]) matches
+    # closer than pg_catalog's anyarray one) would otherwise run with its rights. Every
+    # pgvector name is qualified; staging tables live in pg_temp, searched first anyway.
+    steps.append(Statement(sql.SQL("SELECT pg_catalog.set_config('search_path', 'pg_catalog', true)")))
     steps += [Statement(s) for s in guard_statements(names, dim)]
     steps += [Statement(s) for s in extension_statements(names)]
     steps += [Statement(s) for s in table_statements(names, dim)]
