@@ -255,6 +255,22 @@ def test_sql_file_loads_beside_the_guides_hybrid_search(tmp_path: Path, pg_serve
     assert visible(supabase_dsn, "authenticated", vector, claims=claims_a) == ({"a-doc", "shared-doc"},) * 3
 
 
+def test_api_roles_cannot_create_objects_in_the_export_schema(tmp_path: Path, supabase_dsn: str) -> None:
+    # The project's default privileges grant ALL on new schemas: authenticated (and anon
+    # with public_read) kept CREATE on the export's schema beside the USAGE granted.
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn, public_read=True)
+    store.close()
+    with connect(supabase_dsn) as conn:
+        assert conn.execute(
+            "SELECT has_schema_privilege('authenticated', 'enginelib', 'CREATE'), "
+            "has_schema_privilege('anon', 'enginelib', 'CREATE'), "
+            "has_schema_privilege('anon', 'enginelib', 'USAGE')").fetchone() == (False, False, True)
+    with as_role(supabase_dsn, "authenticated", claims={"role": "authenticated", "tenant_id": "A"}) as conn, \
+            pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("CREATE TABLE enginelib.v2_documents (document_id text)")
+
+
 def test_objects_planted_in_the_extension_schema_never_run_as_the_exporter(
         tmp_path: Path, supabase_dsn: str) -> None:
     # Whoever may CREATE in the extension schema (here an API role) plants overloads of

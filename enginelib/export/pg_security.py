@@ -6,8 +6,9 @@ A Supabase project's default privileges hand ``anon`` and ``authenticated`` ever
 privilege on new tables in ``public``, and Postgres grants EXECUTE on every new function
 to PUBLIC. So the export revokes all of that first and grants only what is meant:
 
-- ``authenticated``: USAGE on the schema, SELECT on the tables, EXECUTE on the search
-  functions; row level security limits what it sees to its tenant (and shared rows).
+- ``authenticated``: USAGE on the schema (never CREATE), SELECT on the tables, EXECUTE on
+  the search functions; row level security limits what it sees to its tenant (and shared
+  rows).
 - ``anon``: nothing, unless ``public_read`` (then the same as ``authenticated``; without
   a tenant claim it sees only shared rows).
 - ``service_role``: everything (it bypasses RLS in Supabase).
@@ -134,6 +135,12 @@ def grant_statements(names: Names, options: ExportOptions, functions: dict[str, 
         if role in denied and options.schema != "public":
             # Default privileges can grant schemas too; public's USAGE is the project's.
             grants.append(sql.SQL("REVOKE ALL ON SCHEMA {} FROM {};").format(
+                names.schema_ident, sql.Identifier(role)))
+        elif role in API_READERS and options.schema != "public":
+            # Such defaults hand out CREATE too: a reader could add its own tables and
+            # functions beside ours, or the tables a later export with another prefix
+            # writes into (their triggers then run as the exporter). It only reads.
+            grants.append(sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {};").format(
                 names.schema_ident, sql.Identifier(role)))
         if role in readers or role == SERVICE_ROLE:
             target = sql.Identifier(role)
