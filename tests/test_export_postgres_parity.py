@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from enginelib import Store
+from enginelib.errors import InvalidFilterError
 from enginelib.export import export_postgres
 from enginelib.export.verify import AS_TYPED, engine_allowed, filter_matrix, verify_postgres
 from tests.helpers import doc, open_test_store
@@ -109,6 +110,31 @@ def test_filters_the_engine_rejects_are_rejected_by_the_server(tmp_path: Path, p
             with pytest.raises(psycopg.errors.InvalidParameterValue, match=message):
                 conn.execute("SELECT * FROM enginelib.match_chunks(%s::extensions.vector, -1, 5, %s::jsonb)",
                              [vector, json.dumps(bad)])
+
+
+def test_filters_of_the_wrong_shape_are_refused_not_dropped(tmp_path: Path, pg_dsn: str) -> None:
+    # These decoded to no bound at all, so match_chunks / hybrid_search returned every row
+    # as if unfiltered; the engine refuses each of them.
+    store = matrix_store(tmp_path / "store")
+    export_postgres(store, pg_dsn)
+    vector = "[" + ",".join("0.1" for _ in range(store.manifest.embedding_dim)) + "]"
+    wrong = [{"created_at": "2099-01-01"}, {"updated_at": {}}, {"validated_at": ["2020-01-01"]},
+             {"tags": {"none": ["front"]}}, {"tags": {}}, {"tags": {"any": ["front"], "all": ["oem"]}}]
+    for bad in wrong:
+        with pytest.raises(InvalidFilterError):
+            engine_allowed(store, bad)
+    store.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for bad in wrong:
+            for call in ("SELECT * FROM enginelib.match_chunks(%s::extensions.vector, -1, 50, %s::jsonb)",
+                         "SELECT * FROM enginelib.hybrid_search('brake', %s::extensions.vector, 50, 60, %s::jsonb)"):
+                with pytest.raises(psycopg.errors.InvalidParameterValue, match="wrong shape"):
+                    conn.execute(call, [vector, json.dumps(bad)])
+        # The right shapes still pass.
+        for good in ({"created_at": {"gte": "2021-01-01"}}, {"tags": {"all": ["front"]}}, {"tags": ["oem"]}):
+            assert conn.execute("SELECT count(*) FROM enginelib.match_chunks(%s::extensions.vector, -1, 50, "
+                                "%s::jsonb)", [vector, json.dumps({**good, "truth_level": ["L1", "L2", "L3", "L4"]})]
+                                ).fetchone()[0] > 0
 
 
 def test_filtered_hnsw_search_returns_k_rows(tmp_path: Path, pg_dsn: str) -> None:

@@ -120,7 +120,7 @@ def _check_filters(names: Names) -> sql.Composed:
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(filters jsonb) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER SET search_path = '' AS $fn$
-DECLARE unknown text; empty text; bad_op text;
+DECLARE unknown text; empty text; bad_shape text; bad_op text;
 BEGIN
   IF filters IS NULL THEN RETURN; END IF;
   IF pg_catalog.jsonb_typeof(filters) <> 'object' THEN
@@ -138,6 +138,18 @@ BEGIN
       AND pg_catalog.jsonb_typeof(e.value) = 'array' AND pg_catalog.jsonb_array_length(e.value) = 0;
   IF empty IS NOT NULL THEN
     RAISE EXCEPTION 'filter(s) % have an empty list: nothing could match', empty
+      USING ERRCODE = '22023';
+  END IF;
+  -- A date given as a bare value or {{}}, or tags as an object without exactly one of
+  -- any / all, decode to no bound at all: the filter would be dropped and every row
+  -- returned. The engine refuses both shapes.
+  SELECT pg_catalog.string_agg(e.key, ', ') INTO bad_shape FROM pg_catalog.jsonb_each(filters) e
+    WHERE (e.key = ANY ({dates}) AND (pg_catalog.jsonb_typeof(e.value) <> 'object' OR e.value = '{{}}'::jsonb))
+       OR (e.key = 'tags' AND pg_catalog.jsonb_typeof(e.value) = 'object' AND (
+             SELECT count(*) <> 1 OR pg_catalog.bool_or(k NOT IN ('any', 'all'))
+             FROM pg_catalog.jsonb_object_keys(e.value) k));
+  IF bad_shape IS NOT NULL THEN
+    RAISE EXCEPTION 'filter(s) % have the wrong shape: a date takes a range such as {{"gte": "2024-01-01", "lt": "2025-01-01"}}, tags a list or {{"any": [...]}} or {{"all": [...]}}', bad_shape
       USING ERRCODE = '22023';
   END IF;
   SELECT pg_catalog.string_agg(e.key || '.' || o, ', ') INTO bad_op
