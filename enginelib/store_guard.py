@@ -62,6 +62,17 @@ def _document(document_id: Any) -> None:
     check_document_id(document_id)
 
 
+def _update_document(document_id: Any, *, truth_level: Any = None, tags: Any = None,
+                     metadata: Any = None) -> None:
+    check_document_id(document_id)
+
+
+def _list_documents(*, truth_levels: Any = None, domain: Any = None, source_type: Any = None,
+                    tag: Any = None, prefix: Any = None, limit: Any = 1000,
+                    offset: Any = 0) -> None:
+    pass  # the signature alone: the values are checked where they are used
+
+
 def _version_text(document_id: Any, version: Any) -> None:
     check_document_id(document_id)
     check_text("version", version, max_chars=MAX_NAME_CHARS, empty=False)
@@ -164,6 +175,8 @@ CHECKS: dict[str, Callable[..., None] | None] = {
     "history": _document,
     "version_text": _version_text,
     "delete_document": _document,
+    "update_document": _update_document,
+    "list_documents": _list_documents,
     "add_source": _source,
     "save_search_preset": _preset,
     "set_default_search_preset": _preset_name,
@@ -183,6 +196,7 @@ CHECKS: dict[str, Callable[..., None] | None] = {
     "rebuild_indexes": None,
     "ingest_documents": _ingest_documents,
     "ingest_path": _ingest_path,
+    "enqueue_paths": None,
     "export_postgres": _export,
     "to_sql": _to_sql,
     "persist": None,

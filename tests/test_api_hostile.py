@@ -1,0 +1,65 @@
+"""A careless or hostile user of the Python API: odd arguments and odd call orders."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import enginelib
+from enginelib import HashingEmbedder, InvalidInputError
+from tests.helpers import doc, open_test_store, paragraphs
+
+NO_GATE = {"answerability_threshold": None}
+
+
+@pytest.fixture
+def ram(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "ram"
+    folder.mkdir()
+    monkeypatch.setenv("ENGINELIB_MEMORY_DIR", str(folder))
+    return folder
+
+
+def test_metadata_calls_share_one_store_with_searching_threads(tmp_path: Path) -> None:
+    # update_document and list_documents ran outside the per-store lock, so a thread pool
+    # mixing them with searches got DuckDB's "connection is busy" (raw, and as BackendError
+    # from the searches), "Connection already closed" and TypeErrors from half-read results
+    with open_test_store(tmp_path / "s") as store:
+        store.ingest_documents([doc(f"d{i}", paragraphs(2, f"topic{i}")) for i in range(12)])
+        errors: list[str] = []
+
+        def run(call) -> None:  # type: ignore[no-untyped-def]
+            for i in range(40):
+                try:
+                    call(i)
+                except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                    errors.append(f"{type(exc).__name__}: {exc}")
+
+        calls = [
+            lambda i: store.update_document(f"d{i % 12}", tags=[f"t{i}"]),
+            lambda i: store.list_documents(limit=5),
+            lambda i: store.search(f"topic{i % 12} checking", cache=False, **NO_GATE),
+        ]
+        threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert errors == []
+        assert store.check().ok
+
+
+def test_update_document_with_a_non_string_id_says_so(ram: Path) -> None:
+    # was DuckDB's ConversionException "Could not convert string 'a' to INT32"
+    store = enginelib.memory([{"id": "a", "text": "Brake pads wear out."}],
+                             embedder=HashingEmbedder(64))
+    with store:
+        with pytest.raises(InvalidInputError, match="document id must be a string, got int"):
+            store.update_document(123, tags=["x"])  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="domain"):
+            store.update_document("a", domain="x")  # type: ignore[call-arg]
+        with pytest.raises(InvalidInputError, match="foo"):
+            store.list_documents(foo=1)
+        assert store.get_document("a")["tags"] == []
