@@ -30,6 +30,7 @@ from .embedder import Embedder
 from .errors import IngestError, InvalidInputError, StorageError, StoreError
 from .store import LOCK_NAME, Store
 from .types import LoadedDocument
+from .validation import check_store_path
 
 MEMORY = ":memory:"
 _RAM_FOLDERS = ("/dev/shm",)
@@ -83,7 +84,16 @@ class MemoryStore(Store):
     def save(self, path: str | Path) -> Path:
         """Copy this store to ``path`` (a new or empty folder); ``enginelib.open(path)`` then
         opens it normally, with the same embedder. The in-memory store stays usable."""
-        target = Path(path)
+        if is_memory_path(path):
+            # open(":memory:") never reads a folder of that name: the copy would be lost
+            raise InvalidInputError(
+                f"save() writes the store to a folder, and {MEMORY!r} names no folder "
+                "(enginelib.open(':memory:') always starts empty): give a folder path")
+        target = check_store_path(path)
+        if target.resolve().is_relative_to(self.path.resolve()):
+            raise InvalidInputError(
+                f"cannot save the in-memory store to {target}: it is inside the store's own "
+                "folder, which is removed on close; choose a path outside it")
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise StoreError(
                 f"cannot save the in-memory store to {target}: it exists and is not an empty "

@@ -63,3 +63,24 @@ def test_update_document_with_a_non_string_id_says_so(ram: Path) -> None:
         with pytest.raises(InvalidInputError, match="foo"):
             store.list_documents(foo=1)
         assert store.get_document("a")["tags"] == []
+
+
+def test_save_refuses_paths_that_would_lose_the_copy(ram: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # save(":memory:") wrote a folder named ':memory:' in the working directory, which
+    # open(":memory:") never reads (it starts empty); a path inside the store's own folder
+    # was removed with it on close; save(None) was a bare TypeError
+    monkeypatch.chdir(tmp_path)
+    store = enginelib.memory([{"id": "a", "text": "Brake pads wear out."}],
+                             embedder=HashingEmbedder(64))
+    with store:
+        with pytest.raises(InvalidInputError, match="names no folder"):
+            store.save(":memory:")
+        with pytest.raises(InvalidInputError, match="inside the store's own folder"):
+            store.save(store.path / "copy")
+        with pytest.raises(InvalidInputError, match="must be a str or Path, got NoneType"):
+            store.save(None)  # type: ignore[arg-type]
+        assert not (tmp_path / ":memory:").exists()
+        saved = store.save(tmp_path / "saved")
+    with enginelib.open(saved, embedder=HashingEmbedder(64)) as reopened:
+        assert [d["document_id"] for d in reopened.list_documents()] == ["a"]
