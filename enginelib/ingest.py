@@ -137,10 +137,17 @@ class Ingestor:
         self, items: Iterable[LoadedDocument | SkippedInput]
     ) -> Iterator[list[LoadedDocument]]:
         batch: dict[str, LoadedDocument] = {}
-        for item in items:
+        for number, item in enumerate(items, start=1):
             if isinstance(item, SkippedInput):
                 self._skip(item)
                 continue
+            if not isinstance(item, LoadedDocument):
+                # a dict, the shape memory() and JSONL lines take, failed further down as
+                # "'dict' object has no attribute 'id'"
+                raise InvalidInputError(
+                    f"document {number} is a {type(item).__name__}, not a LoadedDocument: give "
+                    "LoadedDocument(id=..., text=..., metadata={...}) objects (dicts shaped "
+                    "like JSONL lines go to enginelib.memory(records) or a .jsonl file)")
             try:
                 check_new_document_id(item.id)
             except InvalidInputError as exc:

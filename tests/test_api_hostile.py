@@ -9,6 +9,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder, InvalidInputError
+from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
 from tests.helpers import doc, open_test_store, paragraphs
 
 NO_GATE = {"answerability_threshold": None}
@@ -84,3 +85,14 @@ def test_save_refuses_paths_that_would_lose_the_copy(ram: Path, tmp_path: Path,
         saved = store.save(tmp_path / "saved")
     with enginelib.open(saved, embedder=HashingEmbedder(64)) as reopened:
         assert [d["document_id"] for d in reopened.list_documents()] == ["a"]
+
+
+def test_ingest_documents_given_dicts_says_to_give_loaded_documents(enginelib_store) -> None:
+    # memory() takes dicts, so ingest_documents got them too: a bare AttributeError
+    # "'dict' object has no attribute 'id'"
+    with pytest.raises(InvalidInputError, match="document 2 is a dict, not a LoadedDocument"):
+        enginelib_store.ingest_documents([enginelib.LoadedDocument(id="a", text="Brake pads."),
+                                          {"id": "b", "text": "Brake fluid."}])
+    assert enginelib_store.list_documents() == []
+    enginelib_store.ingest_documents([enginelib.LoadedDocument(id="b", text="Brake fluid.")])
+    assert [d["document_id"] for d in enginelib_store.list_documents()] == ["b"]
