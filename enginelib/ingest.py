@@ -289,7 +289,7 @@ class Ingestor:
         }
         fingerprint_fields["created_at"] = lifted.get("created_at")
         if document.vectors is not None:  # new own vectors for the same text: not unchanged
-            fingerprint_fields["own_vectors"] = vectors_digest(document.vectors)
+            fingerprint_fields["own_vectors"] = vectors_digest(document)
         row["fingerprint"] = hashlib.sha256(
             json.dumps(fingerprint_fields, sort_keys=True, default=str).encode("utf-8")
         ).hexdigest()

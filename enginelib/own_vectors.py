@@ -51,18 +51,36 @@ def embedder_for_model(model_name: str) -> Embedder | None:
     return None
 
 
-def vectors_digest(vectors: object) -> str:
+def vectors_digest(document: LoadedDocument) -> str:
     """A short digest of a document's own vectors, so re-ingesting new ones is a change."""
-    array = np.ascontiguousarray(as_float32(vectors))
+    array = np.ascontiguousarray(_matrix(document))
     return hashlib.blake2b(array.tobytes(), digest_size=16).hexdigest()
+
+
+def _matrix(document: LoadedDocument) -> np.ndarray:
+    # A LoadedDocument's vectors are whatever the caller put there (JSONL records are
+    # checked when read): a string was numpy's bare ValueError, a (1, 1, dim) array was
+    # "vectors of dim dimensions; this store takes dim". First read for the fingerprint,
+    # where the error skips the record under its id.
+    try:
+        array = as_float32(document.vectors)
+    except (TypeError, ValueError) as exc:
+        raise InvalidVectorError(
+            f"vectors must be numbers ({exc}): give a float array with one row per "
+            "chunk") from exc
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    if array.ndim != 2 or array.size == 0:
+        raise InvalidVectorError(
+            f"vectors must be one vector or a matrix with one row per chunk, got shape "
+            f"{array.shape}")
+    return array
 
 
 def own_vectors(document: LoadedDocument, chunks: int, dim: int) -> np.ndarray:
     """A document's own vectors checked against its chunk count and the store's dimension."""
-    array = as_float32(document.vectors)
-    if array.ndim == 1:
-        array = array.reshape(1, -1)
-    if array.ndim != 2 or array.shape[1] != dim:
+    array = _matrix(document)
+    if array.shape[1] != dim:
         raise InvalidVectorError(
             f"document {document.id!r} brings vectors of {array.shape[-1]} dimensions; this "
             f"store takes {dim}: give vectors from the store's model, or ingest into a store "

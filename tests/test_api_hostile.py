@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import enginelib
@@ -96,3 +98,18 @@ def test_ingest_documents_given_dicts_says_to_give_loaded_documents(enginelib_st
     assert enginelib_store.list_documents() == []
     enginelib_store.ingest_documents([enginelib.LoadedDocument(id="b", text="Brake fluid.")])
     assert [d["document_id"] for d in enginelib_store.list_documents()] == ["b"]
+
+
+@pytest.mark.parametrize(("vectors", "reason"), [
+    ("abc", "vectors must be numbers"),  # was numpy's "could not convert string to float"
+    (np.ones((1, 1, 64)), r"got shape \(1, 1, 64\)"),  # was "of 64 dimensions; takes 64"
+])
+def test_a_document_with_unusable_own_vectors_is_skipped_by_name(enginelib_store, vectors,
+                                                                 reason) -> None:
+    report = enginelib_store.ingest_documents([
+        enginelib.LoadedDocument(id="bad", text="Brake pads.", vectors=vectors),
+        enginelib.LoadedDocument(id="good", text="Brake fluid."),
+    ])
+    assert report.added == ("good",)
+    assert [s.path for s in report.skipped] == ["bad"]
+    assert re.search(reason, report.skipped[0].reason)
