@@ -404,6 +404,28 @@ def check_record(document: Any) -> None:
             continue
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise InvalidInputError(f"{column} must be a list of strings, got {_show(value)}")
+    check_pages(document.pages, len(document.text))
+
+
+def check_pages(pages: Any, text_chars: int) -> None:
+    """``(page number from 1, start offset)`` pairs in text order: a string here stopped the
+    whole ingest with a bare unpacking ValueError, and pairs out of order or past the text
+    gave chunks the wrong page numbers without a word."""
+    if not isinstance(pages, (list, tuple)):
+        raise InvalidInputError(f"pages must be a list of (page number, start offset) pairs, "
+                                f"got {_show(pages)}")
+    last = 0
+    for pair in pages:
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in pair)):
+            raise InvalidInputError(f"pages must be (page number, start offset) pairs of "
+                                    f"integers, got {_show(pair)}")
+        number, start = pair
+        if number < 1 or not last <= start <= text_chars:
+            raise InvalidInputError(
+                f"pages pair {_show(pair)}: page numbers start at 1 and start offsets must rise "
+                f"through the text (0..{text_chars})")
+        last = start
 
 
 def check_ingest_options(options: Mapping[str, Any]) -> None:

@@ -113,3 +113,16 @@ def test_a_document_with_unusable_own_vectors_is_skipped_by_name(enginelib_store
     assert report.added == ("good",)
     assert [s.path for s in report.skipped] == ["bad"]
     assert re.search(reason, report.skipped[0].reason)
+
+
+@pytest.mark.parametrize("pages", ["abc", ((0, 0),), ((1, 0), (2, 999)), ((2, 9), (1, 0))])
+def test_a_document_with_bad_pages_is_skipped_by_name(enginelib_store, pages) -> None:
+    # a string stopped the whole call with "not enough values to unpack"; page 0, offsets
+    # past the text or out of order were taken and gave chunks wrong page numbers
+    report = enginelib_store.ingest_documents([
+        enginelib.LoadedDocument(id="bad", text="Brake pads wear out.", pages=pages),
+        enginelib.LoadedDocument(id="good", text="Brake fluid.", pages=((1, 0), (2, 6))),
+    ])
+    assert report.added == ("good",)
+    assert [s.path for s in report.skipped] == ["bad"]
+    assert "pages" in report.skipped[0].reason
