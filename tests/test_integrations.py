@@ -164,6 +164,19 @@ def test_bad_options_fail_at_construction_or_call(enginelib_store_factory):
         LlamaIndexRetriever(store, on_refusal="ignore")
 
 
+def test_langchain_refuses_a_limit_given_twice_per_call_or_options_not_a_dict(
+        enginelib_store_factory):
+    # invoke(q, k=2, limit=3) searched with k=2 and dropped limit=3 unseen (construction
+    # refuses both); search_kwargs=[...] was a bare TypeError from dict()
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."}])
+    retriever = LangChainRetriever(store=store, search_kwargs=NO_GATE)
+    with pytest.raises(InvalidInputError, match="either k= or limit="):
+        retriever.invoke("brake pads", k=2, limit=3)
+    with pytest.raises(InvalidInputError, match="search options must be a dict"):
+        LangChainRetriever(store=store, search_kwargs=[("k", 5)])
+    assert len(retriever.invoke("brake pads", limit=1)) == 1
+
+
 def test_llama_index_takes_simple_metadata_filters(regulatory):
     from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 

@@ -27,6 +27,11 @@ def search_options(
     options: Mapping[str, Any], *, limit_alias: str, framework: str
 ) -> dict[str, Any]:
     """Check a retriever's search options once, at construction (and per call)."""
+    if not isinstance(options, Mapping):  # dict() of a list was a bare TypeError
+        raise InvalidInputError(
+            f"{framework} retriever: search options must be a dict such as "
+            f"{{'{limit_alias}': 5, 'filters': {{'tags': ['brakes']}}}}, got "
+            f"{type(options).__name__}")
     checked = dict(options)
     if limit_alias in checked:
         if "limit" in checked:

@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'enginelib[langchain]'"
     ) from exc
 
+from ..errors import InvalidInputError
 from ..store import Store
 from ._common import check_refusal, citation_metadata, result_id, run_search, search_options
 
@@ -72,6 +73,9 @@ class EnginelibRetriever(BaseRetriever):
 def _renamed(overrides: dict[str, Any]) -> dict[str, Any]:
     """A per-call ``k`` replaces the configured limit (and the other way round)."""
     renamed = dict(overrides)
+    if "k" in renamed and "limit" in renamed:  # one of them was dropped without a word
+        raise InvalidInputError(
+            f"give either k= or limit= to the {FRAMEWORK} retriever, not both")
     if "k" in renamed:
         renamed["limit"] = renamed.pop("k")
     return renamed
