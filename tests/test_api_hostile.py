@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 import threading
 from pathlib import Path
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 import enginelib
-from enginelib import HashingEmbedder, InvalidInputError
+from enginelib import HashingEmbedder, InvalidInputError, StoreError
 from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
 from tests.helpers import doc, open_test_store, paragraphs
 
@@ -126,3 +128,13 @@ def test_a_document_with_bad_pages_is_skipped_by_name(enginelib_store, pages) ->
     assert report.added == ("good",)
     assert [s.path for s in report.skipped] == ["bad"]
     assert "pages" in report.skipped[0].reason
+
+
+@pytest.mark.parametrize("how", [pickle.dumps, copy.copy, copy.deepcopy])
+def test_a_store_is_not_copied_or_pickled(enginelib_store_factory, how) -> None:
+    # pickle said "cannot pickle '_thread.RLock' object"; copy.copy gave an alias whose
+    # close() closed the original and removed its in-memory folder
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."}])
+    with pytest.raises(StoreError, match="cannot be pickled or copied.*enginelib.open"):
+        how(store)
+    assert store.search("brake pads", **NO_GATE).hits[0].document_id == "a"

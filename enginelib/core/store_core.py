@@ -232,6 +232,16 @@ class StoreCore:
     def __enter__(self) -> Self:
         return self
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # pickle said only "cannot pickle '_thread.RLock' object", and copy.copy made an alias
+        # of the open files and lock: closing the copy closed the original (and removed an
+        # in-memory store's folder under it).
+        raise StoreError(
+            f"a Store cannot be pickled or copied: it holds the open files and writer lock of "
+            f"{self.path}. Share this object between threads, or pass the path and call "
+            "enginelib.open(path) in the other process (read_only=True to search); save() an "
+            "in-memory store to a folder first", path=self.path)
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
