@@ -53,7 +53,8 @@ def test_citation_points_into_the_document(enginelib_store_factory):
     store = enginelib_store_factory(records=MANUAL)
     hit = store.search("brake fluid water", filters={"tags": ["brakes"]}, **NO_GATE).hits[0]
     text = store.get_document(hit.document_id)["content"]
-    assert text[hit.citation.start_offset:hit.citation.end_offset] == hit.citation.quote
+    assert text[hit.start_offset:hit.end_offset] == hit.content  # the chunk
+    assert text[hit.citation.quote_start:hit.citation.quote_end] == hit.citation.quote
     assert hit.citation.truth_level == "L2"
 
 

@@ -67,6 +67,8 @@ def test_langchain_returns_the_engines_hits_in_order_with_citations(regulatory, 
         assert (meta["start_offset"], meta["end_offset"]) == (hit.start_offset, hit.end_offset)
         text = regulatory.get_document(hit.document_id)["content"]
         assert text[meta["start_offset"]:meta["end_offset"]] == document.page_content
+        # the quote is found in the document too (it had no offsets: only the chunk's)
+        assert text[meta["quote_start"]:meta["quote_end"]] == meta["quote"]
         assert meta["truth_level"] == hit.truth_level
         assert meta["fused_score"] == hit.scores.fused and meta["rank"] == hit.rank
         assert meta["citation_number"] == hit.citation.number
@@ -87,6 +89,8 @@ def test_llama_index_returns_the_engines_hits_in_order_with_citations(regulatory
         assert (meta["document_id"], meta["start_offset"], meta["end_offset"]) == (
             hit.document_id, hit.start_offset, hit.end_offset)
         assert meta["truth_level"] == hit.truth_level and meta["quote"] == hit.citation.quote
+        assert (meta["quote_start"], meta["quote_end"]) == (hit.citation.quote_start,
+                                                            hit.citation.quote_end)
         llm_view = node.node.get_content(metadata_mode=MetadataMode.LLM)
         assert hit.document_id in llm_view and "fused_score" not in llm_view
 

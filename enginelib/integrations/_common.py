@@ -80,6 +80,9 @@ def citation_metadata(hit: Hit, response: SearchResponse) -> dict[str, Any]:
         "start_offset": hit.start_offset,
         "end_offset": hit.end_offset,
         "quote": c.quote,
+        # where the quote sits: document_text[quote_start:quote_end] == quote
+        "quote_start": c.quote_start,
+        "quote_end": c.quote_end,
         "truth_level": hit.truth_level,
         "rank": hit.rank,
         "citation_number": c.number,
