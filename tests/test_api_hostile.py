@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import enginelib
-from enginelib import HashingEmbedder, InvalidInputError, StoreError
+from enginelib import HashingEmbedder, InvalidInputError, StoreError, maintenance
+from enginelib.errors import StoreLockedError
 from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
 from tests.helpers import doc, open_test_store, paragraphs
 
@@ -138,3 +139,17 @@ def test_a_store_is_not_copied_or_pickled(enginelib_store_factory, how) -> None:
     with pytest.raises(StoreError, match="cannot be pickled or copied.*enginelib.open"):
         how(store)
     assert store.search("brake pads", **NO_GATE).hits[0].document_id == "a"
+
+
+def test_a_second_writer_in_the_same_process_is_told_it_is_this_one(tmp_path: Path) -> None:
+    """It said "another process is writing to ...": the user looked for a process that was
+    not there (a notebook cell run twice, a fixture that did not close)."""
+    path = tmp_path / "s"
+    first = open_test_store(path)
+    with pytest.raises(StoreLockedError, match=r"this process already writes to .*close\(\) it"):
+        open_test_store(path)
+    with pytest.raises(StoreLockedError, match="this process already writes"):
+        maintenance.check(path)  # the path, not the Store: a second lock
+    assert maintenance.check(first).ok  # the Store itself is the way
+    first.close()
+    open_test_store(path).close()  # closed: the lock is free again

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,9 @@ from .layout import HOLDER_NAME, LOCK_NAME
 # `enginelib --wait` / $ENGINELIB_WAIT so that every command that writes (ingest, delete,
 # snapshot, reindex...) waits alike; the library's own default stays 0 (fail at once).
 _minimum_wait = 0.0
+# The writer locks this process took, by lock file: a second open of a store this process
+# already writes was told "another process is writing", and the user looked for one.
+_held: weakref.WeakValueDictionary[str, FileLock] = weakref.WeakValueDictionary()
 
 
 def set_minimum_wait(seconds: float) -> None:
@@ -36,6 +40,12 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
         lock.acquire(timeout=timeout)
     except Timeout as exc:
         waited = f" (waited {timeout:g} s)" if timeout > 0 else ""
+        mine = _held.get(str(path.resolve()))
+        if mine is not None and mine.is_locked:
+            raise StoreLockedError(
+                f"this process already writes to {root} (a Store opened earlier and not "
+                "closed yet): use that Store, close() it first, or open the store with "
+                "read_only=True to search it", path=root) from exc
         holder = _holder(root)
         if holder is not None:
             raise StoreLockedError(
@@ -46,6 +56,7 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
             "or open the store with read_only=True to search it",
             path=root,
         ) from exc
+    _held[str(path.resolve())] = lock
     return lock
 
 
