@@ -22,7 +22,14 @@ from .errors import (
     StoreError,
     StoreLockedError,
 )
-from .schema import ACRONYMS_DDL, CHUNK_COLUMNS, SCHEMA_VERSION, create_schema, migrate
+from .schema import (
+    ACRONYMS_DDL,
+    CHUNK_COLUMNS,
+    SCHEMA_VERSION,
+    add_version_tenants,
+    create_schema,
+    migrate,
+)
 from .text import shell_word
 
 
@@ -141,6 +148,7 @@ class Catalog:
             if version < SCHEMA_VERSION:
                 migrate(self.con, version, self.dim)
             self.con.execute(ACRONYMS_DDL)
+            add_version_tenants(self.con)
 
     def _check_schema_version(self) -> None:
         version = int(self.get_meta("schema_version") or 0)
@@ -273,9 +281,11 @@ class Catalog:
         if not document_ids:
             return
         self.con.execute(
-            """INSERT INTO document_versions
+            """INSERT INTO document_versions (document_id, version, index_version, title,
+                   content, content_hash, truth_level, total_chunks, custom, change_summary,
+                   valid_from, archived_at, generation, tenant_id)
                SELECT document_id, version, index_version, title, content, content_hash,
-                      truth_level, total_chunks, custom, ?, updated_at, ?, ?
+                      truth_level, total_chunks, custom, ?, updated_at, ?, ?, tenant_id
                FROM documents WHERE document_id IN (SELECT unnest(?::VARCHAR[]))
                ON CONFLICT DO NOTHING""",
             [change_summary, utcnow(), generation, list(document_ids)],

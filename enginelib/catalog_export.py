@@ -41,8 +41,9 @@ _CHUNK_PAGE_SQL = (
 )
 _VECTOR_PAGE_SQL = "SELECT c.embedding FROM chunks c WHERE c.label > ? ORDER BY c.label LIMIT ?"
 _VERSION_SELECT = (
-    "document_id, version, index_version, title, content, content_hash, truth_level, "
-    "total_chunks, CAST(custom AS VARCHAR), change_summary, valid_from, archived_at, generation"
+    "v.document_id, v.version, v.index_version, v.title, v.content, v.content_hash, "
+    "v.truth_level, v.total_chunks, CAST(v.custom AS VARCHAR), v.change_summary, v.valid_from, "
+    "v.archived_at, v.generation, {tenant}"
 )
 _SOURCE_SELECT = (
     "source_id, name, tier, evidence_level, authority_score, institution, "
@@ -86,9 +87,16 @@ def documents(con: duckdb.DuckDBPyConnection) -> Iterator[Row]:
 
 
 def versions(con: duckdb.DuckDBPyConnection) -> Iterator[Row]:
-    yield from _rows(
-        con, f"SELECT {_VERSION_SELECT} FROM document_versions ORDER BY document_id, version"
-    )
+    recorded = first(con.execute(
+        "SELECT count(*) FROM information_schema.columns "
+        "WHERE table_name = 'document_versions' AND column_name = 'tenant_id'").fetchall())
+    # A catalog older than the column (read without a writer's open, which adds it): the
+    # tenant its document has now, as the writer's open would fill it in.
+    select = (_VERSION_SELECT.format(tenant="v.tenant_id") + " FROM document_versions v"
+              if recorded and recorded[0] else
+              _VERSION_SELECT.format(tenant="d.tenant_id") + " FROM document_versions v "
+              "LEFT JOIN documents d ON d.document_id = v.document_id")
+    yield from _rows(con, f"SELECT {select} ORDER BY v.document_id, v.version")
 
 
 def sources(con: duckdb.DuckDBPyConnection) -> Iterator[Row]:

@@ -78,10 +78,10 @@ _SAME = """(s.content_hash = d.content_hash AND s.fingerprint = d.fingerprint
 _ARCHIVE_SQL = f"""
 INSERT INTO document_versions (document_id, version, index_version, title, content,
     content_hash, truth_level, total_chunks, custom, change_summary, valid_from, archived_at,
-    generation)
+    generation, tenant_id)
 SELECT d.document_id, d.version, d.index_version, d.title, d.content, d.content_hash,
        d.truth_level, d.total_chunks, d.custom,
-       CASE WHEN s.document_id IS NULL THEN ? ELSE ? END, d.updated_at, ?, ?
+       CASE WHEN s.document_id IS NULL THEN ? ELSE ? END, d.updated_at, ?, ?, d.tenant_id
 FROM documents d LEFT JOIN read_parquet(?) s ON s.document_id = d.document_id
 WHERE s.document_id IS NULL OR NOT {_SAME}
 ON CONFLICT DO NOTHING

@@ -120,6 +120,7 @@ def _ddl_v1(dim: int) -> list[str]:
             valid_from TIMESTAMP,
             archived_at TIMESTAMP NOT NULL,
             generation BIGINT NOT NULL,
+            tenant_id VARCHAR,
             PRIMARY KEY (document_id, version))""",
         # Labels removed from the catalog, so an index that lags can replay deletions.
         """CREATE TABLE IF NOT EXISTS label_tombstones (
@@ -150,6 +151,28 @@ def _ddl_v1(dim: int) -> list[str]:
             description VARCHAR)""",
         ACRONYMS_DDL,
     ]
+
+
+def add_version_tenants(con: duckdb.DuckDBPyConnection) -> None:
+    """Give an older catalog's archived versions the tenant they belonged to.
+
+    A version is the tenant's whose document it was; the Postgres export shows it to that
+    tenant only. Catalogs made before the column existed get it here, filled with the tenant
+    their document has now (all an older catalog can tell). Additive, like the acronyms
+    table: readers of an older catalog keep working, and the export reads either shape.
+    """
+    present = first_value(con.execute(
+        "SELECT count(*) FROM information_schema.columns "
+        "WHERE table_name = 'document_versions' AND column_name = 'tenant_id'").fetchall())
+    if present:
+        return
+    con.execute("ALTER TABLE document_versions ADD COLUMN tenant_id VARCHAR")
+    con.execute("UPDATE document_versions v SET tenant_id = d.tenant_id FROM documents d "
+                "WHERE d.document_id = v.document_id")
+
+
+def first_value(rows: list[tuple[object, ...]]) -> object:
+    return rows[0][0] if rows else None
 
 
 # Named presets like the spec's search_config table; callers may add their own.

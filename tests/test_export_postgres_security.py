@@ -21,7 +21,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from enginelib import Store
+import enginelib
+from enginelib import HashingEmbedder, Store
 from enginelib.errors import InvalidInputError
 from enginelib.export import ExportOptions, export_postgres, write_sql
 from tests.helpers import doc, open_test_store
@@ -298,6 +299,54 @@ def test_objects_planted_in_the_extension_schema_never_run_as_the_exporter(
     with connect(supabase_dsn) as conn:
         assert conn.execute("SELECT who FROM public.planted_calls").fetchall() == []
         assert conn.execute("SELECT count(*) FROM enginelib.documents").fetchone() == (4,)
+
+
+def _versions_seen(dsn: str, tenant: str) -> list[tuple[str, str]]:
+    with as_role(dsn, "authenticated", claims={"role": "authenticated", "tenant_id": tenant}) as conn:
+        return conn.execute("SELECT document_id, content FROM enginelib.document_versions "
+                            "ORDER BY document_id, version").fetchall()
+
+
+def test_an_archived_version_is_seen_by_its_own_tenant_only(tmp_path: Path,
+                                                            supabase_dsn: str) -> None:
+    """A version was shown to whoever could see its document now: an id re-ingested for
+    tenant B (a file name two tenants share) showed B tenant A's earlier text."""
+    store = tenant_store(tmp_path / "store")
+    store.ingest_documents([doc("x", "secret plan of tenant a", metadata={"tenant_id": "A"})])
+    export_postgres(store, supabase_dsn)
+    store.ingest_documents([doc("x", "public note of tenant b", metadata={"tenant_id": "B"})])
+    export_postgres(store, supabase_dsn)
+    store.ingest_documents([doc("x", "second note of tenant b", metadata={"tenant_id": "B"})])
+    export_postgres(store, supabase_dsn)
+    store.close()
+    seen_by_b = _versions_seen(supabase_dsn, "B")
+    assert ("x", "public note of tenant b") in seen_by_b  # B's own earlier version
+    assert not any("tenant a" in text for _, text in seen_by_b), seen_by_b
+    assert _versions_seen(supabase_dsn, "A") == []  # A no longer sees the document at all
+    with connect(supabase_dsn) as conn:  # nothing was lost: the owner keeps every version
+        assert conn.execute("SELECT tenant_id FROM enginelib.document_versions "
+                            "WHERE document_id = 'x' ORDER BY version").fetchall() == [("A",), ("B",)]
+
+
+def test_an_older_catalogs_versions_get_the_tenant_of_their_document(
+        tmp_path: Path, supabase_dsn: str) -> None:
+    """A catalog made before versions carried a tenant: its export (read as it is) and a
+    writer's open (which adds the column) take the tenant its document has now, all that
+    catalog can tell."""
+    store = tenant_store(tmp_path / "store")
+    store.ingest_documents([doc("a-doc", "brake pads for tenant a, revised",
+                                metadata={"tenant_id": "A"})])
+    store.catalog.con.execute("ALTER TABLE document_versions DROP COLUMN tenant_id")
+    store.close()
+    reader = enginelib.open(tmp_path / "store", embedder=HashingEmbedder(64), read_only=True)
+    export_postgres(reader, supabase_dsn)  # a reader cannot add the column: read either shape
+    reader.close()
+    assert _versions_seen(supabase_dsn, "A") == [("a-doc", "brake pads for tenant a")]
+    assert _versions_seen(supabase_dsn, "B") == []
+    store = open_test_store(tmp_path / "store")  # a writer's open adds and fills the column
+    assert store.catalog.con.execute(
+        "SELECT document_id, tenant_id FROM document_versions").fetchall() == [("a-doc", "A")]
+    store.close()
 
 
 def test_rls_cannot_be_switched_off() -> None:

@@ -452,11 +452,11 @@ BEGIN
   IF TG_OP = 'DELETE' OR NEW.content IS DISTINCT FROM OLD.content THEN
     INSERT INTO {versions} (document_id, version, index_version, title, content,
       content_hash, truth_level, total_chunks, metadata, change_summary, valid_from,
-      archived_at, generation)
+      archived_at, generation, tenant_id)
     VALUES (OLD.document_id, OLD.version, OLD.index_version, OLD.title, OLD.content,
       OLD.content_hash, OLD.truth_level, OLD.total_chunks, OLD.metadata,
       CASE TG_OP WHEN 'DELETE' THEN 'deleted' ELSE 'content changed' END,
-      OLD.updated_at, pg_catalog.now(), OLD.generation)
+      OLD.updated_at, pg_catalog.now(), OLD.generation, OLD.tenant_id)
     ON CONFLICT (document_id, version) DO NOTHING;
   END IF;
   IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;

@@ -113,6 +113,8 @@ VERSION_COLUMNS: tuple[Column, ...] = (
     ("valid_from", "timestamptz", "ts"),
     ("archived_at", "timestamptz NOT NULL DEFAULT now()", "ts"),
     ("generation", "bigint NOT NULL", "int"),
+    # Whose version it was: row level security shows it to that tenant only.
+    ("tenant_id", "text", "text"),
 )
 
 EXPORT_COLUMNS: tuple[Column, ...] = (
@@ -297,6 +299,8 @@ def table_statements(names: Names, dim: int) -> list[SqlText]:
         _create_table(names.table("document_versions"), VERSION_COLUMNS, [
             "PRIMARY KEY (document_id, version)",
         ]),
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS tenant_id text").format(
+            names.table("document_versions")),
         # BM25 statistics of the exported text (pg_text_stats.py fills them).
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (ts_config regconfig PRIMARY KEY, "

@@ -29,7 +29,8 @@ from .pg_schema import Names, SqlText
 
 API_READERS = ("anon", "authenticated")
 SERVICE_ROLE = "service_role"
-# Tables with a tenant_id column; the others are shared reference data or statistics.
+# Tables with a tenant_id column (document_versions too, under its own rule); the others are
+# shared reference data or statistics.
 TENANT_TABLES = ("documents", "chunks")
 SHARED_TABLES = ("sources", "exports", "text_stats", "term_stats", "code_stats")
 ALL_TABLES = (*TENANT_TABLES, "document_versions", *SHARED_TABLES)
@@ -54,7 +55,10 @@ $fn$"""
 
 
 def _policy_config(options: ExportOptions) -> str:
-    return f"enginelib tenant policy: claim={options.tenant_claim} shared_rows={options.shared_rows}"
+    # "versions=own": older exports showed a version to whoever sees its document now; the
+    # changed comment makes a re-export replace that policy.
+    return (f"enginelib tenant policy: claim={options.tenant_claim} "
+            f"shared_rows={options.shared_rows} versions=own")
 
 
 def rls_statements(names: Names, options: ExportOptions) -> list[SqlText]:
@@ -68,10 +72,11 @@ def rls_statements(names: Names, options: ExportOptions) -> list[SqlText]:
     own = sql.SQL("tenant_id = {}").format(tenant)
     visible = sql.SQL("({} OR tenant_id IS NULL)").format(own) if options.shared_rows else own
     rules: dict[str, SqlText] = {t: visible for t in TENANT_TABLES}
-    # An archived version is visible when its document is (through documents' policy).
+    # An archived version is its own tenant's (a document id re-ingested for another tenant
+    # showed the new tenant the old one's text), and only while its document is visible too.
     rules["document_versions"] = sql.SQL(
-        "EXISTS (SELECT 1 FROM {} d WHERE d.document_id = {}.document_id)"
-    ).format(names.table("documents"), names.table("document_versions"))
+        "{} AND EXISTS (SELECT 1 FROM {} d WHERE d.document_id = {}.document_id)"
+    ).format(visible, names.table("documents"), names.table("document_versions"))
     for table in SHARED_TABLES:
         rules[table] = sql.SQL("true")
     config = sql.Literal(_policy_config(options))

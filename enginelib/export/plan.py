@@ -182,9 +182,12 @@ def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = 
 
     steps += [
         Statement(_upsert(names, "sources", SOURCE_COLUMNS, ("source_id",)), "sources_written"),
+        # A version keeps what it was; only its tenant, which exports before format 3 did
+        # not carry (and RLS now reads), is filled in.
         Statement(sql.SQL(
             "INSERT INTO {versions} ({cols}) SELECT {cols} FROM {stage} "
-            "ON CONFLICT (document_id, version) DO NOTHING"
+            "ON CONFLICT (document_id, version) DO UPDATE SET tenant_id = EXCLUDED.tenant_id "
+            "WHERE {versions}.tenant_id IS DISTINCT FROM EXCLUDED.tenant_id"
         ).format(versions=versions, cols=columns_sql(VERSION_COLUMNS),
                  stage=_stage("document_versions")), "versions_written"),
         Statement(_delete_missing(names, "documents", "document_id"), "documents_deleted"),
