@@ -15,10 +15,11 @@ logs nothing and says so once (a RuntimeWarning).
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import warnings
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,19 +114,11 @@ class QueryLog:
                 except OSError:
                     continue  # a writer claimed it meanwhile
                 for line in lines:
-                    try:
-                        items.append(json.loads(line)["entry"])
-                    except (ValueError, KeyError):
-                        continue
-        rows = []
-        for entry in items:
-            created = entry.get("created_at")
-            rows.append({
-                "id": None,
-                "created_at": datetime.fromisoformat(created) if isinstance(created, str) else created,
-                **{key: entry.get(key) for key in _ROW_KEYS},
-            })
-        return rows
+                    parsed = _parsed(line)
+                    if parsed is not None:
+                        items.append(parsed[0])
+        return [{"id": None, "created_at": entry["created_at"],
+                 **{key: entry.get(key) for key in _ROW_KEYS}} for entry in items]
 
     def import_pending(self, catalog: Catalog) -> int:
         """Writers only: move read-only processes' entries into the catalog."""
@@ -161,11 +154,9 @@ class QueryLog:
                 continue  # unreadable (another user's, a bad sector): tried again next open
             claimed_paths.append(claimed)
             for line in text.splitlines():
-                try:
-                    item = json.loads(line)
-                    entries.append((dict(item["entry"]), list(item["labels"])))
-                except (ValueError, KeyError, TypeError):
-                    continue  # a line cut by a killed reader
+                parsed = _parsed(line)
+                if parsed is not None:
+                    entries.append(parsed)
         catalog.log_queries(entries)
         if dropped:
             total = int(catalog.get_meta("query_log_dropped") or 0) + dropped
@@ -174,6 +165,43 @@ class QueryLog:
             claimed.unlink()
         imported += len(entries)
         return imported
+
+
+_TEXT_KEYS = ("query_text", "strategy", "status")
+_COUNT_KEYS = ("result_count", "chunks_retrieved", "reranked_count")
+_INT32 = 2**31 - 1  # the catalog's INTEGER columns
+_INT64 = 2**63 - 1  # a chunk's label (BIGINT)
+
+
+def _parsed(line: str) -> tuple[dict[str, Any], list[int]] | None:
+    """A pending line as ``(entry, labels)``, or None for a line that is not one whole logged
+    search: a line cut by a killed reader, or one another version or a hand edit left. One
+    such line must not stop ``queries`` nor, imported, every writer's open (it comes back
+    at each open), so it is skipped like a cut line: the log is telemetry."""
+    try:
+        item = json.loads(line)
+        entry, labels = dict(item["entry"]), [_whole(label) for label in item["labels"]]
+        # Undated (none of ours): dated as a writer importing it would date it.
+        stamp = entry.get("created_at")
+        created = utcnow() if stamp is None else datetime.fromisoformat(stamp)
+        latency = float(entry["latency_ms"])
+        counts = [_whole(entry[key]) for key in _COUNT_KEYS]
+        texts_ok = all(isinstance(entry[key], str) for key in _TEXT_KEYS)
+    except (ValueError, KeyError, TypeError, OverflowError):
+        return None
+    if (not texts_ok or not math.isfinite(latency) or not all(0 <= n <= _INT32 for n in counts)
+            or not all(0 <= n <= _INT64 for n in labels)):
+        return None
+    if created.tzinfo is not None:  # the catalog's timestamps are naive UTC
+        created = created.astimezone(UTC).replace(tzinfo=None)
+    entry.update(created_at=created, latency_ms=latency, **dict(zip(_COUNT_KEYS, counts, strict=True)))
+    return entry, labels
+
+
+def _whole(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not a whole number: {value!r}")
+    return value
 
 
 def _newest_within(folder: Path, budget: int) -> tuple[list[Path], list[Path]]:

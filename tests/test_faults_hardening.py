@@ -369,6 +369,46 @@ def test_foreign_things_in_the_query_log_folder_do_not_stop_a_writer(tmp_path: P
     assert (folder / "pending-1.jsonl").is_dir() and (folder / "pending-2.importing").is_dir()
 
 
+_ODD_LOG_LINES = [
+    "5", "[1]", '{"entry": 5, "labels": []}', '{"entry": {}, "labels": []}',
+    '{"entry": {"query_text": "q", "latency_ms": "fast"}, "labels": []}',
+    '{"entry": {"query_text": "q", "strategy": "hybrid", "filters": null, "status": "ok", '
+    '"result_count": 1e30, "chunks_retrieved": 1, "reranked_count": 0, "latency_ms": 1.0, '
+    '"created_at": "yesterday"}, "labels": ["a"]}',
+    '{"entry": {"query_text": "q", "strategy": "hybrid", "filters": null, "status": "ok", '
+    '"result_count": 1, "chunks_retrieved": 1, "reranked_count": 0, "latency_ms": Infinity, '
+    '"created_at": "2024-01-01T00:00:00+05:00"}, "labels": []}',
+    '{"entry": {"query_text": "q", "strategy": "hybrid", "filters": null, "status": "ok", '
+    '"result_count": 1, "chunks_retrieved": 1, "reranked_count": 0, "latency_ms": 1.0}, '
+    '"labels": [100000000000000000000000000000]}',
+]
+
+
+def test_odd_lines_in_a_readers_query_log_are_skipped(tmp_path: Path) -> None:
+    """One line not shaped like a logged search (another version's reader, a hand edit) made
+    `enginelib queries` fail ("unexpected TypeError ... this is a bug in enginelib") and
+    every writer's open fail (KeyError: 'query_text'; a bad timestamp aborted the catalog's
+    transaction), the file coming back at each open: the store was wedged for writes."""
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(2))])
+    with enginelib.open(path, embedder=HashingEmbedder(64), read_only=True) as reader:
+        reader.search("pads", answerability_threshold=None)  # one good line among them
+    pending = next((path / "querylog").glob("pending-*.jsonl"))
+    pending.write_text(pending.read_text(encoding="utf-8") + "\n".join(_ODD_LOG_LINES) + "\n",
+                       encoding="utf-8")
+    for as_json in ([], ["--json"]):
+        shown = CliRunner().invoke(main, ["queries", "--store", str(path), *as_json])
+        assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)[0]["query_text"] == "pads"
+    assert len(json.loads(shown.output)) == 1
+    for _ in range(2):
+        with open_test_store(path) as store:
+            logged = store.catalog.con.execute("SELECT query_text FROM query_log").fetchall()
+            assert logged == [("pads",)]
+    assert not list((path / "querylog").glob("pending-*"))
+
+
 @pytest.mark.parametrize("where", ["indexes", "indexes/vectors", "indexes/text"])
 def test_a_file_where_the_index_folders_belong_is_moved_aside_and_rebuilt(tmp_path: Path,
                                                                            where: str) -> None:
