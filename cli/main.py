@@ -241,9 +241,10 @@ def queries(store_path: Path, limit: int, zero_results: bool, as_json: bool) -> 
         emit_json(rows)
         return
     for row in rows:
+        # One row a line: a question pasted with its line breaks printed as several rows.
         click.echo(
             f"{row['created_at']:%Y-%m-%d %H:%M:%S}  {row['status']:<19} {row['result_count']:>3} hits "
-            f"{row['latency_ms']:>8.1f} ms  {row['strategy']:<8}  {row['query_text']}"
+            f"{row['latency_ms']:>8.1f} ms  {row['strategy']:<8}  {printable(row['query_text'])}"
         )
 
 

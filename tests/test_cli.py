@@ -173,6 +173,26 @@ def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path)
     assert len(lines) == 2 and lines[0].endswith("zeppelin mooring") and lines[1].endswith("brake pads")
 
 
+def test_query_log_keeps_a_pasted_multi_line_question_on_one_line(runner: CliRunner,
+                                                                  tmp_path: Path) -> None:
+    """A question pasted with its line breaks was printed over two lines by `queries`: the
+    second looked like a row of its own, and `enginelib queries | grep` lost it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pads.md").write_text("# Pads\n\nBrake pads wear and must be replaced.\n",
+                                  encoding="utf-8")
+    store = str(tmp_path / "s")
+    assert runner.invoke(main, ["ingest", str(docs), "--store", store, "--no-progress"]).exit_code == 0
+    result = runner.invoke(main, ["search", "brake pads\nreplaced?", "--store", store])
+    assert result.exit_code in (0, 1), result.output
+    result = runner.invoke(main, ["queries", "--store", store])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].endswith("brake pads\\nreplaced?")
+    assert len(result.output.splitlines()) == 1
+    rows = json.loads(runner.invoke(main, ["queries", "--store", store, "--json"]).output)
+    assert rows[0]["query_text"] == "brake pads\nreplaced?"  # the log keeps what was asked
+
+
 def test_presets_list_and_default(runner: CliRunner, tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     assert runner.invoke(main, ["init", "--store", store]).exit_code == 0
