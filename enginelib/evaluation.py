@@ -118,11 +118,16 @@ def documents_by_best_chunk(hits: Iterable[tuple[str, float]]) -> list[tuple[str
 # -- BEIR-layout files -------------------------------------------------------------------------
 
 
+# UTF-8, a leading byte order mark dropped: files saved by Notepad or Excel carry one, and
+# kept it glued to the first query id (judged, never matched) or failed the JSON.
+_ENCODING = "utf-8-sig"
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """A qrels file: BEIR .tsv (``query-id corpus-id score`` with a header) or TREC
     (``qid 0 docid grade``), tab- or space-separated."""
     qrels: Qrels = {}
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding=_ENCODING) as handle:
         for number, line in enumerate(handle, start=1):
             parts = line.split()
             if not parts:
@@ -146,7 +151,7 @@ def read_qrels(path: str | Path) -> Qrels:
 def read_queries(path: str | Path) -> dict[str, str]:
     """queries.jsonl (``{"_id", "text"}`` a line) or a two-column TSV ``qid<TAB>text``."""
     queries: dict[str, str] = {}
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding=_ENCODING) as handle:
         if str(path).endswith((".tsv", ".txt")):
             for number, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
                 if len(row) >= 2:

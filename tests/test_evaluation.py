@@ -146,6 +146,22 @@ def test_an_infinite_grade_is_refused_with_its_line(tmp_path: Path) -> None:
         read_qrels(qrels)
 
 
+@pytest.mark.parametrize("name", ["queries.jsonl", "queries.tsv", "qrels.tsv", "qrels.txt"])
+def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path, name: str) -> None:
+    """A file saved with a BOM (Notepad, Excel): queries.jsonl failed with Python's "not JSON
+    (Unexpected UTF-8 BOM (decode using utf-8-sig))", and the first query id of a TSV queries
+    or header-less qrels file silently became '\\ufeffq1', judged but never searched."""
+    lines = {"queries.jsonl": '{"_id": "q1", "text": "brake pads"}\n',
+             "queries.tsv": "q1\tbrake pads\r\n",
+             "qrels.tsv": "q1\ta\t2\r\nq1\tb\t0\r\n", "qrels.txt": "q1 0 a 2\nq1 0 b 0\n"}
+    path = tmp_path / name
+    path.write_text("\ufeff" + lines[name], encoding="utf-8")
+    if name.startswith("queries"):
+        assert read_queries(path) == {"q1": "brake pads"}
+    else:
+        assert read_qrels(path) == {"q1": {"a": 2, "b": 0}}
+
+
 def test_trec_run_lines() -> None:
     lines = list(trec_run_lines({"q1": [("a", 0.5), ("b", 0.25)]}, "tag"))
     assert lines == ["q1 Q0 a 1 0.500000 tag", "q1 Q0 b 2 0.250000 tag"]
