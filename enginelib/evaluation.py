@@ -153,7 +153,10 @@ def read_queries(path: str | Path) -> dict[str, str]:
     queries: dict[str, str] = {}
     with open(path, encoding=_ENCODING) as handle:
         if str(path).endswith((".tsv", ".txt")):
-            for number, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+            # No CSV quoting: a '"' is the query's own (a phrase), and a quoted field ran
+            # on over the following lines, swallowing their queries.
+            rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            for number, row in enumerate(rows, start=1):
                 if len(row) >= 2:
                     queries[row[0]] = _query_text(row[1], path, number)
             return queries

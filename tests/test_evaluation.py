@@ -146,6 +146,17 @@ def test_an_infinite_grade_is_refused_with_its_line(tmp_path: Path) -> None:
         read_qrels(qrels)
 
 
+def test_a_tsv_query_keeps_its_double_quotes(tmp_path: Path) -> None:
+    """The TSV reader applied CSV quoting: a query starting with '"' swallowed the lines
+    after it up to the next quote (q2 vanished into q1's text, q1 scored on the wrong
+    words), and '"brake fluid" level', a phrase query, was searched as 'brake fluid level'."""
+    path = tmp_path / "queries.tsv"
+    path.write_text('q1\t"brake fluid\nq2\tengine oil\nq3\t"brake fluid" level\n'
+                    'q4\t5" rotor\n', encoding="utf-8")
+    assert read_queries(path) == {"q1": '"brake fluid', "q2": "engine oil",
+                                  "q3": '"brake fluid" level', "q4": '5" rotor'}
+
+
 @pytest.mark.parametrize("name", ["queries.jsonl", "queries.tsv", "qrels.tsv", "qrels.txt"])
 def test_a_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path, name: str) -> None:
     """A file saved with a BOM (Notepad, Excel): queries.jsonl failed with Python's "not JSON
