@@ -151,6 +151,18 @@ def read_qrels(path: str | Path) -> Qrels:
 def read_queries(path: str | Path) -> dict[str, str]:
     """queries.jsonl (``{"_id", "text"}`` a line) or a two-column TSV ``qid<TAB>text``."""
     queries: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+
+    def add(qid: str, text: str, number: int) -> None:
+        text = _query_text(text, path, number)
+        if qid in queries and queries[qid] != text:
+            # the later line replaced the earlier one, and the judged query was searched
+            # with other words, scoring 0 with nothing said
+            raise ValueError(f"{path}:{number}: query id {qid!r} again, with other text than "
+                             f"on line {first_line[qid]}: give each query its own id")
+        queries[qid] = text
+        first_line.setdefault(qid, number)
+
     with open(path, encoding=_ENCODING) as handle:
         if str(path).endswith((".tsv", ".txt")):
             # No CSV quoting: a '"' is the query's own (a phrase), and a quoted field ran
@@ -158,7 +170,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
             rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
             for number, row in enumerate(rows, start=1):
                 if len(row) >= 2:
-                    queries[row[0]] = _query_text(row[1], path, number)
+                    add(row[0], row[1], number)
             return queries
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -170,7 +182,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
             if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
                 raise ValueError(f'{path}:{number}: expected {{"_id": ..., "text": "..."}}, '
                                  f"got {line.strip()[:80]}")
-            queries[str(row["_id"])] = _query_text(row["text"], path, number)
+            add(str(row["_id"]), row["text"], number)
     return queries
 
 

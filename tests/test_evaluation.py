@@ -146,6 +146,22 @@ def test_an_infinite_grade_is_refused_with_its_line(tmp_path: Path) -> None:
         read_qrels(qrels)
 
 
+@pytest.mark.parametrize(("name", "text"), [
+    ("q.jsonl", '{"_id": "q1", "text": "brake fluid"}\n{"_id": "q1", "text": "engine oil"}\n'),
+    ("q.tsv", "q1\tbrake fluid\nq1\tengine oil\n"),
+])
+def test_a_query_id_given_twice_with_other_text_is_refused(tmp_path: Path, name: str,
+                                                           text: str) -> None:
+    """The later line silently replaced the earlier: q1, judged on the brake documents, was
+    searched as 'engine oil' and scored 0, with nothing said."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{name}:2: query id 'q1' again, .* line 1"):
+        read_queries(path)
+    path.write_text(text.replace("engine oil", "brake fluid"), encoding="utf-8")
+    assert read_queries(path) == {"q1": "brake fluid"}  # a repeated line says nothing new
+
+
 def test_a_tsv_query_keeps_its_double_quotes(tmp_path: Path) -> None:
     """The TSV reader applied CSV quoting: a query starting with '"' swallowed the lines
     after it up to the next quote (q2 vanished into q1's text, q1 scored on the wrong
