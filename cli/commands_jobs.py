@@ -39,11 +39,14 @@ def store_argument(func: Any) -> Any:
 
 def enqueue_paths(
     store_path: Path, paths: Sequence[Path], *, include: Sequence[str], exclude: Sequence[str],
-    options: dict[str, Any],
+    options: dict[str, Any], vector_dim: int | None = None, embedder: str | None = None,
 ) -> dict[str, Any]:
-    """Enqueue and return; into the jobs table, or the inbox while another process writes."""
+    """Enqueue and return; into the jobs table, or the inbox while another process writes.
+
+    ``vector_dim``/``embedder`` choose the model of a store this creates (the worker embeds
+    with the store's), and must match an existing store's, as for a direct ingest."""
     try:
-        store = open_store(store_path, create=True)
+        store = open_store(store_path, create=True, vector_dim=vector_dim, embedder=embedder)
     except StoreLockedError:
         jobs = jobs_for_paths(paths, options, include=include, exclude=exclude)
         inbox.drop(store_path, jobs)

@@ -134,10 +134,15 @@ def ingest(
         if max_file_mb is not None:
             raise click.UsageError("--max-file-mb is for a direct ingest; a queued job reads "
                                    "files up to the default 64 MiB")
+        if strict:
+            raise click.UsageError("--strict is for a direct ingest: queued files are ingested "
+                                   "one job each, and a file with a bad record fails its own "
+                                   "job (retried, then in the DLQ)")
 
         queued = enqueue_paths(store_path, paths, include=include, exclude=exclude, options=dict(
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
-            metadata=parse_key_values(metadata, "--metadata")))
+            metadata=parse_key_values(metadata, "--metadata")),
+            vector_dim=vector_dim, embedder=embedder_name)
         if as_json:
             emit_json(queued)
         else:

@@ -80,3 +80,31 @@ def test_job_settings_that_are_not_usable_numbers_are_usage_errors(
     assert result.exit_code == 2, result.output
     assert "Invalid value for" in result.output and "bug" not in result.output
     assert not (tmp_path / "s").exists()
+
+
+def test_queue_into_a_new_store_uses_the_embedder_asked_for(tmp_path: Path) -> None:
+    # `ingest --queue --embedder hashing-16` created the store with the default model
+    # (e5-small, 384 dims) without a word; the worker then embedded with that
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("# A\n\n" + paragraphs(1), encoding="utf-8")
+    store = tmp_path / "store"
+    result = CliRunner().invoke(main, ["ingest", "--store", str(store), "--queue",
+                                       "--embedder", "hashing-16", str(src)])
+    assert (result.exit_code, result.output) == (0, "queued 1 job(s) (catalog)\n")
+    manifest = json.loads((store / "manifest.json").read_text(encoding="utf-8"))
+    assert (manifest["embedding_model"], manifest["embedding_dim"]) == ("hashing-16", 16)
+    own = tmp_path / "own"
+    result = CliRunner().invoke(main, ["ingest", "--store", str(own), "--queue",
+                                       "--vector-dim", "8", str(src)])
+    assert result.exit_code == 0, result.output
+    assert json.loads((own / "manifest.json").read_text(encoding="utf-8"))["embedding_dim"] == 8
+
+
+def test_strict_with_queue_is_a_usage_error(tmp_path: Path) -> None:
+    # --strict was dropped silently: the worker skips nothing all-or-nothing
+    src = tmp_path / "a.md"
+    src.write_text("# A\n\n" + paragraphs(1), encoding="utf-8")
+    code, out = run("ingest", "--store", str(tmp_path / "s"), "--queue", "--strict", str(src))
+    assert code == 2 and "--strict" in out
+    assert not (tmp_path / "s").exists()
