@@ -60,6 +60,9 @@ def delete(store_option: Path | None, document_ids: tuple[str, ...]) -> None:
     store_path, document_ids = store_and_ids(store_option, document_ids)
     if not document_ids:
         raise click.UsageError("name at least one document id to delete")
+    # an id named twice (a pasted list, a shell glob) is one document: its second delete
+    # failed after the first had committed
+    document_ids = tuple(dict.fromkeys(document_ids))
     with open_store(store_path) as store:
         for document_id in document_ids:
             store.get_document(document_id)  # all ids checked before the first delete

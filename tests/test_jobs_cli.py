@@ -108,3 +108,14 @@ def test_strict_with_queue_is_a_usage_error(tmp_path: Path) -> None:
     code, out = run("ingest", "--store", str(tmp_path / "s"), "--queue", "--strict", str(src))
     assert code == 2 and "--strict" in out
     assert not (tmp_path / "s").exists()
+
+
+def test_delete_naming_an_id_twice_deletes_it_once(tmp_path: Path) -> None:
+    # `delete a a` deleted a, then failed on the second a: "Error: no document with id ...
+    # (it was deleted ...)", exit 2, for a delete that had happened
+    store = make(tmp_path)
+    run("worker", str(store))
+    code, out = run("delete", "--store", str(store), "brakes.md", "brakes.md")
+    assert (code, out) == (0, "deleted 1 document\n")
+    code, out = run("list", str(store), "--json")
+    assert [r["document_id"] for r in json.loads(out)] == ["tyres.md"]
