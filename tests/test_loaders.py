@@ -637,6 +637,19 @@ def test_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:
     assert "a symbolic link to" in skipped[0].reason and "moved-away.md" in skipped[0].reason
 
 
+def test_a_file_removed_while_the_folder_is_read_says_so(tmp_path: Path) -> None:
+    # It was "not a regular file": the user looked for a pipe or device that was never there
+    write(tmp_path / "a.md", "first")
+    write(tmp_path / "b.md", "second")
+    items = iter_load(tmp_path)
+    assert next(items).id == "a.md"  # the folder is listed: b.md is on the way
+    (tmp_path / "b.md").unlink()
+    skipped = list(items)
+    assert [s.path for s in skipped] == [str(tmp_path / "b.md")]
+    reason = skipped[0].reason  # type: ignore[union-attr]
+    assert "no longer exists" in reason and "not a regular file" not in reason
+
+
 def test_iter_load_is_lazy(tmp_path: Path) -> None:
     write(tmp_path / "a.md", "first")
     items = iter_load(tmp_path)

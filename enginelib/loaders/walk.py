@@ -81,6 +81,9 @@ def _load(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadItem]:
         if not path.is_file():
             if path.is_symlink() and not path.exists():
                 raise fail(path, f"a symbolic link to {os.readlink(path)!r}, which does not exist")
+            if not os.path.lexists(path):  # files are read lazily, after the folder is listed
+                raise fail(path, "no longer exists (removed or renamed while the folder was "
+                                 "read): ingest the folder again to take it as it is now")
             raise fail(path, "not a regular file")
         yield from loader(path, doc_id, max_bytes)
     except LoaderError as exc:
