@@ -401,3 +401,18 @@ def test_a_pipe_is_never_queued_and_a_file_turned_pipe_fails_its_job(tmp_path: P
         assert not worker.is_alive(), "the worker is blocked on a pipe"
         assert [o.status for o in outcomes] == [FAILED]
         assert "not a regular file" in (store.jobs().jobs()[0]["last_error"] or "")
+
+
+def test_files_no_loader_reads_are_not_queued(tmp_path: Path, corpus: Path) -> None:
+    """A logo or a .json beside the documents became a job that could never succeed: it
+    failed five times over hours of backoff into the DLQ, where a direct ingest of the same
+    folder skipped it. Walking a folder now leaves them out; naming one is refused at once."""
+    from enginelib.errors import UnsupportedFormatError
+
+    (corpus / "logo.png").write_bytes(b"\x89PNG\r\n")
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus)
+        queued = [Path(job["source"]).name for job in store.jobs().jobs()]
+        assert "logo.png" not in queued and queued
+        with pytest.raises(UnsupportedFormatError, match="unsupported format .png"):
+            store.enqueue_paths(corpus / "logo.png")

@@ -179,6 +179,8 @@ def jobs_for_paths(
 ) -> list[NewJob]:
     """One job per file: a file named directly, or each file found walking a folder, with
     the same document id a plain ingest would give it."""
+    from ..errors import UnsupportedFormatError
+    from ..loaders.formats import loader_for
     from ..loaders.walk import fail, matches, walk
     from ..types import SkippedInput
 
@@ -190,6 +192,7 @@ def jobs_for_paths(
         if not root.is_dir():
             if not root.is_file():  # the worker would wait on a pipe forever, holding the queue
                 raise fail(Path(given), "not a regular file (a pipe or device)")
+            loader_for(Path(given))  # its job could only fail its attempts into the DLQ
             jobs.append(NewJob(str(root), root.name, dict(options)))
             continue
         for found in walk(root, exclude):
@@ -200,6 +203,10 @@ def jobs_for_paths(
                 continue
             if matches(relative, exclude):
                 continue
+            try:
+                loader_for(path)
+            except UnsupportedFormatError:
+                continue  # a logo, a .json beside the documents: a direct ingest skips them too
             jobs.append(NewJob(str(path), relative, dict(options)))
     for job in jobs:  # a queued job fails later, in the DLQ, far from the one who queued it
         check_new_document_id(job.document_id)
