@@ -119,6 +119,29 @@ def test_worker_killed_mid_job_loses_nothing_and_does_nothing_twice(
     assert "is healthy" in cli("check", "--store", str(store)).stdout
 
 
+def test_a_restarted_worker_takes_back_a_dead_workers_job_at_once(
+    tmp_path: Path, sources: Path
+) -> None:
+    """The killed worker's job stayed RUNNING for the whole lease (300 s by default) though
+    its process was gone: the next worker holds the one writer lock, so no other can run it."""
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"),
+        str(sources / "tyres.md"))
+    killed = cli("worker", str(store), env={"ENGINELIB_CRASH_AT": "after_job_ingest"},
+                 check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert jobs_json(store)["counts"]["RUNNING"] == 1
+    cli("worker", str(store))  # at once: the default lease has not run out
+    data = jobs_json(store)
+    assert (data["counts"]["DONE"], data["counts"]["RUNNING"]) == (2, 0)
+    assert sorted(j["attempts"] for j in data["jobs"]) == [1, 2]
+    lost = catalog_rows(store, "SELECT outcome, error FROM job_attempts WHERE job_id = 1 "
+                               "ORDER BY seq")
+    assert lost == [("LOST", "its worker stopped mid-job (that process is gone)"), ("DONE", None)]
+    docs = catalog_rows(store, "SELECT document_id, version FROM documents ORDER BY 1")
+    assert docs == [("brakes.md", "1.0.0"), ("tyres.md", "1.0.0")]
+
+
 def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources: Path) -> None:
     store = tmp_path / "store"
     cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))

@@ -84,6 +84,14 @@ class JobQueue:
                 t.close_lost_attempt(con, [now, job_id])
         return [int(r[0]) for r in rows]
 
+    def reclaim_orphans(self, gone: Callable[[str], bool]) -> list[int]:
+        """RUNNING jobs whose worker ``gone(owner)`` says cannot be running go back to
+        PENDING now, their attempt counted as lost, as an expired lease would."""
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            return [int(job_id) for job_id, owner in t.running_owners(con)
+                    if owner and gone(owner) and t.reclaim_orphan(con, [now, job_id, owner])]
+
     def claim(self, owner: str) -> dict[str, Any] | None:
         """The next due job, now RUNNING under ``owner``'s lease; None when nothing is due."""
         now = self.clock()

@@ -86,6 +86,18 @@ CLOSE_LOST_ATTEMPT = (
     "error = 'worker lease expired (worker stopped mid-job)' "
     "WHERE job_id = ? AND finished_at IS NULL"
 )
+# The same for a job whose worker is known to be gone, before its lease runs out.
+RUNNING_OWNERS = "SELECT job_id, lease_owner FROM jobs WHERE status = 'RUNNING'"
+RECLAIM_ORPHAN = (
+    "UPDATE jobs SET status = 'PENDING', lease_owner = NULL, lease_until = NULL, "
+    "last_error = 'its worker stopped mid-job (that process is gone)', updated_at = ? "
+    "WHERE status = 'RUNNING' AND job_id = ? AND lease_owner = ? RETURNING job_id"
+)
+CLOSE_ORPHAN_ATTEMPT = (
+    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', "
+    "error = 'its worker stopped mid-job (that process is gone)' "
+    "WHERE job_id = ? AND finished_at IS NULL"
+)
 
 NEXT_DUE = (
     "SELECT job_id FROM jobs WHERE status IN ('PENDING', 'FAILED') AND next_attempt_at <= ? "
@@ -192,6 +204,19 @@ def expire_leases(con: duckdb.DuckDBPyConnection, params: Params) -> list[tuple[
 
 def close_lost_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
     con.execute(CLOSE_LOST_ATTEMPT, list(params))
+
+
+def running_owners(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    return con.execute(RUNNING_OWNERS).fetchall()
+
+
+def reclaim_orphan(con: duckdb.DuckDBPyConnection, params: Params) -> bool:
+    """Back to PENDING if still RUNNING under that owner; closes its open attempt."""
+    now, job_id, _owner = params
+    if not con.execute(RECLAIM_ORPHAN, list(params)).fetchall():
+        return False
+    con.execute(CLOSE_ORPHAN_ATTEMPT, [now, job_id])
+    return True
 
 
 def next_due(con: duckdb.DuckDBPyConnection, params: Params) -> tuple[Any, ...] | None:

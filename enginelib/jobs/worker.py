@@ -84,6 +84,7 @@ class Worker:
         # What stopped the last pass of run_forever (None once a pass succeeds): shown by
         # serve's /api/jobs, so a console tells why nothing moves.
         self.last_error: str | None = None
+        self._reclaimed = False
 
     def _guard(self) -> Any:
         return self.lock if self.lock is not None else nullcontext()
@@ -92,6 +93,11 @@ class Worker:
         """Process one due job; None when nothing is due."""
         with self._guard():
             inbox.import_into(self.store.path, self.queue)
+            if not self._reclaimed:
+                # A worker killed mid-job left it RUNNING until its lease (300 s) ran out,
+                # though no other process can be running it: see _gone.
+                self.queue.reclaim_orphans(_gone)
+                self._reclaimed = True
             self.queue.expire_leases()
             job = self.queue.claim(self.owner)
             if job is None:
@@ -171,6 +177,16 @@ class Worker:
         if report.skipped:
             raise EngineError("; ".join(s.reason for s in report.skipped))
         return [*report.added, *report.updated, *report.unchanged]
+
+
+def _gone(owner: str) -> bool:
+    """Whether a job's owner is a worker of another process on this machine. Such a worker
+    cannot be running it: taking, running and finishing a job all write the store, which
+    needs its one writer lock, and this process holds it. (An owner named by the caller, or
+    another machine's, keeps its lease.)"""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    return host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid()
 
 
 def jobs_for_paths(
