@@ -244,9 +244,12 @@ def rank_documents(
     levels = tuple(truth_levels) if truth_levels else levels_present(store)
     if not levels:
         return StoreRun({qid: [] for qid in queries}, strategy, (), 0.0)
+    # lenient: a dataset's query with an unbalanced quote (common in BEIR argument texts)
+    # stopped the whole run; it is searched as its words, as any other query.
     search_options = {
         "strategy": strategy, "limit": depth, "truth_levels": list(levels),
-        "chunks_per_doc": 1, "answerability_threshold": None, "log": False, **options,
+        "chunks_per_doc": 1, "answerability_threshold": None, "log": False, "lenient": True,
+        **options,
     }
     run: Run = {}
     ids = list(queries)

@@ -516,7 +516,9 @@ class TantivyTextIndex:
             return self._parse_translated(translation.text, text)
         except (QuerySyntaxError, InvalidQueryError) as exc:
             if not lenient:
-                raise InvalidQueryError(str(exc)) from exc
+                hint = ("; or search its words as they are: --lenient (lenient=True)"
+                        if isinstance(exc, QuerySyntaxError) else "")
+                raise InvalidQueryError(f"{exc}{hint}") from exc
         try:
             translation = self._translate(text, plain=True, correct=correct)
         except QuerySyntaxError as exc:

@@ -312,3 +312,32 @@ def test_cli_eval_rejects_disjoint_queries(
     ])
     assert result.exit_code == 2
     assert "none of the 3 judged query ids" in result.output
+
+
+def test_a_dataset_query_with_an_unbalanced_quote_is_searched_as_its_words(
+    judged_store: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One query with an opening quote only (common in BEIR's argument texts) stopped the
+    whole eval run with exit 2; a dataset's text is not written for our query syntax."""
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = judged_store
+    queries.write_text(queries.read_text(encoding="utf-8").replace(
+        '"brake pads rotors"', '"\\"brake pads rotors"'), encoding="utf-8")
+    with enginelib.open(store_path, embedder=HashingEmbedder(64), read_only=True) as store:
+        with pytest.raises(enginelib.InvalidInputError, match=r"unbalanced.*--lenient"):
+            store.search('"brake pads rotors', strategy="fulltext", truth_levels=["L3"])
+        plain = store.search("brake pads rotors", strategy="fulltext", truth_levels=["L3"],
+                             answerability_threshold=None)
+        lenient = store.search('"brake pads rotors', strategy="fulltext", truth_levels=["L3"],
+                               answerability_threshold=None, lenient=True)
+        assert [h.document_id for h in lenient.hits] == [h.document_id for h in plain.hits]
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+        "--strategy", "fulltext", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["mrr@10"] == 1.0
+    searched = CliRunner().invoke(main, [
+        "search", '"brake pads rotors', "--store", str(store_path), "--strategy", "fulltext",
+        "--truth-level", "L3", "--no-gate", "--lenient", "--json"])
+    assert searched.exit_code == 0, searched.output
+    assert json.loads(searched.output)["hits"][0]["document_id"] == "brakes"

@@ -161,6 +161,11 @@ class SearchRequest:
                             help="Correct typos and add acronym twins from the index.",
                             cli_help="Search the words as typed: no typo correction, no "
                                      "acronym expansion.")
+    # A query text a user did not write for our syntax (a dataset's, a pasted quote with its
+    # opening mark only): its words, rather than a refusal.
+    lenient: bool = _option(False, kind=bool, flag=True, cli="--lenient", api="lenient",
+                            help="Read a malformed query (an unbalanced quote or parenthesis, "
+                                 "a dangling AND/OR/NOT) as plain words instead of refusing it.")
     log: bool = _option(True, kind=bool, flag=False, cli="--no-log",
                         help="Record the search in the query log.",
                         cli_help="Leave this search out of the query log.")
@@ -286,7 +291,7 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     for name in ("min_score", "mmr_lambda", "answerability_threshold"):
         if values[name] is not None:
             values[name] = float(values[name])
-    for name in ("boosts", "mmr", "exact", "rewrite", "log", "cache"):
+    for name in ("boosts", "mmr", "exact", "rewrite", "lenient", "log", "cache"):
         values[name] = bool(values[name])
     if values["rewriter"] is not None and not callable(values["rewriter"]):
         raise InvalidInputError(

@@ -194,7 +194,9 @@ def _text_rankings(
     store: Store, request: SearchRequest, allowed: np.ndarray | None, depth: int
 ) -> list[Ranking]:
     """One ranking per sub-query (one batch call)."""
+    # Only a True overrides: False keeps the index's own setting (index_options lenient).
+    options: dict[str, bool] = {"lenient": True} if request.lenient else {}
     if not request.rewrite:  # words as typed: the index must not correct them either
-        return store.text_index.search(list(request.queries), depth, allowed,
-                                       correct=False)  # type: ignore[call-arg]
-    return store.text_index.search(list(request.queries), depth, allowed)
+        options["correct"] = False
+    return store.text_index.search(list(request.queries), depth, allowed,
+                                   **options)  # type: ignore[call-arg]
