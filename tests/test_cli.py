@@ -153,13 +153,19 @@ def test_every_command_has_help() -> None:
         assert result.exit_code == 0, path
 
 
-def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path) -> None:
+def _pads_store(runner: CliRunner, tmp_path: Path) -> str:
+    """A store holding one short Markdown file about brake pads, ingested by the CLI."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "pads.md").write_text("# Pads\n\nBrake pads wear and must be replaced in pairs.\n",
                                   encoding="utf-8")
     store = str(tmp_path / "s")
     assert runner.invoke(main, ["ingest", str(docs), "--store", store, "--no-progress"]).exit_code == 0
+    return store
+
+
+def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path) -> None:
+    store = _pads_store(runner, tmp_path)
     for query, code in (("brake pads", 0), ("zeppelin mooring", 1)):
         result = runner.invoke(main, ["search", query, "--store", store, "--strategy", "fulltext"])
         assert result.exit_code == code, result.output
@@ -177,12 +183,7 @@ def test_query_log_keeps_a_pasted_multi_line_question_on_one_line(runner: CliRun
                                                                   tmp_path: Path) -> None:
     """A question pasted with its line breaks was printed over two lines by `queries`: the
     second looked like a row of its own, and `enginelib queries | grep` lost it."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "pads.md").write_text("# Pads\n\nBrake pads wear and must be replaced.\n",
-                                  encoding="utf-8")
-    store = str(tmp_path / "s")
-    assert runner.invoke(main, ["ingest", str(docs), "--store", store, "--no-progress"]).exit_code == 0
+    store = _pads_store(runner, tmp_path)
     result = runner.invoke(main, ["search", "brake pads\nreplaced?", "--store", store])
     assert result.exit_code in (0, 1), result.output
     result = runner.invoke(main, ["queries", "--store", store])
