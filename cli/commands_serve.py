@@ -39,7 +39,7 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
     import uvicorn
 
     from enginelib.web import Service, create_app
-    from enginelib.web.origin_guard import check_allowed_host, is_loopback
+    from enginelib.web.origin_guard import binds_loopback, check_allowed_host
     from enginelib.web.security import require_token_for
 
     require_token_for(host, token)
@@ -48,7 +48,7 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
     # On this machine's address the Host header is checked: a page whose name was made to
     # resolve here must not read the store. Bound wider, a token guards it and clients may
     # use any name for the machine.
-    loopback = is_loopback(host.strip("[]").lower())
+    loopback = binds_loopback(host)
     # Bound before anything else, so a port in use is one clear error (not a "serving" line
     # followed by uvicorn's), and --port 0 prints the port the system chose.
     sock = bind_socket(host, port)

@@ -161,18 +161,14 @@ def add_version_tenants(con: duckdb.DuckDBPyConnection) -> None:
     their document has now (all an older catalog can tell). Additive, like the acronyms
     table: readers of an older catalog keep working, and the export reads either shape.
     """
-    present = first_value(con.execute(
+    present = con.execute(
         "SELECT count(*) FROM information_schema.columns "
-        "WHERE table_name = 'document_versions' AND column_name = 'tenant_id'").fetchall())
-    if present:
+        "WHERE table_name = 'document_versions' AND column_name = 'tenant_id'").fetchone()
+    if present and present[0]:
         return
     con.execute("ALTER TABLE document_versions ADD COLUMN tenant_id VARCHAR")
     con.execute("UPDATE document_versions v SET tenant_id = d.tenant_id FROM documents d "
                 "WHERE d.document_id = v.document_id")
-
-
-def first_value(rows: list[tuple[object, ...]]) -> object:
-    return rows[0][0] if rows else None
 
 
 # Named presets like the spec's search_config table; callers may add their own.

@@ -67,6 +67,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def binds_loopback(address: str) -> bool:
+    """Whether a bind address (``--host``: a name, an IPv4 or a bare or bracketed IPv6
+    address) is this machine only."""
+    return is_loopback(address.strip("[]").lower())
+
+
 def check_allowed_host(name: str) -> str:
     """A name for ``allow_hosts`` (``--allow-host``): a DNS name or an IP address, no port."""
     cleaned = name.strip().lower().strip("[]").rstrip(".")

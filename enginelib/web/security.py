@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..errors import InvalidInputError, UnsafeBindError
-from .origin_guard import is_loopback
+from .origin_guard import binds_loopback
 
 ENV_TOKEN = "ENGINELIB_TOKEN"
 TOKEN_COOKIE = "enginelib_token"
@@ -23,7 +23,7 @@ MIN_EXPOSED_TOKEN = 16  # characters; a guessable secret guards nothing on a net
 
 
 def require_token_for(host: str, token: str | None) -> None:
-    if is_loopback(host.strip("[]").lower()):
+    if binds_loopback(host):
         return
     if not token:
         raise UnsafeBindError(
