@@ -154,14 +154,24 @@ def check_metadata(value: Any, name: str = "metadata") -> dict[str, Any]:
 
 def as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     """Tags and the like: a list of strings, or one string of comma-separated ones (never
-    its characters one by one)."""
+    its characters one by one). A control character is refused as in a new id: a tag
+    "a<newline>b" printed as two lines in `list` and `show`, and a script reading them saw a
+    tag that no document has."""
     if value is None:
         return ()
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",")]
     if not isinstance(value, (list, tuple, set, frozenset)):
         raise InvalidInputError(f"{what} must be a list of strings, got {type(value).__name__}")
-    return tuple(str(v) for v in value if str(v).strip())
+    items = tuple(str(v) for v in value if str(v).strip())
+    for item in items:
+        check_text(f"a value of {what}", item, max_chars=MAX_ID_CHARS)
+        match = CONTROL_CHARS.search(item)
+        if match is not None:
+            raise InvalidInputError(
+                f"a value of {what} ({_show(item)}) contains a control character "
+                f"({match.group()!r} at position {match.start()}): remove it")
+    return items
 
 
 def check_json_value(name: str, value: Any, depth: int = 0) -> None:

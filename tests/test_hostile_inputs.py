@@ -379,3 +379,20 @@ def test_a_queued_file_whose_name_has_a_control_character_is_refused_at_enqueue(
     (folder / "a\tb.md").write_text("Brake pads wear.", encoding="utf-8")
     with pytest.raises(InvalidInputError, match="control character"):
         jobs_for_paths([str(folder)], {})
+
+
+@pytest.mark.parametrize("bad_tag", ["a\nb", "e\x1b[31mred", "c1\x85"])
+def test_a_tag_with_a_control_character_is_refused_at_ingest_and_update(
+    tmp_path: Path, bad_tag: str
+) -> None:
+    # a tag "a<newline>b" printed as two lines in `list` and `show`
+    store = open_test_store(tmp_path / "s")
+    with pytest.raises(InvalidInputError, match="control character"):
+        store.ingest_documents([doc("a", "Brake pads wear.")], tags=[bad_tag])
+    report = store.ingest_documents([doc("b", "Tyres.", metadata={"tags": ["ok", bad_tag]}),
+                                     doc("c", "Wipers.", metadata={"tags": ["ok"]})])
+    assert report.added == ("c",) and "control character" in report.skipped[0].reason
+    with pytest.raises(InvalidInputError, match="control character"):
+        store.update_document("c", tags=[bad_tag])
+    assert store.get_document("c")["tags"] == ["ok"]
+    store.close()
