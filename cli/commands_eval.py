@@ -10,6 +10,7 @@ import click
 
 from enginelib.evaluation import (
     EVAL_DEPTH,
+    RELEVANT_GRADE,
     evaluate_run,
     rank_documents,
     read_qrels,
@@ -57,7 +58,10 @@ def eval_command(
     fusion: str, truth_levels: str | None, depth: int, run_out: Path | None, tag: str | None,
     as_json: bool,
 ) -> None:
-    """Score the store on judged queries; documents are ranked by their best chunk."""
+    """Score the store on judged queries; documents are ranked by their best chunk.
+
+    The judgments' corpus ids are document ids: a relevant one the store lacks counts as a
+    miss (and is named on stderr); none of them in the store is an error (exit 2)."""
     qrels = _read(qrels_path, "judgments", read_qrels)
     all_queries = _read(queries_path, "queries", read_queries)
     if not qrels:
@@ -70,7 +74,17 @@ def eval_command(
             f"none of the {len(qrels)} judged query ids in {qrels_path} is in {queries_path}"
         )
     levels = [lv for lv in truth_levels.split(",") if lv.strip()] if truth_levels else None
+    relevant = sorted({doc for qid in judged for doc, grade in qrels[qid].items()
+                       if grade >= RELEVANT_GRADE})
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
+        absent = sorted(set(relevant) - store.present_documents(relevant))
+        if relevant and len(absent) == len(relevant):
+            # every score would be 0 and look like a ranking failure, when the ids never met
+            raise CommandError(
+                f"none of the {len(relevant)} documents judged relevant in {qrels_path} is in "
+                f"the store (e.g. {', '.join(map(repr, absent[:3]))}): the judgments' corpus "
+                "ids must be the store's document ids (see `enginelib list`; a BEIR "
+                "corpus.jsonl ingested as is keeps its _id)")
         result = rank_documents(
             store, judged, strategy=strategy, truth_levels=levels, depth=depth, fusion=fusion
         )
@@ -90,6 +104,8 @@ def eval_command(
         "queries_judged": len(qrels),
         "queries_without_text": len(no_text),
         "queries_without_results": empty,
+        "relevant_documents": len(relevant),
+        "relevant_documents_absent": len(absent),
         **scores.summary(),
         "seconds": round(result.seconds, 3),
         "run_out": str(run_out) if run_out else None,
@@ -110,6 +126,10 @@ def eval_command(
     if no_text:
         click.echo(f"warning: {len(no_text)} judged queries have no text in {queries_path} "
                    f"and were skipped, e.g. {', '.join(no_text[:3])}", err=True)
+    if absent:
+        click.echo(f"warning: {len(absent)} of the {len(relevant)} documents judged relevant "
+                   f"are not in the store and count as misses, e.g. "
+                   f"{', '.join(map(repr, absent[:3]))}", err=True)
     if empty:
         click.echo(f"note: {empty} queries returned no document (scored 0)", err=True)
     if run_out is not None:

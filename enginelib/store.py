@@ -24,6 +24,7 @@ from .schema import SCHEMA_VERSION
 from .search.cache import cache_stats
 from .search.request import search_signature
 from .types import IngestReport, LoadedDocument
+from .validation import check_document_id
 
 if TYPE_CHECKING:
     from .export import ExportReport
@@ -174,6 +175,18 @@ class Store(StoreCore):
 
     def get_document(self, document_id: str) -> dict[str, Any]:
         return self.catalog.require_document(document_id)
+
+    def present_documents(self, document_ids: Iterable[str]) -> set[str]:
+        """The ids among ``document_ids`` that are documents of the store now (a deleted
+        one is not): one query per 10,000 ids, where ``get_document`` would be one each."""
+        ids = list(dict.fromkeys(document_ids))  # any iterable, read once
+        for document_id in ids:
+            check_document_id(document_id)
+        found: set[str] = set()
+        for start in range(0, len(ids), 10_000):
+            found.update(self.catalog.document_states(ids[start : start + 10_000]))
+        self.catalog.release()
+        return found
 
     def show(self, document_id: str) -> dict[str, Any]:
         doc = self.catalog.require_document(document_id)

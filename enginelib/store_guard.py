@@ -73,6 +73,12 @@ def _list_documents(*, truth_levels: Any = None, domain: Any = None, source_type
     pass  # the signature alone: the values are checked where they are used
 
 
+def _present_documents(document_ids: Any) -> None:
+    if isinstance(document_ids, (str, bytes)):  # its characters would be the ids
+        raise InvalidInputError("present_documents() takes a list of document ids, not one "
+                                "string")
+
+
 def _version_text(document_id: Any, version: Any) -> None:
     check_document_id(document_id)
     check_text("version", version, max_chars=MAX_NAME_CHARS, empty=False)
@@ -171,6 +177,7 @@ CHECKS: dict[str, Callable[..., None] | None] = {
     "search": _search,
     "search_batch": _search_batch,
     "get_document": _document,
+    "present_documents": _present_documents,
     "show": _document,
     "history": _document,
     "version_text": _version_text,

@@ -314,6 +314,47 @@ def test_cli_eval_rejects_disjoint_queries(
     assert "none of the 3 judged query ids" in result.output
 
 
+def test_cli_eval_refuses_judgments_whose_documents_are_none_of_the_stores(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every score was 0.0000 with exit 0, as if the ranking had failed, when the qrels named
+    # another corpus's ids (or file names with their extension)
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, _ = judged_store
+    other = tmp_path / "other.tsv"
+    other.write_text("query-id\tcorpus-id\tscore\nq1\tbrakes.md\t1\nq2\tdoc-9\t1\n"
+                     "q3\tcoffee\t0\n", encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(other),
+    ])
+    assert result.exit_code == 2, result.output
+    assert "none of the 2 documents judged relevant" in result.output
+    assert "'brakes.md'" in result.output
+
+
+def test_cli_eval_warns_of_judged_documents_missing_from_the_store(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = judged_store
+    with enginelib.open(store_path, embedder=HashingEmbedder(64)) as store:
+        store.delete_document("coffee")  # a deleted document is absent, though its history stays
+        assert store.present_documents(iter(["brakes", "coffee", "brakes"])) == {"brakes"}
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+        "--strategy", "fulltext", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["relevant_documents"] == 4 and data["relevant_documents_absent"] == 1
+    text = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+    ])
+    assert text.exit_code == 0, text.output
+    assert "1 of the 4 documents judged relevant are not in the store" in text.stderr
+    assert "'coffee'" in text.stderr
+
+
 def test_a_dataset_query_with_an_unbalanced_quote_is_searched_as_its_words(
     judged_store: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
