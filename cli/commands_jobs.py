@@ -72,7 +72,10 @@ def enqueue_paths(
 @handle_errors
 def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, poll_s: float,
            time_unit: float, as_json: bool) -> None:
-    """Process queued ingestion jobs (until none is due, or --forever)."""
+    """Process queued ingestion jobs (until none is due, or --forever).
+
+    Exits 1 when a job of this run failed (to be retried later, or moved to the DLQ), so a
+    cron line or a script sees it; 0 when every job it took is done."""
     with open_store(store_path) as store:
         queue = store.jobs(max_attempts=max_attempts, lease_s=lease_s, time_unit=time_unit)
         runner = Worker(store, queue)
@@ -89,13 +92,20 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
             return
         outcomes = runner.run_until_idle()
         counts = queue.counts()
+    failed = sum(1 for o in outcomes if o.status != "DONE")
     if as_json:
         emit_json({"processed": [o.__dict__ for o in outcomes], "counts": counts})
-        return
-    for o in outcomes:
-        tail = f": {o.error}" if o.error else ""
-        click.echo(f"job {o.job_id} {o.status} (attempt {o.attempts}) {o.source}{tail}")
-    click.echo(_counts_line(counts))
+    else:
+        for o in outcomes:
+            tail = f": {o.error}" if o.error else ""
+            click.echo(f"job {o.job_id} {o.status} (attempt {o.attempts}) {o.source}{tail}")
+        click.echo(_counts_line(counts))
+    if failed:
+        # a cron line saw exit 0 while its files went to the DLQ one by one
+        if not as_json:
+            click.echo(f"{failed} of {len(outcomes)} jobs failed this run (see `enginelib jobs "
+                       "--status DLQ`; `--retry-dlq` queues them again)", err=True)
+        raise SystemExit(1)
 
 
 @click.command("jobs")

@@ -65,7 +65,11 @@ def test_failing_source_retried_on_schedule_then_dlq_then_back(tmp_path: Path, s
     deadline = time.monotonic() + 120
     while jobs_json(store)["counts"]["DLQ"] == 0:
         assert time.monotonic() < deadline, "the job never reached the DLQ"
-        cli("worker", str(store), "--time-unit", str(UNIT))
+        ran = cli("worker", str(store), "--time-unit", str(UNIT), check=False)
+        # a run whose job failed exits 1 (a cron line must see it); one with nothing due, 0
+        failed = "FAILED (attempt" in ran.stdout or "DLQ (attempt" in ran.stdout
+        assert ran.returncode == (1 if failed else 0), ran.stdout + ran.stderr
+        assert ("jobs failed this run" in ran.stderr) == failed
         time.sleep(0.05)
     attempts = catalog_rows(store, "SELECT attempt, started_at, finished_at, outcome, "
                                    "next_attempt_at, error FROM job_attempts ORDER BY seq")
