@@ -11,6 +11,7 @@ from .options import (
     handle_errors,
     json_option,
     open_store,
+    printable,
     snapshot_option,
     store_option,
 )
@@ -33,7 +34,7 @@ def history(store_path: Path, snapshot: str | None, document_id: str, version: s
             if as_json:
                 emit_json({"document_id": document_id, "version": version, "text": text})
             else:
-                click.echo(text)
+                click.echo(printable(text, lines=True))
             return
         versions = store.history(document_id)
     if as_json:
@@ -43,9 +44,10 @@ def history(store_path: Path, snapshot: str | None, document_id: str, version: s
     for v in versions:
         until = "-" if v["current"] else _date(v.get("archived_at"))
         change = "current" if v["current"] else (v.get("change_summary") or "")
-        rows.append((v["version"], v["index_version"], _date(v.get("valid_from")), until, change))
+        rows.append((printable(v["version"]), v["index_version"], _date(v.get("valid_from")),
+                     until, printable(change)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    click.echo(f"{document_id}: {len(versions)} version(s)")
+    click.echo(f"{printable(document_id)}: {len(versions)} version(s)")
     for row in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 

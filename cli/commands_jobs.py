@@ -28,6 +28,7 @@ from .options import (
     handle_errors,
     json_option,
     open_store,
+    printable,
     store_option_or_argument,
 )
 
@@ -98,7 +99,8 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
     else:
         for o in outcomes:
             tail = f": {o.error}" if o.error else ""
-            click.echo(f"job {o.job_id} {o.status} (attempt {o.attempts}) {o.source}{tail}")
+            click.echo(f"job {o.job_id} {o.status} (attempt {o.attempts}) "
+                       f"{printable(o.source + tail)}")
         click.echo(_counts_line(counts))
     if failed:
         # a cron line saw exit 0 while its files went to the DLQ one by one
@@ -152,7 +154,7 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
         when = f" next {job['next_attempt_at']:%H:%M:%S}" if job["status"] == "FAILED" else ""
         error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
         click.echo(f"{job['job_id']:>5} {job['status']:<7} {job['attempts']}/{job['max_attempts']}"
-                   f"{when}  {job['source']}{error}")
+                   f"{when}  {printable(job['source'] + error)}")
 
 
 def _counts_line(counts: dict[str, int]) -> str:

@@ -11,7 +11,14 @@ from enginelib.chunker import ChunkingConfig
 from enginelib.manifest import read_manifest
 from enginelib.text import shell_word
 
-from .options import embedder_from_env, emit_json, handle_errors, json_option, store_option
+from .options import (
+    embedder_from_env,
+    emit_json,
+    handle_errors,
+    json_option,
+    printable,
+    store_option,
+)
 
 
 @click.command("check")
@@ -91,4 +98,4 @@ def _print_report(report: maintenance.IntegrityReport, as_json: bool, ok_line: s
         click.echo(ok_line)
     else:
         for problem in report.problems:
-            click.echo(f"problem: {problem}")
+            click.echo(f"problem: {printable(problem)}")

@@ -20,6 +20,7 @@ from .options import (
     handle_errors,
     json_option,
     open_store,
+    printable,
     search_request_options,
     snapshot_option,
     store_option,
@@ -194,9 +195,11 @@ def gate_json(response: SearchResponse) -> dict[str, Any]:
 def _print_understanding(response: SearchResponse) -> None:
     """What the query became (search/rewrite.py), so a corrected typo is never silent."""
     if response.corrections:
-        click.echo("corrected: " + ", ".join(f"{k} -> {v}" for k, v in response.corrections.items()))
+        click.echo("corrected: " + printable(", ".join(
+            f"{k} -> {v}" for k, v in response.corrections.items())))
     if response.expansions:
-        click.echo("acronyms: " + ", ".join(f"{k} = {v}" for k, v in response.expansions.items()))
+        click.echo("acronyms: " + printable(", ".join(
+            f"{k} = {v}" for k, v in response.expansions.items())))
 
 
 def print_response(response: SearchResponse, *, explain: bool) -> None:
@@ -217,15 +220,15 @@ def print_response(response: SearchResponse, *, explain: bool) -> None:
         c = hit.citation
         level = TRUTH_LEVELS[hit.truth_level].name
         click.echo("")
-        click.secho(c.display_text, bold=True)
-        where = f"{hit.document_id} chunk {hit.chunk_index}, chars {hit.start_offset}-{hit.end_offset}"
+        click.secho(printable(c.display_text), bold=True)
+        where = f"{printable(hit.document_id)} chunk {hit.chunk_index}, chars {hit.start_offset}-{hit.end_offset}"
         if c.page_start:
             where += f", page {c.page_start}" + (f"-{c.page_end}" if c.page_end != c.page_start else "")
         click.echo(f"    {where}  [{hit.truth_level} {level}]")
         if hit.heading_path:
-            click.echo(f"    {hit.heading_path}")
+            click.echo(f"    {printable(hit.heading_path)}")
         quote = c.quote if len(c.quote) <= 300 else c.quote[:297] + "..."
-        click.echo("    \"" + quote.replace("\n", " ") + "\"")
+        click.echo("    \"" + printable(quote.replace("\n", " ")) + "\"")
         if explain:
             s = hit.scores
             click.echo(

@@ -8,7 +8,7 @@ import click
 
 from enginelib import snapshots as snap
 
-from .options import emit_json, emit_mapping, handle_errors, json_option, store_option
+from .options import emit_json, emit_mapping, handle_errors, json_option, printable, store_option
 
 
 @click.group("snapshot")
@@ -86,12 +86,12 @@ def diff(store_path: Path, a: str, b: str, as_json: bool) -> None:
                f"documents {result.documents_a} -> {result.documents_b}, "
                f"chunks {result.chunks_a} -> {result.chunks_b}")
     for c in result.added:
-        click.echo(f"+ {c.document_id} {c.version_b} ({c.chunks_b} chunks)")
+        click.echo(f"+ {printable(c.document_id)} {c.version_b} ({c.chunks_b} chunks)")
     for c in result.removed:
-        click.echo(f"- {c.document_id} {c.version_a} ({c.chunks_a} chunks)")
+        click.echo(f"- {printable(c.document_id)} {c.version_a} ({c.chunks_a} chunks)")
     for c in result.changed:
         what = "content" if c.content_changed else "metadata"
-        click.echo(f"~ {c.document_id} {c.version_a} -> {c.version_b} ({what}; "
+        click.echo(f"~ {printable(c.document_id)} {c.version_a} -> {c.version_b} ({what}; "
                    f"chunks {c.chunks_a} -> {c.chunks_b})")
 
 

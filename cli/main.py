@@ -211,25 +211,27 @@ def show(store_path: Path, snapshot: str | None, document_id: str, as_json: bool
     if as_json:
         emit_json(_show_json(data))
         return
-    click.echo(f"{doc['document_id']}  {doc['title'] or ''}")
+    click.echo(f"{printable(doc['document_id'])}  {printable(doc['title'] or '')}")
     click.echo(
         f"  truth level {doc['truth_level']}  version {doc['version']}  index {doc['index_version']}"
         f"  language {doc['language']}  chunks {doc['total_chunks']}"
     )
     if doc.get("source_path"):
-        click.echo(f"  source {doc['source_path']}")
+        click.echo(f"  source {printable(doc['source_path'])}")
     if doc.get("keywords"):
-        click.echo(f"  keywords {', '.join(doc['keywords'][:12])}")
+        click.echo(f"  keywords {printable(', '.join(doc['keywords'][:12]))}")
     for version in data["versions"]:
-        click.echo(f"  archived version {version['version']} ({version['change_summary']}, {version['archived_at']})")
+        click.echo(f"  archived version {printable(version['version'])} "
+                   f"({printable(version['change_summary'])}, {version['archived_at']})")
     for chunk in data["chunks"]:
         preview = chunk["content"][:80].replace("\n", " ")
         click.echo(
             f"  [{chunk['chunk_index']}] {chunk['start_offset']}-{chunk['end_offset']} "
-            f"({chunk['token_count']} tokens) {chunk['heading_path'] or ''}\n      {preview}"
+            f"({chunk['token_count']} tokens) {printable(chunk['heading_path'] or '')}\n"
+            f"      {printable(preview)}"
         )
     if text:
-        click.echo(doc["content"])
+        click.echo(printable(doc["content"], lines=True))
 
 
 @main.command()

@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -161,10 +162,19 @@ EXIT_ERROR = 2
 ENV_DEBUG = "ENGINELIB_DEBUG"
 
 
-def printable(text: str) -> str:
+# Controls that move nothing on a page: tab and newline stay in a text printed as lines.
+_CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: object, *, lines: bool = False) -> str:
     """``text`` for one terminal line: control characters shown escaped (a file named with a
-    newline printed as two lines, an escape sequence recoloured the terminal)."""
-    return CONTROL_CHARS.sub(lambda m: repr(m.group())[1:-1], text)
+    newline printed as two lines, an escape sequence recoloured the terminal). Everything a
+    document brings (title, heading, quote, chunk, tags, metadata keys) goes through here: a
+    document given through the Python API keeps its ESC and C1 bytes, and printed raw an OSC
+    52 sequence writes the user's clipboard and a CSI one clears the screen. ``lines`` keeps
+    tab and newline, for a text printed as the lines it has."""
+    pattern = _CONTROL_BUT_LAYOUT if lines else CONTROL_CHARS
+    return pattern.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 class FiniteRange(click.FloatRange):

@@ -197,3 +197,35 @@ def test_eval_names_the_file_it_cannot_read(store: Path, tmp_path: Path) -> None
     code, output = run_cli(["eval", "--store", str(store), "--queries", str(queries),
                             "--qrels", str(qrels)])
     assert code == 2 and f"could not read the queries in {queries}" in output
+
+
+# ESC and C1 bytes a document brings through the Python API (files lose them at load):
+# printed raw, OSC 0 retitles the terminal, OSC 52 writes the clipboard, CSI 2J clears the
+# screen, and a newline in a title forges a line of its own (a fake citation).
+HOSTILE = "\x1b]0;pwn\x07 \x1b[2J \x1b]52;c;ZXZpbA==\x07 \x9b31m"
+
+
+def test_no_command_prints_a_documents_control_characters(tmp_path: Path) -> None:
+    import enginelib
+    from enginelib import LoadedDocument
+    from enginelib.embedders import HashingEmbedder
+
+    path = tmp_path / "store"
+    with enginelib.open(path, embedder=HashingEmbedder(32)) as store:
+        store.create_snapshot("before")
+        store.ingest_documents([LoadedDocument(
+            id="evil", title=f"Brakes {HOSTILE}\n    forged.md chunk 0, chars 0-9",
+            text=f"# Pads {HOSTILE}\n\nBrake pads wear {HOSTILE} under heat.\n")])
+        store.update_document("evil", metadata={f"k{HOSTILE}": 1})
+        version = store.history("evil")[0]["version"]
+    commands = [
+        ["search", "brake pads", "--explain"], ["show", "evil", "--text"], ["history", "evil"],
+        ["history", "evil", "--text", version], ["list"], ["snapshot", "diff", "before"],
+    ]
+    for args in commands:
+        result = CliRunner(env=ENV).invoke(main, [*args, "--store", str(path)], color=True)
+        assert result.exit_code == 0, (args, result.output)
+        shown = result.output.replace("\x1b[1m", "").replace("\x1b[0m", "")  # our own bold
+        assert not any(c in shown for c in "\x1b\x07\x9b"), (args, shown)
+        assert not any(line.lstrip().startswith("forged.md") for line in shown.splitlines())
+        assert "evil" in shown or "Brake pads wear" in shown, (args, shown)
