@@ -209,11 +209,11 @@ def test_postgres_functions_default_to_the_request() -> None:
     from enginelib.export.pg_schema import Names
 
     names = Names("enginelib", "")
-    hybrid = _hybrid_search(names).as_string(None)
+    hybrid = _hybrid_search(names, 64).as_string(None)
     declared = dict(re.findall(r"^\s*(\w+) integer DEFAULT (\d+)", hybrid, flags=re.M))
     assert declared == {"match_count": str(DEFAULTS["limit"]), "rrf_k": str(DEFAULTS["rrf_k"]),
                         "candidate_count": str(DEFAULTS["candidates"])}
-    vector_only = _match_chunks(names).as_string(None)
+    vector_only = _match_chunks(names, 64).as_string(None)
     assert re.findall(r"match_count integer DEFAULT (\d+)", vector_only) == [str(DEFAULTS["limit"])]
 
 

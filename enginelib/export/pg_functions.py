@@ -23,6 +23,7 @@ from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
+from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_RRF_K
 from ._psycopg import sql
 from .options import ExportOptions
 from .pg_schema import Names, SqlText
@@ -87,9 +88,53 @@ def signatures(names: Names) -> dict[str, sql.Composed]:
 INTERNAL_FUNCTIONS = ("archive_document_version",)
 
 
-def function_statements(names: Names, options: ExportOptions) -> list[SqlText]:
+def function_statements(names: Names, options: ExportOptions, dim: int) -> list[SqlText]:
     return [_text_array(names), _check_filters(names), tenant_function(names, options),
-            _match_chunks(names), _hybrid_search(names), *_archive_trigger(names)]
+            _match_chunks(names, dim), _hybrid_search(names, dim), *_archive_trigger(names)]
+
+
+# -- arguments ------------------------------------------------------------------------------
+# The engine's bounds for the same options (enginelib/validation.py): a number beyond them
+# is refused with 22023 naming the argument, never left to overflow (rrf_k + rank as an
+# integer), to let every row through (a NaN threshold) or to fail inside pgvector.
+
+
+def _check_int(name: str, low: int, high: int, default: int) -> sql.Composed:
+    message = f"{name} must be an integer within {low}..{high} (default {default}), got %"
+    return sql.SQL(
+        """  IF {arg} IS NULL OR {arg} NOT BETWEEN {low} AND {high} THEN
+    RAISE EXCEPTION {message}, coalesce({arg}::text, 'NULL') USING ERRCODE = '22023';
+  END IF;"""
+    ).format(arg=sql.Identifier(name), low=sql.Literal(low), high=sql.Literal(high),
+             message=sql.Literal(message))
+
+
+def _check_threshold() -> sql.SQL:
+    # NaN sorts above every number in Postgres, so NOT BETWEEN catches it (and infinities).
+    # NULL keeps its meaning: no threshold, as the engine's min_score=None.
+    return sql.SQL(
+        """  IF match_threshold IS NOT NULL AND match_threshold NOT BETWEEN -1 AND 1 THEN
+    RAISE EXCEPTION 'match_threshold must be a finite number within -1..1 (a cosine similarity; NULL or -1: no threshold), got %', match_threshold
+      USING ERRCODE = '22023';
+  END IF;"""
+    )
+
+
+def _check_embedding(names: Names, dim: int, required: bool) -> sql.Composed:
+    """A query vector of the export's dimension (pgvector's own error names neither)."""
+    missing = sql.SQL(
+        """  IF query_embedding IS NULL THEN
+    RAISE EXCEPTION 'query_embedding is required: a vector of {dim} dimensions (the store''s embedding model)'
+      USING ERRCODE = '22023';
+  END IF;
+""").format(dim=sql.SQL(str(int(dim)))) if required else sql.SQL("")
+    return sql.SQL(
+        """{missing}  IF {dims}(query_embedding) <> {dim} THEN
+    RAISE EXCEPTION 'query_embedding has % dimensions; this export needs {dim} (embed the query with the store''s model)',
+      {dims}(query_embedding) USING ERRCODE = '22023';
+  END IF;"""
+    ).format(missing=missing, dims=sql.SQL("{}.vector_dims").format(sql.Identifier(names.ext)),
+             dim=sql.SQL(str(int(dim))))
 
 
 def _text_array(names: Names) -> sql.Composed:
@@ -233,6 +278,26 @@ def filter_clause(names: Names) -> sql.Composed:
     return sql.SQL("\n      AND ").join(clauses)
 
 
+def allowed_ids_function(names: Names) -> sql.Composed:
+    """``pg_temp.enginelib_allowed_ids(filters)``: every chunk id the exported filter code
+    lets through, for verify's filter check (the search functions return at most
+    MAX_LIMIT rows, a filter may pass more). A temporary function: nothing is left behind."""
+    return sql.SQL(
+        """CREATE OR REPLACE FUNCTION pg_temp.enginelib_allowed_ids(filters jsonb) RETURNS SETOF bigint
+LANGUAGE plpgsql STABLE
+{settings}
+AS $fn$
+DECLARE
+{declare}
+BEGIN
+  RETURN QUERY SELECT c.id FROM {chunks} c JOIN {documents} d ON d.document_id = c.document_id
+    WHERE {where};
+END
+$fn$"""
+    ).format(settings=sql.SQL(_SETTINGS), declare=_declare_and_check(names), chunks=names.table("chunks"),
+             documents=names.table("documents"), where=filter_clause(names))
+
+
 # hnsw returns at most hnsw.ef_search rows (pgvector's default 40): raise it, inside the
 # function only and never lower, to the number of candidates asked for.
 _EF_SEARCH = """  IF coalesce(nullif(pg_catalog.current_setting('hnsw.ef_search', true), '')::integer, 40) < depth THEN
@@ -240,7 +305,7 @@ _EF_SEARCH = """  IF coalesce(nullif(pg_catalog.current_setting('hnsw.ef_search'
   END IF;"""
 
 
-def _match_chunks(names: Names) -> sql.Composed:
+def _match_chunks(names: Names, dim: int) -> sql.Composed:
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(
   query_embedding {vector},
@@ -258,9 +323,7 @@ DECLARE
 depth integer := match_count;
 {declare}
 BEGIN
-  IF match_count IS NULL OR match_count < 1 THEN
-    RAISE EXCEPTION 'match_count must be >= 1, got %', match_count USING ERRCODE = '22023';
-  END IF;
+{checks}
 {ef_search}
   RETURN QUERY
   WITH v AS MATERIALIZED (
@@ -282,6 +345,9 @@ $fn$"""
         where=filter_clause(names), ef_search=sql.SQL(_EF_SEARCH),
         declare=_declare_and_check(names), settings=sql.SQL(_SETTINGS),
         limit=sql.SQL(str(int(DEFAULT_LIMIT))),
+        checks=sql.SQL("\n").join([
+            _check_embedding(names, dim, required=True), _check_threshold(),
+            _check_int("match_count", 1, MAX_LIMIT, DEFAULT_LIMIT)]),
     )
 
 
@@ -292,7 +358,7 @@ def _declare_and_check(names: Names) -> sql.Composed:
         check=names.table("check_filters"), declare=_declare_filters(names))
 
 
-def _hybrid_search(names: Names) -> sql.Composed:
+def _hybrid_search(names: Names, dim: int) -> sql.Composed:
     # Full text: the query is parsed once per text-search configuration of the export (a
     # chunk is matched with the query parsed in its own language); any term may match,
     # like the engine's BM25; a repeated query word counts once per occurrence.
@@ -327,14 +393,8 @@ tsq pg_catalog.tsquery; code_terms text[]; has_codes boolean; ids bigint[]; scor
 text_ids bigint[] := '{{}}'; text_scores double precision[] := '{{}}';
 {declare}
 BEGIN
-  IF rrf_k IS NULL OR rrf_k <= 0 THEN
-    RAISE EXCEPTION 'rrf_k must be a positive integer (default {rrf_k}), got %', rrf_k
-      USING ERRCODE = '22023';
-  END IF;
-  IF match_count IS NULL OR match_count < 1 THEN
-    RAISE EXCEPTION 'match_count must be >= 1, got %', match_count USING ERRCODE = '22023';
-  END IF;
-  depth := greatest(coalesce(candidate_count, {candidates}), match_count);
+{checks}
+  depth := greatest(candidate_count, match_count);
   -- NFC, as the engine reads a query and stores every text: "données" typed decomposed
   -- ("donne" + U+0301) would match no lexeme. normalize() needs a UTF8 database.
   IF pg_catalog.current_setting('server_encoding') = 'UTF8' THEN
@@ -437,6 +497,11 @@ $fn$"""
         rrf_k=sql.SQL(str(int(RRF_K))), candidates=sql.SQL(str(int(DEFAULT_CANDIDATES))),
         limit=sql.SQL(str(int(DEFAULT_LIMIT))),
         k1=sql.SQL(repr(BM25_K1)), k1_plus_1=sql.SQL(repr(BM25_K1 + 1)), b=sql.SQL(repr(BM25_B)),
+        # query_embedding may be NULL: the text ranking alone.
+        checks=sql.SQL("\n").join([
+            _check_embedding(names, dim, required=False),
+            _check_int("rrf_k", 1, MAX_RRF_K, RRF_K), _check_int("match_count", 1, MAX_LIMIT, DEFAULT_LIMIT),
+            _check_int("candidate_count", 1, MAX_CANDIDATES, DEFAULT_CANDIDATES)]),
     )
 
 

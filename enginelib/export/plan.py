@@ -46,7 +46,7 @@ from .rows import CatalogReader, Row
 
 # Bumped when the exported SQL changes, so a re-export of an unchanged store still
 # rewrites functions and policies made by an older version.
-SCHEMA_FORMAT = 3
+SCHEMA_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = 
     steps += [Statement(s) for s in ts_config_statements(names)]
     # One exporter at a time per target; readers are not blocked by this lock mode.
     steps.append(Statement(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(documents)))
-    steps += [Statement(s) for s in function_statements(names, options)]
+    steps += [Statement(s) for s in function_statements(names, options, dim)]
 
     staged = (
         ("sources", SOURCE_COLUMNS, reader.sources, meta.sources),

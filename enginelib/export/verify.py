@@ -10,8 +10,9 @@ answerability gate, because the server has neither default to compare against; b
 sides otherwise use their defaults (RRF k, candidates).
 
 A filter check asks both sides which chunks a filter lets through: the engine compiles
-it (enginelib/search/filters.py) over its catalog, the server runs match_chunks with an
-exact scan deep enough to return every passing chunk. Any difference is a mismatch.
+it (enginelib/search/filters.py) over its catalog, the server runs the filter code its
+search functions share (pg_functions.allowed_ids_function) over every chunk. Any
+difference is a mismatch.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import catalog_export as ce
-from ..catalog import first
 from ..errors import ExportError
 from ..search.filters import compile_filters
 from ..search.request import SearchRequest
 from ..types import TRUTH_LEVELS
 from ._psycopg import psycopg, sql
 from .options import ExportOptions
+from .pg_functions import allowed_ids_function
 from .pg_load import _extension_schema, _server_message
 from .pg_schema import Names
 
@@ -98,10 +99,11 @@ def verify_postgres(
                     report.overlap[strategy] = float(np.mean(per[strategy]))
                     report.minimum[strategy] = float(min(per[strategy]))
                 report.identical[strategy] = same[strategy]
-            probe = vectors[0] if len(vectors) else None
+            if matrix:
+                conn.execute(allowed_ids_function(names))
             for spec in matrix:
                 report.filters_checked += 1
-                mismatch = _check_filter(store, conn, names, spec, probe)
+                mismatch = _check_filter(store, conn, names, spec)
                 if mismatch:
                     report.filter_mismatches.append(mismatch)
     except psycopg.Error as exc:
@@ -157,17 +159,11 @@ def _engine_ids(store: Store, strategy: str, query: str, k: int, filters: Mappin
     return [int(h.label) for h in response.hits]
 
 
-def _check_filter(store: Store, conn: psycopg.Connection[Any], names: Names, spec: Mapping[str, Any],
-                  probe: Any) -> dict[str, Any] | None:
+def _check_filter(store: Store, conn: psycopg.Connection[Any], names: Names,
+                  spec: Mapping[str, Any]) -> dict[str, Any] | None:
     engine = engine_allowed(store, spec)
-    total = first(conn.execute(sql.SQL("SELECT count(*) FROM {}").format(names.table("chunks"))).fetchall())
-    depth = max(1, int(total[0]) if total else 1)
-    if probe is None:
-        probe = np.ones(store.manifest.embedding_dim, dtype=np.float32)
-    with conn.transaction():
-        # Exact and deep: every chunk that passes the filter comes back.
-        conn.execute("SET LOCAL enable_indexscan = off")
-        server = set(_server_ids(conn, names, "vector", "", probe, depth, _server_filters(spec)))
+    server = {int(r[0]) for r in conn.execute(
+        "SELECT pg_temp.enginelib_allowed_ids(%s::jsonb)", [json.dumps(_server_filters(spec))]).fetchall()}
     if server == engine:
         return None
     return {"filter": dict(spec), "engine_only": len(engine - server), "server_only": len(server - engine),
