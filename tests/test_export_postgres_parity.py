@@ -17,6 +17,7 @@ from enginelib import Store
 from enginelib.errors import InvalidFilterError
 from enginelib.export import export_postgres
 from enginelib.export.verify import AS_TYPED, engine_allowed, filter_matrix, verify_postgres
+from enginelib.search.filters import compile_filters
 from tests.helpers import doc, open_test_store
 from tests.pg_server import pg_dsn, pg_server  # noqa: F401 - pytest fixtures
 
@@ -288,3 +289,74 @@ def test_verify_against_a_database_without_the_export_says_where_it_looked(
         verify_postgres(store, pg_dsn, ["brake pads"], options=ExportOptions(schema="other"))
     assert verify_postgres(store, pg_dsn, ["brake pads"]).queries == 1
     store.close()
+
+
+# Values of the wrong type: the engine refuses each; the server matched nothing (a null,
+# a number, a date that is not one) or dropped the filter and returned every row (a null
+# domain), or failed with a raw cast error.
+WRONG_TYPES: list[tuple[dict[str, Any], str]] = [
+    ({"truth_level": None}, "truth_level"),
+    ({"truth_level": 3}, "truth_level"),
+    ({"truth_level": ["L1", 2]}, "truth_level"),
+    ({"truth_level": "L5"}, "truth_level"),
+    ({"truth_level": "2"}, "truth_level"),
+    ({"domain": None}, "domain"),
+    ({"domain": 5}, "domain"),
+    ({"domain": ""}, "domain"),
+    ({"tenant_id": {"a": 1}}, "tenant_id"),
+    ({"document_id": [["d1"]]}, "document_id"),
+    ({"tags": 5}, "tags"),
+    ({"tags": None}, "tags"),
+    ({"tags": ["front", 1]}, "tags"),
+    ({"tags": {"any": []}}, "tags"),
+    ({"tags": {"all": [True]}}, "tags"),
+    ({"created_at": 5}, "created_at"),
+    ({"created_at": {"gte": 5}}, "created_at"),
+    ({"created_at": {"gte": None}}, "created_at"),
+    ({"created_at": {"lt": "now"}}, "created_at"),
+    ({"updated_at": {"gte": "not a date"}}, "updated_at"),
+    ({"validated_at": {"gte": "2021-13-45"}}, "validated_at"),
+    ({"metadata.year": None}, "metadata.year"),
+    ({"metadata.year": [2020, None]}, "metadata.year"),
+    ({"metadata.year": {"gte": 2020}}, "metadata.year"),
+    ({"custom.year": [[2020]]}, "custom.year"),
+    ({"document_id": ["d1"] * 10_001}, "document_id"),
+]
+# The server's own key (JSON containment), unknown to the engine: an object only.
+SERVER_ONLY_WRONG: list[tuple[dict[str, Any], str]] = [
+    ({"metadata": 5}, "metadata"), ({"metadata": None}, "metadata"), ({"metadata": ["eu"]}, "metadata"),
+]
+
+
+def _engine_refuses(spec: dict[str, Any]) -> bool:
+    from enginelib.errors import InvalidInputError
+    from enginelib.validation import check_filters
+
+    try:
+        check_filters(spec)
+        compile_filters(spec)
+    except (InvalidInputError, InvalidFilterError):
+        return True
+    return False
+
+
+def test_filter_values_of_the_wrong_type_are_refused_naming_the_key(tmp_path: Path, pg_dsn: str) -> None:
+    store = matrix_store(tmp_path / "store")
+    export_postgres(store, pg_dsn)
+    vector = "[" + ",".join("0.1" for _ in range(store.manifest.embedding_dim)) + "]"
+    for bad, _ in WRONG_TYPES:
+        assert _engine_refuses(bad), bad
+    # Accepted spellings still match what the engine matches.
+    accepted = [{"tags": "front"}, {"tags": {"all": "oem"}}, {"truth_level": " l3"}, {"domain": ["forum"]},
+                {"metadata.oem": [True, "x"]}, {"created_at": {"gte": "2021-01-01T00:00:00+02:00"}},
+                {"created_at": {"lt": "2022-03-01 10:00"}}]
+    report = verify_postgres(store, pg_dsn, ["brake pads"], filters=accepted)
+    store.close()
+    assert report.filter_mismatches == []
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for bad, key in WRONG_TYPES + SERVER_ONLY_WRONG:
+            for call in ("SELECT * FROM enginelib.match_chunks(%s::extensions.vector, -1, 50, %s::jsonb)",
+                         "SELECT * FROM enginelib.hybrid_search('brake', %s::extensions.vector, 50, 60, %s::jsonb)"):
+                with pytest.raises(psycopg.errors.InvalidParameterValue,
+                                   match=rf"filter(\(s\))? {key} (expects|have the wrong shape)"):
+                    conn.execute(call, [vector, json.dumps(bad)])

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
-from ..types import DEFAULT_SEARCH_TRUTH_LEVELS
+from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, TRUTH_LEVELS
 from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_RRF_K
 from ._psycopg import sql
 from .options import ExportOptions
@@ -50,6 +50,10 @@ _DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "from": ">=", "to":
 # ``custom.<key>``: the engine's per-key filter, compared as text like the engine does.
 FILTER_KEYS: tuple[str, ...] = (*_ANY_OF, "tags", "metadata", *_DATES)
 _METADATA_KEY_PATTERN = r"^(metadata|custom)\.[A-Za-z0-9_\-]{1,128}$"
+# What both the engine's datetime.fromisoformat and Postgres's timestamptz read: a date,
+# optionally a time, then optionally an offset ("now", "epoch" or a bare number are not dates).
+_ISO_DATETIME = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+                 r"([T ][0-9]{2}(:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,6})?)?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?$")
 # The engine's code tokens (analyzers.CODE_PATTERN_RUST) in Postgres's regex dialect.
 CODE_PATTERN_SQL = r"[[:alnum:]_]+(?:[-./][[:alnum:]_]+)*"
 # tantivy's BM25 constants.
@@ -160,12 +164,14 @@ def _check_filters(names: Names) -> sql.Composed:
     )
     ops = sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(sql.Literal(k) for k in _DATE_OPS))
     dates = sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(sql.Literal(k) for k in _DATES))
+    levels = sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(sql.Literal(k) for k in TRUTH_LEVELS))
     # The embedded engine rejects unknown fields and empty lists; so does the server,
     # rather than silently returning unfiltered (or no) rows.
     return sql.SQL(
         """CREATE OR REPLACE FUNCTION {fn}(filters jsonb) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY INVOKER SET search_path = '' AS $fn$
 DECLARE unknown text; empty text; bad_shape text; bad_op text;
+  fkey text; fvalue jsonb; items jsonb; bad jsonb; op text; bound jsonb; ok boolean;
 BEGIN
   IF filters IS NULL THEN RETURN; END IF;
   IF pg_catalog.jsonb_typeof(filters) <> 'object' THEN
@@ -205,10 +211,72 @@ BEGIN
     RAISE EXCEPTION 'unknown date operator(s) %; use one of %', bad_op,
       pg_catalog.array_to_string({ops}, ', ') USING ERRCODE = '22023';
   END IF;
+  -- Values of the wrong type, which the engine refuses too (search/filters.py,
+  -- validation.check_filters): they matched nothing (a null, a number) or, for a null,
+  -- decoded to no filter at all.
+  FOR fkey, fvalue IN SELECT e.key, e.value FROM pg_catalog.jsonb_each(filters) e ORDER BY e.key LOOP
+    IF fkey = 'metadata' THEN
+      IF pg_catalog.jsonb_typeof(fvalue) <> 'object' THEN
+        RAISE EXCEPTION 'filter metadata expects a JSON object that the document''s metadata contains, got %',
+          pg_catalog.left(fvalue::text, 60) USING ERRCODE = '22023';
+      END IF;
+    ELSIF fkey = ANY ({dates}) THEN
+      FOR op, bound IN SELECT e.key, e.value FROM pg_catalog.jsonb_each(fvalue) e LOOP
+        ok := pg_catalog.jsonb_typeof(bound) = 'string' AND (bound #>> '{{}}') ~ {iso};
+        IF ok THEN
+          BEGIN
+            PERFORM (bound #>> '{{}}')::timestamptz;
+          EXCEPTION WHEN data_exception THEN ok := false;
+          END;
+        END IF;
+        IF NOT ok THEN
+          RAISE EXCEPTION 'filter % expects an ISO date or datetime string such as "2024-01-01" or "2024-01-01T08:00:00+02:00" for %, got %',
+            fkey, op, pg_catalog.left(bound::text, 60) USING ERRCODE = '22023';
+        END IF;
+      END LOOP;
+    ELSE  -- a list key, tags or metadata.<key>: a value or a list of values
+      items := CASE WHEN fkey = 'tags' AND pg_catalog.jsonb_typeof(fvalue) = 'object'
+                    THEN (SELECT e.value FROM pg_catalog.jsonb_each(fvalue) e LIMIT 1) ELSE fvalue END;
+      IF pg_catalog.jsonb_typeof(items) <> 'array' THEN
+        items := pg_catalog.jsonb_build_array(items);
+      END IF;
+      IF pg_catalog.jsonb_array_length(items) = 0 THEN
+        RAISE EXCEPTION 'filter % expects a non-empty list: nothing could match', fkey USING ERRCODE = '22023';
+      END IF;
+      IF pg_catalog.jsonb_array_length(items) > {max_values} THEN
+        RAISE EXCEPTION 'filter % expects at most {max_values} values, got %', fkey,
+          pg_catalog.jsonb_array_length(items) USING ERRCODE = '22023';
+      END IF;
+      IF fkey ~ {meta_key} THEN
+        SELECT x INTO bad FROM pg_catalog.jsonb_array_elements(items) x
+          WHERE pg_catalog.jsonb_typeof(x) NOT IN ('string', 'number', 'boolean') LIMIT 1;
+        IF FOUND THEN
+          RAISE EXCEPTION 'filter % expects a string, number or boolean, or a list of them, got %', fkey,
+            pg_catalog.left(bad::text, 60) USING ERRCODE = '22023';
+        END IF;
+      ELSE
+        SELECT x INTO bad FROM pg_catalog.jsonb_array_elements(items) x
+          WHERE pg_catalog.jsonb_typeof(x) <> 'string' OR x = '""'::jsonb LIMIT 1;
+        IF FOUND THEN
+          RAISE EXCEPTION 'filter % expects a non-empty string or a list of them, got %', fkey,
+            pg_catalog.left(bad::text, 60) USING ERRCODE = '22023';
+        END IF;
+        IF fkey = 'truth_level' THEN
+          SELECT x INTO bad FROM pg_catalog.jsonb_array_elements(items) x
+            WHERE pg_catalog.upper(pg_catalog.btrim(x #>> '{{}}')) <> ALL ({levels}) LIMIT 1;
+          IF FOUND THEN
+            RAISE EXCEPTION 'filter truth_level expects one of % (or a list of them), got %',
+              pg_catalog.array_to_string({levels}, ', '), pg_catalog.left(bad::text, 60) USING ERRCODE = '22023';
+          END IF;
+        END IF;
+      END IF;
+    END IF;
+  END LOOP;
 END
 $fn$"""
     ).format(fn=names.table("check_filters"), known=known, meta_key=sql.Literal(_METADATA_KEY_PATTERN),
-             list_keys=list_keys, dates=dates, ops=ops)
+             list_keys=list_keys, dates=dates, ops=ops, iso=sql.Literal(_ISO_DATETIME),
+             max_values=sql.SQL(str(int(MAX_CANDIDATES))), levels=levels)
 
 
 def _declare_filters(names: Names) -> sql.Composed:
@@ -218,11 +286,11 @@ def _declare_filters(names: Names) -> sql.Composed:
         sql.SQL(", ").join(sql.Literal(level) for level in DEFAULT_SEARCH_TRUTH_LEVELS)
     )
     lines: list[SqlText] = [
-        # "l2" and 2 are spellings of L2 in the engine too.
+        # " l2" is a spelling of L2 in the engine's filters too (check_filters refuses others).
         sql.SQL(
             "f_truth_level text[] := CASE WHEN filters->'truth_level' IS NULL THEN {default} "
-            "ELSE ARRAY(SELECT CASE WHEN e ~ '^[0-9]+$' THEN 'L' || e "
-            "ELSE pg_catalog.upper(pg_catalog.btrim(e)) END FROM pg_catalog.unnest({arr}(filters->'truth_level')) e) END;"
+            "ELSE ARRAY(SELECT pg_catalog.upper(pg_catalog.btrim(e)) "
+            "FROM pg_catalog.unnest({arr}(filters->'truth_level')) e) END;"
         ).format(arr=arr, default=default_levels),
     ]
     for key in _ANY_OF:
