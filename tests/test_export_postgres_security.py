@@ -355,3 +355,43 @@ def test_rls_cannot_be_switched_off() -> None:
     assert options_from({"with_rls": True}) == ExportOptions()  # the old flag, now the default
     with pytest.raises(InvalidInputError, match="always on"):
         options_from({"with_rls": False})
+
+
+def _readable_export_columns(conn: psycopg.Connection[Any], role: str) -> set[str]:
+    return {r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = 'enginelib.exports'::regclass AND attnum > 0 "
+        "AND NOT attisdropped AND has_column_privilege(%s, attrelid, attnum, 'SELECT')", [role])}
+
+
+def test_api_roles_read_the_embedding_model_of_an_export_but_not_the_exporters_paths(
+        tmp_path: Path, supabase_dsn: str) -> None:
+    """exports.store_path (a folder on the exporting machine), the export settings and the
+    engine version were readable by every API role; a client needs the model and dimension
+    to embed its query, nothing else. An export made by the previous format loses the grant."""
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn, public_read=True)
+    needed = {"id", "exported_at", "embedding_model", "embedding_dim"}
+    with connect(supabase_dsn) as conn:
+        for role in ("anon", "authenticated"):
+            assert _readable_export_columns(conn, role) == needed, role
+        # An export of the previous format: SELECT on the whole table, its own settings.
+        conn.execute("GRANT SELECT ON enginelib.exports TO anon, authenticated")
+        conn.execute("UPDATE enginelib.exports SET settings = regexp_replace(settings, 'format=[0-9]+', 'format=5')")
+        assert "store_path" in _readable_export_columns(conn, "authenticated")
+    report = export_postgres(store, supabase_dsn, public_read=True)
+    store.close()
+    assert "unchanged" not in report.changes
+    with connect(supabase_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM enginelib.exports").fetchone() == (2,)
+        for role in ("anon", "authenticated"):
+            assert _readable_export_columns(conn, role) == needed, role
+        assert "store_path" in _readable_export_columns(conn, "service_role")
+    for role in ("anon", "authenticated"):
+        with as_role(supabase_dsn, role, claims={"role": role, "tenant_id": "A"}) as conn:
+            # What the guide tells a client to read still works.
+            assert conn.execute("SELECT embedding_model, embedding_dim FROM enginelib.exports "
+                                "ORDER BY id DESC LIMIT 1").fetchone() == ("hashing-64", 64)
+        for column in ("store_path", "settings", "enginelib_version", "*"):
+            with as_role(supabase_dsn, role, claims={"role": role}) as conn, \
+                    pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"SELECT {column} FROM enginelib.exports")

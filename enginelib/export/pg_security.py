@@ -8,7 +8,9 @@ to PUBLIC. So the export revokes all of that first and grants only what is meant
 
 - ``authenticated``: USAGE on the schema (never CREATE), SELECT on the tables, EXECUTE on
   the search functions; row level security limits what it sees to its tenant (and shared
-  rows).
+  rows). Of the ``exports`` bookkeeping only the columns a client needs to embed its query
+  (EXPORT_API_COLUMNS): the store path is a folder of the exporting machine, the settings
+  and engine version are the operator's business.
 - ``anon``: nothing, unless ``public_read`` (then the same as ``authenticated``; without
   a tenant claim it sees only shared rows).
 - ``service_role``: everything (it bypasses RLS in Supabase).
@@ -34,6 +36,8 @@ SERVICE_ROLE = "service_role"
 TENANT_TABLES = ("documents", "chunks")
 SHARED_TABLES = ("sources", "exports", "text_stats", "term_stats", "code_stats")
 ALL_TABLES = (*TENANT_TABLES, "document_versions", *SHARED_TABLES)
+# What API readers may read of ``exports``: which model and dimension to embed a query with.
+EXPORT_API_COLUMNS = ("id", "exported_at", "embedding_model", "embedding_dim")
 
 
 def tenant_function(names: Names, options: ExportOptions) -> sql.Composed:
@@ -120,6 +124,8 @@ def grant_statements(names: Names, options: ExportOptions, functions: dict[str, 
     only the export itself calls (the archive trigger), never granted to API roles.
     """
     tables = sql.SQL(", ").join(names.table(t) for t in ALL_TABLES)
+    readable = sql.SQL(", ").join(names.table(t) for t in ALL_TABLES if t != "exports")
+    export_columns = sql.SQL(", ").join(sql.Identifier(c) for c in EXPORT_API_COLUMNS)
     every = sql.SQL(", ").join(functions.values())
     callable_ = sql.SQL(", ").join(sig for name, sig in functions.items() if name not in internal)
     readers = [r for r in API_READERS if r == "authenticated" or options.public_read]
@@ -149,13 +155,18 @@ def grant_statements(names: Names, options: ExportOptions, functions: dict[str, 
                 names.schema_ident, sql.Identifier(role)))
         if role in readers or role == SERVICE_ROLE:
             target = sql.Identifier(role)
-            grants += [
-                sql.SQL("GRANT USAGE ON SCHEMA {}, {} TO {};").format(
-                    names.schema_ident, sql.Identifier(names.ext), target),
-                sql.SQL("GRANT {} ON {} TO {};").format(
-                    sql.SQL("ALL" if role == SERVICE_ROLE else "SELECT"), tables, target),
-                sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {};").format(callable_, target),
-            ]
+            grants.append(sql.SQL("GRANT USAGE ON SCHEMA {}, {} TO {};").format(
+                names.schema_ident, sql.Identifier(names.ext), target))
+            if role == SERVICE_ROLE:
+                grants.append(sql.SQL("GRANT ALL ON {} TO {};").format(tables, target))
+            else:
+                # The REVOKE ALL above took back the table-wide SELECT older exports granted.
+                grants += [
+                    sql.SQL("GRANT SELECT ON {} TO {};").format(readable, target),
+                    sql.SQL("GRANT SELECT ({}) ON {} TO {};").format(
+                        export_columns, names.table("exports"), target),
+                ]
+            grants.append(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {};").format(callable_, target))
             if role == SERVICE_ROLE:
                 grants.append(sql.SQL("EXECUTE format('GRANT ALL ON SEQUENCE %s TO %I', {}, {});").format(
                     sequence, sql.Literal(role)))
