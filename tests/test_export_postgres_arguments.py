@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from enginelib.export import export_postgres
-from enginelib.validation import MAX_CANDIDATES, MAX_LIMIT, MAX_RRF_K
+from enginelib.validation import MAX_CANDIDATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_RRF_K
 from tests.helpers import doc, open_test_store
 from tests.pg_server import pg_dsn, pg_server  # noqa: F401 - pytest fixtures
 
@@ -96,3 +96,13 @@ def test_numbers_out_of_range_or_null_are_refused_naming_the_argument(exported: 
     assert hybrid(dsn, None) == 4
     assert match(dsn, vector, match_threshold=None) == 4
     assert match(dsn, vector, match_threshold=1) <= 4
+
+
+def test_a_query_text_longer_than_the_engine_takes_is_refused(exported: tuple[str, str]) -> None:
+    # Any API caller could make each call parse and stem megabytes of text (about a
+    # second of server CPU per 3 MB); the engine refuses a query over MAX_QUERY_CHARS.
+    dsn, vector = exported
+    with pytest.raises(psycopg.errors.InvalidParameterValue,
+                       match=rf"query_text is 3,000,000 characters; the maximum is {MAX_QUERY_CHARS:,}"):
+        hybrid(dsn, vector, text="b" * 3_000_000)
+    assert hybrid(dsn, vector, text="brake " * (MAX_QUERY_CHARS // 6)) == 4

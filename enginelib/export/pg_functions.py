@@ -23,7 +23,7 @@ from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, TRUTH_LEVELS
-from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_RRF_K
+from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_RRF_K
 from ._psycopg import sql
 from .options import ExportOptions
 from .pg_schema import Names, SqlText
@@ -122,6 +122,16 @@ def _check_threshold() -> sql.SQL:
       USING ERRCODE = '22023';
   END IF;"""
     )
+
+
+def _check_query_text() -> sql.Composed:
+    # Every call parses and stems the whole text once per text-search configuration.
+    return sql.SQL(
+        """  IF pg_catalog.length(query_text) > {limit} THEN
+    RAISE EXCEPTION 'query_text is % characters; the maximum is {shown}',
+      pg_catalog.to_char(pg_catalog.length(query_text), 'FM9,999,999,999') USING ERRCODE = '22023';
+  END IF;"""
+    ).format(limit=sql.SQL(str(int(MAX_QUERY_CHARS))), shown=sql.SQL(f"{MAX_QUERY_CHARS:,}"))
 
 
 def _check_embedding(names: Names, dim: int, required: bool) -> sql.Composed:
@@ -567,7 +577,7 @@ $fn$"""
         k1=sql.SQL(repr(BM25_K1)), k1_plus_1=sql.SQL(repr(BM25_K1 + 1)), b=sql.SQL(repr(BM25_B)),
         # query_embedding may be NULL: the text ranking alone.
         checks=sql.SQL("\n").join([
-            _check_embedding(names, dim, required=False),
+            _check_query_text(), _check_embedding(names, dim, required=False),
             _check_int("rrf_k", 1, MAX_RRF_K, RRF_K), _check_int("match_count", 1, MAX_LIMIT, DEFAULT_LIMIT),
             _check_int("candidate_count", 1, MAX_CANDIDATES, DEFAULT_CANDIDATES)]),
     )
