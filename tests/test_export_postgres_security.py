@@ -376,7 +376,7 @@ def test_api_roles_read_the_embedding_model_of_an_export_but_not_the_exporters_p
             assert _readable_export_columns(conn, role) == needed, role
         # An export of the previous format: SELECT on the whole table, its own settings.
         conn.execute("GRANT SELECT ON enginelib.exports TO anon, authenticated")
-        conn.execute("UPDATE enginelib.exports SET settings = regexp_replace(settings, 'format=[0-9]+', 'format=5')")
+        conn.execute("UPDATE enginelib.exports SET settings = regexp_replace(settings, 'format=[0-9]+', 'format=3')")
         assert "store_path" in _readable_export_columns(conn, "authenticated")
     report = export_postgres(store, supabase_dsn, public_read=True)
     store.close()

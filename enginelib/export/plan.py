@@ -46,7 +46,7 @@ from .rows import CatalogReader, Row
 
 # Bumped when the exported SQL changes, so a re-export of an unchanged store still
 # rewrites functions and policies made by an older version.
-SCHEMA_FORMAT = 7
+SCHEMA_FORMAT = 4
 
 
 @dataclass(frozen=True)
