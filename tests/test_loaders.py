@@ -735,3 +735,21 @@ def test_cli_ingest_raises_the_file_limit_the_skip_reason_names(tmp_path: Path) 
     assert taken.exit_code == 0 and taken.output.startswith("added 1,")
     queued = CliRunner().invoke(main, [*args, "--max-file-mb", "2", "--queue"], env=env)
     assert queued.exit_code == 2 and "for a direct ingest" in queued.output
+
+
+def test_source_path_is_absolute_whatever_path_names_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The path as typed named another file from another working directory, and the same
+    # folder typed two ways read as a metadata change on every re-ingest.
+    write(tmp_path / "real" / "guides" / "brakes.md", "# Brakes\n\nPads.\n")
+    write(tmp_path / "alone.md", "# Alone\n\nText.\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    expected = str((tmp_path / "real" / "guides" / "brakes.md").resolve())
+    for given in ("real", "./real", "link", str(tmp_path / "real"), "real/../real"):
+        documents, _ = split(iter_load(given))
+        assert [(d.id, d.source_path) for d in documents] == [("guides/brakes.md", expected)]
+    documents, _ = split(iter_load("alone.md"))
+    assert [(d.id, d.source_path) for d in documents] == [
+        ("alone.md", str((tmp_path / "alone.md").resolve()))]

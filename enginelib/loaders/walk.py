@@ -6,6 +6,12 @@ copies: a file found by walking a folder gets its path relative to that folder, 
 line keeps its own ``id``/``_id`` (else ``<file id>#<line number>``). Two folders holding
 the same relative path therefore share an id, and the later one wins.
 
+A document's ``source_path`` is absolute: the folder (or file) given, resolved, joined with
+the path found under it, as a queued job records it. The path as typed ("docs/a.md") named
+a different file from another working directory, and the same file typed two ways
+("docs", "./docs", a symlink to it) read as a metadata change on every re-ingest; folder
+sync (``ingest --prune``) needs to know which folder a stored document's file was in.
+
 What a batch does with a problem depends on whose problem it is. A path the caller named
 that does not exist is a mistake in the whole command: :class:`LoaderError` at once, before
 anything is loaded. A file that cannot be loaded (unsupported, empty, binary, not UTF-8,
@@ -18,6 +24,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InvalidInputError, LoaderError
@@ -74,8 +81,9 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str] |
     yield from visit(root, "")
 
 
-def _load(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadItem]:
-    """One file's documents; whatever is wrong with the file comes out as a SkippedInput."""
+def _load(path: Path, doc_id: str, max_bytes: int, source: Path) -> Iterator[LoadItem]:
+    """One file's documents, recorded as coming from ``source`` (its absolute path);
+    whatever is wrong with the file comes out as a SkippedInput naming ``path`` as given."""
     try:
         loader = loader_for(path)
         if not path.is_file():
@@ -85,7 +93,10 @@ def _load(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadItem]:
                 raise fail(path, "no longer exists (removed or renamed while the folder was "
                                  "read): ingest the folder again to take it as it is now")
             raise fail(path, "not a regular file")
-        yield from loader(path, doc_id, max_bytes)
+        for item in loader(path, doc_id, max_bytes):
+            if isinstance(item, LoadedDocument) and item.source_path == str(path):
+                item = replace(item, source_path=str(source))
+            yield item
     except LoaderError as exc:
         yield SkippedInput(str(path), str(exc))
 
@@ -95,8 +106,9 @@ def _items(
 ) -> Iterator[LoadItem]:
     for root in roots:
         if not root.is_dir():
-            yield from _load(root, root.name, max_bytes)
+            yield from _load(root, root.name, max_bytes, root.resolve())
             continue
+        base = root.resolve()
         for found in walk(root, exclude):
             if isinstance(found, SkippedInput):
                 yield found
@@ -106,7 +118,7 @@ def _items(
                 continue
             if matches(relative, exclude):
                 continue
-            yield from _load(path, relative, max_bytes)
+            yield from _load(path, relative, max_bytes, base.joinpath(*relative.split("/")))
 
 
 def iter_load(
