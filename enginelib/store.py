@@ -81,15 +81,13 @@ class Store(StoreCore):
         return run_ingest(self, items, options, batch_size=DEFAULT_BATCH, progress=progress)
 
     def delete_document(self, document_id: str) -> None:
+        """Delete a document: its versions are archived (``history`` keeps them), its chunks
+        leave both indexes."""
+        from .deletion import delete_documents
+
         self.require_writable()
         self.catalog.require_document(document_id)
-        with self.catalog.transaction():
-            generation = self.catalog.bump_generation()
-            self.catalog.archive_document(document_id, "deleted", generation)
-            removed = self.catalog.delete_document(document_id, generation)
-        self.committed()
-        self.apply_commit(removed, [])
-        self.persist()
+        delete_documents(self, [document_id])
 
     def add_source(self, source_id: str, **fields: Any) -> None:
         """Register (or update) a source with its authority: tier, evidence_level, ..."""
