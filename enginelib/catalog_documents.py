@@ -92,3 +92,14 @@ def store_counts(catalog: Catalog) -> dict[str, Any]:
         "documents_by_truth_level": by_level,
         "queries_logged": int(queries[0]) if queries else 0,
     }
+
+
+_SOURCE_PATHS_SQL = (
+    "SELECT document_id, source_path FROM documents WHERE source_path IS NOT NULL "
+    "ORDER BY document_id"
+)
+
+
+def source_paths(catalog: Catalog) -> list[tuple[str, str]]:
+    """(document id, recorded source path) of every document that came from a file."""
+    return [(str(i), str(p)) for i, p in catalog.con.execute(_SOURCE_PATHS_SQL).fetchall()]

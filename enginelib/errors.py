@@ -15,6 +15,7 @@
      +-- IngestError                   a document could not be ingested  (.path)
      |    +-- LoaderError                unreadable, empty, binary, no text layer, bad JSONL line
      |    +-- UnsupportedFormatError     no loader for this file type
+     |    +-- PruneRefusedError          ingest --prune would empty a folder that looks unmounted
      +-- DocumentNotFoundError         (also KeyError)
      +-- InvalidInputError             (also ValueError) bad argument from the caller
      |    +-- InvalidTruthLevelError
@@ -117,6 +118,12 @@ class LoaderError(IngestError):
 
 class UnsupportedFormatError(LoaderError):
     pass
+
+
+class PruneRefusedError(IngestError):
+    """Folder sync refused to delete: the folder is gone or holds no file while the store has
+    documents from it. Raised after the ingest committed (``.report`` says what it did) and
+    before anything was deleted."""
 
 
 class DocumentNotFoundError(EngineError, KeyError):

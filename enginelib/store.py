@@ -68,8 +68,17 @@ class Store(StoreCore):
         exclude: Sequence[str] = (),
         max_bytes: int | None = None,
         progress: bool = False,
+        prune: bool = False,
         **options: Any,
     ) -> IngestReport:
+        """Ingest files and folders (options as ``ingest_documents``).
+
+        ``prune=True`` keeps the folders given in sync: after the ingest, the documents whose
+        file inside one of them is gone (renamed, removed) are deleted, their versions
+        archived; ``report.pruned`` lists them. A file that failed to load is kept; a folder
+        that is gone or holds no file at all raises PruneRefusedError instead of emptying
+        the store of it (see enginelib/prune.py).
+        """
         from .loaders import DEFAULT_MAX_BYTES, iter_load
 
         self.require_writable()
@@ -78,7 +87,13 @@ class Store(StoreCore):
         )
         from .ingest_run import run_ingest
 
-        return run_ingest(self, items, options, batch_size=DEFAULT_BATCH, progress=progress)
+        if not prune:
+            return run_ingest(self, items, options, batch_size=DEFAULT_BATCH, progress=progress)
+        from .prune import prune_after, sync_folders
+
+        folders = sync_folders(paths)
+        report = run_ingest(self, items, options, batch_size=DEFAULT_BATCH, progress=progress)
+        return prune_after(self, report, folders)
 
     def delete_document(self, document_id: str) -> None:
         """Delete a document: its versions are archived (``history`` keeps them), its chunks

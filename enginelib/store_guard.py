@@ -135,7 +135,7 @@ def _ingest_documents(documents: Any, *, progress: Any = False, batch_size: Any 
 
 
 def _ingest_path(*paths: Any, include: Any = (), exclude: Any = (), max_bytes: Any = None,
-                 progress: Any = False, **options: Any) -> None:
+                 progress: Any = False, prune: Any = False, **options: Any) -> None:
     if not paths:
         raise InvalidInputError("ingest_path needs at least one file or folder")
     for path in paths:
@@ -148,6 +148,7 @@ def _ingest_path(*paths: Any, include: Any = (), exclude: Any = (), max_bytes: A
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, minimum=1, maximum=MAX_FILE_BYTES)
     check_bool("progress", progress)
+    check_bool("prune", prune)
 
 
 def _path(name: str, value: Any) -> None:

@@ -115,6 +115,8 @@ class IngestReport:
     chunks_written: int = 0
     chunks_embedded: int = 0
     chunks_from_cache: int = 0
+    # ids deleted by folder sync (``ingest_path(..., prune=True)``): their file is gone
+    pruned: tuple[str, ...] = ()
 
     @property
     def documents_seen(self) -> int:

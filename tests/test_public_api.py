@@ -10,7 +10,7 @@ PUBLIC = {
     "HashingEmbedder", "Hit",
     "CorruptStoreError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
-    "InvalidVectorError", "LoadedDocument", "LoaderError", "RagContext", "ReadOnlyStoreError",
+    "InvalidVectorError", "LoadedDocument", "LoaderError", "PruneRefusedError", "RagContext", "ReadOnlyStoreError",
     "RerankerError", "RewriterError",
     "Scores", "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store",
     "StoreError", "StoreLockedError", "StoreNotFoundError", "check_answer_citations", "memory", "open",
