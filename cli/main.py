@@ -10,6 +10,8 @@ from typing import Any, TextIO
 import click
 
 from enginelib.core.lock import set_minimum_wait
+from enginelib.errors import PruneRefusedError
+from enginelib.types import IngestReport
 
 from .commands_search import search_command
 from .options import (
@@ -47,6 +49,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "update": ("commands_documents", "update"),
     "serve": ("commands_serve", "serve"),
 }
+# Pruned ids listed one a line by `ingest --prune`; the rest are counted (--json has all).
+SHOWN_PRUNED = 20
 
 
 class _Commands(click.Group):
@@ -115,6 +119,10 @@ def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) ->
               help="All or nothing: the first bad file or record fails the call, nothing is written.")
 @click.option("--queue", is_flag=True, help="Enqueue one job per file and return; "
               "`enginelib worker` (or `serve`) ingests them, retrying failures.")
+@click.option("--prune", is_flag=True,
+              help="Sync the folders given: then delete the documents whose file inside one "
+                   "of them is gone (renamed or removed); their versions stay in `history`. "
+                   "Files that fail to load are kept; an empty or missing folder is refused.")
 @json_option
 @handle_errors
 def ingest(
@@ -122,14 +130,20 @@ def ingest(
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
     include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool,
     max_file_mb: float | None, strict: bool, vector_dim: int | None, embedder_name: str | None,
-    queue: bool, as_json: bool,
+    queue: bool, prune: bool, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
 
     JSONL records may carry their own embedding in `vector` (or `embedding`; `vectors` for
-    one per chunk): it is used instead of the model."""
+    one per chunk): it is used instead of the model. With --prune, a folder kept in sync
+    loses the documents of its files that are gone (`enginelib ingest DOCS/ --prune`)."""
     if queue:
         from .commands_jobs import enqueue_paths
+
+        if prune:
+            raise click.UsageError("--prune is for a direct ingest: queued files are ingested "
+                                   "later, one job each, so no moment says the folder is in; "
+                                   "run `enginelib ingest FOLDER --prune` without --queue")
 
         if max_file_mb is not None:
             raise click.UsageError("--max-file-mb is for a direct ingest; a queued job reads "
@@ -150,27 +164,46 @@ def ingest(
         return
     with open_store(store_path, create=True, vector_dim=vector_dim,
                     embedder=embedder_name) as store:
-        report = store.ingest_path(
-            *paths, include=include, exclude=exclude, progress=not no_progress and not as_json,
-            truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
-            metadata=parse_key_values(metadata, "--metadata"), strict=strict,
-            max_bytes=None if max_file_mb is None else int(max_file_mb * 1024 * 1024),
-        )
+        try:
+            report = store.ingest_path(
+                *paths, include=include, exclude=exclude,
+                progress=not no_progress and not as_json, prune=prune,
+                truth_level=truth_level, domain=domain, source_type=source_type,
+                tags=list(tags), metadata=parse_key_values(metadata, "--metadata"),
+                strict=strict,
+                max_bytes=None if max_file_mb is None else int(max_file_mb * 1024 * 1024),
+            )
+        except PruneRefusedError as exc:
+            if isinstance(exc.report, IngestReport):  # what the ingest did, then the refusal
+                _print_ingest(exc.report, paths, include, exclude, prune=prune, as_json=as_json)
+            raise
+    _print_ingest(report, paths, include, exclude, prune=prune, as_json=as_json)
+
+
+def _print_ingest(report: IngestReport, paths: tuple[Path, ...], include: tuple[str, ...],
+                  exclude: tuple[str, ...], *, prune: bool, as_json: bool) -> None:
     data = {
         "added": len(report.added), "updated": len(report.updated),
         "unchanged": len(report.unchanged), "skipped": len(report.skipped),
+        "pruned": len(report.pruned),
         "chunks_written": report.chunks_written, "chunks_embedded": report.chunks_embedded,
         "chunks_from_cache": report.chunks_from_cache,
         "skipped_inputs": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "pruned_ids": list(report.pruned),
     }
     if as_json:
         emit_json(data)
         return
+    pruned = f", pruned {data['pruned']}" if prune else ""
     click.echo(
         f"added {data['added']}, updated {data['updated']}, unchanged {data['unchanged']}, "
-        f"skipped {data['skipped']} documents; {data['chunks_written']} chunks written "
+        f"skipped {data['skipped']}{pruned} documents; {data['chunks_written']} chunks written "
         f"({data['chunks_embedded']} embedded, {data['chunks_from_cache']} from cache)"
     )
+    for document_id in report.pruned[:SHOWN_PRUNED]:
+        click.echo(f"  pruned {printable(document_id)}")
+    if len(report.pruned) > SHOWN_PRUNED:
+        click.echo(f"  and {len(report.pruned) - SHOWN_PRUNED} more (--json lists them all)")
     for skipped in report.skipped:
         # Loader reasons already start with the file they are about.
         reason = skipped.reason if skipped.reason.startswith(skipped.path) else f"{skipped.path}: {skipped.reason}"

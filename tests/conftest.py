@@ -17,7 +17,7 @@ import pytest
 # drive the whole server app.
 SLOW_MODULES = frozenset({
     "test_lint", "test_concurrency", "test_bench_harness", "test_cli", "test_cli_hostile",
-    "test_jobs_cli", "test_fault_injection", "test_web",
+    "test_jobs_cli", "test_fault_injection", "test_web", "test_cli_prune",
 })
 # A test that kills a real process at a crash point (named so: test_..._kill..., sigkill).
 KILLS = re.compile(r"kill", re.IGNORECASE)
