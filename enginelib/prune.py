@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
     from .core.store_core import StoreCore
 
 PRUNED = "deleted: its file is gone (ingest --prune)"
+# A source path a caller gave that names no file ("https://...", "s3://..."): read as a
+# relative path it would lie under the working directory, and look gone.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Ids named in a refusal; the rest are counted.
 SHOWN_IDS = 5
 
@@ -94,7 +98,7 @@ def stale_documents(rows: Iterable[tuple[str, str]], folders: Sequence[Path], *,
     real_folder = functools.lru_cache(maxsize=None)(os.path.realpath)
     stale: dict[Path, list[str]] = {}
     for document_id, source in rows:
-        if document_id in keep:
+        if document_id in keep or _URL.match(source):
             continue
         written = os.path.abspath(source)
         parent, name = os.path.split(written)

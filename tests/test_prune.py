@@ -109,6 +109,13 @@ def test_a_file_that_cannot_be_checked_is_kept(monkeypatch: pytest.MonkeyPatch,
     assert stale_documents(rows, [folder]) == {folder: ["gone.md"]}
 
 
+def test_a_source_path_that_is_a_url_is_no_file(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    rows = [("u", "https://example.com/a.md"), ("s", "s3://bucket/b.md"), ("f", "gone.md")]
+    assert stale_documents(rows, [tmp_path]) == {tmp_path: ["f"]}
+
+
 def test_a_sibling_folder_sharing_a_prefix_is_never_pruned(tmp_path: Path) -> None:
     docs = docs_folder(tmp_path)
     sibling = tmp_path / "docsx"
