@@ -229,16 +229,19 @@ class Catalog:
             raise DocumentNotFoundError(document_id, deleted=deleted)
         return doc
 
-    def document_states(self, document_ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-        """document_id -> (content_hash, version, fingerprint) for the ids that exist."""
+    def document_states(
+        self, document_ids: Sequence[str]
+    ) -> dict[str, tuple[str, str, str, str | None]]:
+        """document_id -> (content_hash, version, fingerprint, source_path) for the ids that
+        exist."""
         if not document_ids:
             return {}
         rows = self.con.execute(
-            "SELECT document_id, content_hash, version, fingerprint FROM documents "
+            "SELECT document_id, content_hash, version, fingerprint, source_path FROM documents "
             "WHERE document_id IN (SELECT unnest(?::VARCHAR[]))",
             [list(document_ids)],
         ).fetchall()
-        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
     def archived_versions(self, document_ids: Sequence[str]) -> dict[str, list[str]]:
         """document_id -> the versions kept in its history (a deleted document's too)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -88,6 +89,27 @@ class _Prepared:
     vectors: np.ndarray | None = None
     status: str = "added"  # added | updated
     content_changed: bool = True
+    # what the fingerprint hashes: compared again with the stored path's spelling
+    fingerprint_fields: dict[str, Any] = field(default_factory=dict)
+
+    def same_file_spelled_otherwise(self, stored_path: str | None, stored_fingerprint: str) -> bool:
+        """Whether this document differs from the stored one only in how its file's path is
+        written. A store ingested before source paths were absolute recorded "docs/a.md";
+        the first re-ingest after that change rewrote every document as a metadata change
+        (a new version each, its chunks rewritten) for the very same files."""
+        new_path = self.row["source_path"]
+        if not stored_path or not new_path or stored_path == new_path:
+            return False
+        if os.path.realpath(stored_path) != os.path.realpath(new_path):
+            return False
+        as_stored = {**self.fingerprint_fields, "source_path": stored_path,
+                     "file_path": stored_path}
+        return fingerprint(as_stored) == stored_fingerprint
+
+
+def fingerprint(fields: dict[str, Any]) -> str:
+    """What a re-ingest compares: every field a document brings, its dates of ingest aside."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 class Ingestor:
@@ -203,7 +225,8 @@ class Ingestor:
                 continue
             state = states.get(document.id)
             if state is not None:
-                if state[2] == item.row["fingerprint"]:
+                if (state[2] == item.row["fingerprint"]
+                        or item.same_file_spelled_otherwise(state[3], state[2])):
                     self.unchanged.append(document.id)
                     bar.advance_documents(1)
                     continue
@@ -231,12 +254,14 @@ class Ingestor:
                 f"document {document.id!r} has no text: nothing to index", path=document.source_path
             )
         spans = self.store.chunker.chunk(document.text)
-        row = self._row(document, spans)
+        row, fields = self._row(document, spans)
         title = document.title or ""
         embed_texts = [passage_text(title, span.heading_path, span.content) for span in spans]
-        return _Prepared(document, row, spans, embed_texts)
+        return _Prepared(document, row, spans, embed_texts, fingerprint_fields=fields)
 
-    def _row(self, document: LoadedDocument, spans: list[ChunkSpan]) -> dict[str, Any]:
+    def _row(self, document: LoadedDocument,
+             spans: list[ChunkSpan]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The document's catalog row, and the fields its fingerprint hashes."""
         opts = self.options
         meta = dict(opts.metadata)
         meta.update(document.metadata)
@@ -290,10 +315,8 @@ class Ingestor:
         fingerprint_fields["created_at"] = lifted.get("created_at")
         if document.vectors is not None:  # new own vectors for the same text: not unchanged
             fingerprint_fields["own_vectors"] = vectors_digest(document)
-        row["fingerprint"] = hashlib.sha256(
-            json.dumps(fingerprint_fields, sort_keys=True, default=str).encode("utf-8")
-        ).hexdigest()
-        return row
+        row["fingerprint"] = fingerprint(fingerprint_fields)
+        return row, fingerprint_fields
 
     def _embed(self, prepared: list[_Prepared], bar: IngestProgress) -> None:
         store = self.store
@@ -329,12 +352,17 @@ class Ingestor:
         updated = [item.document.id for item in prepared if item.status == "updated"]
         changed = [item.document.id for item in prepared
                    if item.status == "updated" and item.content_changed]
+        # A re-ingest that changes only metadata (a tag, the truth level) makes a new version
+        # too: its predecessor is archived as `update` archives it, or a citation naming it
+        # could no longer be read back (`history --text` said no such version).
+        relabelled = sorted(set(updated) - set(changed))
         with catalog.transaction():
             generation = catalog.bump_generation()
             index_version = next_index_version(catalog.get_meta("index_version"))
             catalog.set_meta("index_version", index_version)
             created = catalog.created_at_of(updated)
             catalog.archive_documents(changed, "content changed", generation)
+            catalog.archive_documents(relabelled, "metadata changed", generation)
             removed = catalog.delete_documents(updated, generation)
             rows = []
             for item in prepared:

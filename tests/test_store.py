@@ -88,14 +88,15 @@ def test_unchanged_reingest_is_a_noop(tmp_path: Path) -> None:
     store.close()
 
 
-def test_metadata_change_bumps_patch_without_archiving(tmp_path: Path) -> None:
+def test_metadata_change_bumps_patch_and_archives_its_predecessor(tmp_path: Path) -> None:
     store = open_test_store(tmp_path / "s")
     store.ingest_documents([doc("a", paragraphs(5))], domain="brakes")
     store.ingest_documents([doc("a", paragraphs(5))], domain="suspension")
     document = store.get_document("a")
     assert document["domain"] == "suspension"
     assert document["version"] == "1.0.1"
-    assert store.catalog.versions("a") == []
+    # as `update` does: a citation naming 1.0.0 still reads its text
+    assert [v["version"] for v in store.catalog.versions("a")] == ["1.0.0"]
     store.close()
 
 
