@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -111,7 +110,7 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
         "strategy_used": response.strategy_used,
         "total": response.total,
         "total_is_lower_bound": response.total_is_lower_bound,
-        "gate": gate_json(response),
+        "gate": response.gate_summary(),
         "limit": response.limit,
         "offset": response.offset,
         "truth_levels": list(response.truth_levels),
@@ -171,24 +170,6 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
             "search_method": response.context.search_method,
             "index_version": response.context.index_version,
         },
-    }
-
-
-def gate_json(response: SearchResponse) -> dict[str, Any]:
-    """The answerability decision and the numbers behind it, as far as the response has them."""
-    numbers: dict[str, Any] = {}
-    gate = getattr(response, "gate", None)  # the gate's own record, where the engine gives one
-    if gate is not None and hasattr(gate, "to_dict"):
-        numbers = gate.to_dict()  # decision, reason_code, score, threshold, evidence, message
-    elif gate is not None and dataclasses.is_dataclass(gate) and not isinstance(gate, type):
-        numbers = dataclasses.asdict(gate)
-    elif isinstance(gate, dict):
-        numbers = dict(gate)
-    return {
-        "answerable": response.ok,
-        "reason": response.reason,
-        "confidence": response.context.confidence,
-        **numbers,
     }
 
 

@@ -238,3 +238,13 @@ class SearchResponse:
             "context": self.context.to_dict(),
             "gate": None if self.gate is None else self.gate.to_dict(),
         }
+
+    def gate_summary(self) -> dict[str, Any]:
+        """The gate as the CLI's ``--json`` and the HTTP API show it: the decision, reason
+        code, score, threshold and evidence of ``gate.to_dict()``, with whether the search
+        is answered, its reason and confidence beside them."""
+        numbers = {"decision": "answer" if self.ok else "refuse"}
+        if self.gate is not None:
+            numbers = self.gate.to_dict()
+        return {"answerable": self.ok, "reason": self.reason,
+                "confidence": self.context.confidence, **numbers}

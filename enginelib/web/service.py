@@ -135,9 +135,8 @@ class Service:
             hit["authority"] = authority.get(hit["document_id"], {})
             hit["document_url"] = document_url(hit["document_id"], hit["start_offset"],
                                                hit["end_offset"])
-        data["gate"] = {"decision": "answer" if response.ok else "refuse",
-                        "status": response.status, "reason": response.reason,
-                        "confidence": response.context.confidence}
+        # the gate's numbers as `enginelib search --json` has them (and the status, as before)
+        data["gate"] = {**response.gate_summary(), "status": response.status}
         return data
 
     def check_answer(self, params: dict[str, Any]) -> dict[str, Any]:

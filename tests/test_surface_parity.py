@@ -1,0 +1,192 @@
+"""One request, three surfaces: ``Store.search`` (and the document calls), ``enginelib ...
+--json`` and the ``serve`` JSON API give the same answer on the same store, and refuse the
+same bad request with the same error type and message (README: the search options table
+promises the same options on every surface).
+
+Each case is a row: the request as Python, HTTP and the command line spell it. The store
+is searched in process: the API through Starlette's TestClient over the store the Python
+calls use, the CLI through CliRunner on the same folder (read-only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from enginelib import Store
+from enginelib.cli.main import main
+from enginelib.web import Service, create_app
+from tests.helpers import doc, open_test_store, paragraphs
+
+GDPR = ("Article 17. Right to erasure. The data subject shall have the right to obtain from "
+        "the controller the erasure of personal data concerning him or her without undue "
+        "delay where the personal data are no longer necessary.")
+
+
+@dataclass
+class Surfaces:
+    path: Path
+    store: Store
+    client: TestClient
+    runner: CliRunner
+
+    def cli(self, *args: str) -> Any:
+        # The serve store holds the catalog open for writing; the CLI opens it read-only,
+        # which DuckDB refuses in the same process while the other connection is open.
+        self.store.catalog.release()
+        return self.runner.invoke(main, [*args, "--store", str(self.path)])
+
+
+@pytest.fixture(scope="module")
+def surfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surfaces]:
+    path = tmp_path_factory.mktemp("parity") / "store"
+    with open_test_store(path) as store:
+        store.add_source("eur-lex", name="EUR-Lex", tier="gold", evidence_level="regulation",
+                         authority_score=95)
+        store.ingest_documents([
+            doc("gdpr-17", GDPR, title="GDPR Article 17", metadata={"source_id": "eur-lex"}),
+            doc("brakes", paragraphs(6), title="Brakes"),
+            doc("tyres", paragraphs(3, "tyres"), title="Tyres"),
+        ], truth_level="L1", tags=["manual"])
+        store.create_snapshot("first")
+        store.ingest_documents([doc("draft", paragraphs(2), title="Draft")],
+                               truth_level="L3", domain="workshop", tags=["draft"])
+        store.update_document("tyres", truth_level="L2", metadata={"reviewed": "yes"})
+    service = Service(open_test_store(path), poll_s=0.05, time_unit=0.001)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+        with TestClient(create_app(service, worker=False),  # type: ignore[arg-type]
+                        base_url="http://127.0.0.1:8765") as client:
+            yield Surfaces(path, service.store, client, CliRunner())
+
+
+# -- the same valid search gives the same response -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Search:
+    """One search as each surface spells it; ``get`` is the query-string form (None: POST
+    only, the value cannot be typed in a query string the same way)."""
+
+    id: str
+    query: str
+    python: dict[str, Any] = field(default_factory=dict)
+    http: dict[str, Any] = field(default_factory=dict)
+    cli: tuple[str, ...] = ()
+    get: dict[str, str] | None = None
+
+
+NO_GATE = (dict(answerability_threshold=None), dict(no_gate=True), ("--no-gate",))
+
+SEARCHES = [
+    Search("defaults", "brake pads", get={}),
+    Search("answerable", "right to erasure of personal data", get={}),
+    Search("refused", "quantum chromodynamics lattice", get={}),
+    Search("no gate", "brake pads", *NO_GATE, get={"no_gate": "true"}),
+    Search("page", "brake pads", {"limit": 2, "offset": 2, "answerability_threshold": None},
+           {"limit": 2, "offset": 2, "no_gate": True}, ("--limit", "2", "--offset", "2", "--no-gate"),
+           get={"limit": "2", "offset": "2", "no_gate": "1"}),
+    Search("truth levels", "brake pads",
+           {"truth_levels": ["L1", "L2", "L3"], "answerability_threshold": None},
+           {"truth_levels": ["L1", "L2", "L3"], "no_gate": True},
+           ("--truth-level", "L1,L2,L3", "--no-gate"),
+           get={"truth_levels": "L1,L2,L3", "no_gate": "on"}),
+    Search("fulltext", "brake pads", {"strategy": "fulltext"}, {"strategy": "fulltext"},
+           ("--strategy", "fulltext"), get={"strategy": "fulltext"}),
+    Search("vector exact", "brake pads",
+           {"strategy": "vector", "exact": True, "answerability_threshold": None},
+           {"strategy": "vector", "exact": True, "no_gate": True},
+           ("--strategy", "vector", "--exact", "--no-gate")),
+    Search("auto", "1K0615301M", {"strategy": "auto"}, {"strategy": "auto"},
+           ("--strategy", "auto")),
+    Search("weighted", "brake pads",
+           {"fusion": "weighted", "weights": (0.7, 0.3), "answerability_threshold": None},
+           {"fusion": "weighted", "weights": [0.7, 0.3], "no_gate": True},
+           ("--fusion", "weighted", "--weights", "0.7,0.3", "--no-gate"),
+           get={"fusion": "weighted", "weights": "0.7,0.3", "no_gate": "true"}),
+    Search("preset", "brake pads", {"preset": "keyword"}, {"preset": "keyword"},
+           ("--preset", "keyword"), get={"preset": "keyword"}),
+    Search("rrf k, candidates, min score", "brake pads",
+           {"rrf_k": 5, "candidates": 3, "min_score": 0.02, "answerability_threshold": None},
+           {"rrf_k": 5, "candidates": 3, "min_score": 0.02, "no_gate": True},
+           ("--rrf-k", "5", "--candidates", "3", "--min-score", "0.02", "--no-gate"),
+           get={"rrf_k": "5", "candidates": "3", "min_score": "0.02", "no_gate": "true"}),
+    Search("boost and diversify", "brake pads",
+           {"boosts": True, "mmr": True, "mmr_lambda": 0.5, "answerability_threshold": None},
+           {"boost": True, "diversify": True, "mmr_lambda": 0.5, "no_gate": True},
+           ("--boost", "--diversify", "--mmr-lambda", "0.5", "--no-gate")),
+    Search("caps", "brake pads",
+           {"per_source_cap": 1, "chunks_per_doc": 2, "answerability_threshold": None},
+           {"per_source_cap": 1, "chunks_per_doc": 2, "no_gate": True},
+           ("--per-source-cap", "1", "--chunks-per-doc", "2", "--no-gate")),
+    Search("typo corrected", "brak pads", *NO_GATE),
+    Search("typo kept", "brak pads", {"rewrite": False, "answerability_threshold": None},
+           {"no_rewrite": True, "no_gate": True}, ("--no-rewrite", "--no-gate")),
+    Search("lenient", '"brake pads', {"lenient": True}, {"lenient": True}, ("--lenient",)),
+    Search("filters", "brake pads",
+           {"filters": {"domain": ["workshop"], "tags": {"all": ["draft"]}},
+            "truth_levels": "L3"},
+           {"filters": {"domain": ["workshop"], "tags": {"all": ["draft"]}},
+            "truth_levels": "L3"},
+           ("--filter", "domain=workshop", "--filter", "tags:all=draft", "--truth-level", "L3"),
+           get={"filters": '{"domain": ["workshop"], "tags": {"all": ["draft"]}}',
+                "truth_levels": "L3"}),
+    Search("metadata filter", "brake pads",
+           {"filters": {"metadata.reviewed": "yes"}, "answerability_threshold": None},
+           {"filters": {"metadata.reviewed": "yes"}, "no_gate": True},
+           ("--filter", "metadata.reviewed=yes", "--no-gate")),
+]
+
+# What a surface adds to the response for its own readers, beside the Python fields.
+HTTP_EXTRAS = {"snapshot"}
+HTTP_HIT_EXTRAS = {"authority", "document_url"}
+
+
+def comparable(data: dict[str, Any]) -> dict[str, Any]:
+    """A response as JSON, less what differs from run to run (timings)."""
+    data = json.loads(json.dumps(data, default=str))
+    data.pop("execution_time_ms")
+    data.pop("timings", None)
+    return data
+
+
+def python_response(store: Store, query: str, options: dict[str, Any]) -> dict[str, Any]:
+    return comparable(store.search(query, **options).to_dict())
+
+
+def http_response(data: dict[str, Any]) -> dict[str, Any]:
+    data = comparable(data)
+    for name in HTTP_EXTRAS:
+        data.pop(name)
+    for hit in data["hits"]:
+        for name in HTTP_HIT_EXTRAS:
+            hit.pop(name)
+    return data
+
+
+@pytest.mark.parametrize("case", SEARCHES, ids=[c.id for c in SEARCHES])
+def test_the_api_answers_as_python_does(surfaces: Surfaces, case: Search) -> None:
+    expected = python_response(surfaces.store, case.query, case.python)
+    answer = surfaces.client.post("/api/search", json={"query": case.query, **case.http})
+    assert answer.status_code == 200, answer.text
+    got = http_response(answer.json())
+    gate = got.pop("gate")
+    assert got == {k: v for k, v in expected.items() if k != "gate"}
+    assert gate == {**expected["gate"], **_summary(expected), "status": expected["status"]}
+    if case.get is not None:
+        typed = surfaces.client.get("/api/search", params={"q": case.query, **case.get})
+        assert typed.status_code == 200, typed.text
+        assert http_response(typed.json()) == http_response(answer.json())
+
+
+def _summary(response: dict[str, Any]) -> dict[str, Any]:
+    """What the CLI and the API show beside the Python gate's numbers."""
+    return {"answerable": response["status"] == "ok", "reason": response["reason"],
+            "confidence": response["context"]["confidence"]}
