@@ -102,75 +102,9 @@ def search_command(
 
 
 def response_json(response: SearchResponse) -> dict[str, Any]:
-    """The canonical Citation schema's names, snake_case, stable for programs."""
-    return {
-        "query": response.query,
-        "status": response.status,
-        "reason": response.reason,
-        "strategy_used": response.strategy_used,
-        "total": response.total,
-        "total_is_lower_bound": response.total_is_lower_bound,
-        "gate": response.gate_summary(),
-        "limit": response.limit,
-        "offset": response.offset,
-        "truth_levels": list(response.truth_levels),
-        "execution_time_ms": round(response.execution_time_ms, 3),
-        "sub_queries": list(response.sub_queries),
-        "corrections": dict(response.corrections),
-        "expansions": dict(response.expansions),
-        "hits": [
-            {
-                "rank": h.rank,
-                "document_id": h.document_id,
-                "chunk_index": h.chunk_index,
-                "content": h.content,
-                "start_offset": h.start_offset,
-                "end_offset": h.end_offset,
-                "truth_level": h.truth_level,
-                "title": h.title,
-                "heading_path": h.heading_path,
-                "scores": {
-                    "vector_rank": h.scores.vector_rank,
-                    "vector_score": h.scores.vector_score,
-                    "bm25_rank": h.scores.bm25_rank,
-                    "bm25_score": h.scores.bm25_score,
-                    "fused": h.scores.fused,
-                    "similarity": h.scores.similarity,
-                    "boost": h.scores.boost,
-                },
-                "citation": {
-                    "number": h.citation.number,
-                    "display_text": h.citation.display_text,
-                    "quote": h.citation.quote,
-                    "document_id": h.citation.document_id,
-                    "chunk_index": h.citation.chunk_index,
-                    "start_offset": h.citation.start_offset,
-                    "end_offset": h.citation.end_offset,
-                    "quote_start": h.citation.quote_start,
-                    "quote_end": h.citation.quote_end,
-                    "truth_level": h.citation.truth_level,
-                    "source_path": h.citation.source_path,
-                    "source_type": h.citation.source_type,
-                    "source_url": h.citation.source_url,
-                    "page_start": h.citation.page_start,
-                    "page_end": h.citation.page_end,
-                    "document_version": h.citation.document_version,
-                },
-                "highlights": [
-                    {"term": x.term, "start_offset": x.start_offset, "end_offset": x.end_offset}
-                    for x in h.highlights
-                ],
-            }
-            for h in response.hits
-        ],
-        "context": {
-            "document_ids": list(response.context.document_ids),
-            "lowest_truth_level": response.context.lowest_truth_level,
-            "confidence": response.context.confidence,
-            "search_method": response.context.search_method,
-            "index_version": response.context.index_version,
-        },
-    }
+    """``SearchResponse.to_dict()``, the fields a Python caller gets (the canonical Citation
+    schema's names, snake_case, stable for programs), with the gate as ``gate_summary``."""
+    return {**response.to_dict(), "gate": response.gate_summary()}
 
 
 def _print_understanding(response: SearchResponse) -> None:

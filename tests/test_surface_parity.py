@@ -190,3 +190,14 @@ def _summary(response: dict[str, Any]) -> dict[str, Any]:
     """What the CLI and the API show beside the Python gate's numbers."""
     return {"answerable": response["status"] == "ok", "reason": response["reason"],
             "confidence": response["context"]["confidence"]}
+
+
+@pytest.mark.parametrize("case", SEARCHES, ids=[c.id for c in SEARCHES])
+def test_the_command_line_answers_as_python_does(surfaces: Surfaces, case: Search) -> None:
+    expected = python_response(surfaces.store, case.query, case.python)
+    result = surfaces.cli("search", case.query, *case.cli, "--json")
+    assert result.exit_code == (0 if expected["status"] == "ok" else 1), result.output
+    got = comparable(json.loads(result.output))
+    gate = got.pop("gate")
+    assert got == {k: v for k, v in expected.items() if k != "gate"}
+    assert gate == {**expected["gate"], **_summary(expected)}
