@@ -11,6 +11,7 @@ calls use, the CLI through CliRunner on the same folder (read-only).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,13 @@ from starlette.testclient import TestClient
 
 from enginelib import Store
 from enginelib.cli.main import main
+from enginelib.errors import (
+    EngineError,
+    InvalidFilterError,
+    InvalidInputError,
+    InvalidQueryError,
+    InvalidTruthLevelError,
+)
 from enginelib.web import Service, create_app
 from tests.helpers import doc, open_test_store, paragraphs
 
@@ -201,3 +209,129 @@ def test_the_command_line_answers_as_python_does(surfaces: Surfaces, case: Searc
     gate = got.pop("gate")
     assert got == {k: v for k, v in expected.items() if k != "gate"}
     assert gate == {**expected["gate"], **_summary(expected)}
+
+
+# -- the same bad search is refused alike ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A bad search as each surface spells it, and the error all three give. ``http`` is a
+    JSON object, or the raw body where JSON text is the point (NaN, a lone surrogate).
+    ``cli_usage``: the command line refuses it while parsing (a click type or choice), with
+    click's own words; exit 2 and ``Error:`` all the same. ``says``: the surfaces name
+    things their own way (Python's option names, the API's parameters), so each message says
+    this instead of all being equal."""
+
+    id: str
+    query: str
+    python: dict[str, Any]
+    http: dict[str, Any] | str
+    cli: tuple[str, ...]
+    error: type[EngineError]
+    cli_usage: bool = False
+    says: str | None = None
+
+
+def _refusals() -> list[Refusal]:
+    rows = []
+    for name, flag, value in [
+        ("limit", "--limit", 0), ("limit", "--limit", 1001), ("offset", "--offset", -1),
+        ("offset", "--offset", 10**6), ("offset", "--offset", 10**12),
+        ("candidates", "--candidates", 0), ("candidates", "--candidates", 10**5),
+        ("rrf_k", "--rrf-k", 0), ("per_source_cap", "--per-source-cap", 0),
+        ("chunks_per_doc", "--chunks-per-doc", 0), ("mmr_lambda", "--mmr-lambda", 1.5),
+        ("min_score", "--min-score", 1e10),
+    ]:
+        rows.append(Refusal(f"{name}={value}", "brake pads", {name: value}, {name: value},
+                            (flag, str(value)), InvalidInputError))
+    for text, number in [("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf)]:
+        rows.append(Refusal(f"min_score={text}", "brake pads", {"min_score": number},
+                            {"min_score": text}, ("--min-score", text), InvalidInputError))
+        rows.append(Refusal(f"mmr_lambda={text} (JSON)", "brake pads", {"mmr_lambda": number},
+                            f'{{"query": "brake pads", "mmr_lambda": {_json_number(number)}}}',
+                            ("--mmr-lambda", text), InvalidInputError))
+    return rows + [
+        Refusal("limit=2.5", "brake pads", {"limit": 2.5}, {"limit": 2.5}, ("--limit", "2.5"),
+                InvalidInputError, cli_usage=True),
+        Refusal("weights nan", "brake pads", {"weights": (math.nan, 1.0)},
+                {"weights": "nan,1"}, ("--weights", "nan,1"), InvalidInputError),
+        Refusal("weights three", "brake pads", {"weights": (1, 2, 3)}, {"weights": [1, 2, 3]},
+                ("--weights", "1,2,3"), InvalidInputError),
+        Refusal("weights zero", "brake pads", {"weights": (0, 0)}, {"weights": "0,0"},
+                ("--weights", "0,0"), InvalidInputError),
+        Refusal("strategy", "brake pads", {"strategy": "fuzzy"}, {"strategy": "fuzzy"},
+                ("--strategy", "fuzzy"), InvalidInputError, cli_usage=True),
+        Refusal("fusion", "brake pads", {"fusion": "max"}, {"fusion": "max"},
+                ("--fusion", "max"), InvalidInputError, cli_usage=True),
+        Refusal("truth level", "brake pads", {"truth_levels": "L9"}, {"truth_levels": "L9"},
+                ("--truth-level", "L9"), InvalidTruthLevelError),
+        Refusal("no truth level", "brake pads", {"truth_levels": ","},
+                {"truth_levels": ","}, ("--truth-level", ","), InvalidInputError),
+        Refusal("unknown preset", "brake pads", {"preset": "nope"}, {"preset": "nope"},
+                ("--preset", "nope"), InvalidInputError),
+        Refusal("preset name", "brake pads", {"preset": "../x"}, {"preset": "../x"},
+                ("--preset", "../x"), InvalidInputError),
+        Refusal("unknown option", "brake pads", {"limti": 3}, {"limti": 3}, ("--limti", "3"),
+                InvalidInputError, cli_usage=True, says="(did you mean 'limit'?)"),
+        Refusal("empty query", "", {}, {}, (), InvalidQueryError),
+        Refusal("blank query", "  \t ", {}, {}, (), InvalidQueryError),
+        Refusal("long query", "x" * 20_001, {}, {}, (), InvalidQueryError),
+        Refusal("NUL in query", "brake\x00pads", {}, {}, (), InvalidInputError),
+        Refusal("lone surrogate", "brake\ud800pads", {}, '{"query": "brake\\ud800pads"}', (),
+                InvalidInputError),
+        Refusal("unknown filter field", "brake pads", {"filters": {"colour": "red"}},
+                {"filters": {"colour": "red"}}, ("--filter", "colour=red"),
+                InvalidFilterError),
+        Refusal("bad date", "brake pads", {"filters": {"created_at": {"gte": "soon"}}},
+                {"filters": {"created_at": {"gte": "soon"}}},
+                ("--filter", "created_at.gte=soon"), InvalidFilterError),
+        Refusal("bad date operator", "brake pads", {"filters": {"created_at": {"after": "2024"}}},
+                {"filters": {"created_at": {"after": "2024"}}},
+                ("--filter", "created_at.after=2024"), InvalidFilterError),
+        Refusal("bad truth level filter", "brake pads", {"filters": {"truth_level": "L0"}},
+                {"filters": {"truth_level": "L0"}}, ("--filter", "truth_level=L0"),
+                InvalidTruthLevelError),
+    ]
+
+
+def _json_number(number: float) -> str:
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+
+
+REFUSALS = _refusals()
+
+
+@pytest.mark.parametrize("case", REFUSALS, ids=[c.id for c in REFUSALS])
+def test_a_bad_search_is_refused_alike(surfaces: Surfaces, case: Refusal) -> None:
+    with pytest.raises(case.error) as raised:
+        surfaces.store.search(case.query, **case.python)
+    assert type(raised.value) is case.error
+    message = str(raised.value)
+    if case.says is not None:
+        assert case.says in message
+    if isinstance(case.http, str):
+        answer = surfaces.client.post("/api/search", content=case.http.encode(),
+                                      headers={"content-type": "application/json"})
+    else:
+        answer = surfaces.client.post("/api/search", json={"query": case.query, **case.http})
+    if case.says is not None:
+        assert case.says in answer.json()["error"]
+        message = answer.json()["error"]
+    assert (answer.status_code, answer.json()) == (
+        400, {"error": message, "type": case.error.__name__})
+    result = surfaces.cli("search", case.query, *case.cli, "--json")
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    if case.cli_usage:
+        assert "\nError: " in result.output, result.output
+    else:
+        assert result.output == f"Error: {message}\n"
+
+
+@pytest.mark.parametrize("body", [{}, {"query": 7}, {"query": None}, {"query": {"q": "a"}}])
+def test_a_missing_or_wrong_query_is_a_query_error_as_in_python(surfaces: Surfaces,
+                                                                body: dict[str, Any]) -> None:
+    with pytest.raises(InvalidQueryError):
+        surfaces.store.search(body.get("query", 7))  # type: ignore[arg-type]
+    answer = surfaces.client.post("/api/search", json=body)
+    assert answer.status_code == 400 and answer.json()["type"] == "InvalidQueryError"

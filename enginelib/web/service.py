@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..edge import os_error
-from ..errors import InvalidFilterError, InvalidInputError
+from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..jobs.queue import MAX_POLL_S
@@ -270,8 +270,12 @@ def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     default, or for fusion settings the preset's, applies."""
     check_known(params, SEARCH_OPTIONS, "search parameter")
     query = params.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInputError("query must be a non-empty string")
+    if query is None:
+        raise InvalidQueryError("no query given: send the words to search for as query (q in "
+                                "a query string)")
+    if not isinstance(query, str):
+        raise InvalidQueryError(f"a query must be a string, got {type(query).__name__}")
+    # An empty one is refused by the search itself, with the words Python and the CLI give.
     options: dict[str, Any] = {}
     for api_name, name in API_OPTIONS.items():
         value = params.get(api_name)
