@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidInputError, InvalidQueryError, InvalidVectorError
+from .errors import InvalidFilterError, InvalidInputError, InvalidQueryError, InvalidVectorError
 
 # -- documented maxima -------------------------------------------------------------------
 
@@ -341,7 +341,8 @@ def _check_truth_levels(value: Any) -> None:
 def check_filters(value: Any) -> None:
     """Filters: a mapping of field -> value / list / operator mapping, all JSON-like."""
     if not isinstance(value, Mapping):
-        raise InvalidInputError(f"filters must be a mapping, got {type(value).__name__}")
+        raise InvalidFilterError(f"filters must be a mapping of field -> value (a JSON object), "
+                                 f"such as {{'domain': 'privacy'}}, got {_show(value)}")
     for key, item in value.items():
         check_text("a filter field", key, max_chars=MAX_KEY_CHARS, empty=False)
         check_json_value(f"filters[{key!r}]", item)

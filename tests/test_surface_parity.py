@@ -335,3 +335,15 @@ def test_a_missing_or_wrong_query_is_a_query_error_as_in_python(surfaces: Surfac
         surfaces.store.search(body.get("query", 7))  # type: ignore[arg-type]
     answer = surfaces.client.post("/api/search", json=body)
     assert answer.status_code == 400 and answer.json()["type"] == "InvalidQueryError"
+
+
+@pytest.mark.parametrize("value", [["domain", "workshop"], 5, True])
+def test_filters_that_are_not_an_object_are_a_filter_error_alike(surfaces: Surfaces,
+                                                                 value: Any) -> None:
+    # The command line reads FIELD=VALUE pairs: it cannot send anything but an object; the
+    # API reads a string as the object's JSON text (a query string's form).
+    with pytest.raises(InvalidFilterError) as raised:
+        surfaces.store.search("brake pads", filters=value)
+    answer = surfaces.client.post("/api/search", json={"query": "brake pads", "filters": value})
+    assert (answer.status_code, answer.json()) == (
+        400, {"error": str(raised.value), "type": "InvalidFilterError"})

@@ -303,7 +303,7 @@ def check_known(params: dict[str, Any], known: tuple[str, ...], what: str) -> No
         raise unknown_options_error(unknown, known, what)
 
 
-def _filters_param(filters: Any) -> dict[str, Any] | None:
+def _filters_param(filters: Any) -> Any:
     """Filters as a JSON object, or its text (a query string)."""
     if isinstance(filters, str):
         if not filters.strip():
@@ -315,9 +315,9 @@ def _filters_param(filters: Any) -> dict[str, Any] | None:
                 f"filters is not valid JSON ({exc.msg} at character {exc.pos}): send an "
                 'object such as {"domain": "privacy", "tags": ["gdpr"]}'
             ) from exc
-    if not isinstance(filters, dict):
-        raise InvalidFilterError("filters must be a JSON object of field -> value")
-    return filters or None
+    if isinstance(filters, dict) and not filters:
+        return None
+    return filters  # anything but an object is refused by the search, as from Python
 
 
 def document_url(document_id: str, start: int, end: int) -> str:
