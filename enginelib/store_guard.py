@@ -67,10 +67,15 @@ def _update_document(document_id: Any, *, truth_level: Any = None, tags: Any = N
     check_document_id(document_id)
 
 
-def _list_documents(*, truth_levels: Any = None, domain: Any = None, source_type: Any = None,
-                    tag: Any = None, prefix: Any = None, limit: Any = 1000,
-                    offset: Any = 0) -> None:
-    pass  # the signature alone: the values are checked where they are used
+def _list_documents(**filters: Any) -> None:
+    """The names alone (the values are checked where they are used): a misspelt filter
+    (truth_level=) is named with the closest one, in the words serve's API uses."""
+    from .documents import LIST_FILTERS
+    from .search.request import unknown_options_error
+
+    unknown = set(filters) - set(LIST_FILTERS)
+    if unknown:
+        raise unknown_options_error(unknown, LIST_FILTERS, "document list parameter")
 
 
 def _present_documents(document_ids: Any) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
@@ -24,12 +25,15 @@ from starlette.testclient import TestClient
 from enginelib import Store
 from enginelib.cli.main import main
 from enginelib.errors import (
+    DocumentNotFoundError,
     EngineError,
     InvalidFilterError,
     InvalidInputError,
     InvalidQueryError,
     InvalidTruthLevelError,
+    SnapshotError,
 )
+from enginelib.search.request import DEFAULTS
 from enginelib.web import Service, create_app
 from tests.helpers import doc, open_test_store, paragraphs
 
@@ -157,9 +161,15 @@ HTTP_EXTRAS = {"snapshot"}
 HTTP_HIT_EXTRAS = {"authority", "document_url"}
 
 
+def as_json(data: Any) -> Any:
+    """``data`` as a surface writes it in JSON (dates in ISO form)."""
+    return json.loads(json.dumps(
+        data, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v)))
+
+
 def comparable(data: dict[str, Any]) -> dict[str, Any]:
     """A response as JSON, less what differs from run to run (timings)."""
-    data = json.loads(json.dumps(data, default=str))
+    data = as_json(data)
     data.pop("execution_time_ms")
     data.pop("timings", None)
     return data
@@ -347,3 +357,138 @@ def test_filters_that_are_not_an_object_are_a_filter_error_alike(surfaces: Surfa
     answer = surfaces.client.post("/api/search", json={"query": "brake pads", "filters": value})
     assert (answer.status_code, answer.json()) == (
         400, {"error": str(raised.value), "type": "InvalidFilterError"})
+
+
+# -- defaults: a request that names no option ------------------------------------------------
+
+
+def test_a_request_naming_no_option_has_the_same_defaults_everywhere(surfaces: Surfaces) -> None:
+    python = python_response(surfaces.store, "brake pads", {})
+    api = http_response(surfaces.client.get("/api/search", params={"q": "brake pads"}).json())
+    cli = comparable(json.loads(surfaces.cli("search", "brake pads", "--json").output))
+    for data in (python, api, cli):
+        assert (data["limit"], data["offset"]) == (DEFAULTS["limit"], DEFAULTS["offset"])
+        assert tuple(data["truth_levels"]) == DEFAULTS["truth_levels"]
+        assert data["strategy_used"] == DEFAULTS["strategy"]
+        assert data["gate"]["threshold"] == DEFAULTS["answerability_threshold"]
+        assert data["hits"] == python["hits"]
+
+
+# -- documents: list, show, delete -----------------------------------------------------------
+
+
+LISTS = [
+    ("all", {}, {}, ()),
+    ("truth levels", {"truth_levels": ["L2", "L3"]}, {"truth_levels": "L2,L3"},
+     ("--truth-level", "L2,L3")),
+    ("domain", {"domain": "workshop"}, {"domain": "workshop"}, ("--domain", "workshop")),
+    ("tag", {"tag": "manual"}, {"tag": "manual"}, ("--tag", "manual")),
+    ("prefix", {"prefix": "t"}, {"prefix": "t"}, ("--prefix", "t")),
+    ("page", {"limit": 2, "offset": 1}, {"limit": "2", "offset": "1"},
+     ("--limit", "2", "--offset", "1")),
+]
+
+
+@pytest.mark.parametrize(("python", "http", "cli"), [row[1:] for row in LISTS],
+                         ids=[row[0] for row in LISTS])
+def test_list_gives_the_same_documents(surfaces: Surfaces, python: dict[str, Any],
+                                       http: dict[str, str], cli: tuple[str, ...]) -> None:
+    expected = as_json(surfaces.store.list_documents(**python))
+    assert expected
+    assert surfaces.client.get("/api/documents", params=http).json() == expected
+    assert json.loads(surfaces.cli("list", *cli, "--json").output) == expected
+
+
+BAD_LISTS = [
+    ("truth level", {"truth_levels": ["L9"]}, {"truth_levels": "L9"}, ("--truth-level", "L9"),
+     InvalidTruthLevelError),
+    ("huge limit", {"limit": 10**9}, {"limit": str(10**9)}, ("--limit", str(10**9)),
+     InvalidInputError),
+    ("huge offset", {"offset": 10**12}, {"offset": str(10**12)}, ("--offset", str(10**12)),
+     InvalidInputError),
+    ("NUL", {"domain": "a\x00b"}, {"domain": "a\x00b"}, ("--domain", "a\x00b"),
+     InvalidInputError),
+    ("long prefix", {"prefix": "x" * 2000}, {"prefix": "x" * 2000}, ("--prefix", "x" * 2000),
+     InvalidInputError),
+]
+
+
+@pytest.mark.parametrize(("python", "http", "cli", "error"), [row[1:] for row in BAD_LISTS],
+                         ids=[row[0] for row in BAD_LISTS])
+def test_a_bad_list_is_refused_alike(surfaces: Surfaces, python: dict[str, Any],
+                                     http: dict[str, str], cli: tuple[str, ...],
+                                     error: type[EngineError]) -> None:
+    with pytest.raises(error) as raised:
+        surfaces.store.list_documents(**python)
+    answer = surfaces.client.get("/api/documents", params=http)
+    assert (answer.status_code, answer.json()) == (
+        400, {"error": str(raised.value), "type": error.__name__})
+    result = surfaces.cli("list", *cli, "--json")
+    assert (result.exit_code, result.output) == (2, f"Error: {raised.value}\n")
+
+
+def test_an_unknown_list_filter_is_named_alike(surfaces: Surfaces) -> None:
+    # ?truth_level=L1 left out would list every document as if it were the filtered answer
+    with pytest.raises(InvalidInputError) as raised:
+        surfaces.store.list_documents(truth_level="L1")
+    answer = surfaces.client.get("/api/documents", params={"truth_level": "L1"})
+    assert (answer.status_code, answer.json()) == (
+        400, {"error": str(raised.value), "type": "InvalidInputError"})
+    assert "(did you mean 'truth_levels'?)" in str(raised.value)
+
+
+def test_show_gives_the_document_its_versions_and_chunk_offsets(surfaces: Surfaces) -> None:
+    shown = as_json(surfaces.store.show("tyres"))
+    document = dict(shown["document"])
+    document["text"] = document.pop("content")
+    api = surfaces.client.get("/api/documents/tyres").json()
+    cli = json.loads(surfaces.cli("show", "tyres", "--json").output)
+    for data in (api, cli):
+        assert data["document"] == document and data["versions"] == shown["versions"]
+        assert shown["versions"] and document["version"] == "1.0.1"
+        # the documented subset: each chunk's place (the API leaves the text to `document`)
+        for chunk, full in zip(data["chunks"], shown["chunks"], strict=True):
+            assert chunk == {k: full[k] for k in chunk}
+
+
+@pytest.mark.parametrize(("document_id", "error", "status"), [
+    ("nope", DocumentNotFoundError, 404), ("x" * 2000, InvalidInputError, 400),
+    ("a\x00b", InvalidInputError, 400)])
+def test_a_missing_or_bad_document_is_refused_alike(surfaces: Surfaces, document_id: str,
+                                                    error: type[EngineError],
+                                                    status: int) -> None:
+    for call in (surfaces.store.show, surfaces.store.history, surfaces.store.delete_document):
+        with pytest.raises(error) as raised:
+            call(document_id)
+        assert str(raised.value) == str(error_of(surfaces.store.show, document_id))
+    message = str(raised.value)
+    url = "/api/documents/" + quote(document_id, safe="")
+    for answer in (surfaces.client.get(url), surfaces.client.delete(url)):
+        assert (answer.status_code, answer.json()) == (
+            status, {"error": message, "type": error.__name__})
+    if "\x00" not in document_id:  # no command line carries a NUL
+        for command in ("show", "history"):
+            result = surfaces.cli(command, document_id, "--json")
+            assert (result.exit_code, result.output) == (2, f"Error: {message}\n")
+
+
+def error_of(call: Any, *args: Any) -> Exception:
+    try:
+        call(*args)
+    except Exception as exc:  # noqa: BLE001 - the error is the result here
+        return exc
+    raise AssertionError(f"{call.__name__}{args} did not fail")
+
+
+@pytest.mark.parametrize("name", ["nope", "../x", "bad name"])
+def test_an_unknown_or_bad_snapshot_is_refused_alike(surfaces: Surfaces, name: str) -> None:
+    from enginelib import open as open_store
+
+    with pytest.raises(EngineError) as raised:
+        open_store(surfaces.path, snapshot=name)
+    answer = surfaces.client.post("/api/search", json={"query": "brake pads", "snapshot": name})
+    assert (answer.status_code, answer.json()) == (
+        400, {"error": str(raised.value), "type": type(raised.value).__name__})
+    result = surfaces.cli("search", "brake pads", "--snapshot", name, "--json")
+    assert (result.exit_code, result.output) == (2, f"Error: {raised.value}\n")
+    assert type(raised.value) in (SnapshotError, InvalidInputError)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..documents import LIST_FILTERS
 from ..edge import os_error
 from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
@@ -41,8 +42,7 @@ API_OPTIONS: dict[str, str] = {
     api: name for name in OPTIONS if (api := option_spec(name).api) is not None
 }
 SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
-DOCUMENT_LIST_PARAMS = ("truth_levels", "domain", "source_type", "tag", "prefix", "limit",
-                        "offset")
+DOCUMENT_LIST_PARAMS = LIST_FILTERS
 JOB_LIST_PARAMS = ("status",)
 # About 50,000 words: far beyond an LLM's answer, well within what one check does in ~0.3 s.
 MAX_ANSWER_CHARS = 200_000
