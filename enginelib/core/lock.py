@@ -34,7 +34,10 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
     if path.is_dir():  # filelock would fail with a bare "Is a directory"
         raise StoreError(f"{path} is a folder where enginelib keeps its writer lock file: remove "
                          f"it (it holds nothing of the store) and write again", path=path)
-    lock = FileLock(str(path))
+    # Not thread-local (filelock's default): a Store opened in one thread and closed in
+    # another (a web server's lifespan, a thread pool) released nothing, and the process
+    # could never open that store for writing again ("this process already writes to ...").
+    lock = FileLock(str(path), thread_local=False)
     timeout = max(timeout, _minimum_wait)
     try:
         lock.acquire(timeout=timeout)
