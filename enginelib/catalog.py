@@ -584,6 +584,14 @@ def missing_catalog_error(path: Path, generation: int) -> CorruptStoreError:
 def _open_error(path: Path, exc: Exception) -> StoreError:
     """What a failed open of the catalog file means to the user."""
     text = str(exc).lower()
+    if "different configuration" in text:
+        # DuckDB opens one file once per process: a read-only Store beside this process's
+        # own writing Store (or the reverse) cannot have its own connection.
+        return StoreError(
+            f"cannot open {path.parent} here: this process already has it open another way (a "
+            "Store opened for writing and not closed, or a read-only one while you open it "
+            "for writing). Search through the Store already open, or close() it first; a "
+            "read-only Store in another process can read it meanwhile", path=path)
     if "corrupt" not in text and "not a valid duckdb database file" not in text:
         return StoreError(f"cannot open catalog {path}: {exc}", path=path)
     store = shell_word(path.parent)

@@ -153,3 +153,29 @@ def test_a_second_writer_in_the_same_process_is_told_it_is_this_one(tmp_path: Pa
     assert maintenance.check(first).ok  # the Store itself is the way
     first.close()
     open_test_store(path).close()  # closed: the lock is free again
+
+
+def test_a_store_closed_from_another_thread_releases_its_writer_lock(tmp_path: Path) -> None:
+    # filelock's lock is thread-local by default: a Store opened in one thread (a web
+    # server's lifespan, a pool worker) and closed in another kept the lock, and this process
+    # could never write to that store again ("this process already writes to ...").
+    opened: list[enginelib.Store] = []
+    worker = threading.Thread(target=lambda: opened.append(open_test_store(tmp_path / "s")))
+    worker.start()
+    worker.join()
+    opened[0].close()
+    again = open_test_store(tmp_path / "s")
+    again.ingest_documents([doc("a", "Brake pads wear.")])
+    again.close()
+
+
+def test_a_reader_beside_this_process_writer_is_told_what_to_do(tmp_path: Path) -> None:
+    # DuckDB's own words ("a different configuration than existing connections") said
+    # nothing of the Store this process holds open for writing
+    writer = open_test_store(tmp_path / "s")
+    writer.ingest_documents([doc("a", "Brake pads wear.")])
+    writer.stats()  # the writer's catalog connection stays open
+    with pytest.raises(StoreError, match="this process already has it open another way"):
+        enginelib.open(tmp_path / "s", read_only=True)
+    assert writer.search("brake pads").total == 1
+    writer.close()
