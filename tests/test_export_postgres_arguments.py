@@ -84,6 +84,11 @@ def test_numbers_out_of_range_or_null_are_refused_naming_the_argument(exported: 
         (match, {"match_threshold": -2}, r"match_threshold must be"),
         (match, {"vector": short}, r"query_embedding has 3 dimensions; this export needs 64"),
         (match, {"vector": None}, r"query_embedding is required"),
+        # nothing matched without a word: NaN distances, or nothing asked at all
+        (match, {"vector": vec([0.0] * 64)}, r"query_embedding is all zeros"),
+        (hybrid, {"vector": vec([0.0] * 64)}, r"query_embedding is all zeros"),
+        (hybrid, {"vector": None, "text": None}, r"nothing to search for"),
+        (hybrid, {"vector": None, "text": "   "}, r"nothing to search for"),
     ]
     for function, args, message in refused:
         target = args.pop("vector") if "vector" in args else vector

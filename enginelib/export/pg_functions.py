@@ -141,13 +141,25 @@ def _check_embedding(names: Names, dim: int, required: bool) -> sql.Composed:
     RAISE EXCEPTION 'query_embedding is required: a vector of {dim} dimensions (the store''s embedding model)'
       USING ERRCODE = '22023';
   END IF;
-""").format(dim=sql.SQL(str(int(dim)))) if required else sql.SQL("")
+""").format(dim=sql.SQL(str(int(dim)))) if required else sql.SQL(
+        # hybrid_search with neither a text nor a vector returned no rows, as if nothing matched
+        """  IF query_embedding IS NULL AND pg_catalog.btrim(coalesce(query_text, '')) = '' THEN
+    RAISE EXCEPTION 'nothing to search for: give query_text, query_embedding or both'
+      USING ERRCODE = '22023';
+  END IF;
+""")
+    # An all-zero vector has no direction: every cosine distance is NaN and nothing matched
+    # without a word; the engine refuses it too (InvalidVectorError).
     return sql.SQL(
         """{missing}  IF {dims}(query_embedding) <> {dim} THEN
     RAISE EXCEPTION 'query_embedding has % dimensions; this export needs {dim} (embed the query with the store''s model)',
       {dims}(query_embedding) USING ERRCODE = '22023';
+  END IF;
+  IF {norm}(query_embedding) = 0 THEN
+    RAISE EXCEPTION 'query_embedding is all zeros: it has no direction to search' USING ERRCODE = '22023';
   END IF;"""
     ).format(missing=missing, dims=sql.SQL("{}.vector_dims").format(sql.Identifier(names.ext)),
+             norm=sql.SQL("{}.vector_norm").format(sql.Identifier(names.ext)),
              dim=sql.SQL(str(int(dim))))
 
 
