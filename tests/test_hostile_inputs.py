@@ -396,3 +396,17 @@ def test_a_tag_with_a_control_character_is_refused_at_ingest_and_update(
         store.update_document("c", tags=[bad_tag])
     assert store.get_document("c")["tags"] == ["ok"]
     store.close()
+
+
+def test_a_filter_naming_too_many_fields_is_refused(tmp_path: Path) -> None:
+    from enginelib.errors import InvalidFilterError
+    from enginelib.validation import MAX_FILTER_FIELDS
+
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", "Brake pads wear.", metadata={"k1": "x"})])
+    many = {f"metadata.k{i}": "x" for i in range(MAX_FILTER_FIELDS + 1)}
+    with pytest.raises(InvalidFilterError, match=f"the maximum is {MAX_FILTER_FIELDS}"):
+        store.search("brake pads", filters=many)
+    fewer = {f"metadata.k{i}": "x" for i in range(1, MAX_FILTER_FIELDS + 1)}
+    store.search("brake pads", filters=fewer)  # at the bound: searched
+    store.close()

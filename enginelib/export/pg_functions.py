@@ -23,7 +23,13 @@ from ..indexes.analyzers import MAX_TOKEN_CHARS
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, TRUTH_LEVELS
-from ..validation import MAX_CANDIDATES, MAX_LIMIT, MAX_QUERY_CHARS, MAX_RRF_K
+from ..validation import (
+    MAX_CANDIDATES,
+    MAX_FILTER_FIELDS,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_RRF_K,
+)
 from ._psycopg import sql
 from .options import ExportOptions
 from .pg_schema import Names, SqlText
@@ -200,6 +206,10 @@ BEGIN
     RAISE EXCEPTION 'filters must be a JSON object, got %', pg_catalog.jsonb_typeof(filters)
       USING ERRCODE = '22023';
   END IF;
+  IF (SELECT count(*) FROM pg_catalog.jsonb_object_keys(filters)) > {max_fields} THEN
+    RAISE EXCEPTION 'filters name % fields; the maximum is {max_fields}',
+      (SELECT count(*) FROM pg_catalog.jsonb_object_keys(filters)) USING ERRCODE = '22023';
+  END IF;
   SELECT pg_catalog.string_agg(k, ', ') INTO unknown FROM pg_catalog.jsonb_object_keys(filters) AS k
     WHERE k <> ALL ({known}) AND k !~ {meta_key};
   IF unknown IS NOT NULL THEN
@@ -298,7 +308,8 @@ END
 $fn$"""
     ).format(fn=names.table("check_filters"), known=known, meta_key=sql.Literal(_METADATA_KEY_PATTERN),
              list_keys=list_keys, dates=dates, ops=ops, iso=sql.Literal(_ISO_DATETIME),
-             max_values=sql.SQL(str(int(MAX_CANDIDATES))), levels=levels)
+             max_values=sql.SQL(str(int(MAX_CANDIDATES))), levels=levels,
+             max_fields=sql.SQL(str(int(MAX_FILTER_FIELDS))))
 
 
 def _declare_filters(names: Names) -> sql.Composed:
