@@ -160,3 +160,41 @@ def test_an_answer_check_over_its_cap_is_refused_with_the_way_out(client: TestCl
     fits = client.post("/api/check-answer",
                        json={"answer": "Data can be erased [1]. " * 1000, "search": search})
     assert fits.status_code == 200 and len(fits.json()["claims"]) >= 1
+
+
+@pytest.mark.parametrize(("path", "content_type", "body"), [
+    ("/api/upload", "multipart/form-data; boundary=B",
+     b'--B\r\nContent-Disposition: form-data; name="file"; filename="cut.md"\r\n\r\nbrake '),
+    ("/api/search", "application/json", b'{"query": "bra'),
+], ids=["upload", "json"])
+def test_a_client_gone_mid_body_is_no_server_error(
+    store_path: Path, path: str, content_type: str, body: bytes
+) -> None:
+    """A client that hangs up halfway through its body (a closed laptop, a cancelled upload)
+    raised ClientDisconnect out of the app: uvicorn logged 'Exception in ASGI application' with
+    a traceback for each. It is the client's doing: nothing is queued, nothing kept, no error."""
+    import anyio
+
+    client = make_client(store_path)  # not entered: no lifespan, no worker
+    service = client.app.state.service  # type: ignore[attr-defined]
+    before = service.jobs()["counts"]
+    messages = iter([{"type": "http.request", "body": body, "more_body": True},
+                     {"type": "http.disconnect"}])
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return next(messages, {"type": "http.disconnect"})
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "http_version": "1.1", "method": "POST", "path": path,
+             "raw_path": path.encode(), "query_string": b"", "root_path": "", "scheme": "http",
+             "server": ("127.0.0.1", 8765), "client": ("127.0.0.1", 50000),
+             "headers": [(b"host", b"127.0.0.1:8765"), (b"content-type", content_type.encode()),
+                         (b"content-length", str(len(body) * 4).encode())]}
+    anyio.run(client.app, scope, receive, send)
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] != [500]
+    assert service.jobs()["counts"] == before
+    assert not list((store_path / "uploads").glob("*/cut.md"))
+    service.stop()
