@@ -198,3 +198,22 @@ def test_a_client_gone_mid_body_is_no_server_error(
     assert service.jobs()["counts"] == before
     assert not list((store_path / "uploads").glob("*/cut.md"))
     service.stop()
+
+
+def test_a_document_deleted_after_its_new_upload_was_queued_stays_deleted(
+    client: TestClient,
+) -> None:
+    """An upload queued, then the document deleted before the worker took the job: the job
+    ran after the delete and brought the document back (a team member's delete undone by a
+    colleague's upload seconds earlier). The waiting job now goes to the DLQ saying why."""
+    service = client.app.state.service  # type: ignore[attr-defined]
+    with service.lock:  # the worker cannot take the job before the delete
+        job = service.upload("brakes.md", b"# Brakes\n\nnew rotor text",
+                             {"truth_level": "L2"})["job_id"]
+        service.delete("brakes.md")
+    data = wait_for(client, lambda d: any(j["job_id"] == job and j["status"] in ("DONE", "DLQ")
+                                          for j in d["jobs"]))
+    assert client.get("/api/documents/brakes.md").status_code == 404
+    cancelled = next(j for j in data["jobs"] if j["job_id"] == job)
+    assert cancelled["status"] == "DLQ" and "deleted" in cancelled["last_error"]
+    assert "Retry DLQ" in cancelled["last_error"]

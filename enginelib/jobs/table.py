@@ -130,6 +130,11 @@ RETRY_DLQ = (
     "UPDATE jobs SET status = 'PENDING', attempts = 0, next_attempt_at = ?, updated_at = ? "
     "WHERE status = 'DLQ' RETURNING job_id"
 )
+# A job still waiting for a document deleted since: run, it would bring the document back.
+CANCEL_QUEUED = (
+    "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ? "
+    "WHERE document_id = ? AND status IN ('PENDING', 'FAILED') RETURNING job_id"
+)
 COPY_DONE_TO_HISTORY = (
     "INSERT INTO jobs_history SELECT " + ", ".join(JOB_COLUMNS) + ", ? FROM jobs "
     "WHERE status = 'DONE'"
@@ -247,6 +252,10 @@ def close_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
 
 def retry_dlq(con: duckdb.DuckDBPyConnection, params: Params) -> int:
     return len(con.execute(RETRY_DLQ, list(params)).fetchall())
+
+
+def cancel_queued(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
+    return [int(row[0]) for row in con.execute(CANCEL_QUEUED, list(params)).fetchall()]
 
 
 def purge_done(con: duckdb.DuckDBPyConnection, params: Params) -> int:
