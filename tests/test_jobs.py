@@ -416,3 +416,23 @@ def test_files_no_loader_reads_are_not_queued(tmp_path: Path, corpus: Path) -> N
         assert "logo.png" not in queued and queued
         with pytest.raises(UnsupportedFormatError, match="unsupported format .png"):
             store.enqueue_paths(corpus / "logo.png")
+
+
+def test_a_job_left_running_by_an_earlier_process_with_this_pid_is_taken_back_at_once(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """A restarted container runs `serve` under the same pid (1) and hostname as the one that
+    was killed: its job was not taken back, because an owner with this process's pid passed
+    for this process, and it waited out the 300 s lease. An owner naming this pid but no
+    worker alive in this process is a previous life of the pid."""
+    import os
+    import socket
+
+    with open_test_store(tmp_path / "s") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        queue = store.jobs()
+        old = f"{socket.gethostname()}:{os.getpid()}:dead0"  # the killed process's worker
+        assert queue.claim(old) is not None
+        outcome = Worker(store, queue).run_once()
+        assert outcome is not None and outcome.status == DONE
+        assert queue.counts()[RUNNING] == 0

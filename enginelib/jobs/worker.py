@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -85,6 +86,7 @@ class Worker:
         # serve's /api/jobs, so a console tells why nothing moves.
         self.last_error: str | None = None
         self._reclaimed = False
+        _LIVE.add(self)
 
     def _guard(self) -> Any:
         return self.lock if self.lock is not None else nullcontext()
@@ -179,14 +181,21 @@ class Worker:
         return [*report.added, *report.updated, *report.unchanged]
 
 
+# The workers alive in this process: an owner with this process's pid that is none of them
+# was a worker of an earlier process with the same pid (a restarted container's pid 1).
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+
+
 def _gone(owner: str) -> bool:
-    """Whether a job's owner is a worker of another process on this machine. Such a worker
-    cannot be running it: taking, running and finishing a job all write the store, which
-    needs its one writer lock, and this process holds it. (An owner named by the caller, or
-    another machine's, keeps its lease.)"""
+    """Whether a job's owner is a worker of another process on this machine (or of an earlier
+    process that had this pid). Such a worker cannot be running it: taking, running and
+    finishing a job all write the store, which needs its one writer lock, and this process
+    holds it. (An owner named by the caller, or another machine's, keeps its lease.)"""
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
-    return host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid()
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return int(pid) != os.getpid() or owner not in {worker.owner for worker in _LIVE}
 
 
 def jobs_for_paths(
