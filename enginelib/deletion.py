@@ -13,11 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import faults
+from .catalog import utcnow
 
 if TYPE_CHECKING:
     from .core.store_core import StoreCore
 
 DELETED = "deleted"
+CANCELLED = ("not ingested: its document was deleted after this job was queued (Retry DLQ "
+             "ingests it after all)")
 
 
 def delete_documents(store: StoreCore, document_ids: Sequence[str], *,
@@ -26,11 +29,18 @@ def delete_documents(store: StoreCore, document_ids: Sequence[str], *,
     ids = list(dict.fromkeys(document_ids))
     if not ids:
         return
+    from .jobs import table as jobs_table
+
     catalog = store.catalog
+    now = utcnow()
     with catalog.transaction():
         generation = catalog.bump_generation()
         catalog.archive_documents(ids, change_summary, generation)
         removed = catalog.delete_documents(ids, generation)
+        # A job that would ingest one of them again, queued before this delete (an upload
+        # waiting for the worker), would bring it back after it: it goes to the DLQ, in this
+        # same commit, with the reason (Retry DLQ ingests it after all).
+        jobs_table.cancel_queued(catalog.con, [CANCELLED, now, now, ids])
         faults.crash_point("before_catalog_commit")
     faults.crash_point("after_catalog_commit")
     store.committed()

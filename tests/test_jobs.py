@@ -436,3 +436,23 @@ def test_a_job_left_running_by_an_earlier_process_with_this_pid_is_taken_back_at
         outcome = Worker(store, queue).run_once()
         assert outcome is not None and outcome.status == DONE
         assert queue.counts()[RUNNING] == 0
+
+
+def test_a_delete_cancels_the_jobs_that_would_bring_its_document_back(tmp_path: Path) -> None:
+    # `ingest --queue`, then `delete`, then `worker`: the job queued before the delete ran
+    # after it and the document came back (serve's delete and prune delete the same way)
+    source = tmp_path / "brakes.md"
+    source.write_text("# Brakes\n\n" + paragraphs(2), encoding="utf-8")
+    store = open_test_store(tmp_path / "s")
+    store.ingest_path(source)
+    source.write_text("# Brakes\n\n" + paragraphs(3), encoding="utf-8")
+    (other := tmp_path / "tyres.md").write_text("# Tyres\n\n" + paragraphs(2, "tyres"),
+                                                encoding="utf-8")
+    queued = store.enqueue_paths(source, other)
+    store.delete_document("brakes.md")
+    outcomes = Worker(store, store.jobs()).run_until_idle()
+    assert [o.source for o in outcomes] == [str(other.resolve())]
+    assert [d["document_id"] for d in store.list_documents()] == ["tyres.md"]
+    cancelled = [j for j in store.jobs().jobs() if j["job_id"] == queued[0]][0]
+    assert cancelled["status"] == "DLQ" and "deleted after this job was queued" in cancelled["last_error"]
+    store.close()

@@ -137,14 +137,6 @@ class JobQueue:
         with self.catalog.transaction() as con:
             return t.retry_dlq(con, [now, now])
 
-    def cancel_queued(self, document_id: str, reason: str) -> list[int]:
-        """Jobs of ``document_id`` still waiting (PENDING, or FAILED and due again) go to the
-        DLQ with ``reason``, not run; returns their ids. A delete calls it: a job queued
-        before the delete would otherwise bring the document back after it."""
-        now = self.clock()
-        with self.catalog.transaction() as con:
-            return t.cancel_queued(con, [reason, now, now, document_id])
-
     def purge_done(self) -> int:
         """Move DONE jobs to ``jobs_history``; returns how many moved."""
         now = self.clock()

@@ -133,7 +133,8 @@ RETRY_DLQ = (
 # A job still waiting for a document deleted since: run, it would bring the document back.
 CANCEL_QUEUED = (
     "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ? "
-    "WHERE document_id = ? AND status IN ('PENDING', 'FAILED') RETURNING job_id"
+    "WHERE document_id IN (SELECT unnest(?::VARCHAR[])) AND status IN ('PENDING', 'FAILED') "
+    "RETURNING job_id"
 )
 COPY_DONE_TO_HISTORY = (
     "INSERT INTO jobs_history SELECT " + ", ".join(JOB_COLUMNS) + ", ? FROM jobs "
@@ -255,6 +256,9 @@ def retry_dlq(con: duckdb.DuckDBPyConnection, params: Params) -> int:
 
 
 def cancel_queued(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
+    """Params: reason, now, now, document ids. A store that never queued has no jobs table."""
+    if not tables_exist(con):
+        return []
     return [int(row[0]) for row in con.execute(CANCEL_QUEUED, list(params)).fetchall()]
 
 

@@ -183,14 +183,7 @@ class Service:
         return self._locked(lambda: self.store.show(document_id))  # type: ignore[no-any-return]
 
     def delete(self, document_id: str) -> None:
-        def run() -> None:
-            self.store.delete_document(document_id)
-            # An upload of it queued before this delete would run after it, bringing it back.
-            self.queue.cancel_queued(document_id, (
-                f"not ingested: document {document_id!r} was deleted after this job was "
-                "queued (Retry DLQ ingests it after all)"))
-
-        self._locked(run)
+        self._locked(lambda: self.store.delete_document(document_id))
 
     # -- jobs and sources ------------------------------------------------------------------
 
