@@ -277,3 +277,20 @@ def test_an_empty_store_says_so_rather_than_that_nothing_matched(tmp_path: Path)
     store.delete_document("a")
     assert "holds no documents yet" in (store.search("brake pads").reason or "")
     store.close()
+
+
+@pytest.mark.parametrize("threshold", [gate.DEFAULT_THRESHOLD, None])
+def test_every_refusal_carries_a_reason_code(parts_store: enginelib.Store, threshold: float | None) -> None:
+    # filters that keep no chunk, and a page past the last result, were refused with
+    # gate None: no reason_code for a program to switch on (the CLI's JSON lacked it)
+    nothing = parts_store.search("brake pads", filters={"tags": ["no-such-tag"]},
+                                 answerability_threshold=threshold)
+    past = parts_store.search(PART, strategy="fulltext", offset=500,
+                              answerability_threshold=threshold)  # answered on page one
+    for response in (nothing, past):
+        assert response.status == NO_RELEVANT_SOURCES and response.hits == ()
+        assert response.gate is not None and response.gate.decision == "refuse"
+        assert response.gate.reason_code == gate.NO_MATCH
+        assert response.gate.message == response.reason
+    assert nothing.reason == "no chunk matches the truth levels and filters"
+    assert (past.reason or "").startswith("offset 500 is past the last result")

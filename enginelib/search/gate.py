@@ -38,7 +38,7 @@ Decision = Literal["answer", "refuse"]
 
 # Reason codes: stable strings a program can switch on.
 ANSWERED = "ANSWERED"
-NO_MATCH = "NO_MATCH"  # no chunk matched at all
+NO_MATCH = "NO_MATCH"  # no chunk matched at all (the filters, or the page asked, left none)
 ONLY_STOP_WORDS = "ONLY_STOP_WORDS"  # nothing left to match once stop words are removed
 WEAK_EVIDENCE = "WEAK_EVIDENCE"  # hits exist, but neither method found enough support
 BELOW_THRESHOLD = "BELOW_THRESHOLD"  # the caller's explicit threshold was not reached
@@ -253,9 +253,12 @@ def shown_words(words: tuple[str, ...] | list[str], most: int) -> str:
 _WORD_SHOWN = 40
 
 
-def no_match(threshold: float | None, *, empty_store: bool = False) -> GateDecision:
-    message = ("the store holds no documents yet: ingest some first (`enginelib ingest PATH`)"
-               if empty_store else "no chunk matched the query")
+def no_match(threshold: float | None, *, empty_store: bool = False,
+             message: str | None = None) -> GateDecision:
+    """A refusal because nothing matched; ``message`` says what (the default: the query)."""
+    if message is None:
+        message = ("the store holds no documents yet: ingest some first (`enginelib ingest PATH`)"
+                   if empty_store else "no chunk matched the query")
     return GateDecision("refuse", NO_MATCH, 0.0, threshold, GateEvidence(), message)
 
 

@@ -43,8 +43,7 @@ def answer(
     """One request, uncached: filter, rank, gate, page, cite."""
     allowed = allowed_chunks(view, request)
     if allowed.empty:
-        return empty_response(store, request, strategy,
-                              "no chunk matches the truth levels and filters")
+        return _no_match(store, request, strategy, "no chunk matches the truth levels and filters")
     end = request.offset + request.limit
     paging.check_window(end)
     first = rank(store, view, request, strategy, qvec, allowed, request.candidates)
@@ -62,7 +61,7 @@ def answer(
     total = len(ranking.items)
     items = ranking.items[request.offset : end]
     if not items:
-        return empty_response(
+        return _no_match(
             store, request, strategy,
             f"offset {request.offset} is past the last result (total {total}"
             f"{' or more' if ranking.total_is_lower_bound else ''})", total=total,
@@ -84,6 +83,15 @@ def answer(
         timings={"reranked": float(first.reranked)},
         gate=decision,
     )
+
+
+def _no_match(
+    store: Store, request: SearchRequest, strategy: str, reason: str, *, total: int = 0
+) -> SearchResponse:
+    """A refusal with nothing to show (no chunk passes the filters, or the page lies past
+    the last result): NO_MATCH, so that every refusal carries a reason code."""
+    decision = gate.no_match(request.answerability_threshold, message=reason)
+    return empty_response(store, request, strategy, reason, total=total, decision=decision)
 
 
 @dataclass(frozen=True)
