@@ -227,10 +227,33 @@ def test_uploads_are_size_limited_plain_named_and_stay_in_the_store(
     job_id = ok.json()["job_id"]
     wait_for(client, lambda d: any(j["job_id"] == job_id and j["status"] == "DONE"
                                    for j in d["jobs"]))
-    saved = [p for p in (store_path / "uploads").rglob("pads.md")]
-    assert len(saved) == 1 and store_path.resolve() in saved[0].resolve().parents
     pads = client.get("/api/documents/pads.md").json()["document"]
     assert (pads["truth_level"], pads["tags"]) == ("L1", ["brakes", "pads"])
+    source = Path(pads["source_path"])
+    assert source.parent.parent == (store_path / "uploads").resolve()
+    # once DONE its text is in the catalog, and the file goes (uploads piled up for good)
+    deadline = time.monotonic() + 30
+    while source.parent.exists():
+        assert time.monotonic() < deadline, "the upload's folder stayed"
+        time.sleep(0.05)
+    assert "Brake pads wear" in client.get("/api/documents/pads.md").json()["document"]["text"]
+
+
+def test_serve_sweeps_the_upload_folders_no_job_needs_at_start(store_path: Path) -> None:
+    """A kill between a job's DONE and its file's removal (or a store served before uploads
+    were removed) left folders nobody reads; a file a job may still read stays."""
+    with make_client(store_path, max_upload_bytes=4096) as client:
+        broken = client.post("/api/upload", files={"file": ("broken.pdf", b"%PDF-1.4 cut")})
+        job_id = broken.json()["job_id"]
+        data = wait_for(client, lambda d: any(j["job_id"] == job_id and j["status"] == "DLQ"
+                                              for j in d["jobs"]), timeout=60)
+        kept = Path([j for j in data["jobs"] if j["job_id"] == job_id][0]["source"])
+    left = store_path / "uploads" / "0123456789ab"
+    left.mkdir(parents=True)
+    (left / "old.md").write_text("# Old\n\nA replaced upload.", encoding="utf-8")
+    with make_client(store_path, max_upload_bytes=4096):
+        assert not left.exists()
+        assert kept.is_file()  # Retry DLQ reads it again
 
 
 def test_documents_jobs_sources_and_stats(client: TestClient) -> None:

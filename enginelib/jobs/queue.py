@@ -180,6 +180,11 @@ class JobQueue:
             return []
         return t.attempts_of(self.catalog.con, job_id)
 
+    def upload_sources_in_use(self) -> set[str]:
+        """The files of upload jobs not DONE yet (pending, running, failed or in the DLQ,
+        where Retry DLQ reads them again)."""
+        return t.upload_sources_in_use(self.catalog.con)
+
     def active(self) -> bool:
         counts = self.counts()
         return bool(counts[t.PENDING] or counts[t.RUNNING] or counts[t.FAILED])

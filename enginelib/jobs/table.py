@@ -262,6 +262,16 @@ def cancel_queued(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
     return [int(row[0]) for row in con.execute(CANCEL_QUEUED, list(params)).fetchall()]
 
 
+# Upload files a job may still read: its own, until the job is DONE.
+UPLOAD_SOURCES_IN_USE = "SELECT source FROM jobs WHERE kind = 'upload' AND status <> 'DONE'"
+
+
+def upload_sources_in_use(con: duckdb.DuckDBPyConnection) -> set[str]:
+    if not tables_exist(con):
+        return set()
+    return {str(row[0]) for row in con.execute(UPLOAD_SOURCES_IN_USE).fetchall()}
+
+
 def purge_done(con: duckdb.DuckDBPyConnection, params: Params) -> int:
     """Copy DONE jobs to the history, then delete them; returns how many moved."""
     con.execute(COPY_DONE_TO_HISTORY, list(params))

@@ -118,6 +118,8 @@ class Worker:
             faults.crash_point("after_job_ingest")
             self.queue.complete(job, self.owner, documents)
             self.store.catalog.release()
+            if job["kind"] == UPLOAD:
+                discard_upload(Path(job["source"]))
             return JobOutcome(job["job_id"], job["source"], t.DONE, job["attempts"])
 
     def run_until_idle(self) -> list[JobOutcome]:
@@ -179,6 +181,21 @@ class Worker:
         if report.skipped:
             raise EngineError("; ".join(s.reason for s in report.skipped))
         return [*report.added, *report.updated, *report.unchanged]
+
+
+UPLOAD = "upload"
+
+
+def discard_upload(source: Path) -> None:
+    """Remove an upload's file and its own folder once its job is DONE: its text is in the
+    catalog now (versions, reindex and snapshots read it there). Kept, every upload stayed
+    on disk for good: a deleted document's file too, and every replaced version's. A kill
+    before this leaves the folder to serve's next start (``sweep_uploads``)."""
+    try:
+        source.unlink(missing_ok=True)
+        source.parent.rmdir()
+    except OSError as exc:  # a busy or read-only disk: the sweep at the next start retries
+        _log.warning("enginelib worker: could not remove the upload %s: %s", source, exc)
 
 
 # The workers alive in this process: an owner with this process's pid that is none of them

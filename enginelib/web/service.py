@@ -26,6 +26,7 @@ from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..jobs.queue import MAX_POLL_S
+from ..jobs.worker import UPLOAD
 from ..search import check_answer_citations
 from ..search.request import OPTIONS, from_text, is_flag, option_spec, unknown_options_error
 from ..store import Store
@@ -62,6 +63,8 @@ class Service:
         with self.lock:
             self.queue = JobQueue(store.catalog, max_attempts=max_attempts, time_unit=time_unit,
                                   lease_s=lease_s)
+            if not store.read_only:
+                sweep_uploads(store.path / UPLOAD_DIR, self.queue.upload_sources_in_use())
             store.catalog.release()
         self.worker = Worker(store, self.queue, lock=self.lock)
         self._stop = threading.Event()
@@ -204,7 +207,7 @@ class Service:
             folder.mkdir(parents=True)
             target.write_bytes(data)
             ids = self._locked(lambda: self.queue.enqueue(
-                [NewJob(str(target), name, options, kind="upload")]))
+                [NewJob(str(target), name, options, kind=UPLOAD)]))
         except BaseException as exc:
             # Not queued: a half-written file would lie in the store with no job to take it.
             shutil.rmtree(folder, ignore_errors=True)
@@ -318,6 +321,24 @@ def _filters_param(filters: Any) -> Any:
     if isinstance(filters, dict) and not filters:
         return None
     return filters  # anything but an object is refused by the search, as from Python
+
+
+def sweep_uploads(folder: Path, in_use: set[str]) -> None:
+    """At start, remove the upload folders no job still needs: a worker removes its upload
+    once DONE, so these are what a kill left in between (or a store served before that)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:  # no uploads yet, or a folder we cannot list: nothing to sweep
+        return
+    for entry in entries:
+        if not entry.is_dir() or entry.is_symlink():
+            continue
+        try:
+            files = [str(f.resolve()) for f in entry.iterdir()]
+        except OSError:
+            continue
+        if not any(f in in_use for f in files):
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def document_url(document_id: str, start: int, end: int) -> str:
