@@ -44,6 +44,12 @@ MATRIX: list[dict[str, Any]] = [
     {"created_at": {"from": "2020-06-01", "to": "2022-06-01"}},
     {"created_at": {"gt": "2020-03-01T00:00:00", "lt": "2023-01-01"}},
     {"created_at": {"lte": "2021-03-01"}},
+    # a date alone is its whole day: the documents made at 10:30 that day are in (lte, to)
+    # or out (gt) on both sides
+    {"created_at": {"lte": "2021-02-15"}},
+    {"created_at": {"to": "2020-01-15"}},
+    {"created_at": {"gt": "2021-02-15"}},
+    {"created_at": {"gt": "2021-02-15T00:00:00"}},
     {"metadata.year": 2021},
     {"metadata.year": [2020, 2022]},
     {"metadata.year": "2021"},  # the engine compares text: "2021" matches the number 2021

@@ -69,6 +69,31 @@ def test_metadata_and_date_filters(corpus_store: enginelib.Store) -> None:
     assert future.status == NO_RELEVANT_SOURCES and "filters" in (future.reason or "")
 
 
+def test_a_date_alone_in_a_date_filter_is_its_whole_day(tmp_path: Path) -> None:
+    # "lte 2024-06-30" meant midnight: a document of June 30 at 10:30 was left out
+    from datetime import date
+
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([
+        doc(f"d{day}", f"Brake pads wear, report {day}.",
+            metadata={"created_at": f"2024-06-{day}T10:30:00", "truth_level": "L1"})
+        for day in (29, 30)] + [doc("d01", "Brake pads wear, report of July.",
+                                   metadata={"created_at": "2024-07-01T00:00:00"})])
+
+    def found(**bounds: object) -> set[str]:
+        hits = store.search("brake pads", strategy="fulltext", answerability_threshold=None,
+                            truth_levels=["L1", "L2"], filters={"created_at": bounds}).hits
+        return {h.document_id for h in hits}
+
+    assert found(lte="2024-06-30") == found(to="2024-06-30") == {"d29", "d30"}
+    assert found(lte=date(2024, 6, 30)) == {"d29", "d30"}
+    assert found(lte="2024-06-30T00:00:00") == {"d29"}  # a time given is that instant
+    assert found(gt="2024-06-29") == {"d30", "d01"}
+    assert found(gt="2024-06-29T00:00:00") == {"d29", "d30", "d01"}
+    assert found(gte="2024-06-30", lt="2024-07-01") == {"d30"}
+    store.close()
+
+
 def test_sql_in_filter_values_is_just_a_value(corpus_store: enginelib.Store) -> None:
     before = corpus_store.stats()["chunks"]
     response = search(corpus_store, "brakes", filters={"domain": "'; DROP TABLE chunks; --"})

@@ -5,6 +5,8 @@ Accepted shapes (field -> value):
     (alias: namespace), source_id, document_id:   "x" or ["x", "y"]       (any of)
     tags:                                          ["a", "b"]  (any)  or {"any": [...]} / {"all": [...]}
     created_at, updated_at, validated_at:          {"gte"|"gt"|"lte"|"lt": "2024-01-01"}
+                                                   (a date alone is its whole day: "lte" it
+                                                   includes it, "gt" starts after it)
     metadata.<key> (alias custom.<key>):           scalar or [scalars] (compared as text)
 Field names and metadata keys never reach SQL as text: columns come from a fixed map and a
 metadata key becomes a JSON path *parameter*.
@@ -16,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from ..errors import InvalidFilterError
@@ -136,8 +138,26 @@ def _date_bounds(field: str, value: Any) -> list[tuple[str, datetime]]:
                 f"filter {field!r}: unknown operator {op!r}; use one of {sorted(_DATE_OPS)}",
                 field=field,
             )
-        bounds.append((_DATE_OPS[op], _as_datetime(field, raw)))
+        bound = _as_datetime(field, raw)
+        if _whole_day(raw) and op in _THROUGH_THE_DAY:
+            # "lte 2024-06-30" meant midnight, and dropped the documents of June 30 itself
+            bounds.append((_THROUGH_THE_DAY[op], bound + timedelta(days=1)))
+        else:
+            bounds.append((_DATE_OPS[op], bound))
     return bounds
+
+
+# A bound given as a date alone covers that whole day: "lte"/"to" it ends with the day,
+# "gt" it starts after the day (as a calendar reads it); "gte", "from" and "lt" already
+# fall on its first instant.
+_THROUGH_THE_DAY = {"lte": "<", "to": "<", "gt": ">="}
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _whole_day(raw: Any) -> bool:
+    if isinstance(raw, datetime):
+        return False
+    return isinstance(raw, date) or (isinstance(raw, str) and bool(_DATE_ONLY.match(raw)))
 
 
 def _as_datetime(field: str, raw: Any) -> datetime:
