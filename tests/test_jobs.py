@@ -456,3 +456,26 @@ def test_a_delete_cancels_the_jobs_that_would_bring_its_document_back(tmp_path: 
     cancelled = [j for j in store.jobs().jobs() if j["job_id"] == queued[0]][0]
     assert cancelled["status"] == "DLQ" and "deleted after this job was queued" in cancelled["last_error"]
     store.close()
+
+
+def test_an_older_job_waiting_for_its_retry_does_not_undo_a_newer_one(tmp_path: Path) -> None:
+    # upload v1 failed once (retry scheduled), upload v2 of the same document is done; the
+    # retry of v1 then ran and put v1's text back over v2
+    clock = Clock()
+    first, second = tmp_path / "v1" / "pads.md", tmp_path / "v2" / "pads.md"
+    for path in (first, second):
+        path.parent.mkdir()
+    first.write_bytes(b"\xff\xfe\x00")  # not text yet: its job fails and is retried later
+    second.write_text("# Pads\n\nVersion two: replace under 3 mm.", encoding="utf-8")
+    with open_test_store(tmp_path / "store") as store:
+        queue = store.jobs(clock=clock)
+        old, new = queue.enqueue([NewJob(str(first), "pads.md", {}, kind="upload"),
+                                  NewJob(str(second), "pads.md", {}, kind="upload")])
+        worker = Worker(store, queue, owner="w1")
+        assert [o.status for o in worker.run_until_idle()] == [FAILED, DONE]
+        first.write_text("# Pads\n\nVersion one: replace under 2 mm.", encoding="utf-8")
+        clock.advance(10_000)
+        assert worker.run_until_idle() == []
+        assert "Version two" in store.get_document("pads.md")["content"]
+        superseded = [j for j in queue.jobs() if j["job_id"] == old][0]
+        assert superseded["status"] == DLQ and f"job {new}" in superseded["last_error"]

@@ -113,6 +113,12 @@ class JobQueue:
         with self.catalog.transaction() as con:
             t.finish_done(con, [now, now, list(documents), job["job_id"], owner])
             t.close_attempt(con, [now, t.DONE, None, None, job["job_id"]])
+            # An older upload of this document that failed once and waits for its retry would
+            # run after this one and put its stale text back: the newer one is in.
+            t.supersede_older(con, [
+                f"not ingested: job {job['job_id']}, queued later for the same document, is "
+                "done (Retry DLQ ingests this one after all)", now, now, job["document_id"],
+                job["job_id"]])
 
     def fail(self, job: dict[str, Any], owner: str, error: str) -> str:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the

@@ -136,6 +136,12 @@ CANCEL_QUEUED = (
     "WHERE document_id IN (SELECT unnest(?::VARCHAR[])) AND status IN ('PENDING', 'FAILED') "
     "RETURNING job_id"
 )
+# Older jobs of a document still waiting when a newer one is DONE: run later (a retry), they
+# would put back the content the newer job replaced.
+SUPERSEDE_OLDER = (
+    "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ? "
+    "WHERE document_id = ? AND job_id < ? AND status IN ('PENDING', 'FAILED') RETURNING job_id"
+)
 COPY_DONE_TO_HISTORY = (
     "INSERT INTO jobs_history SELECT " + ", ".join(JOB_COLUMNS) + ", ? FROM jobs "
     "WHERE status = 'DONE'"
@@ -241,6 +247,10 @@ def open_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
 
 def finish_done(con: duckdb.DuckDBPyConnection, params: Params) -> None:
     con.execute(FINISH_DONE, list(params))
+
+
+def supersede_older(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
+    return [int(row[0]) for row in con.execute(SUPERSEDE_OLDER, list(params)).fetchall()]
 
 
 def finish_failed(con: duckdb.DuckDBPyConnection, params: Params) -> None:
