@@ -115,6 +115,19 @@ def test_langchain_per_call_overrides(regulatory):
     assert len(asyncio.run(retriever.ainvoke("personal data"))) == 5
 
 
+def test_langchain_async_calls_take_per_call_overrides(regulatory):
+    # ainvoke(q, k=2) and abatch([...], k=2) were a bare TypeError from LangChain's default
+    # _aget_relevant_documents, which takes no options; invoke and batch took them
+    retriever = LangChainRetriever(store=regulatory, search_kwargs={"k": 5, **NO_GATE})
+    expected = [d.id for d in retriever.invoke("personal data", k=2, strategy="fulltext")]
+    got = asyncio.run(retriever.ainvoke("personal data", k=2, strategy="fulltext"))
+    assert [d.id for d in got] == expected and len(expected) == 2
+    batches = asyncio.run(retriever.abatch(["personal data", "consent"], k=1))
+    assert [len(documents) for documents in batches] == [1, 1]
+    with pytest.raises(InvalidInputError, match="unknown search option"):
+        asyncio.run(retriever.ainvoke("personal data", colour="red"))
+
+
 def test_llama_index_uses_the_bundles_embedding(regulatory):
     question = "right to erasure of personal data"
     vector = regulatory.embedder.embed([question])[0]

@@ -9,9 +9,10 @@
 Documents come in the engine's order, one per hit, ``page_content`` the chunk's text and
 ``metadata`` its citation and scores (``enginelib.integrations.citation_metadata``).
 ``search_kwargs`` take every ``Store.search`` option (``k`` is LangChain's name for
-``limit``); ``retriever.invoke(query, **overrides)`` changes them for one call. When the
-answerability gate refuses, the retriever returns ``[]`` like any LangChain retriever with
-nothing relevant, or raises ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
+``limit``); ``retriever.invoke(query, **overrides)`` (or ``ainvoke``, ``batch``, ``abatch``)
+changes them for one call. When the answerability gate refuses, the retriever returns
+``[]`` like any LangChain retriever with nothing relevant, or raises
+``NoRelevantSourcesError`` with ``on_refusal="raise"``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from __future__ import annotations
 from typing import Any
 
 try:
-    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables.config import run_in_executor
     from pydantic import ConfigDict, Field
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -68,6 +73,16 @@ class EnginelibRetriever(BaseRetriever):
                      id=result_id(hit))
             for hit in response.hits
         ]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
+    ) -> list[Document]:
+        # LangChain's default takes no options: ainvoke(q, k=2) was a bare TypeError. The
+        # search runs in a worker thread, as the default does, so the event loop goes on.
+        return await run_in_executor(
+            None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
+            **overrides,
+        )
 
 
 def _renamed(overrides: dict[str, Any]) -> dict[str, Any]:
