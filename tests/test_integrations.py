@@ -128,6 +128,22 @@ def test_langchain_async_calls_take_per_call_overrides(regulatory):
         asyncio.run(retriever.ainvoke("personal data", colour="red"))
 
 
+def test_langchain_search_kwargs_changed_after_construction(regulatory):
+    # retriever.search_kwargs["k"] = 2 (LangChain's idiom for its own retrievers) was
+    # "unknown search option(s) ['k']": k had been renamed to limit at construction
+    retriever = LangChainRetriever(store=regulatory, search_kwargs={"k": 5, **NO_GATE})
+    assert retriever.search_kwargs["k"] == 5
+    retriever.search_kwargs["k"] = 2
+    assert len(retriever.invoke("personal data")) == 2
+    assert len(retriever.invoke("personal data", k=3)) == 3
+    retriever.search_kwargs["strategy"] = "semantic"  # checked when used, with the same error
+    with pytest.raises(InvalidInputError, match="LangChain retriever: strategy 'semantic'"):
+        retriever.invoke("personal data")
+    retriever.search_kwargs = [("k", 2)]  # type: ignore[assignment]
+    with pytest.raises(InvalidInputError, match="search options must be a dict"):
+        retriever.invoke("personal data")
+
+
 def test_llama_index_uses_the_bundles_embedding(regulatory):
     question = "right to erasure of personal data"
     vector = regulatory.embedder.embed([question])[0]

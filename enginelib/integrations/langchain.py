@@ -17,6 +17,7 @@ changes them for one call. When the answerability gate refuses, the retriever re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 try:
@@ -52,21 +53,22 @@ class EnginelibRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         # Checked before pydantic sees them, so bad options raise enginelib's typed errors
-        # (pydantic would wrap them in a ValidationError).
-        data["search_kwargs"] = search_options(
-            data.get("search_kwargs") or {}, limit_alias="k", framework=FRAMEWORK
-        )
+        # (pydantic would wrap them in a ValidationError). Kept as given (k stays k), so
+        # that retriever.search_kwargs["k"] = 2 works as on LangChain's own retrievers.
+        given = data.get("search_kwargs") or {}
+        search_options(given, limit_alias="k", framework=FRAMEWORK)
+        data["search_kwargs"] = dict(given)
         check_refusal(data.get("on_refusal", "empty"))
         super().__init__(**data)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
-        options = self.search_kwargs
-        if overrides:
-            options = search_options(
-                {**self.search_kwargs, **_renamed(overrides)}, limit_alias="k", framework=FRAMEWORK
-            )
+        # Checked again per call: search_kwargs may have been changed since construction.
+        options = search_options(
+            {**_renamed(self.search_kwargs), **_renamed(overrides)}, limit_alias="k",
+            framework=FRAMEWORK,
+        )
         response = run_search(self.store, query, options, self.on_refusal)
         return [
             Document(page_content=hit.content, metadata=citation_metadata(hit, response),
@@ -85,9 +87,12 @@ class EnginelibRetriever(BaseRetriever):
         )
 
 
-def _renamed(overrides: dict[str, Any]) -> dict[str, Any]:
-    """A per-call ``k`` replaces the configured limit (and the other way round)."""
-    renamed = dict(overrides)
+def _renamed(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``k`` as ``limit``, so that a per-call ``k`` replaces the configured limit (and the
+    other way round)."""
+    if not isinstance(options, Mapping):  # search_kwargs replaced by something else
+        search_options(options, limit_alias="k", framework=FRAMEWORK)  # raises, saying what
+    renamed = dict(options)
     if "k" in renamed and "limit" in renamed:  # one of them was dropped without a word
         raise InvalidInputError(
             f"give either k= or limit= to the {FRAMEWORK} retriever, not both")
