@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 
 import pytest
 from langchain_core.documents import Document
@@ -165,6 +166,38 @@ def test_refusal_is_empty_by_default_or_raises(regulatory):
     assert caught.value.reason
     with pytest.raises(NoRelevantSourcesError):
         LlamaIndexRetriever(regulatory, on_refusal="raise").retrieve(off_topic)
+
+
+def test_async_retrieval_leaves_the_event_loop_free(enginelib_store_factory):
+    # LlamaIndex's default _aretrieve calls _retrieve on the loop: the whole search blocked
+    # every other task of an async app (LangChain's ainvoke runs it in a thread)
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."}])
+
+    def slow_reranker(query, passages):
+        time.sleep(0.4)
+        return [0.0] * len(passages)
+
+    options = {"reranker": slow_reranker, **NO_GATE}
+    llama = LlamaIndexRetriever(store, **options)
+    chain = LangChainRetriever(store=store, search_kwargs=options)
+
+    async def ticks_during(search):
+        ticks = 0
+
+        async def tick():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        results = await search
+        ticker.cancel()
+        assert len(results) == 1
+        return ticks
+
+    assert asyncio.run(ticks_during(chain.ainvoke("brake pads"))) >= 5
+    assert asyncio.run(ticks_during(llama.aretrieve("brake pads"))) >= 5
 
 
 @pytest.mark.parametrize(

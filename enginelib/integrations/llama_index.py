@@ -12,13 +12,15 @@ metadata, and the engine's fused score. Options are those of ``Store.search``
 (``similarity_top_k`` is LlamaIndex's name for ``limit``); filters are enginelib filter
 dicts, or LlamaIndex ``MetadataFilters`` that say the same thing (AND of ==, in, any, all,
 and >, >=, <, <= on dates); other operators are refused with a clear error.
-A ``QueryBundle`` carrying an ``embedding`` is searched with that vector. When the
+A ``QueryBundle`` carrying an ``embedding`` is searched with that vector; ``aretrieve`` runs
+the search in a worker thread, leaving the event loop free. When the
 answerability gate refuses, ``retrieve`` returns ``[]`` (a query engine then answers
 "Empty Response"), or raises ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 try:
@@ -87,6 +89,11 @@ class EnginelibRetriever(BaseRetriever):
             )
             nodes.append(NodeWithScore(node=node, score=hit.scores.fused))
         return nodes
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # LlamaIndex's default calls _retrieve on the event loop, which then waited for the
+        # whole search; a worker thread leaves it free (as LangChain's ainvoke does).
+        return await asyncio.to_thread(self._retrieve, query_bundle)
 
 
 # LlamaIndex operators that enginelib's filter dicts can say, per value shape.
