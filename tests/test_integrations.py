@@ -263,6 +263,15 @@ def test_llama_index_takes_simple_metadata_filters(regulatory):
     [
         ([("tags", "gdpr", "!=")], "operator '!=' on 'tags' has no enginelib filter"),
         ([("domain", "a", "=="), ("domain", "b", "==")], "filtered twice"),
+        # the second '>' replaced the first, stricter one unseen: the filter widened
+        ([("created_at", "2024-06-01", ">"), ("created_at", "2024-01-01", ">")],
+         "'created_at' has two '>' bounds"),
+        # a bare TypeError ('str' object does not support item assignment)
+        ([("created_at", "2024-06-01", "=="), ("created_at", "2024-01-01", ">")],
+         "'created_at' is filtered twice"),
+        # == a list searched for any of its values: an equality widened to 'in'
+        ([("domain", ["a", "b"], "==")], "'==' on 'domain' compares with one value"),
+        ([("tags", ["a", "b"], "contains")], "'contains' on 'tags' compares with one value"),
     ],
 )
 def test_llama_index_refuses_filters_it_cannot_say(enginelib_store_factory, filters, message):

@@ -110,18 +110,30 @@ def from_metadata_filters(filters: MetadataFilters) -> dict[str, Any]:
             f"not {filters.condition}"
         )
     out: dict[str, Any] = {}
+    ranges: dict[str, dict[str, Any]] = {}  # date fields given by bounds (also in out)
     for item in filters.filters:
         if not isinstance(item, MetadataFilter):
             raise InvalidInputError(f"{FRAMEWORK} retriever: nested MetadataFilters are not supported")
         key, op, value = item.key, item.operator, item.value
-        if key in _DATE_FIELDS and op in _DATE_OPS:
-            out.setdefault(key, {})[_DATE_OPS[op]] = value
-            continue
-        if key in out:
+        is_bound = key in _DATE_FIELDS and op in _DATE_OPS
+        if key in out and not (is_bound and key in ranges):  # == and a bound: a TypeError
             raise InvalidInputError(
                 f"{FRAMEWORK} retriever: {key!r} is filtered twice; give its values in one "
                 "'in' filter"
             )
+        if is_bound:
+            bounds = out[key] = ranges.setdefault(key, {})
+            if _DATE_OPS[op] in bounds:  # the second replaced the first: a wider filter
+                raise InvalidInputError(
+                    f"{FRAMEWORK} retriever: {key!r} has two {op.value!r} bounds; give the one "
+                    "that should hold")
+            bounds[_DATE_OPS[op]] = value
+            continue
+        if isinstance(value, list) and op in (FilterOperator.EQ, FilterOperator.CONTAINS):
+            # searching for any of the values would widen an equality into 'in'
+            raise InvalidInputError(
+                f"{FRAMEWORK} retriever: {op.value!r} on {key!r} compares with one value, got "
+                f"a list; use 'in' (or 'any'/'all' on tags) for several")
         if key == "tags" and op in (FilterOperator.ANY, FilterOperator.ALL):
             out[key] = {op.value: list(value) if isinstance(value, list) else [value]}
         elif key == "tags" and op in (FilterOperator.EQ, FilterOperator.CONTAINS):
@@ -135,3 +147,4 @@ def from_metadata_filters(filters: MetadataFilters) -> dict[str, Any]:
                 "validated_at)"
             )
     return out
+
