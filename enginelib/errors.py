@@ -32,7 +32,8 @@
      +-- ExportError                   the Postgres export failed (server message attached)
      +-- MissingExtraError             an optional feature's package is not installed
                                        (also ImportError)  (.extra, .package)
- +-- NoRelevantSourcesError        the gate refused, raised where a caller asked for it (.reason)
+ +-- NoRelevantSourcesError        the gate refused, raised where a caller asked for it
+                                       (.reason, .reason_code, .response)
 
 Dependency errors (duckdb, tantivy, hnswlib, psycopg) are mapped at the boundary with
 ``raise ... from exc`` so a user never has to read a traceback from inside them.
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Any
 
 
 class EngineError(Exception):
@@ -214,7 +216,12 @@ class NoRelevantSourcesError(EngineError):
     """The answerability gate found no source to answer from; raised only by callers that
     asked for an exception instead of an empty result (e.g. a retriever's on_refusal="raise")."""
 
-    def __init__(self, query: str, reason: str | None) -> None:
+    def __init__(self, query: str, reason: str | None, *, reason_code: str | None = None,
+                 response: Any = None) -> None:
         super().__init__(f"NO_RELEVANT_SOURCES for {query!r}: {reason or 'no reason given'}")
         self.query = query
         self.reason = reason
+        # the gate's code (NO_MATCH: nothing matched at all; WEAK_EVIDENCE, ...: hits too
+        # weak to answer from) and the refused SearchResponse, for callers that switch on it
+        self.reason_code = reason_code
+        self.response = response

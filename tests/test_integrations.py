@@ -200,6 +200,25 @@ def test_async_retrieval_leaves_the_event_loop_free(enginelib_store_factory):
     assert asyncio.run(ticks_during(llama.aretrieve("brake pads"))) >= 5
 
 
+def test_a_raised_refusal_says_whether_anything_matched(regulatory):
+    # the error held only the reason's text: a caller could not tell "the filters left no
+    # chunk" from "the gate found the hits too weak" without parsing the message
+    off_topic, nothing = "torque of the brake caliper bolts", {"filters": {"tags": ["none"]}}
+    for retrieve in (
+        lambda **o: LangChainRetriever(store=regulatory, on_refusal="raise",
+                                       search_kwargs=o).invoke(off_topic),
+        lambda **o: LlamaIndexRetriever(regulatory, on_refusal="raise", **o).retrieve(off_topic),
+    ):
+        with pytest.raises(NoRelevantSourcesError) as weak:
+            retrieve()
+        with pytest.raises(NoRelevantSourcesError) as unmatched:
+            retrieve(**nothing)
+        assert weak.value.reason_code == "WEAK_EVIDENCE"
+        assert unmatched.value.reason_code == "NO_MATCH"
+        assert weak.value.response.gate.evidence.missing_words
+        assert unmatched.value.response.total == 0
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

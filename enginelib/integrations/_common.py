@@ -62,7 +62,8 @@ def run_search(
 ) -> SearchResponse:
     response = store.search(query, **options, **extra)
     if not response.ok and on_refusal == "raise":
-        raise NoRelevantSourcesError(query, response.reason)
+        code = response.gate.reason_code if response.gate is not None else None
+        raise NoRelevantSourcesError(query, response.reason, reason_code=code, response=response)
     return response
 
 
