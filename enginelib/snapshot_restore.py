@@ -75,6 +75,8 @@ def _restored_versions(
 
     Ingest bumps from the current version, so the current one must stay the newest the
     document ever had, or a later edit would reuse (and silently lose) an archived number.
+    A version the history already holds is never current again: a document deleted since
+    the snapshot comes back after its last version, as an ingest of the deleted id does.
     """
     newest: dict[str, tuple[int, int, int]] = {}
     for doc_id, version in known:
@@ -83,7 +85,7 @@ def _restored_versions(
     for doc_id, version in snapshot:
         top = newest.get(doc_id)
         ids.append(doc_id)
-        if top is None or _semver(version) >= top:
+        if top is None or _semver(version) > top:
             out.append(version)
             bumped.append(False)
         else:

@@ -311,3 +311,18 @@ def test_versions_stay_unique_across_a_restore(store: Store) -> None:
     assert texts[-1] == "Text D about fluid and water."
     assert {"Text A about brakes and pads.", "Text B about tyres and pressure.",
             "Text C about rotors and heat."} <= set(texts)
+
+
+def test_a_restore_that_brings_back_a_deleted_document_gives_it_a_new_version(store: Store) -> None:
+    # a document deleted after the snapshot came back under the version its history held as
+    # deleted: history listed 1.0.0 twice (deleted, then current), the restore made a version
+    # current again, where an ingest of the deleted id continues after it
+    store.ingest_documents([doc("v", "Text A about brakes and pads.")])
+    store.create_snapshot("before")
+    store.delete_document("v")
+    store.restore_snapshot("before")
+    versions = [(h["version"], h["change_summary"]) for h in store.history("v")]
+    assert versions == [("1.0.0", "deleted"), ("1.1.0", "current")]
+    assert store.version_text("v", "1.1.0") == store.version_text("v", "1.0.0")
+    again = store.restore_snapshot("before")  # nothing to change the second time
+    assert again.archived == 0 and store.history("v")[-1]["version"] == "1.1.0"
