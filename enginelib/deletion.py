@@ -42,7 +42,8 @@ def delete_documents(store: StoreCore, document_ids: Sequence[str], *,
         # same commit, with the reason (Retry DLQ ingests it after all).
         jobs_table.cancel_queued(catalog.con, [CANCELLED, now, now, ids])
         faults.crash_point("before_catalog_commit")
-    faults.crash_point("after_catalog_commit")
-    store.committed()
-    store.apply_commit(removed, [])
+    with store.indexes_follow():
+        faults.crash_point("after_catalog_commit")
+        store.committed()
+        store.apply_commit(removed, [])
     store.persist()

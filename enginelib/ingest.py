@@ -387,18 +387,19 @@ class Ingestor:
         for item in prepared:
             (self.updated if item.status == "updated" else self.added).append(item.document.id)
             self.chunks_written += len(item.spans)
-        faults.crash_point("after_catalog_commit")
-        store.committed()
-        added: list[tuple[np.ndarray, np.ndarray, list[TextDocument]]] = []
-        for item, row, lo, hi in zip(prepared, rows, bounds[:-1], bounds[1:], strict=True):
-            texts = [
-                TextDocument(int(lb), span.content, span.heading_path,
-                             item.document.title or "", row["language"])
-                for lb, span in zip(labels[lo:hi], item.spans, strict=True)
-            ]
-            assert item.vectors is not None
-            added.append((labels[lo:hi], item.vectors, texts))
-        store.apply_commit(removed, added)
+        with store.indexes_follow():
+            faults.crash_point("after_catalog_commit")
+            store.committed()
+            added: list[tuple[np.ndarray, np.ndarray, list[TextDocument]]] = []
+            for item, row, lo, hi in zip(prepared, rows, bounds[:-1], bounds[1:], strict=True):
+                texts = [
+                    TextDocument(int(lb), span.content, span.heading_path,
+                                 item.document.title or "", row["language"])
+                    for lb, span in zip(labels[lo:hi], item.spans, strict=True)
+                ]
+                assert item.vectors is not None
+                added.append((labels[lo:hi], item.vectors, texts))
+            store.apply_commit(removed, added)
 
 
 def chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> list[ChunkRow]:

@@ -21,7 +21,8 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -96,6 +97,9 @@ class StoreCore:
         self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None
         self._default_preset = "default"
+        # True from a catalog commit that changes chunks until the in-memory indexes mirror
+        # it (``indexes_follow``): still True afterwards means something failed in between
+        self._indexes_behind = False
         self.query_log = QueryLog(path, writable=not read_only)
         self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
         self._load_meta()
@@ -368,7 +372,7 @@ class StoreCore:
                 index.delete(self.catalog.tombstones_since(stamp))
                 self._replay(index, since=stamp)
         if (changed or self.manifest.generation != target) and not self.read_only:
-            self.persist()
+            self._save()
 
     def _replay(self, index: VectorIndex | TextIndex, since: int | None) -> None:
         for batch in self.catalog.chunk_batches(since_generation=since):
@@ -385,9 +389,35 @@ class StoreCore:
                     ]
                 )
 
+    @contextmanager
+    def indexes_follow(self) -> Iterator[None]:
+        """Around everything between a catalog commit that changes chunks and the end of its
+        ``apply_commit``. A failure in between (a full disk reported there, Ctrl-C) left the
+        indexes without that commit while this object went on: the next ``persist`` stamped
+        them with the new generation, and the commit's documents stayed unsearchable (or a
+        deleted one searchable) for good, reopens included."""
+        self._indexes_behind = True
+        yield
+        self._indexes_behind = False
+
+    def _catch_up_indexes(self) -> None:
+        """After an interrupted ``indexes_follow``: reload both indexes as last saved (their
+        stamps say exactly what they hold) and replay the catalog from there, as an open
+        after a kill does."""
+        self.committed()  # the failure may have come before the generation was read
+        self.vector_index, self.text_index = self._open_indexes()
+        self.hit_token_cache.clear()
+        self._indexes_behind = False
+        self.sync_indexes()
+
     def persist(self) -> None:
         """Save both indexes stamped with the catalog generation, then the manifest."""
         self.require_writable()
+        if self._indexes_behind:
+            self._catch_up_indexes()
+        self._save()
+
+    def _save(self) -> None:
         self.query_log.flush(self.catalog)
         generation = self._generation
         if self.vector_index.generation != generation:
@@ -411,6 +441,8 @@ class StoreCore:
         self.require_open()
         if self.read_only:
             self.refresh()
+        elif self._indexes_behind:
+            self._catch_up_indexes()
         if self._view is None or self._view.generation != self._generation:
             view = self._next_view()
             self.catalog.release()
