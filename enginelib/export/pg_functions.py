@@ -20,6 +20,7 @@ Filters are decoded once into variables at the top of a function, never per row.
 from __future__ import annotations
 
 from ..indexes.analyzers import MAX_TOKEN_CHARS
+from ..search.filters import DATE_ONLY_PATTERN, THROUGH_THE_DAY
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, TRUTH_LEVELS
@@ -52,9 +53,6 @@ _ANY_OF = {
 _DATES = ("created_at", "updated_at", "validated_at")
 # The engine's operators (enginelib/search/filters.py), "from" / "to" included.
 _DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "from": ">=", "to": "<="}
-# A date alone is its whole day (search/filters.py): these take the next day's midnight.
-_THROUGH_THE_DAY = {"lte": "<", "to": "<", "gt": ">="}
-_DATE_ONLY = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 # ``metadata``: a JSON containment object (server only); ``metadata.<key>`` /
 # ``custom.<key>``: the engine's per-key filter, compared as text like the engine does.
 FILTER_KEYS: tuple[str, ...] = (*_ANY_OF, "tags", "metadata", *_DATES)
@@ -352,10 +350,10 @@ def _declare_filters(names: Names) -> sql.Composed:
         for op in _DATE_OPS:
             lines.append(sql.SQL("{var} timestamptz := (filters->{f}->>{op})::timestamptz;").format(
                 var=sql.Identifier(f"f_{field}_{op}"), f=sql.Literal(field), op=sql.Literal(op)))
-        for op in _THROUGH_THE_DAY:
+        for op in THROUGH_THE_DAY:
             lines.append(sql.SQL("{var} boolean := coalesce((filters->{f}->>{op}) ~ {day}, false);").format(
                 var=sql.Identifier(f"f_{field}_{op}_day"), f=sql.Literal(field), op=sql.Literal(op),
-                day=sql.Literal(_DATE_ONLY)))
+                day=sql.Literal(DATE_ONLY_PATTERN)))
     return sql.SQL("\n").join(lines)
 
 
@@ -381,13 +379,13 @@ def filter_clause(names: Names) -> sql.Composed:
     ]
     for field in _DATES:
         for op, symbol in _DATE_OPS.items():
-            if op in _THROUGH_THE_DAY:  # a date alone is its whole day, as in the engine
+            if op in THROUGH_THE_DAY:  # a date alone is its whole day, as in the engine
                 clauses.append(sql.SQL(
                     "({var} IS NULL OR CASE WHEN {day} THEN d.{col} {day_symbol} {var} + interval '1 day' "
                     "ELSE d.{col} {symbol} {var} END)").format(
                     var=sql.Identifier(f"f_{field}_{op}"), day=sql.Identifier(f"f_{field}_{op}_day"),
                     col=sql.Identifier(field), symbol=sql.SQL(symbol),
-                    day_symbol=sql.SQL(_THROUGH_THE_DAY[op])))
+                    day_symbol=sql.SQL(THROUGH_THE_DAY[op])))
                 continue
             clauses.append(sql.SQL("({var} IS NULL OR d.{col} {symbol} {var})").format(
                 var=sql.Identifier(f"f_{field}_{op}"), col=sql.Identifier(field), symbol=sql.SQL(symbol)))

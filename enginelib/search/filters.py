@@ -139,9 +139,9 @@ def _date_bounds(field: str, value: Any) -> list[tuple[str, datetime]]:
                 field=field,
             )
         bound = _as_datetime(field, raw)
-        if _whole_day(raw) and op in _THROUGH_THE_DAY:
+        if _whole_day(raw) and op in THROUGH_THE_DAY:
             # "lte 2024-06-30" meant midnight, and dropped the documents of June 30 itself
-            bounds.append((_THROUGH_THE_DAY[op], bound + timedelta(days=1)))
+            bounds.append((THROUGH_THE_DAY[op], bound + timedelta(days=1)))
         else:
             bounds.append((_DATE_OPS[op], bound))
     return bounds
@@ -150,8 +150,10 @@ def _date_bounds(field: str, value: Any) -> list[tuple[str, datetime]]:
 # A bound given as a date alone covers that whole day: "lte"/"to" it ends with the day,
 # "gt" it starts after the day (as a calendar reads it); "gte", "from" and "lt" already
 # fall on its first instant.
-_THROUGH_THE_DAY = {"lte": "<", "to": "<", "gt": ">="}
-_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# The export's SQL functions read both (export/pg_functions.py): one rule on either side.
+THROUGH_THE_DAY = {"lte": "<", "to": "<", "gt": ">="}
+DATE_ONLY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"  # the same regex in Python and Postgres
+_DATE_ONLY = re.compile(DATE_ONLY_PATTERN)
 
 
 def _whole_day(raw: Any) -> bool:
