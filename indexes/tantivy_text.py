@@ -515,14 +515,17 @@ class TantivyTextIndex:
             translation = self._translate(text, plain=False, correct=correct)
             return self._parse_translated(translation.text, text)
         except (QuerySyntaxError, InvalidQueryError) as exc:
-            if not lenient:
-                hint = ("; or search its words as they are: --lenient (lenient=True)"
-                        if isinstance(exc, QuerySyntaxError) else "")
-                raise InvalidQueryError(f"{exc}{hint}") from exc
+            malformed = exc
         try:
             translation = self._translate(text, plain=True, correct=correct)
         except QuerySyntaxError as exc:
+            # Read as plain words it fails too ('???' has none): suggesting --lenient
+            # would send the user round to the same refusal.
             raise InvalidQueryError(str(exc)) from exc
+        if not lenient:
+            hint = ("; or search its words as they are: --lenient (lenient=True)"
+                    if isinstance(malformed, QuerySyntaxError) else "")
+            raise InvalidQueryError(f"{malformed}{hint}") from malformed
         return self._parse_translated(translation.text, text)
 
     def _parse_translated(self, tantivy_text: str, original: str) -> tantivy.Query:

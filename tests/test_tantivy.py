@@ -117,6 +117,19 @@ def test_syntax_errors_raise_with_a_hint(index: TantivyTextIndex, query: str, hi
         index.search([query], 5)
 
 
+def test_lenient_is_suggested_only_where_it_would_find_words(index: TantivyTextIndex) -> None:
+    """'???' refused with "or search its words as they are: --lenient", and --lenient then
+    refused it again: the hint sent the user round in a circle."""
+    with pytest.raises(InvalidQueryError, match="--lenient"):
+        index.search(['"front pads'], 5)
+    for query in ("???", '"', "( ) !!"):
+        with pytest.raises(InvalidQueryError, match="no searchable words") as refused:
+            index.search([query], 5)
+        assert "lenient" not in str(refused.value), query
+        with pytest.raises(InvalidQueryError, match="no searchable words"):
+            index.search([query], 5, lenient=True)
+
+
 def test_lenient_mode_searches_the_words(index: TantivyTextIndex, tmp_path: Path) -> None:
     assert 7 in top(index, '"front pads', lenient=True)
     assert 3 in top(index, "(brake OR pads", lenient=True)
