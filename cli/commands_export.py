@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from enginelib.export.options import HNSW_EF_CONSTRUCTION, HNSW_M, INDEX_METHODS, ExportOptions
+from enginelib.export.options import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    INDEX_METHODS,
+    SOURCE_PATH_MODES,
+    ExportOptions,
+)
 from enginelib.export.queries import parse_filter, read_queries, sample_queries
 
 from .options import emit_json, handle_errors, json_option, open_store, store_option
@@ -48,6 +54,11 @@ def export() -> None:
 @click.option("--hnsw-m", type=int, default=HNSW_M, show_default=True, help="HNSW graph degree.")
 @click.option("--hnsw-ef-construction", type=int, default=HNSW_EF_CONSTRUCTION, show_default=True,
               help="HNSW build-time candidate list size.")
+@click.option("--source-paths", type=click.Choice(SOURCE_PATH_MODES), default="relative",
+              show_default=True,
+              help="documents.source_path/file_path as every reader sees them: relative to the "
+                   "folder holding all the files, absolute (shows this machine's folders), "
+                   "or none.")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 @json_option
 @handle_errors
@@ -55,7 +66,7 @@ def postgres(
     store_path: Path, dsn: str | None, sql_file: Path | None, schema: str, table_prefix: str,
     tenant_claim: str, shared_rows: bool, public_read: bool, extension_schema: str,
     maintenance_work_mem: str, with_rls: bool, index: str, hnsw_m: int,
-    hnsw_ef_construction: int, no_progress: bool, as_json: bool,
+    hnsw_ef_construction: int, source_paths: str, no_progress: bool, as_json: bool,
 ) -> None:
     """Mirror the store into Postgres + pgvector with hybrid_search() and match_chunks().
 
@@ -68,7 +79,7 @@ def postgres(
         schema=schema, table_prefix=table_prefix, tenant_claim=tenant_claim,
         shared_rows=shared_rows, public_read=public_read, extension_schema=extension_schema,
         maintenance_work_mem=maintenance_work_mem, index=index,
-        hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction,
+        hnsw_m=hnsw_m, hnsw_ef_construction=hnsw_ef_construction, source_paths=source_paths,
     )
     progress = not no_progress and not as_json
     with open_store(store_path, read_only=True) as store:

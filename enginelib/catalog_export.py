@@ -86,6 +86,16 @@ def documents(con: duckdb.DuckDBPyConnection) -> Iterator[Row]:
     yield from _rows(con, f"SELECT {_DOCUMENT_SELECT} FROM documents ORDER BY document_id")
 
 
+def source_folders(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The distinct folders of the documents' absolute source and file paths."""
+    rows = con.execute(
+        "SELECT DISTINCT regexp_replace(p, '/[^/]*$', '') FROM ("
+        "SELECT source_path AS p FROM documents UNION ALL SELECT file_path FROM documents"
+        ") WHERE starts_with(p, '/')"
+    ).fetchall()
+    return [str(r[0]) or "/" for r in rows]
+
+
 def versions(con: duckdb.DuckDBPyConnection) -> Iterator[Row]:
     recorded = first(con.execute(
         "SELECT count(*) FROM information_schema.columns "

@@ -395,3 +395,44 @@ def test_api_roles_read_the_embedding_model_of_an_export_but_not_the_exporters_p
             with as_role(supabase_dsn, role, claims={"role": role}) as conn, \
                     pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(f"SELECT {column} FROM enginelib.exports")
+
+
+def _exported_paths(dsn: str, claims: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
+    with as_role(dsn, "authenticated", claims=claims) as conn:
+        return {r[0]: (r[1], r[2]) for r in conn.execute(
+            "SELECT document_id, source_path, file_path FROM enginelib.documents")}
+
+
+def test_api_readers_see_source_paths_relative_to_the_corpus_folder_not_the_machines_folders(
+        tmp_path: Path, supabase_dsn: str) -> None:
+    """documents.source_path (the file's absolute path since folder sync) showed every reader
+    of the table the exporting machine's folders: the user's name, a client's project name."""
+    corpus = tmp_path / "home" / "alice" / "client-x" / "corpus"
+    (corpus / "gdpr").mkdir(parents=True)
+    (corpus / "gdpr" / "art-17.md").write_text("# Article 17\n\nRight to erasure of brake pads.\n")
+    (corpus / "notes.md").write_text("# Notes\n\nBrake pads wear.\n")
+    store = open_test_store(tmp_path / "store")
+    store.ingest_path(corpus)
+    ids = {d["source_path"]: d["document_id"] for d in store.list_documents()}
+    art, notes = ids[str(corpus / "gdpr" / "art-17.md")], ids[str(corpus / "notes.md")]
+    claims = {"role": "authenticated", "tenant_id": "A"}
+
+    export_postgres(store, supabase_dsn)
+    assert _exported_paths(supabase_dsn, claims) == {
+        art: ("gdpr/art-17.md", "gdpr/art-17.md"), notes: ("notes.md", "notes.md")}
+    sql_file = tmp_path / "export.sql"
+    write_sql(store, sql_file)
+    text = sql_file.read_text()
+    assert "gdpr/art-17.md" in text and str(corpus) not in text
+    # A store keeps its absolute paths: only what the export writes changed.
+    assert store.get_document(art)["source_path"] == str(corpus / "gdpr" / "art-17.md")
+
+    # Asked for, the absolute paths (an option change is a re-export, not "unchanged").
+    report = export_postgres(store, supabase_dsn, source_paths="absolute")
+    assert "unchanged" not in report.changes
+    assert _exported_paths(supabase_dsn, claims)[art] == (str(corpus / "gdpr" / "art-17.md"),) * 2
+    export_postgres(store, supabase_dsn, source_paths="none")
+    assert _exported_paths(supabase_dsn, claims) == {art: (None, None), notes: (None, None)}
+    with pytest.raises(InvalidInputError, match="source_paths 'home' is not one of relative"):
+        export_postgres(store, supabase_dsn, source_paths="home")
+    store.close()

@@ -16,6 +16,8 @@ HNSW_EF_CONSTRUCTION_RANGE = (4, 1000)
 BATCH_ROWS = 2000
 
 INDEX_METHODS: tuple[str, ...] = ("hnsw", "ivfflat")
+# How documents.source_path / file_path are exported (see ExportOptions).
+SOURCE_PATH_MODES: tuple[str, ...] = ("relative", "absolute", "none")
 
 # Postgres identifiers are at most 63 bytes (longer ones are silently truncated, which
 # could make two of our names collide); the prefix gets what our longest suffix leaves.
@@ -48,6 +50,11 @@ class ExportOptions:
     already installed extension lives in.
     ``maintenance_work_mem`` / ``parallel_workers``: for the index builds of this export
     session only.
+    ``source_paths``: how ``documents.source_path`` and ``file_path`` are written. Every
+    reader of the table sees them, and a file's absolute path tells them the exporting
+    machine's folders (``/home/alice/...``). "relative" (default): relative to the folder
+    that holds every exported document's file (``gdpr/art-17.md``); "absolute": as the
+    store has them; "none": left empty. A path the store holds as relative stays as it is.
     """
 
     schema: str = "enginelib"
@@ -63,6 +70,7 @@ class ExportOptions:
     hnsw_ef_construction: int = HNSW_EF_CONSTRUCTION
     ivfflat_lists: int | None = None  # None: rows / 1000 (at least 1), pgvector's advice
     batch_rows: int = BATCH_ROWS
+    source_paths: str = "relative"
 
     def __post_init__(self) -> None:
         # A '$' would end our dollar-quoted function bodies; quoting cannot protect it there.
@@ -107,6 +115,10 @@ class ExportOptions:
         if self.index not in INDEX_METHODS:
             raise InvalidInputError(
                 f"index {self.index!r} is not one of {', '.join(INDEX_METHODS)}"
+            )
+        if self.source_paths not in SOURCE_PATH_MODES:
+            raise InvalidInputError(
+                f"source_paths {self.source_paths!r} is not one of {', '.join(SOURCE_PATH_MODES)}"
             )
         _check_range("hnsw_m", self.hnsw_m, HNSW_M_RANGE)
         _check_range("hnsw_ef_construction", self.hnsw_ef_construction, HNSW_EF_CONSTRUCTION_RANGE)

@@ -172,7 +172,8 @@ def build_plan(reader: CatalogReader, options: ExportOptions, ext: str | None = 
     staged = (
         ("sources", SOURCE_COLUMNS, reader.sources, meta.sources),
         ("document_versions", VERSION_COLUMNS, reader.versions, meta.versions),
-        ("documents", DOCUMENT_COLUMNS, reader.documents, meta.documents),
+        ("documents", DOCUMENT_COLUMNS, lambda: reader.documents(options.source_paths),
+         meta.documents),
         ("chunks", chunks, lambda: _with_own_ts_config(names, reader), meta.chunks),
     )
     for name, columns, rows, total in staged:

@@ -6,7 +6,8 @@ same catalog generation even if a writer commits meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import posixpath
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from .. import catalog_export as ce
 from ..catalog_export import Row
 from ..indexes.analyzers import MAX_TOKEN_CHARS, code_tokens, word_parts
-from .pg_schema import ts_config
+from .pg_schema import DOCUMENT_COLUMNS, ts_config
 
 if TYPE_CHECKING:
     import duckdb
@@ -41,8 +42,18 @@ class CatalogReader:
         self._con = con
         self.meta = meta
 
-    def documents(self) -> Iterator[Row]:
-        yield from ce.documents(self._con)
+    def documents(self, source_paths: str = "absolute") -> Iterator[Row]:
+        """Document rows, their source_path and file_path shaped by ``source_paths``
+        (ExportOptions' modes)."""
+        if source_paths == "absolute":
+            yield from ce.documents(self._con)
+            return
+        shape = path_shaper(source_paths, ce.source_folders(self._con))
+        for row in ce.documents(self._con):
+            out = list(row)
+            out[_AT_SOURCE_PATH] = shape(out[_AT_SOURCE_PATH])
+            out[_AT_FILE_PATH] = shape(out[_AT_FILE_PATH])
+            yield tuple(out)
 
     def versions(self) -> Iterator[Row]:
         yield from ce.versions(self._con)
@@ -62,6 +73,26 @@ class CatalogReader:
                 out[at_embedding] = vectors[i]
                 parts = (out[at_title], out[at_heading], out[at_content])
                 yield (*out, ts_config(out[at_language]), text_length(*parts), codes(*parts))
+
+
+_DOCUMENT_NAMES = [name for name, _, _ in DOCUMENT_COLUMNS]
+_AT_SOURCE_PATH = _DOCUMENT_NAMES.index("source_path")
+_AT_FILE_PATH = _DOCUMENT_NAMES.index("file_path")
+
+
+def path_shaper(mode: str, folders: list[str]) -> Callable[[str | None], str | None]:
+    """How one exported path is written: "none" drops it; "relative" makes an absolute one
+    relative to the deepest folder holding all of ``folders`` (the documents' folders)."""
+    if mode == "none":
+        return lambda path: None
+    root = posixpath.commonpath(folders) if folders else "/"
+
+    def relative(path: str | None) -> str | None:
+        if not path or not path.startswith("/"):
+            return path  # a path the store already holds as relative leaks no folder
+        return posixpath.relpath(path, root)
+
+    return relative
 
 
 @contextmanager
