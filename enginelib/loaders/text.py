@@ -6,15 +6,15 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..sections import heading_title
 from ..types import LoadedDocument
 from .base import fail, load_text_bytes, read_bytes
 from .front_matter import split_front_matter
 
 # A level-1 ATX heading, or a code fence (a "# comment" inside a shell block is no title).
 _TITLE_OR_FENCE = re.compile(
-    r"^ {0,3}(?:#[ \t]+(?P<title>[^\n]*?)[ \t]*$|(?P<fence>```|~~~))", re.MULTILINE
+    r"^ {0,3}(?:#[ \t]+(?P<title>[^\n]*)$|(?P<fence>```|~~~))", re.MULTILINE
 )
-_CLOSING_MARKS = re.compile(r"[ \t]+#+$")
 
 
 def markdown_title(text: str) -> str | None:
@@ -29,7 +29,7 @@ def markdown_title(text: str) -> str | None:
                 open_fence = None
             continue
         if open_fence is None:
-            title = _CLOSING_MARKS.sub("", match.group("title")).strip()
+            title = heading_title(match.group("title"))
             if title:
                 return title
     return None
