@@ -101,6 +101,11 @@ def find_headings(text: str) -> list[Heading]:
     headings: list[Heading] = []
     fence: str | None = None
     last_heading_end = -1  # end of the line of the previous heading found
+    # The paragraph the last underline closed, for the next one over the same paragraph:
+    # (that underline's line start and end, the paragraph's start or None: none above it).
+    # Walking a paragraph back afresh from each of thousands of "---" lines under one that
+    # cannot be a heading ("#tag", a table row) took minutes on a few hundred KB.
+    previous: tuple[int, int, int | None] | None = None
     for match in _LINE.finditer(text):
         marker = match.group("fence")
         if marker is not None:
@@ -116,7 +121,9 @@ def find_headings(text: str) -> list[Heading]:
                 headings.append(Heading(start, level, title, is_numbered_title(title)))
                 last_heading_end = end
         elif match.group("underline") is not None:
-            heading = _setext(text, start, match.group("underline")[0], last_heading_end)
+            para_start = _paragraph_start(text, start, last_heading_end, previous)
+            previous = (start, end, para_start)
+            heading = _setext(text, para_start, start, match.group("underline")[0])
             if heading is not None and (not headings or heading.offset > headings[-1].offset):
                 headings.append(heading)
                 last_heading_end = end
@@ -128,11 +135,18 @@ def find_headings(text: str) -> list[Heading]:
     return headings
 
 
-def _setext(text: str, underline_start: int, char: str, last_heading_end: int) -> Heading | None:
-    """The paragraph above an ``===``/``---`` line, as a level 1/2 heading (CommonMark)."""
+def _paragraph_start(
+    text: str, underline_start: int, last_heading_end: int,
+    previous: tuple[int, int, int | None] | None,
+) -> int | None:
+    """Start of the paragraph above an underline (None: a blank line or a heading is right
+    above), not walking again a paragraph the ``previous`` underline walked."""
     line_end = underline_start - 1  # the newline that ends the paragraph's last line
     para_start: int | None = None
     while line_end > last_heading_end:  # walk back over the paragraph to a blank line
+        if previous is not None and line_end == previous[1]:
+            # the previous underline's line: the paragraph it closed goes on down to here
+            return previous[2] if previous[2] is not None else previous[0]
         line_start = text.rfind("\n", 0, line_end) + 1
         if not text[line_start:line_end].strip():
             break
@@ -140,12 +154,20 @@ def _setext(text: str, underline_start: int, char: str, last_heading_end: int) -
         if line_start == 0:
             break
         line_end = line_start - 1
+    return para_start
+
+
+def _setext(text: str, para_start: int | None, underline_start: int, char: str) -> Heading | None:
+    """The paragraph above an ``===``/``---`` line, as a level 1/2 heading (CommonMark)."""
     if para_start is None:
+        return None
+    first_end = text.find("\n", para_start, underline_start)
+    # its first line is not blank (the walk starts a paragraph on text): checked before the
+    # whole paragraph is read, which happens once, for a heading
+    if text[para_start:first_end].strip().startswith(("```", "~~~", "#", "|")):
         return None
     para_end = underline_start - 1
     lines = [ln.strip() for ln in text[para_start:para_end].split("\n") if ln.strip()]
-    if not lines or lines[0].startswith(("```", "~~~", "#", "|")):
-        return None
     title = " ".join(lines)
     return Heading(para_start, 1 if char == "=" else 2, title, is_numbered_title(title))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,17 @@ def test_store_built_before_paragraph_chunks_keeps_them_until_reindex(tmp_path: 
     assert len(chunks) > 1
     assert all(c["heading_path"] == "Article 1" for c in chunks)
     reopened.close()
+
+
+def test_underlines_under_a_paragraph_that_is_no_heading_are_read_in_linear_time() -> None:
+    # 20,000 "---" lines under a "#tag" line (or a table row) took close to a minute:
+    # each underline walked the whole paragraph above it back again.
+    for first in ("#tag", "| a | b |"):
+        text = first + "\n" + "---\n" * 20_000 + "\nTitle\n=====\n\nBody.\n"
+        started = time.perf_counter()
+        headings = find_headings(text)
+        chunks = Chunker().chunk(text)
+        elapsed = time.perf_counter() - started
+        assert [(h.title, h.level) for h in headings] == [("Title", 1)]
+        assert chunks[-1].headings == ("Title",)
+        assert elapsed < 5, f"took {elapsed:.1f}s: underlines are no longer read in linear time"
