@@ -34,7 +34,12 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         return {}, text
     try:
         data = yaml.safe_load(text[opening.end():closing.start()])
-    except yaml.YAMLError:
+    except Exception:  # noqa: BLE001 - only the parse of the block is inside
+        # Not only YAMLError: PyYAML's constructors raise ValueError, IndexError,
+        # AttributeError... for a value its resolver took for a date or number it cannot
+        # build ("date: 2023-02-30", "!!int big", "!!int" alone), and deep nesting exhausts
+        # the stack. Each stopped the ingest of a whole folder; such a block is not
+        # metadata we can read.
         return {}, text
     if not isinstance(data, dict) or not data:
         return {}, text
