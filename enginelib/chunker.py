@@ -36,6 +36,13 @@ _MIN_MAX_TOKENS = 8
 # The longest chunk any embedder we know reads whole is 8,192 tokens (and ours read 512).
 _MAX_MAX_TOKENS = 8_192
 
+# tiktoken's pre-tokenizer backtracks over a run of blanks that holds no line break and
+# panics past about a million of them: a pyo3 PanicException, a BaseException that went
+# through every handler and ended the whole ingest. Such a run is refused well before.
+MAX_BLANK_RUN = 500_000
+_LONG_BLANK_RUN = re.compile(rf"(?<![^\S\r\n])[^\S\r\n]{{{MAX_BLANK_RUN}}}")
+_BLANKS = re.compile(r"[^\S\r\n]*")
+
 _ZERO_WIDTH_JOINERS = frozenset("\u200c\u200d\ufe0e\ufe0f")
 _NON_SPACE = re.compile(r"\S")
 # ATX headings (up to 3 spaces of indent, 1-6 marks, then a space or end of line) and code
@@ -246,6 +253,20 @@ def _check_encodable(text: str) -> bytes:
         ) from exc
 
 
+def _check_blank_runs(text: str) -> None:
+    """InvalidInputError when ``text`` holds a run of blanks the tokenizer cannot read."""
+    if len(text) < MAX_BLANK_RUN:
+        return
+    found = _LONG_BLANK_RUN.search(text)
+    if found is not None:
+        length = _BLANKS.match(text, found.start()).end() - found.start()  # type: ignore[union-attr]
+        raise InvalidInputError(
+            f"text holds a run of {length:,} spaces or other blank characters with no line "
+            f"break, at character {found.start():,}: the tokenizer cannot read a run of "
+            f"{MAX_BLANK_RUN:,} or more; collapse the run or break it into lines"
+        )
+
+
 class _TokenMap:
     """Character offset at which each token of the text starts, from one tokenization.
 
@@ -431,6 +452,7 @@ class Chunker:
             raise InvalidInputError(f"chunker expects a str, got {type(text).__name__}")
         if not text.strip():
             return []  # the store rejects empty documents with its own message
+        _check_blank_runs(text)
         if self.config.structure == "sections":
             return self._chunk_sections(text)
         spans = self._plan(text, self._token_map(text), 0, len(text))

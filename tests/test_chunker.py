@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from enginelib.chunker import Chunker, ChunkingConfig, get_encoding
+from enginelib.chunker import MAX_BLANK_RUN, Chunker, ChunkingConfig, get_encoding
 from enginelib.errors import InvalidInputError, TokenizerError
 from enginelib.loaders.text import markdown_title
 from enginelib.sections import find_headings
 from enginelib.text import normalize_text
 from enginelib.types import ChunkSpan
-from tests.helpers import DATASETS
+from tests.helpers import DATASETS, doc, open_test_store
 
 GDPR = DATASETS / "regulatory" / "gdpr.md"
 SMALL = ChunkingConfig(max_tokens=40, overlap_tokens=5, min_tokens=10)
@@ -286,6 +286,20 @@ def test_bad_text_raises_invalid_input() -> None:
         Chunker().chunk(b"bytes")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="surrogate"):
         Chunker().chunk("caf\udce9 au lait")
+
+
+def test_a_million_blanks_in_a_row_are_refused_not_a_tokenizer_panic(tmp_path: Path) -> None:
+    # tiktoken panicked (pyo3 PanicException, not an Exception) and the ingest died with it
+    text = "Intro.\n" + " \t" * 500_000 + "x"
+    with pytest.raises(InvalidInputError, match=r"run of 1,000,000 spaces .* at character 7"):
+        Chunker().chunk(text)
+    store = open_test_store(tmp_path / "s")
+    report = store.ingest_documents([doc("blank", text), doc("fine", "Brake pads wear.")])
+    assert report.added == ("fine",)
+    assert "run of 1,000,000 spaces" in report.skipped[0].reason
+    store.close()
+    # a run just under the bound is chunked as before
+    assert Chunker().chunk("x" + " " * (MAX_BLANK_RUN - 1) + "y")[-1].content.endswith("y")
 
 
 @pytest.mark.parametrize(
