@@ -88,6 +88,16 @@ def test_long_sentence_is_cut_on_word_boundaries_around_the_match() -> None:
     assert start in text.split() and end.rstrip(".") in [w.rstrip(".") for w in text.split()]
 
 
+def test_a_long_sentence_without_spaces_is_quoted_up_to_the_limit() -> None:
+    # the quote was the word before the only space: "第十七条" of a whole Japanese article,
+    # "See" before a long URL, and "" after a "; "
+    article = "第十七条 " + "管理者は、データ主体の要求に応じて、個人データを消去する義務を負う。" * 20
+    assert len(_check(article, 0, ["データ"])) == QUOTE_MAX_CHARS
+    url = "See https://example.org/" + "a" * 520 + " for the rules."
+    assert _check(url, 0, ["see"]).startswith("See https://example.org/aaaa")
+    assert len(_check("; " + "x" * 600, 0, [])) == QUOTE_MAX_CHARS
+
+
 def test_sentence_spans_keep_list_markers_with_their_text() -> None:
     text = "1. The first. (a) a point; (b) Another point.\n2. Next one"
     assert [text[s:e] for s, e in sentence_spans(text)] == [

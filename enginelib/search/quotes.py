@@ -2,7 +2,8 @@
 
 A quote is an exact slice of the document, ``document_text[start:end] == quote``, cut on
 sentence boundaries where it can be and on word boundaries where a sentence is longer
-than the limit; it is never rewritten (no ellipsis added). Sentences are scored by the
+than the limit (at the limit in text with no space in reach: Chinese, Japanese, a long
+URL); it is never rewritten (no ellipsis added). Sentences are scored by the
 query terms they contain (the highlight terms: query words minus stop words, with their
 stems), each term weighted by how rare it is among the chunk's sentences, so "data" in a
 GDPR article counts less than "erasure". With no term in the chunk (a hit found by
@@ -22,6 +23,7 @@ import bisect
 import functools
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -254,8 +256,17 @@ def _cut_long(
     right = min(end, left + limit)
     if right < end:
         space = content.rfind(" ", left + 1, right + 1)
-        if space > left:
+        # A word boundary only where it keeps most of the window: in text that has no
+        # spaces (Chinese, Japanese, a long URL) the last one in reach can be the one after
+        # the first word, and the quote was that word ("第十七条" of a whole article).
+        if space > left + limit // 2:
             right = space
+        else:
+            while right > left + 1 and unicodedata.combining(content[right]):
+                right -= 1  # never between a letter and its accent
+    cut = right
     while right > left and content[right - 1] in " \t,;:":
         right -= 1
+    if right == left:  # nothing but punctuation: the window as it is, never an empty quote
+        right = cut
     return Quote(content[left:right], start_offset + left, start_offset + right)
