@@ -91,6 +91,10 @@ def test_a_date_alone_in_a_date_filter_is_its_whole_day(tmp_path: Path) -> None:
     assert found(gt="2024-06-29") == {"d30", "d01"}
     assert found(gt="2024-06-29T00:00:00") == {"d29", "d30", "d01"}
     assert found(gte="2024-06-30", lt="2024-07-01") == {"d30"}
+    # the last day a date can name, an open end: it was a bare OverflowError
+    assert found(gte="2024-06-30", lte="9999-12-31") == {"d30", "d01"}
+    assert found(to=date(9999, 12, 31)) == found(lte="9999-12-31T23:59:59") == {"d29", "d30", "d01"}
+    assert found(gt="9999-12-31") == set()
     store.close()
 
 

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from ..errors import InvalidFilterError
@@ -141,7 +141,12 @@ def _date_bounds(field: str, value: Any) -> list[tuple[str, datetime]]:
         bound = _as_datetime(field, raw)
         if _whole_day(raw) and op in THROUGH_THE_DAY:
             # "lte 2024-06-30" meant midnight, and dropped the documents of June 30 itself
-            bounds.append((THROUGH_THE_DAY[op], bound + timedelta(days=1)))
+            if bound.date() < date.max:
+                bounds.append((THROUGH_THE_DAY[op], bound + timedelta(days=1)))
+            else:
+                # 9999-12-31, an open end written as a date, has no next day (that was an
+                # OverflowError): its last instant, with the operator as given
+                bounds.append((_DATE_OPS[op], datetime.combine(date.max, time.max)))
         else:
             bounds.append((_DATE_OPS[op], bound))
     return bounds
