@@ -67,6 +67,9 @@ class Translation:
 # Distinct words of one query checked for a typo (each unknown one scans the vocabulary,
 # ~0.5 ms): a question has a handful, a pasted page thousands (1.3 s for 2,700).
 MAX_LOOKED_UP = 64
+# Groups inside groups: a question has two or three; past this the query is refused (600
+# levels overflowed the parser's recursion, reported as a broken index to be repaired).
+MAX_GROUP_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,11 @@ def _lex_run(run: str, next_opens: bool) -> list[_Tok]:
     return out
 
 
+def _short(query: str) -> str:
+    """The query for a message: a long one cut, so the message stays readable."""
+    return repr(query) if len(query) <= 80 else repr(query[:77] + "...")
+
+
 def _quote(text: str) -> str:
     # Inside double quotes tantivy takes text literally; only the quote and the escape
     # character itself could end or alter the phrase.
@@ -178,6 +186,7 @@ class _Parser:
         self.terms: list[str] = []
         self.corrections: dict[str, str] = {}
         self._looked_up: set[str] = set()
+        self._groups_open = 0
 
     def parse(self) -> str:
         text = self._sequence(depth=0, fields=None, negated=False)
@@ -246,7 +255,14 @@ class _Parser:
         self.pos += 1
         child_negated = negated or prefix == "-"
         if tok.kind == "LP":
+            if self._groups_open >= MAX_GROUP_DEPTH:
+                raise QuerySyntaxError(
+                    f"query {_short(self.query)} nests groups more than {MAX_GROUP_DEPTH} deep: "
+                    "remove parentheses"
+                )
+            self._groups_open += 1
             inner = self._sequence(depth=1, fields=fields, negated=child_negated)
+            self._groups_open -= 1
             atom = f"({inner})" if inner else ""
         elif tok.kind == "PHRASE":
             atom = self._phrase(tok.value, fields, child_negated)

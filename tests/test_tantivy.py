@@ -130,6 +130,16 @@ def test_lenient_is_suggested_only_where_it_would_find_words(index: TantivyTextI
             index.search([query], 5, lenient=True)
 
 
+def test_groups_nested_past_the_limit_are_a_syntax_error(index: TantivyTextIndex) -> None:
+    # 600 levels overflowed the translator's recursion: a BackendError that said to
+    # repair the index
+    deep = "(" * 600 + "brake AND pads" + ")" * 600
+    with pytest.raises(InvalidQueryError, match="nests groups more than 32 deep"):
+        index.search([deep], 5)
+    assert 3 in top(index, deep, lenient=True)
+    assert 3 in top(index, "(" * 32 + "brake AND pads" + ")" * 32)
+
+
 def test_lenient_mode_searches_the_words(index: TantivyTextIndex, tmp_path: Path) -> None:
     assert 7 in top(index, '"front pads', lenient=True)
     assert 3 in top(index, "(brake OR pads", lenient=True)
