@@ -12,6 +12,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder
+from enginelib.search.highlights import find_highlights
 from enginelib.search.quotes import QUOTE_MAX_CHARS, best_quote, content_terms, sentence_spans
 from enginelib.text import normalize_text
 from tests.helpers import DATASETS, doc
@@ -161,6 +162,18 @@ def test_highlights_skip_stop_words_in_english_and_french(tmp_path: Path) -> Non
     assert not fr_words & {"quand", "le", "les", "doit", "doit-il", "dans", "quels", "l"}
     # the quote of each hit is made of the same content words
     assert "effac" in fr_hit.citation.quote.lower() and "erasure" in hit.citation.quote
+    store.close()
+
+
+def test_a_prefix_never_highlights_a_stop_word(tmp_path: Path) -> None:
+    # terms match as word prefixes: "wh*" marked "which" and "why"
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16))
+    store.ingest_documents([doc("en", "Which whistle, and why? The wheel which the data "
+                                      "subject holds, donné à qui de droit.")])
+    hit = store.search("wh*", strategy="fulltext", answerability_threshold=None).hits[0]
+    assert [hit.content[h.start_offset:h.end_offset] for h in hit.highlights] == [
+        "whistle", "wheel"]
+    assert [h.term for h in find_highlights("Which whistle", 0, ["wh"])] == ["wh"]
     store.close()
 
 

@@ -7,6 +7,35 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..keywords import STOPWORDS as _STOP
+
+# Words a question is made of rather than what it asks about, in English and French, on
+# top of the corpus function words (``keywords.STOPWORDS``) and what the text index already
+# drops: highlighting "when" or "doit" marks half a passage and points at nothing.
+_QUESTION_WORDS = frozenset(
+    """about after again against before below between both did do does doing done during
+    each few get gets got here how i'm it's just me my myself nor now off once out over own
+    same too under until up very whom whose why yes
+    avait avaient avez avoir comment combien doit doivent dois devrait
+    devraient faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
+    pourquoi quand quel quelle quels quelles quoi sera seront si soit sont suis tout tous
+    toute toutes très un une votre vos y ça""".split()
+)
+
+
+_WORD_PARTS = re.compile(r"[-'’]")
+
+
+@functools.lru_cache(maxsize=65536)
+def is_function_word(term: str) -> bool:
+    """A stop or question word (all parts of a hyphenated one), or a single letter."""
+    # cached per word: the same words come back query after query, and both the gate and
+    # the quotes ask
+    parts = [p for p in _WORD_PARTS.split(term.lower()) if p]
+    return bool(parts) and all(
+        p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit()) for p in parts
+    )
+
 
 @dataclass(frozen=True)
 class Highlight:
@@ -32,7 +61,8 @@ def find_highlights(content: str, start_offset: int, terms: Sequence[str]) -> tu
     """Offsets (global to the document) of each whole-word, case-insensitive term match.
 
     A word that several terms match (``running`` for ``running`` and its stem ``run``) is
-    reported once, under the longest term.
+    reported once, under the longest term. A stop word is never one: terms match as word
+    prefixes, and "wh*" marked every "which" of the passage.
     """
     pattern = term_pattern(tuple(terms))
     if pattern is None:
@@ -44,4 +74,5 @@ def find_highlights(content: str, start_offset: int, terms: Sequence[str]) -> tu
             end_offset=start_offset + m.end(),
         )
         for m in pattern.finditer(content)
+        if not is_function_word(m.group(0))
     )

@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..keywords import STOPWORDS as _STOP
+from .highlights import is_function_word as _is_question_word
 from .highlights import term_pattern
 
 QUOTE_MAX_CHARS = 500
@@ -39,21 +39,6 @@ _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _LIST_MARKER = re.compile(r"\(?[0-9A-Za-z]{1,4}[.)]\Z")
 
 
-# Words a question is made of rather than what it asks about, in English and French, on
-# top of the corpus function words (``keywords.STOPWORDS``) and what the text index already
-# drops: highlighting "when" or "doit" marks half a passage and points at nothing.
-_QUESTION_WORDS = frozenset(
-    """about after again against before below between both did do does doing done during
-    each few get gets got here how i'm it's just me my myself nor now off once out over own
-    same too under until up very whom whose why yes
-    avait avaient avez avoir comment combien doit doivent dois devrait
-    devraient faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
-    pourquoi quand quel quelle quels quelles quoi sera seront si soit sont suis tout tous
-    toute toutes très un une votre vos y ça""".split()
-)
-
-
-_WORD_PARTS = re.compile(r"[-'’]")
 
 
 def content_terms(terms: Sequence[str]) -> tuple[str, ...]:
@@ -73,16 +58,6 @@ def only_function_words(query: str) -> bool:
     return bool(words) and all(
         _is_question_word(word) and not any(c.isupper() for c in word[1:] or word)
         for word in words
-    )
-
-
-@functools.lru_cache(maxsize=65536)
-def _is_question_word(term: str) -> bool:
-    # cached per word: the same words come back query after query, and both the gate and
-    # the quotes ask
-    parts = [p for p in _WORD_PARTS.split(term.lower()) if p]
-    return bool(parts) and all(
-        p in _STOP or p in _QUESTION_WORDS or (len(p) == 1 and not p.isdigit()) for p in parts
     )
 
 
