@@ -137,7 +137,8 @@ def fold(text: str) -> str:
     """Lowercase without accents, one character per character (offsets stay valid)."""
     if text.isascii():  # no ASCII character decomposes: the common case, without the loop
         return text.lower()
-    return "".join(unicodedata.normalize("NFKD", ch)[0] for ch in text.lower())
+    # lowered per character: "İ".lower() is "i" and a combining dot, two characters
+    return "".join(unicodedata.normalize("NFKD", ch.lower())[0] for ch in text)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder, InvalidInputError, InvalidQueryError, RewriterError, Store
-from enginelib.acronyms import AcronymTable, find_pairs
+from enginelib.acronyms import AcronymTable, find_pairs, fold
 from enginelib.search import fusion, rewrite
 from enginelib.search.cache import GenerationMemo
 from enginelib.search.gate import bm25_idf
@@ -258,6 +258,16 @@ def test_a_query_names_both_forms() -> None:
     # A short lowercase word is an ordinary word ("ai" is French for "have").
     assert table.expand("j'ai une question") == (None, {})
     assert table.expand("AI literacy")[0] == "artificial intelligence (AI) literacy"
+
+
+def test_a_dotted_capital_i_before_an_expansion_keeps_the_twin_in_place() -> None:
+    # "İ".lower() is two characters: every offset after one was off by one, and the twin
+    # read "...assessment r (DPIA)ules" with the expansion reported as "ta protection..."
+    table = AcronymTable.build([("DPIA", "data protection impact assessment", 2)])
+    assert table.expand("İİ data protection impact assessment rules") == (
+        "İİ data protection impact assessment (DPIA) rules",
+        {"data protection impact assessment": "DPIA"})
+    assert fold("İstanbul Ünal") == "istanbul unal"
 
 
 def test_a_table_less_some_acronyms_drops_both_directions() -> None:
