@@ -422,6 +422,40 @@ def test_a_heading_padded_with_spaces_is_read_in_linear_time() -> None:
     assert elapsed < 5, f"took {elapsed:.1f}s: heading lines are no longer read in linear time"
 
 
+# Shapes that make a regex or a walk go quadratic: each is ~200 KB, chunked in well under a
+# second when the chunker is linear (a quadratic one took minutes on several of them).
+_ADVERSARIAL = {
+    "one line of letters": "x" * 200_000,
+    "combining marks": ("e" + "\u0301" * 20) * 10_000,
+    "zero-width joiners": "a\u200d" * 100_000,
+    "spaces then a word": " " * 200_000 + "x",
+    "line breaks": "\n" * 200_000 + "x",
+    "thousands of headings": "".join(f"{'#' * (i % 6 + 1)} H{i}\nbody {i}\n" for i in range(10_000)),
+    "fenced headings": "```\n" + "#### not a heading\n" * 10_000 + "```\n",
+    "unclosed fence": "```\n" + "# nope\ntext\n" * 10_000,
+    "setext under a non-title": "#tag\n" + "---\n" * 50_000,
+    "setext headings": "".join(f"Title {i}\n=====\ntext\n\n" for i in range(8_000)),
+    "heading padded with spaces": "# a" + " " * 200_000 + "b\n",
+    "closing marks": "# x" + " #" * 100_000 + "\n",
+    "numbered lines": "\n\nArticle 5 bis\n" * 12_000,
+    "article then spaces": "Article 1" + " " * 200_000 + "\n",
+    "dots": ". " * 100_000,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(_ADVERSARIAL))
+def test_adversarial_shapes_are_chunked_in_linear_time(shape: str) -> None:
+    text = normalize_text(_ADVERSARIAL[shape])
+    for config in (ChunkingConfig(), ChunkingConfig(structure="flat")):
+        started = time.perf_counter()
+        chunks = Chunker(config).chunk(text)
+        elapsed = time.perf_counter() - started
+        assert chunks[0].start_offset == 0 and chunks[-1].end_offset == len(text)
+        assert all(text[c.start_offset:c.end_offset] == c.content for c in chunks)
+        assert elapsed < 5, f"{shape}: {elapsed:.1f}s for {len(text):,} characters"
+
+
 @pytest.mark.skipif(not GDPR.exists(), reason="GDPR dataset not present")
 def test_gdpr_articles() -> None:
     text = normalize_text(GDPR.read_text(encoding="utf-8"))

@@ -5,6 +5,7 @@ aborts the process, leaks a dependency's exception, or is stored silently wrong.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from enginelib.errors import (
     DocumentNotFoundError,
     EngineError,
     InvalidInputError,
+    InvalidQueryError,
 )
 from enginelib.search.results import SearchResponse
 from enginelib.types import LoadedDocument
@@ -109,6 +111,36 @@ def test_any_query_value(store: Store, query: Any) -> None:
     result = _call(store.search, query, answerability_threshold=None)
     if isinstance(result, SearchResponse):
         assert isinstance(query, (str, list))
+
+
+# Pieces of what people type, paste or probe with: words of the corpus (and a typo),
+# stop words, operators, every character of tantivy's grammar, prefixes, fields, scripts.
+QUERY_PIECES = st.sampled_from([
+    "brake", "pads", "rotor", "topic3", "workshop", "brkae", "pad*", "wh*", "*", "the", "of",
+    "le", "AND", "OR", "NOT", "TO", "IN", ":", '"', "(", ")", "[", "]", "{", "}", "^", "~",
+    "\\", "+", "-", "!", "?", "/", "&&", "||", "content:", "title:", "nope:", "^2", "~2",
+    "[a TO z]", "( )", '""', "données", "東京", "مرحبا", "Привет", "e\u0301", "İ", "😀",
+    "\u200b", "\u200f", "1K0615301M", "C++", "5-HT",
+])
+
+
+@settings(SETTINGS, max_examples=150, derandomize=True)
+@given(pieces=st.lists(st.tuples(QUERY_PIECES, st.sampled_from(["", " ", "  "])),
+                       min_size=1, max_size=10),
+       strategy=st.sampled_from(["hybrid", "fulltext"]), lenient=st.booleans())
+def test_query_syntax_never_leaks_a_backend_error(store: Store, pieces: list[tuple[str, str]],
+                                                  strategy: str, lenient: bool) -> None:
+    query = "".join(piece + gap for piece, gap in pieces)
+    result = _call(store.search, query, strategy=strategy, lenient=lenient, limit=3,
+                   answerability_threshold=None)
+    # a well-formed or lenient query that is refused says it is the query, not the index
+    assert not isinstance(result, EngineError) or isinstance(result, InvalidQueryError)
+    if isinstance(result, SearchResponse):
+        for hit in result.hits:
+            text = store.get_document(hit.document_id)["content"]
+            citation = hit.citation
+            assert text[citation.start_offset:citation.end_offset] == hit.content
+            assert text[citation.quote_start:citation.quote_end] == citation.quote
 
 
 @pytest.mark.parametrize("name,value", [
@@ -205,6 +237,51 @@ def test_records_bad_ones_skipped_counts_exact(store: Store,
     for skipped in report.skipped:
         assert skipped.reason
         skipped.reason.encode("utf-8")  # printable and storable as it is
+
+
+# Document text no loader would clean up: control characters, CR line ends, BOMs, RTL and
+# zero-width marks, combining sequences, scripts without spaces, headings in fences,
+# setext underlines, long unbroken runs.
+HOSTILE_TEXT = st.lists(st.one_of(st.sampled_from([
+    "word ", "the quick brown fox jumps", ". ", "\n", "\n\n", "\r\n", "\r", "\t", "  ",
+    "\n## Section A\n", "\n### Sub B ###\n", "# Title\n", "\n#### Article 17 — Erasure\n",
+    "```\n# not a heading\n```\n", "Title\n=====\n", "#tag\n---\n", "😀", "👨\u200d👩\u200d👧",
+    "e\u0301", "q\u0307\u0323", "中文字符测试，", "日本語のテキスト。", "שלום עולם ", "مرحبا ",
+    "\u200b", "\u200f", "\x00", "\x07", "\ufeff", "x" * 300, "Ж" * 120, "<|endoftext|>",
+    "DPIA (data protection impact assessment) ", "İstanbul ", "Straße ", "ﬁle ", "1K0615301M ",
+    "(a) point; ", "\u2028", "\x85",
+]), st.text(max_size=20)), min_size=1, max_size=50).map("".join)
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=60, derandomize=True)
+@given(text=HOSTILE_TEXT, pick=st.integers(0, 10**6))
+def test_hostile_text_is_stored_searched_and_cited_exactly(store: Store, text: str,
+                                                           pick: int) -> None:
+    document_id = f"h{next(_EXAMPLE)}"
+    report = _call(store.ingest_documents, [doc(document_id, text)])
+    assert not isinstance(report, EngineError), report
+    if document_id not in report.added:
+        assert report.skipped and report.skipped[0].reason
+        return
+    stored = store.get_document(document_id)["content"]
+    for chunk in store.show(document_id)["chunks"]:
+        assert stored[chunk["start_offset"]:chunk["end_offset"]] == chunk["content"]
+    words = re.findall(r"\w+", stored)
+    for query in ([words[pick % len(words)]] if words else []) + [stored[:50]]:
+        for strategy in ("hybrid", "fulltext"):
+            result = _call(store.search, query, strategy=strategy, lenient=True,
+                           filters={"document_id": document_id}, answerability_threshold=None)
+            for hit in getattr(result, "hits", ()):
+                citation = hit.citation
+                assert stored[citation.start_offset:citation.end_offset] == hit.content
+                assert stored[citation.quote_start:citation.quote_end] == citation.quote
+                assert citation.start_offset <= citation.quote_start <= citation.quote_end
+                assert citation.quote_end <= citation.end_offset
+                assert bool(citation.quote) == bool(hit.content.strip())
+                for highlight in hit.highlights:
+                    assert citation.start_offset <= highlight.start_offset
+                    assert highlight.end_offset <= citation.end_offset
 
 
 def test_strict_ingest_is_all_or_nothing(tmp_path: Path) -> None:

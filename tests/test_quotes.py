@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import enginelib
 from enginelib import HashingEmbedder
-from enginelib.search.highlights import find_highlights
+from enginelib.search.highlights import find_highlights, is_function_word
 from enginelib.search.quotes import QUOTE_MAX_CHARS, best_quote, content_terms, sentence_spans
 from enginelib.text import normalize_text
 from tests.helpers import DATASETS, doc
@@ -272,3 +274,38 @@ def test_neighbouring_hits_of_one_document_quote_different_sentences(tmp_path: P
                 for h in hits[offset : offset + 10]]
     assert pairs >= 4  # the queries do meet overlapping neighbours
     store.close()
+
+
+# Chunk text of every kind a quote is cut from: sentences, list points, headings, scripts
+# without spaces, combining marks, case-changing letters (İ, ß, ﬁ), long runs.
+_QUOTE_PIECES = st.sampled_from([
+    "The ", "controller ", "shall ", "erase ", "data", ". ", "! ", "? ", "; ", "\n", "\n\n",
+    "(a) ", "1. ", "« ", '"', "Article 17", "# Head\n", "données ", "İ", "ß", "ﬁ", "e\u0301",
+    "\u0307", "中文。", "😀", "\u200b", "\u00a0", "x" * 60, "word " * 30, " ", "\t", ",", ":",
+    "Straße ", "which ", "Σ", "ς", "管理者は個人データを消去する。" * 5,
+])
+_QUOTE_TERMS = st.lists(st.sampled_from([
+    "erase", "data", "controller", "donn", "données", "i", "İ", "ss", "straße", "fi", "σ",
+    "x", "word", "17", "é", "中", "データ", "😀", "wh", ".", "(", "*", "\\", "",
+]), max_size=5)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(content=st.lists(_QUOTE_PIECES, max_size=60).map("".join), terms=_QUOTE_TERMS,
+       offset=st.integers(0, 10**6),
+       shown=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 400)), max_size=2))
+def test_any_chunk_gives_an_exact_quote_and_highlights(
+    content: str, terms: list[str], offset: int, shown: list[tuple[int, int]]
+) -> None:
+    ranges = [(offset + a, offset + a + b) for a, b in shown]
+    quote = best_quote(content, offset, terms, shown=ranges)
+    start, end = quote.start_offset - offset, quote.end_offset - offset
+    assert 0 <= start <= end <= len(content) and content[start:end] == quote.text
+    assert len(quote.text) <= QUOTE_MAX_CHARS and quote.text == quote.text.strip()
+    assert bool(quote.text) == bool(content.strip())
+    for highlight in find_highlights(content, offset, terms):
+        word = content[highlight.start_offset - offset:highlight.end_offset - offset]
+        assert word.lower().startswith(highlight.term) and not is_function_word(word)
+        before = highlight.start_offset - offset - 1
+        assert before < 0 or not content[before].isalnum()

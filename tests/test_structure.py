@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import enginelib
 from enginelib import ChunkingConfig, HashingEmbedder
@@ -243,3 +245,45 @@ def test_underlines_under_a_paragraph_that_is_no_heading_are_read_in_linear_time
         assert [(h.title, h.level) for h in headings] == [("Title", 1)]
         assert chunks[-1].headings == ("Title",)
         assert elapsed < 5, f"took {elapsed:.1f}s: underlines are no longer read in linear time"
+
+
+# Sections of every kind the chunker bounds on (ATX at each level, closing marks, numbered
+# lines, setext), and bodies with what must not open one (fenced "#" lines, "(a)" points).
+_HEADINGS = st.one_of(
+    st.tuples(st.integers(1, 6), st.sampled_from(["Intro", "Données", "Ω", "x #", "Scope ###"]))
+    .map(lambda h: "#" * h[0] + " " + h[1]),
+    st.sampled_from(["Article 1", "Article 2 — Scope", "Section 2.3", "CHAPTER IV", "Annex III",
+                     "Artikel 3", "Article premier", "Title\n=====", "Sub\n-----"]),
+)
+_BODY = st.lists(st.sampled_from([
+    "The controller shall act. ", "word ", "données ", "中文。", "e\u0301 ", "😀 ", "\u200b",
+    "x\r\ny ", "\r", "(a) point; ", "1. item\n", "```\n# no\n```\n", "#### fenced?\n", "\t",
+]), max_size=40).map("".join)
+
+
+@st.composite
+def _section_configs(draw: st.DrawFn) -> ChunkingConfig:
+    most = draw(st.integers(16, 120))
+    return ChunkingConfig(max_tokens=most, overlap_tokens=draw(st.integers(0, most // 3)),
+                          min_tokens=draw(st.integers(0, most // 2)),
+                          paragraph_tokens=draw(st.sampled_from([0, 200, most // 2])))
+
+
+@settings(max_examples=100, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(sections=st.lists(st.tuples(_HEADINGS, _BODY), min_size=1, max_size=10),
+       config=_section_configs())
+def test_a_chunk_crosses_a_section_boundary_only_to_join_a_short_section(
+    sections: list[tuple[str, str]], config: ChunkingConfig
+) -> None:
+    text = normalize_text("\n\n".join(f"{heading}\n\n{body}" for heading, body in sections))
+    chunks = Chunker(config).chunk(text)
+    assert_invariants(text, chunks, config)
+    count = Chunker(config).count_tokens
+    starts = [0, *(h.offset for h in find_headings(text) if h.offset > 0), len(text)]
+    for before, boundary, after in zip(starts, starts[1:], starts[2:]):
+        if any(c.start_offset < boundary < c.end_offset for c in chunks):
+            # joined: the section before or after it is under min_tokens (a token or two
+            # of slack: counts of the parts and of the whole differ at the seam)
+            shorter = min(count(text[before:boundary]), count(text[boundary:after]))
+            assert shorter < config.min_tokens + 3, (boundary, shorter)
