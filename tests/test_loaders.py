@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zlib
 from itertools import islice
 from pathlib import Path
 
@@ -422,6 +423,40 @@ def test_pdf_with_broken_xref_is_recovered(tmp_path: Path) -> None:
     head, _, _ = data.rpartition(b"startxref\n")
     path = write(tmp_path / "damaged.pdf", head + b"startxref\n99999\n%%EOF\n")
     assert only(path).text == "Recovered text"
+
+
+def test_a_pdf_whose_text_passes_max_bytes_is_refused(tmp_path: Path) -> None:
+    # Its pages share one compressed content stream: a 6 KB file gave 10 MB of text in 24 s
+    # (and a few KB more, gigabytes), whatever max_bytes said.
+    line = b"BT /F1 12 Tf 72 720 Td (brake pads wear out quickly) Tj ET\n"
+    stream = zlib.compress(line * 1_000, 9)
+    pages = 12
+    objects = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+            b" ".join(b"%d 0 R" % (5 + i) for i in range(pages)), pages),
+        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        4: b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
+           + b"\nendstream",
+        **{5 + i: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+                  b"<< /F1 3 0 R >> >> /Contents 4 0 R >>" for i in range(pages)},
+    }
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for number, body in objects.items():
+        offsets[number] = len(out)
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offsets[n] for n in sorted(objects))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    path = write(tmp_path / "shared.pdf", bytes(out))
+    assert path.stat().st_size < 8_000
+    with pytest.raises(LoaderError, match=r"its text passes 100.0 KiB \(max_bytes=102400\) "
+                                          r"by page 4 of 12"):
+        load_file(path, max_bytes=100 * 1024)
+    assert len(only(path).text) > 300_000  # under the default limit it loads
 
 
 # -- JSONL ---------------------------------------------------------------------------------

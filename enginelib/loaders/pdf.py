@@ -20,7 +20,7 @@ from pypdf import PdfReader
 from ..errors import LoaderError
 from ..text import normalize_text
 from ..types import LoadedDocument
-from .base import fail, read_bytes
+from .base import fail, human_size, read_bytes
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -37,10 +37,21 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
             if reader.is_encrypted and not reader.decrypt(""):
                 raise fail(path, "encrypted PDF: decrypt it first (e.g. `qpdf --decrypt`)")
             pages: list[tuple[int, str]] = []
+            size = 0
             for number, page in enumerate(reader.pages, start=1):
                 text = normalize_text(page.extract_text() or "").strip()
                 if text:
                     pages.append((number, text))
+                    size += len(text.encode("utf-8"))
+                if size > max_bytes:
+                    # Page content is compressed, and pages may share one stream: a 6 KB
+                    # file gave 10 MB of text in 24 s; a few hundred KB can give gigabytes.
+                    # The limit on a document holds for its text, not only for its file.
+                    raise fail(path, (
+                        f"its text passes {human_size(max_bytes)} (max_bytes={max_bytes}) by "
+                        f"page {number} of {len(reader.pages)}, from a file of "
+                        f"{human_size(len(data))}: raise the limit to load it (`enginelib "
+                        f"ingest --max-file-mb`, or max_bytes= in Python)"))
             info = reader.metadata
             title = info.title if info is not None else None
     except LoaderError:
