@@ -18,9 +18,10 @@ def normalize_text(raw: str) -> str:
     (so "e" + combining acute and the precomposed "é" are stored, searched and cited alike).
     Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
     """
-    text = raw.lstrip("\ufeff")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)
+    # after the controls go: "\x00\ufeff" left a BOM that a second pass removed
+    text = text.lstrip("\ufeff")
     return unicodedata.normalize("NFC", text)
 
 

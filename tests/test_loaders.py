@@ -219,6 +219,23 @@ def test_text_is_normalized_once_crlf_bom_nfc_controls(tmp_path: Path) -> None:
     assert "\r" not in document.text and "\ufeff" not in document.text
     # The stored text is a fixed point: normalizing again changes nothing.
     assert enginelib.text.normalize_text(document.text) == document.text
+    assert enginelib.text.normalize_text("\x00\ufeffText") == "Text"  # a BOM after a NUL stayed
+
+
+_NORMALIZED_PIECES = st.sampled_from([
+    "\ufeff", "\r", "\n", "\x00", "\x01", "\x7f", "a", "e", "\u0301", "\u0327", "\u0308",
+    "\u1100", "\u1161", "\u11a8", "\u0344", "\u0958", "\u2126", "\u212b", "\u0f73", " ",
+    "\u0345", "\u0313", "\u03b1", "\u05b8", "\u05b7",
+])
+
+
+@settings(max_examples=500, derandomize=True, deadline=None, database=None)
+@for_all(raw=st.lists(_NORMALIZED_PIECES, max_size=12).map("".join))
+def test_normalizing_twice_changes_nothing(raw: str) -> None:
+    # "\x00\ufeff" kept a BOM the second pass removed
+    once = enginelib.text.normalize_text(raw)
+    assert enginelib.text.normalize_text(once) == once
+    assert not once.startswith("\ufeff") and "\r" not in once and "\x00" not in once
 
 
 def test_doc_id_argument_overrides_the_file_name(tmp_path: Path) -> None:
