@@ -526,6 +526,7 @@ def test_malformed_jsonl_lines_are_skipped_with_line_numbers(tmp_path: Path) -> 
         {"_id": "d", "text": 42},
         {"_id": "e", "text": "   "},
         {"_id": "f", "text": "fine", "metadata": "not a dict"},
+        '{"_id": "h", "text": "fine", "n": ' + "9" * 5_000 + "}",  # stopped the whole ingest
         {"_id": "g", "text": "good two"},
     ]))
     documents, skipped = split(iter_load(path))
@@ -539,6 +540,8 @@ def test_malformed_jsonl_lines_are_skipped_with_line_numbers(tmp_path: Path) -> 
         f"{path} line 5: 'text' must be a string, got int",
         f"{path} line 6: 'text' is empty: no text to index",
         f"{path} line 7: 'metadata' must be an object, got str",
+        f"{path} line 8: a number has more than 4,300 digits, more than Python reads: write "
+        "it as a string",
     ]
     with pytest.raises(LoaderError, match="line 2: invalid JSON"):
         load_file(path)  # strict: the first bad line stops it

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
@@ -81,6 +82,11 @@ def parse_line(
         obj = json.loads(line.removeprefix("\ufeff") if line_no == 1 else line)
     except json.JSONDecodeError as exc:
         raise _BadLine(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+    except ValueError as exc:
+        # an integer longer than Python converts: a bare ValueError stopped the whole ingest
+        raise _BadLine(
+            f"a number has more than {sys.get_int_max_str_digits():,} digits, more than "
+            "Python reads: write it as a string") from exc
     except RecursionError as exc:
         raise _BadLine("invalid JSON: nested too deeply") from exc
     if not isinstance(obj, dict):
