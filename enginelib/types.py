@@ -45,16 +45,17 @@ DEFAULT_SEARCH_TRUTH_LEVELS: tuple[str, ...] = ("L1", "L2")
 
 def validate_truth_level(value: object) -> str:
     """Return the canonical truth level ("L1".."L4"), accepting "l2" or 2 as spellings."""
+    expected = (f"expected one of {', '.join(TRUTH_LEVEL_NAMES)} "
+                "(L1 Constructeur, L2 Expert valide, L3 IA supervisee, L4 IA non validee)")
     if isinstance(value, int) and not isinstance(value, bool):
+        if not -10**6 < value < 10**6:  # past 4,300 digits it cannot even be written here
+            raise InvalidTruthLevelError(f"unknown truth level: an integer out of range; {expected}")
         value = f"L{value}"
     if isinstance(value, str):
         candidate = value.strip().upper()
         if candidate in TRUTH_LEVELS:
             return candidate
-    raise InvalidTruthLevelError(
-        f"unknown truth level {value!r}: expected one of {', '.join(TRUTH_LEVEL_NAMES)} "
-        "(L1 Constructeur, L2 Expert valide, L3 IA supervisee, L4 IA non validee)"
-    )
+    raise InvalidTruthLevelError(f"unknown truth level {value!r}: {expected}")
 
 
 def truth_rank(level: str) -> int:

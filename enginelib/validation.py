@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,10 @@ def check_float(name: str, value: Any, *, minimum: float, maximum: float) -> flo
     """A finite real number within ``minimum..maximum``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidInputError(f"{name} must be a number, got {_show(value)}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int past float's range: as out of range as inf
+        number = math.inf
     if not math.isfinite(number) or not minimum <= number <= maximum:
         raise InvalidInputError(f"{name} must be a finite number within {minimum}..{maximum}, "
                                 f"got {_show(value)}")
@@ -177,9 +181,24 @@ def as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     return items
 
 
+def too_many_digits(value: int) -> bool:
+    """An int longer than Python writes as text (4,300 digits unless set otherwise), which
+    every str(), repr() and JSON dump of it refuses with a bare ValueError."""
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        return False
+    bits = value.bit_length()
+    if abs(bits - limit * math.log2(10)) > 2:  # clear of the bound: no power to compute
+        return bits > limit * math.log2(10)
+    return abs(value) >= 10**limit
+
+
 def check_json_value(name: str, value: Any, depth: int = 0) -> None:
     if depth > 32:
         raise InvalidInputError(f"{name} is nested more than 32 levels deep")
+    if isinstance(value, int) and not isinstance(value, bool) and too_many_digits(value):
+        raise InvalidInputError(f"{name} is an integer of over {sys.get_int_max_str_digits():,} "
+                                "digits, more than Python writes as text: store it as a string")
     if value is None or isinstance(value, (bool, int)):
         return
     if isinstance(value, float):
@@ -384,7 +403,12 @@ def check_vectors(value: Any, name: str = "vectors", dim: int | None = None) -> 
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to write (or a container holding one)
+        if isinstance(value, int):
+            return "an integer too long to write"
+        return f"a {type(value).__name__} holding an integer too long to write"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -143,6 +143,33 @@ def test_query_syntax_never_leaks_a_backend_error(store: Store, pieces: list[tup
             assert text[citation.quote_start:citation.quote_end] == citation.quote
 
 
+# Past 4,300 digits Python will not write an int as text: str(), repr(), json.dumps() and
+# float() of it raised a bare ValueError (OverflowError) in each of these calls.
+TOO_LONG = 10**5_000
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.search("brake pads", limit=TOO_LONG),
+    lambda s: s.search("brake pads", limit=[TOO_LONG]),
+    lambda s: s.search("brake pads", weights={"vector": TOO_LONG}),
+    lambda s: s.search("brake pads", min_score=-TOO_LONG),
+    lambda s: s.search("brake pads", truth_levels=[TOO_LONG]),
+    lambda s: s.search("brake pads", filters={"metadata.n": [1, TOO_LONG]}),
+    lambda s: s.update_document("d0", metadata={"n": TOO_LONG}),
+    lambda s: s.ingest_documents([doc("long-int", "Pads.")], truth_level=TOO_LONG),
+], ids=["limit", "limit list", "weights", "min_score", "truth_levels", "metadata filter",
+        "update metadata", "ingest truth level"])
+def test_an_integer_too_long_to_write_is_a_typed_error(store: Store, call: Any) -> None:
+    with pytest.raises(EngineError) as caught:
+        call(store)
+    assert "integer" in str(caught.value)
+
+
+def test_a_record_with_an_integer_too_long_to_write_is_skipped(store: Store) -> None:
+    report = store.ingest_documents([doc("long-meta", "Pads.", metadata={"n": [TOO_LONG]})])
+    assert report.added == () and "over 4,300 digits" in report.skipped[0].reason
+
+
 @pytest.mark.parametrize("name,value", [
     ("offset", 10**9), ("offset", 10**10), ("offset", 10**18), ("candidates", 10**12),
     ("limit", 10**6), ("limit", 0), ("offset", -1), ("candidates", 0),
