@@ -513,7 +513,7 @@ class TantivyTextIndex:
             raise InvalidQueryError("empty query: pass at least one word to search for")
         try:
             translation = self._translate(text, plain=False, correct=correct)
-            return self._parse_translated(translation.text, text)
+            return self._parse_translated(translation, text)
         except (QuerySyntaxError, InvalidQueryError) as exc:
             malformed = exc
         try:
@@ -526,13 +526,19 @@ class TantivyTextIndex:
             hint = ("; or search its words as they are: --lenient (lenient=True)"
                     if isinstance(malformed, QuerySyntaxError) else "")
             raise InvalidQueryError(f"{malformed}{hint}") from malformed
-        return self._parse_translated(translation.text, text)
+        return self._parse_translated(translation, text)
 
-    def _parse_translated(self, tantivy_text: str, original: str) -> tantivy.Query:
+    def _parse_translated(self, translation: Translation, original: str) -> tantivy.Query:
         try:
-            return self._index.parse_query(tantivy_text, self._default_fields,
+            return self._index.parse_query(translation.text, self._default_fields,
                                            field_boosts=self._field_boosts)
         except ValueError as exc:
+            if "Only excluding terms" in str(exc) and translation.terms:
+                # Every word asked for is one the analyzers drop (MAX_TOKEN_CHARS or longer:
+                # a SHA-1, a key), so no document's index holds it either: the query matches
+                # nothing, as such a word alone always did, where it was refused as if it
+                # only excluded terms.
+                return tantivy.Query.empty_query()
             if "Only excluding terms" in str(exc):
                 raise InvalidQueryError(
                     f"query {original!r} only excludes terms (NOT / -); add at least one "

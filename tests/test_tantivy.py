@@ -130,6 +130,17 @@ def test_lenient_is_suggested_only_where_it_would_find_words(index: TantivyTextI
             index.search([query], 5, lenient=True)
 
 
+def test_a_word_too_long_to_index_finds_nothing_rather_than_an_error(index: TantivyTextIndex) -> None:
+    # a SHA-1 alone (40 characters, past what the analyzers index) was refused as a query
+    # that "only excludes terms (NOT / -)", and in a hybrid search took the vectors down too
+    sha1 = "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+    assert index.search([sha1], 5) == [[]]
+    assert index.search(["a1" * 100, f'"{sha1}"'], 5) == [[], []]
+    assert 3 in top(index, f"{sha1} brake")
+    with pytest.raises(InvalidQueryError, match="only excludes"):
+        index.search(["NOT pads"], 5)
+
+
 def test_groups_nested_past_the_limit_are_a_syntax_error(index: TantivyTextIndex) -> None:
     # 600 levels overflowed the translator's recursion: a BackendError that said to
     # repair the index
