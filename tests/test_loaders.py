@@ -301,6 +301,16 @@ def test_html_is_read_in_the_charset_it_declares(tmp_path: Path) -> None:
     unknown = write(tmp_path / "unknown.html", b'<meta charset="klingon"><p>x</p>')
     with pytest.raises(LoaderError, match="declares charset 'klingon'"):
         load_file(unknown)
+    # codecs Python has that are no charset: a bare LookupError (UnicodeError) from them
+    # stopped the ingest of the whole folder
+    for label in ("base64", "rot13", "zlib"):
+        other = write(tmp_path / f"{label}.html", f'<meta charset="{label}"><p>x</p>'.encode())
+        with pytest.raises(LoaderError, match=f"declares charset '{label}'"):
+            load_file(other)
+    for label in ("punycode", "undefined"):
+        other = write(tmp_path / f"{label}.html", f'<meta charset="{label}"><p>x y</p>'.encode())
+        with pytest.raises(LoaderError, match=f"not valid {label.upper()} \\(the charset"):
+            load_file(other)
 
 
 def test_a_50_mb_text_file_loads_under_the_default_limit(tmp_path: Path) -> None:

@@ -98,9 +98,10 @@ def decode_text(data: bytes, path: str | Path, declared: str | None = None) -> s
     codec = "utf-8" if declared is None else declared
     try:
         text = data.decode(codec).removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:  # a declared punycode or "undefined" fails without a byte
         said = "" if declared is None else " (the charset it declares)"
-        raise fail(path, f"not valid {codec.upper()}{said} at byte {exc.start}: "
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise fail(path, f"not valid {codec.upper()}{said}{where}: "
                          f"{_convert_hint(data, path)}") from exc
     return _not_binary(text, path)
 

@@ -142,7 +142,12 @@ def declared_charset(data: bytes, path: str | Path) -> str | None:
     if label in _WINDOWS_1252:
         return "cp1252"
     try:
-        name = codecs.lookup(label).name
+        info = codecs.lookup(label)
+        # base64, zlib, rot13...: codecs Python has, but not of text (bytes.decode raised a
+        # bare LookupError and stopped the folder's ingest); the flag is what decode checks
+        if not getattr(info, "_is_text_encoding", True):
+            raise LookupError(label)
+        name = info.name
     except LookupError:
         raise fail(path, f"declares charset {label!r}, which is not one Python can decode: "
                          "save it as UTF-8") from None
