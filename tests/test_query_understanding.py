@@ -390,6 +390,20 @@ def test_a_broken_rewriter_is_a_clear_error(regulatory: Store, rewriter: object,
         regulatory.search("erasure", rewriter=rewriter)
 
 
+def test_a_rewriters_query_syntax_is_searched_as_words_not_an_error(regulatory: Store) -> None:
+    """A model's sub-query with stray syntax ("NOT erasure", an unbalanced quote) failed the
+    whole search with an error about a query the user never typed."""
+    subs = ["NOT portability", '"right to erasure', "fines AND", "(data subject", "??"]
+    response = regulatory.search("erasure", rewriter=lambda q: subs, strategy="hybrid",
+                                 answerability_threshold=None)
+    assert response.sub_queries == ("erasure", "portability", "right to erasure", "fines",
+                                    "data subject")
+    assert response.hits
+    # the user's own question keeps the syntax and its refusal
+    with pytest.raises(InvalidInputError, match="lenient"):
+        regulatory.search('"right to erasure', rewriter=lambda q: subs)
+
+
 def test_a_rewriter_must_be_callable(regulatory: Store) -> None:
     with pytest.raises(InvalidInputError, match="rewriter must be a callable"):
         regulatory.search("erasure", rewriter="gpt")

@@ -4,7 +4,9 @@ sub-queries that run, and their results merge by chunk.
 Where sub-queries come from, in order:
 
 1. the question itself (and any rewrites the caller passed as a list);
-2. the caller's ``rewriter`` hook (e.g. an LLM): ``rewriter(question) -> 2-3 sub-queries``;
+2. the caller's ``rewriter`` hook (e.g. an LLM): ``rewriter(question) -> 2-3 sub-queries``,
+   each searched as its words (quotes, brackets and AND/OR/NOT dropped; one with no word
+   left is skipped);
 3. typo corrections: a word the full-text index does not know is replaced by its nearest
    indexed word in every sub-query, so both retrievers (BM25 and the embedding) see
    "gdpr" when "GPDR" was typed; the response lists them (``corrections``);
@@ -163,8 +165,21 @@ def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
                 f"the rewriter {name!r} returned a sub-query of {len(item)} characters; "
                 f"keep each under {MAX_REWRITE_CHARS}"
             )
-        out.append(item.strip())
+        words = as_words(item)
+        if any(ch.isalnum() for ch in words):  # "??" or "()" alone searches nothing
+            out.append(words)
     return out
+
+
+# Query syntax a model writes by accident (an unbalanced quote, a dangling AND, "NOT x"
+# alone) failed the whole search with an error about a query the user never typed: a
+# hook's sub-query is searched as its words. Prefixes (``term*``) and fields stay.
+_SYNTAX = re.compile(r'["()\[\]{}]|(?<!\S)[-+](?=\S)|\b(?:AND|OR|NOT)\b|&&|\|\|')
+
+
+def as_words(sub_query: str) -> str:
+    """A rewriter's sub-query without query syntax: quotes, brackets, operators dropped."""
+    return " ".join(_SYNTAX.sub(" ", sub_query).split())
 
 
 def _corrections(store: Store, query: str) -> dict[str, str]:
