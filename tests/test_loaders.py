@@ -850,3 +850,19 @@ def test_source_path_is_absolute_whatever_path_names_the_folder(
     documents, _ = split(iter_load("alone.md"))
     assert [(d.id, d.source_path) for d in documents] == [
         ("alone.md", str((tmp_path / "alone.md").resolve()))]
+
+
+def test_html_with_more_elements_than_its_byte_limit_allows_is_refused_before_parsing(
+        tmp_path: Path) -> None:
+    """The parser holds every element in memory (0.6-1 KB each): 64 MB of bare '<a>' tags
+    would have taken 13-22 GB, and the process with it, where the file limit promised 64 MB."""
+    path = tmp_path / "tags.html"
+    path.write_text("<html><body>" + "<a>" * 2_000 + "text</body></html>")
+    limit = 64 * 1_000  # allows 1,000 elements
+    with pytest.raises(LoaderError, match=r"has 2,002 HTML elements, over the 1,000 .* "
+                                          r"max_bytes=64000 .* --max-file-mb"):
+        load_file(path, max_bytes=limit)
+    assert only(path, max_bytes=64 * 3_000).text == "text"  # a raised limit reads it
+    # "<" in text (a formula, code) is not an element
+    (tmp_path / "less.html").write_text("<p>" + "a < b " * 2_000 + "</p>")
+    assert only(tmp_path / "less.html", max_bytes=limit).text.startswith("a < b")

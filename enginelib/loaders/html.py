@@ -154,9 +154,30 @@ def declared_charset(data: bytes, path: str | Path) -> str | None:
     return None if name == "utf-8" else name
 
 
+# The parser builds every element in memory, 0.6-1 KB each: 64 MB of bare "<a>" tags (22
+# million elements) would need 13-22 GB and get the process killed. A page may hold one
+# element per this many bytes of the file limit (1 million at the default 64 MiB, about a
+# gigabyte while parsing), so raising max_bytes raises both.
+BYTES_PER_ELEMENT = 64
+_START_TAG = re.compile(r"<[A-Za-z]")
+
+
+def _check_elements(markup: str, path: Path, max_bytes: int) -> None:
+    allowed = max(max_bytes // BYTES_PER_ELEMENT, 1)
+    if markup.count("<") <= allowed:
+        return
+    elements = sum(1 for _ in _START_TAG.finditer(markup))
+    if elements > allowed:
+        raise fail(path, f"has {elements:,} HTML elements, over the {allowed:,} the loader "
+                         f"reads within max_bytes={max_bytes} (each takes up to 1 KB of memory "
+                         "while parsing); raise the limit (`enginelib ingest --max-file-mb`, "
+                         "max_bytes= in Python) or convert the page to text first")
+
+
 def load_html(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDocument]:
     data = read_bytes(path, max_bytes)
     markup = decode_text(data, path, declared_charset(data, path))
+    _check_elements(markup, path, max_bytes)
     try:
         with warnings.catch_warnings():  # bs4 warns about markup that looks like a URL, etc.
             warnings.simplefilter("ignore")
