@@ -377,6 +377,7 @@ class _Unit:
     count: int
     paths: list[tuple[str, ...]]
     numbered: bool
+    starts: list[int]  # where each section of ``paths`` begins
 
     def is_ancestor_of(self, other: _Unit) -> bool:
         """True when this unit's last section holds ``other``'s first one."""
@@ -394,17 +395,24 @@ class _Unit:
 
     def joined(self, other: _Unit, count: int) -> _Unit:
         return _Unit(self.start, other.end, count, self.paths + other.paths,
-                     self.numbered or other.numbered)
+                     self.numbered or other.numbered, self.starts + other.starts)
 
-    def headings(self) -> tuple[str, ...]:
-        """The path the unit's text belongs to: its deepest section when the others are
-        that section's ancestors (a chapter heading opening its first article), else the
-        path the sections share."""
-        last = self.paths[-1]
-        if all(last[: len(p)] == p for p in self.paths):
+    def headings(self, start: int | None = None, end: int | None = None) -> tuple[str, ...]:
+        """The path the unit's text (or its part ``[start, end)``) belongs to: its deepest
+        section when the others are that section's ancestors (a chapter heading opening its
+        first article), else the path the sections share. A part of a split unit is named
+        by the sections it holds: a short section joined to a long sibling made every
+        chunk of the sibling carry only their parent's path."""
+        paths = self.paths
+        if start is not None and end is not None and len(paths) > 1:
+            ends = [*self.starts[1:], self.end]
+            paths = [p for p, s, e in zip(paths, self.starts, ends, strict=True)
+                     if s < end and e > start] or paths
+        last = paths[-1]
+        if all(last[: len(p)] == p for p in paths):
             return last
-        shared = self.paths[0]
-        for path in self.paths[1:]:
+        shared = paths[0]
+        for path in paths[1:]:
             n = 0
             while n < min(len(shared), len(path)) and shared[n] == path[n]:
                 n += 1
@@ -507,7 +515,7 @@ class Chunker:
                         start_offset=start,
                         end_offset=end,
                         token_count=count,
-                        headings=unit.headings(),
+                        headings=unit.headings(start, end),
                     )
                 )
         return chunks
@@ -531,7 +539,7 @@ class Chunker:
             start, end = starts[i], starts[i + 1]
             if start < end:
                 units.append(_Unit(start, end, self.count_tokens(text[start:end]), [path],
-                                   numbered.get(start, False)))
+                                   numbered.get(start, False), [start]))
         return units
 
     def _join_sections(self, text: str, units: list[_Unit]) -> list[_Unit]:

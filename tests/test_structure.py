@@ -273,7 +273,7 @@ def _section_configs(draw: st.DrawFn) -> ChunkingConfig:
           suppress_health_check=[HealthCheck.too_slow])
 @given(sections=st.lists(st.tuples(_HEADINGS, _BODY), min_size=1, max_size=10),
        config=_section_configs())
-def test_a_chunk_crosses_a_section_boundary_only_to_join_a_short_section(
+def test_a_chunk_crosses_a_section_boundary_only_to_join_a_short_section_and_is_named_by_its_own(
     sections: list[tuple[str, str]], config: ChunkingConfig
 ) -> None:
     text = normalize_text("\n\n".join(f"{heading}\n\n{body}" for heading, body in sections))
@@ -287,3 +287,25 @@ def test_a_chunk_crosses_a_section_boundary_only_to_join_a_short_section(
             # of slack: counts of the parts and of the whole differ at the seam)
             shorter = min(count(text[before:boundary]), count(text[boundary:after]))
             assert shorter < config.min_tokens + 3, (boundary, shorter)
+    # A chunk inside one section is named by it, also one cut from a joined run of sections
+    index = HeadingIndex(find_headings(text))
+    for chunk in chunks:
+        for start, end in zip(starts, starts[1:]):
+            if start <= chunk.start_offset and chunk.end_offset <= end:
+                assert chunk.headings == index.path_at(start), (chunk.start_offset, start)
+
+
+def test_the_chunks_of_a_long_section_joined_by_a_short_sibling_carry_the_long_ones_path() -> None:
+    """A short section joined to a long sibling: the joined run is cut into paragraph-sized
+    chunks, and every one of them, also those wholly inside the long section, was named by
+    the parent the two share ("Guide", not "Guide > Definitions")."""
+    lines = "\n".join(f"Term {i}: the word number {i} means a part of the brake assembly."
+                      for i in range(20))
+    text = f"# Guide\n\n## Scope\n\nThis guide covers brakes.\n\n## Definitions\n\n{lines}"
+    chunks = Chunker(ChunkingConfig()).chunk(text)
+    definitions = text.index("## Definitions")
+    assert len(chunks) >= 2 and chunks[0].start_offset < definitions < chunks[0].end_offset
+    assert chunks[0].headings == ("Guide",)  # Scope and the start of Definitions
+    for chunk in chunks[1:]:
+        assert chunk.start_offset > definitions
+        assert chunk.headings == ("Guide", "Definitions")
