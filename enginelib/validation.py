@@ -77,8 +77,8 @@ def check_float(name: str, value: Any, *, minimum: float, maximum: float) -> flo
         raise InvalidInputError(f"{name} must be a number, got {_show(value)}")
     try:
         number = float(value)
-    except OverflowError:  # an int past float's range: as out of range as inf
-        number = math.inf
+    except OverflowError:  # an int of ~309+ digits (JSON has no size limit on numbers)
+        number = math.inf if value > 0 else -math.inf
     if not math.isfinite(number) or not minimum <= number <= maximum:
         raise InvalidInputError(f"{name} must be a finite number within {minimum}..{maximum}, "
                                 f"got {_show(value)}")
