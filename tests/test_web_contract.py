@@ -44,3 +44,17 @@ def test_a_number_too_large_for_a_float_is_400(client: TestClient, raw: str) -> 
     response = post_json(client, "/api/search", raw)
     assert response.status_code == 400, response.text
     assert "must be a finite number" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("answer", "words"), [
+    ("\\ud800", "lone surrogate"), ("Erasure applies [\\udfff].", "lone surrogate"),
+    ("Erasure\\u0000 applies [1].", "NUL"),
+])
+def test_an_answer_that_is_not_valid_text_is_400(
+    client: TestClient, answer: str, words: str
+) -> None:
+    # a lone surrogate was a 500 (UnicodeEncodeError writing the claim back as UTF-8)
+    raw = f'{{"answer": "{answer}", "search": {{"query": "erasure", "no_gate": true}}}}'
+    response = post_json(client, "/api/check-answer", raw)
+    assert response.status_code == 400, response.text
+    assert words in response.json()["error"] and "answer" in response.json()["error"]

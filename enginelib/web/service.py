@@ -30,7 +30,7 @@ from ..jobs.worker import UPLOAD
 from ..search import check_answer_citations
 from ..search.request import OPTIONS, from_text, is_flag, option_spec, unknown_options_error
 from ..store import Store
-from ..validation import check_float, check_int
+from ..validation import check_float, check_int, check_text
 from .claims import claim_map
 
 UPLOAD_DIR = "uploads"
@@ -146,6 +146,8 @@ class Service:
         answer = params.get("answer")
         if not isinstance(answer, str) or not answer.strip():
             raise InvalidInputError("answer must be a non-empty string")
+        # Its sentences come back in the reply: a lone surrogate cannot be written as UTF-8.
+        check_text("answer", answer)
         if len(answer) > MAX_ANSWER_CHARS:
             # Each sentence becomes a claim in the reply: a body at the JSON cap held a server
             # thread for a minute and answered megabytes.
