@@ -58,3 +58,17 @@ def test_an_answer_that_is_not_valid_text_is_400(
     response = post_json(client, "/api/check-answer", raw)
     assert response.status_code == 400, response.text
     assert words in response.json()["error"] and "answer" in response.json()["error"]
+
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "OPTIONS", "POST"])
+def test_a_method_a_document_does_not_take_is_405_listing_delete_too(
+    client: TestClient, method: str
+) -> None:
+    # 'PUT is not allowed on /api/documents/x: it takes GET, HEAD' and 'Allow: GET, HEAD',
+    # while DELETE works there: a client reading Allow would never find the delete
+    response = client.request(method, "/api/documents/gdpr-17")
+    assert response.status_code == 405
+    assert set(response.headers["allow"].split(", ")) == {"GET", "HEAD", "DELETE"}
+    assert "DELETE" in response.json()["error"]
+    assert client.get("/api/documents/gdpr-17").status_code == 200
+    assert client.head("/api/documents/gdpr-17").status_code == 200

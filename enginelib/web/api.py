@@ -214,6 +214,12 @@ def _delete(service: Service, request: Request) -> Any:
     return {"deleted": request.path_params["document_id"]}
 
 
+def _document_or_delete(service: Service, request: Request) -> Any:
+    # One route for both methods: with a route per method, a 405 there (and its Allow
+    # header) named only the first route's GET, HEAD, never DELETE.
+    return (_delete if request.method == "DELETE" else _document)(service, request)
+
+
 def _query_params(request: Request) -> dict[str, str]:
     """The query string as parameters, less the token (checked by the middleware)."""
     # A parameter given twice would keep only its last value, the other dropped unseen.
@@ -274,8 +280,8 @@ ROUTES = [
     Route("/api/check-answer",
           endpoint(lambda s, r: s.check_answer(r.state.body)), methods=["POST"]),
     Route("/api/documents", endpoint(_documents), methods=["GET"]),
-    Route("/api/documents/{document_id:path}", endpoint(_document), methods=["GET"]),
-    Route("/api/documents/{document_id:path}", endpoint(_delete), methods=["DELETE"]),
+    Route("/api/documents/{document_id:path}", endpoint(_document_or_delete),
+          methods=["GET", "DELETE"]),
     Route("/api/upload", upload, methods=["POST"]),
     Route("/api/jobs", endpoint(_jobs), methods=["GET"]),
     Route("/api/jobs/retry-dlq",
