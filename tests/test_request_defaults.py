@@ -174,7 +174,8 @@ def test_http_parameters_left_out_are_the_defaults() -> None:
     assert search_options({"query": "brake pads"}) == ("brake pads", {})
     # A query string's text becomes the option's type; a flag sets the flag's value.
     _, options = search_options({"query": "q", "limit": "5", "weights": "0.7,0.3",
-                                 "no_gate": "true", "diversify": "0", "min_score": "0.5"})
+                                 "no_gate": "true", "diversify": "0", "min_score": "0.5"},
+                                text=True)
     assert options == {"limit": 5, "weights": (0.7, 0.3), "answerability_threshold": None,
                        "min_score": 0.5}
 

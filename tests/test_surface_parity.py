@@ -257,7 +257,8 @@ def _refusals() -> list[Refusal]:
                             (flag, str(value)), InvalidInputError))
     for text, number in [("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf)]:
         rows.append(Refusal(f"min_score={text}", "brake pads", {"min_score": number},
-                            {"min_score": text}, ("--min-score", text), InvalidInputError))
+                            f'{{"query": "brake pads", "min_score": {_json_number(number)}}}',
+                            ("--min-score", text), InvalidInputError))
         rows.append(Refusal(f"mmr_lambda={text} (JSON)", "brake pads", {"mmr_lambda": number},
                             f'{{"query": "brake pads", "mmr_lambda": {_json_number(number)}}}',
                             ("--mmr-lambda", text), InvalidInputError))

@@ -72,3 +72,60 @@ def test_a_method_a_document_does_not_take_is_405_listing_delete_too(
     assert "DELETE" in response.json()["error"]
     assert client.get("/api/documents/gdpr-17").status_code == 200
     assert client.head("/api/documents/gdpr-17").status_code == 200
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"limit": "10"}, 'limit must be an integer, got "10": send the JSON number 10'),
+    ({"offset": "3"}, 'offset must be an integer, got "3"'),
+    ({"min_score": "0.5"}, 'min_score must be a number, got "0.5"'),
+    ({"mmr_lambda": "0.5"}, "mmr_lambda must be a number"),
+    ({"limit": ""}, 'limit must be an integer, got ""'),
+    ({"boost": "false"}, 'boost is a switch: send JSON true or false, got "false"'),
+    ({"no_gate": 1}, "no_gate is a switch: send JSON true or false, got 1"),
+    ({"diversify": 0}, "diversify is a switch"),
+    ({"strategy": ""}, "strategy '' is not one of"),
+    ({"snapshot": 5}, "snapshot must be a snapshot's name (a string), got 5"),
+    ({"snapshot": True}, "snapshot must be a snapshot's name (a string), got true"),
+])
+def test_a_json_body_value_of_the_wrong_type_is_refused(
+    client: TestClient, body: dict, words: str
+) -> None:
+    """The document says integer, number, boolean; the API read "10" as 10, "false" as on
+    (any non-empty string), 1 as true and the number 5 as the snapshot named '5'. A client
+    with its types wrong got an answer to some other request; now it gets a 400 saying so."""
+    response = client.post("/api/search", json={"query": "erasure", **body})
+    assert response.status_code == 400, response.text
+    assert response.json()["type"] == "InvalidInputError"
+    assert words in response.json()["error"]
+    checked = client.post("/api/check-answer", json={"answer": "Erasure [1].",
+                                                     "search": {"query": "erasure", **body}})
+    assert checked.status_code == 400 and words in checked.json()["error"]
+
+
+def test_json_values_of_the_documented_types_are_taken(client: TestClient) -> None:
+    body = {"query": "erasure", "limit": 2, "offset": 0.0, "min_score": -1, "mmr_lambda": 0.5,
+            "boost": False, "no_gate": True, "diversify": True, "strategy": "hybrid",
+            "truth_levels": "L1,L2", "weights": {"vector": 0.7, "bm25": 0.3}, "fusion": "weighted",
+            "filters": '{"domain": "privacy"}', "preset": None, "snapshot": "", "rrf_k": None}
+    response = client.post("/api/search", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["limit"] == 2
+    listed = client.post("/api/search", json={**body, "truth_levels": ["L1"], "weights": [1, 0],
+                                              "filters": {}})
+    assert listed.status_code == 200, listed.text
+
+
+@pytest.mark.parametrize("query", [
+    "limit=1_0", "limit=%D9%A3", "limit=%EF%BC%95", "offset=1%200", "rrf_k=6_0",
+    "min_score=1_0", "mmr_lambda=%D9%A3", "weights=1_0,1", "weights=%D9%A3,1",
+])
+def test_a_query_string_number_is_ascii_digits(client: TestClient, query: str) -> None:
+    # int()/float() read '1_0' as 10 and Arabic-Indic or full-width digits as numbers
+    response = client.get(f"/api/search?q=erasure&{query}")
+    assert response.status_code == 400, response.text
+    assert "digits 0-9" in response.json()["error"] or "weights must be two numbers" in (
+        response.json()["error"])
+    listing = client.get("/api/documents?limit=1_0")
+    assert listing.status_code == 400 and "digits 0-9" in listing.json()["error"]
+    fine = client.get("/api/search?q=erasure&limit=+3&offset=0&min_score=-1.5e0&weights=.5,1")
+    assert fine.status_code == 200 and fine.json()["limit"] == 3

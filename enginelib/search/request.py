@@ -49,13 +49,21 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
+# Numbers as text, in ASCII digits: int() and float() also take '1_000' and Arabic-Indic or
+# full-width digits, so a typo or a pasted value was read as some other number. nan and inf
+# pass here and are refused by the option's bounds, in the words Python's caller gets.
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                         r"|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
 def parse_weights(text: str) -> tuple[float, ...]:
     """``VECTOR,BM25`` as typed on a command line or in a query string."""
-    try:
-        return tuple(float(part) for part in text.split(","))
-    except ValueError as exc:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(NUMBER_TEXT.fullmatch(part) for part in parts):
         raise InvalidInputError(
-            f"weights must be two numbers VECTOR,BM25 such as 0.7,0.3, got {text!r}") from exc
+            f"weights must be two numbers VECTOR,BM25 such as 0.7,0.3, got {text!r}")
+    return tuple(float(part) for part in parts)
 
 
 @dataclass(frozen=True)
@@ -215,11 +223,11 @@ def from_text(name: str, text: str) -> Any:
     if spec.parse is not None:
         return spec.parse(text)
     if spec.kind in (int, float):
-        try:
-            return spec.kind(text)
-        except ValueError as exc:
+        pattern = INTEGER_TEXT if spec.kind is int else NUMBER_TEXT
+        if not pattern.fullmatch(text.strip()) or len(text) > 400:
             kind = "an integer" if spec.kind is int else "a number"
-            raise InvalidInputError(f"{name} must be {kind}, got {text!r}") from exc
+            raise InvalidInputError(f"{name} must be {kind} in digits 0-9, got {text[:60]!r}")
+        return spec.kind(text.strip())
     return text
 
 # Call inputs that are data, not options: the caller's own query vector(s).

@@ -196,7 +196,7 @@ def _search(service: Service, request: Request) -> Any:
         if "query" in params:
             raise InvalidInputError("give the query as q or as query, not both")
         params["query"] = params.pop("q")
-    return service.search(params)
+    return service.search(params, text=True)
 
 
 def _document(service: Service, request: Request) -> Any:

@@ -28,7 +28,15 @@ from ..jobs import table as job_table
 from ..jobs.queue import MAX_POLL_S
 from ..jobs.worker import UPLOAD
 from ..search import check_answer_citations
-from ..search.request import OPTIONS, from_text, is_flag, option_spec, unknown_options_error
+from ..search.request import (
+    INTEGER_TEXT,
+    NUMBER_TEXT,
+    OPTIONS,
+    from_text,
+    is_flag,
+    option_spec,
+    unknown_options_error,
+)
 from ..store import Store
 from ..validation import check_float, check_int, check_text
 from .claims import claim_map
@@ -122,8 +130,9 @@ class Service:
                                                       embedder=self.store.embedder)
         return self._snapshots[snapshot]
 
-    def search(self, params: dict[str, Any]) -> dict[str, Any]:
-        query, options = search_options(params)
+    def search(self, params: dict[str, Any], *, text: bool = False) -> dict[str, Any]:
+        """``params``: a JSON body's values, or (``text``) a query string's."""
+        query, options = search_options(params, text=text)
         snapshot = options.pop("snapshot", None)
 
         def run() -> tuple[Any, dict[str, dict[str, Any]]]:
@@ -269,10 +278,11 @@ class Service:
         return list(self._locked(self.store.search_presets))
 
 
-def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The API's search parameters (JSON values, or text from a query string) as
-    Store.search arguments. A parameter left out (or empty) is not passed: the request's
-    default, or for fusion settings the preset's, applies."""
+def search_options(params: dict[str, Any], *, text: bool = False) -> tuple[str, dict[str, Any]]:
+    """The API's search parameters as Store.search arguments: JSON values, each of the type
+    the OpenAPI document gives it, or (``text``) a query string's text. A parameter left
+    out, null, or empty text is not passed: the request's default, or for fusion settings
+    the preset's, applies."""
     check_known(params, SEARCH_OPTIONS, "search parameter")
     query = params.get("query")
     if query is None:
@@ -284,21 +294,31 @@ def search_options(params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     options: dict[str, Any] = {}
     for api_name, name in API_OPTIONS.items():
         value = params.get(api_name)
-        if value is None or value == "":
+        spec = option_spec(name)
+        # In JSON, "" for a number, a switch or a choice is a wrong value, not a left-out one
+        # (a form's empty field, or the page's unchecked truth levels, send "" for the rest).
+        if value is None or (value == "" and (text or spec.kind is str and not spec.choices)):
             continue
         if name == "filters":
             options[name] = _filters_param(value)
         elif is_flag(name):
-            if _switched_on(api_name, value):
-                options[name] = option_spec(name).flag
-        elif isinstance(value, str):
+            if _switched_on(api_name, value, text=text):
+                options[name] = spec.flag
+        elif text or (isinstance(value, str) and spec.kind is str):
             options[name] = from_text(name, value)
-        elif option_spec(name).kind is int:
-            options[name] = _as_int(name, value)
+        elif spec.kind is int:
+            options[name] = _as_int(name, value, text=False)
+        elif spec.kind is float:
+            options[name] = _json_number(name, value)
         else:
             options[name] = value
-    if params.get("snapshot"):
-        options["snapshot"] = str(params["snapshot"])
+    snapshot = params.get("snapshot")
+    if snapshot is not None and not isinstance(snapshot, str):
+        # str() of 5 or true named a snapshot '5' or 'True'
+        raise InvalidInputError(f"snapshot must be a snapshot's name (a string), got "
+                                f"{json.dumps(snapshot)[:60]}")
+    if snapshot:
+        options["snapshot"] = snapshot
     return query, options
 
 
@@ -359,36 +379,60 @@ _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
 
 
-def _switched_on(name: str, value: Any) -> bool:
-    """A flag parameter: JSON true/false (or 1/0), or on/off words in a query string. Anything
-    else is refused: a misspelt "tru" must not quietly mean off."""
-    if isinstance(value, bool):
+def _switched_on(name: str, value: Any, *, text: bool) -> bool:
+    """A flag parameter: JSON true/false, or on/off words in a query string. Anything else is
+    refused: a misspelt "tru" must not quietly mean off, nor "false" (a string) mean on."""
+    if isinstance(value, bool) and not text:
         return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _ON + _OFF:
+    if text and isinstance(value, str) and value.strip().lower() in _ON + _OFF:
         return value.strip().lower() in _ON
-    raise InvalidInputError(f"{name} is a switch: send true or false (or one of "
-                            f"{', '.join(_ON + _OFF)} in a query string), got {value!r}")
+    if text:
+        raise InvalidInputError(f"{name} is a switch: send one of {', '.join(_ON + _OFF)}, "
+                                f"got {value!r}")
+    raise InvalidInputError(f"{name} is a switch: send JSON true or false, got "
+                            f"{_json_text(value)}")
 
 
 def _int_param(params: dict[str, Any], name: str, default: int) -> int:
     value = params.get(name, default)
     if value in (None, ""):
         return default
-    return _as_int(name, value)
+    return _as_int(name, value, text=True)
 
 
-def _as_int(name: str, value: Any) -> int:
-    """A whole number from JSON (10, or 10.0 as some clients write it) or a query string;
-    never a bool, a fraction or an infinity quietly turned into something else."""
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    elif isinstance(value, int) and not isinstance(value, bool):
+def _as_int(name: str, value: Any, *, text: bool) -> int:
+    """A whole number: a JSON number (10, or 10.0 as some clients write it), or digits in a
+    query string; never a bool, a fraction, an infinity or a JSON string ("10": a client that
+    sends one has its types wrong, and the document says integer)."""
+    if text and isinstance(value, str):
+        return _digits(name, value)
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    elif isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer():
         return int(value)
-    raise InvalidInputError(f"{name} must be an integer, got {value!r}")
+    raise InvalidInputError(f"{name} must be an integer, got {_json_text(value)}"
+                            + _quoted_hint(value))
+
+
+def _digits(name: str, value: str) -> int:
+    if not INTEGER_TEXT.fullmatch(value.strip()) or len(value) > 400:
+        raise InvalidInputError(f"{name} must be an integer in digits 0-9, got {value[:60]!r}")
+    return int(value.strip())
+
+
+def _json_number(name: str, value: Any) -> float | int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise InvalidInputError(f"{name} must be a number, got {_json_text(value)}"
+                            + _quoted_hint(value))
+
+
+def _quoted_hint(value: Any) -> str:
+    if isinstance(value, str) and NUMBER_TEXT.fullmatch(value.strip()):
+        return f": send the JSON number {value.strip()[:40]}, without quotes"
+    return ""
+
+
+def _json_text(value: Any) -> str:
+    """A value as the client wrote it in JSON (true, "10", [1]), not as Python shows it."""
+    return json.dumps(value, ensure_ascii=True)[:60]
