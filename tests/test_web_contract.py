@@ -129,3 +129,34 @@ def test_a_query_string_number_is_ascii_digits(client: TestClient, query: str) -
     assert listing.status_code == 400 and "digits 0-9" in listing.json()["error"]
     fine = client.get("/api/search?q=erasure&limit=+3&offset=0&min_score=-1.5e0&weights=.5,1")
     assert fine.status_code == 200 and fine.json()["limit"] == 3
+
+
+@pytest.mark.parametrize(("method", "path", "body", "words"), [
+    ("post", "/api/search?limit=3", {"query": "erasure"},
+     "POST /api/search takes no query parameters (send every option in the JSON body); "
+     "got ['limit']"),
+    ("post", "/api/jobs/retry-dlq", {"job_id": 1},
+     "POST /api/jobs/retry-dlq takes no body fields; got ['job_id']"),
+    ("post", "/api/jobs/purge-done?status=DONE", None,
+     "POST /api/jobs/purge-done takes no query parameters; got ['status']"),
+    ("post", "/api/check-answer", {"answer": "Erasure [1].", "search": {"query": "erasure"},
+                                   "limit": 3}, "unknown /api/check-answer field(s) ['limit']"),
+    ("get", "/api/sources?status=DLQ", None, "GET /api/sources takes no query parameters"),
+    ("get", "/api/stats?x=1", None, "GET /api/stats takes no query parameters"),
+    ("get", "/api/documents/gdpr-17?version=1.0.0", None, "takes no query parameters"),
+])
+def test_a_parameter_a_route_does_not_read_is_refused(
+    store_path: Path, method: str, path: str, body: object, words: str
+) -> None:
+    """POST /api/search?limit=3 searched with limit 10; {"job_id": 1} to retry-dlq retried every
+    DLQ job; ?status=DLQ on /api/sources listed every source: each answered 200 as if the
+    parameter had been applied."""
+    with make_client(store_path) as client:
+        before = client.get("/api/jobs").json()["counts"]
+        kwargs = {"json": body} if body is not None else {}
+        response = client.request(method, path, **kwargs)
+        assert response.status_code == 400, response.text
+        assert words in response.json()["error"]
+        assert client.get("/api/jobs").json()["counts"] == before
+        assert client.post("/api/jobs/retry-dlq?token=").status_code == 200
+        assert client.get("/api/stats").status_code == 200

@@ -76,13 +76,26 @@ def client_gone() -> Response:
     return Response(status_code=400)
 
 
-def endpoint(action: Callable[[Service, Request], Any], status: int = 200) -> Handler:
-    """A handler that runs ``action`` in the thread pool (it blocks on the store)."""
+def endpoint(action: Callable[[Service, Request], Any], status: int = 200, *,
+             query: bool = False, fields: tuple[str, ...] | None = ()) -> Handler:
+    """A handler that runs ``action`` in the thread pool (it blocks on the store).
+
+    ``query``: ``action`` reads (and checks) the query string; otherwise it must be empty.
+    ``fields``: the JSON body's fields, or None where ``action`` checks them itself.
+    """
 
     async def handle(request: Request) -> Response:
         service: Service = request.app.state.service
         try:
+            # Whatever a route does not read is refused, not dropped: ?limit=3 on a POST
+            # search, or {"job_id": 7} to retry-dlq, would get an answer that ignored it.
+            if not query:
+                _takes_none(_query_params(request), request, "query parameters")
             body = await _body(request) if request.method == "POST" else None
+            if body is not None and fields == ():
+                _takes_none(body, request, "body fields")
+            elif body is not None and fields is not None:
+                check_known(body, fields, f"{request.url.path} field")
             request.state.body = body
             data = await run_in_threadpool(action, service, request)
         except (EngineError, ValueError) as exc:
@@ -190,6 +203,9 @@ def _too_large(size: int, limit: int) -> str:
 
 def _search(service: Service, request: Request) -> Any:
     if request.method == "POST":
+        # A POST's options are in its body: ?limit=3 beside it would be dropped unseen.
+        _takes_none(_query_params(request), request, "query parameters (send every option "
+                    "in the JSON body)")
         return service.search(request.state.body)
     params = _query_params(request)
     if "q" in params:
@@ -197,6 +213,12 @@ def _search(service: Service, request: Request) -> Any:
             raise InvalidInputError("give the query as q or as query, not both")
         params["query"] = params.pop("q")
     return service.search(params, text=True)
+
+
+def _takes_none(given: dict[str, Any], request: Request, what: str) -> None:
+    if given:
+        raise InvalidInputError(f"{request.method} {request.url.path} takes no {what}; got "
+                                f"{sorted(given)}")
 
 
 def _document(service: Service, request: Request) -> Any:
@@ -276,14 +298,14 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 ROUTES = [
     Route("/api/health", endpoint(lambda s, r: {"ok": True}), methods=["GET"]),
     Route("/api/openapi.json", endpoint(lambda s, r: OPENAPI), methods=["GET"]),
-    Route("/api/search", endpoint(_search), methods=["GET", "POST"]),
-    Route("/api/check-answer",
-          endpoint(lambda s, r: s.check_answer(r.state.body)), methods=["POST"]),
-    Route("/api/documents", endpoint(_documents), methods=["GET"]),
+    Route("/api/search", endpoint(_search, query=True, fields=None), methods=["GET", "POST"]),
+    Route("/api/check-answer", endpoint(lambda s, r: s.check_answer(r.state.body),
+                                        fields=("answer", "search")), methods=["POST"]),
+    Route("/api/documents", endpoint(_documents, query=True), methods=["GET"]),
     Route("/api/documents/{document_id:path}", endpoint(_document_or_delete),
           methods=["GET", "DELETE"]),
     Route("/api/upload", upload, methods=["POST"]),
-    Route("/api/jobs", endpoint(_jobs), methods=["GET"]),
+    Route("/api/jobs", endpoint(_jobs, query=True), methods=["GET"]),
     Route("/api/jobs/retry-dlq",
           endpoint(lambda s, r: {"retried": s.retry_dlq()}), methods=["POST"]),
     Route("/api/jobs/purge-done",
