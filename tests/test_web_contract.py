@@ -160,3 +160,80 @@ def test_a_parameter_a_route_does_not_read_is_refused(
         assert client.get("/api/jobs").json()["counts"] == before
         assert client.post("/api/jobs/retry-dlq?token=").status_code == 200
         assert client.get("/api/stats").status_code == 200
+
+
+TOKEN = "contract-token-0123456789abcdef"
+
+
+def test_the_document_lists_a_token_only_where_the_server_asks_for_one(store_path: Path) -> None:
+    """Every operation was documented as needing a bearer token, which a server started
+    without --token never asks for; with one, the header, ?token= and cookie ways that work
+    were missing."""
+    with make_client(store_path) as client:
+        assert "security" not in client.get("/api/openapi.json").json()
+    with make_client(store_path, token=TOKEN) as client:
+        assert client.get("/api/openapi.json").status_code == 401
+        ways = {"bearer": {"headers": {"authorization": f"Bearer {TOKEN}"}},
+                "header": {"headers": {"x-enginelib-token": TOKEN}},
+                "query": {"params": {"token": TOKEN}},
+                "cookie": {"headers": {"cookie": f"enginelib_token={TOKEN}"}}}
+        document = client.get("/api/openapi.json", **ways["bearer"]).json()
+        assert document["security"] == [{name: []} for name in ways]
+        for name, way in ways.items():
+            client.cookies.clear()
+            scheme = document["components"]["securitySchemes"][name]
+            assert scheme.get("name", "authorization").lower() in str(way).lower(), name
+            assert client.get("/api/health", **way).json() == {"ok": True}, name
+
+
+def _schema(document: dict, path: str, method: str, status: str) -> dict:
+    responses = document["paths"][path][method]["responses"]
+    schema = responses[status]["content"]["application/json"]["schema"]
+    return document["components"]["schemas"]["Error"] if "$ref" in schema else schema
+
+
+@pytest.mark.parametrize(("method", "path", "status", "kwargs"), [
+    ("get", "/api/documents", "200", {}),
+    ("get", "/api/documents/{document_id}", "200", {}),
+    ("get", "/api/sources", "200", {}),
+    ("get", "/api/presets", "200", {}),
+    ("get", "/api/stats", "200", {}),
+    ("get", "/api/jobs", "200", {}),
+    ("get", "/api/health", "200", {}),
+    ("get", "/api/openapi.json", "200", {}),
+    ("get", "/api/search", "200", {"params": {"q": "erasure", "no_gate": "yes"}}),
+    ("post", "/api/search", "200", {"json": {"query": "erasure"}}),
+    ("post", "/api/check-answer", "200",
+     {"json": {"answer": "Erasure [1]. Robots [4].", "search": {"query": "erasure"}}}),
+    ("post", "/api/search", "4XX", {"json": {"query": "erasure", "limit": 0}}),
+    ("get", "/api/documents/{document_id}", "4XX", {"path": "/api/documents/nope"}),
+])
+def test_each_answer_has_the_documented_shape(
+    client: TestClient, method: str, path: str, status: str, kwargs: dict
+) -> None:
+    # /api/documents, /api/sources and /api/presets answer lists; the document said object
+    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    document = client.get("/api/openapi.json").json()
+    url = kwargs.pop("path", path.replace("{document_id}", "gdpr-17"))
+    response = client.request(method, url, **kwargs)
+    assert str(response.status_code)[0] == status[0], response.text
+    jsonschema_rs.validate(_schema(document, path, method, status), response.json())
+
+
+def _post_search_properties(client: TestClient) -> dict:
+    document = client.get("/api/openapi.json").json()
+    body = document["paths"]["/api/search"]["post"]["requestBody"]["content"]
+    return body["application/json"]["schema"]["properties"]  # type: ignore[no-any-return]
+
+
+def test_the_documented_bounds_are_the_ones_the_server_applies(client: TestClient) -> None:
+    # limit, offset, candidates...: the document gave no bounds, so a generated limit of 0
+    # was "valid" and refused; each bound is now the server's own
+    bounded = {name: schema for name, schema in _post_search_properties(client).items()
+               if "maximum" in schema}
+    assert {"limit", "offset", "candidates", "rrf_k", "min_score", "mmr_lambda"} <= set(bounded)
+    for name, schema in bounded.items():
+        for value, ok in [(schema["minimum"], True), (schema["maximum"], True),
+                          (schema["minimum"] - 1, False), (schema["maximum"] + 1, False)]:
+            response = client.post("/api/search", json={"query": "erasure", name: value})
+            assert (response.status_code == 200) is ok, (name, value, response.text)

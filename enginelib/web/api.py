@@ -28,7 +28,6 @@ from ..errors import (
     StoreLockedError,
     UnsupportedFormatError,
 )
-from .openapi import OPENAPI
 from .security import safe_upload_name
 from .service import JOB_LIST_PARAMS, Service, check_known
 
@@ -297,7 +296,7 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 
 ROUTES = [
     Route("/api/health", endpoint(lambda s, r: {"ok": True}), methods=["GET"]),
-    Route("/api/openapi.json", endpoint(lambda s, r: OPENAPI), methods=["GET"]),
+    Route("/api/openapi.json", endpoint(lambda s, r: r.app.state.openapi), methods=["GET"]),
     Route("/api/search", endpoint(_search, query=True, fields=None), methods=["GET", "POST"]),
     Route("/api/check-answer", endpoint(lambda s, r: s.check_answer(r.state.body),
                                         fields=("answer", "search")), methods=["POST"]),

@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from . import api, pages
+from .openapi import openapi_document
 from .origin_guard import OriginGuard
 from .security import TokenMiddleware
 from .service import Service
@@ -50,4 +51,5 @@ def create_app(
         exception_handlers={HTTPException: api.not_found, 500: api.internal_error},
     )
     app.state.service = service
+    app.state.openapi = openapi_document(token=bool(token))
     return app
