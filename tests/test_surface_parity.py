@@ -488,8 +488,13 @@ def test_an_unknown_or_bad_snapshot_is_refused_alike(surfaces: Surfaces, name: s
     with pytest.raises(EngineError) as raised:
         open_store(surfaces.path, snapshot=name)
     answer = surfaces.client.post("/api/search", json={"query": "brake pads", "snapshot": name})
+    said = str(raised.value)
+    if isinstance(raised.value, SnapshotError):  # to an HTTP client: no server path, no CLI
+        said = answer.json()["error"]
+        assert said.startswith(f"no snapshot {name!r} in this store; ")
+        assert str(surfaces.path) not in said
     assert (answer.status_code, answer.json()) == (
-        400, {"error": str(raised.value), "type": type(raised.value).__name__})
+        400, {"error": said, "type": type(raised.value).__name__})
     result = surfaces.cli("search", "brake pads", "--snapshot", name, "--json")
     assert (result.exit_code, result.output) == (2, f"Error: {raised.value}\n")
     assert type(raised.value) in (SnapshotError, InvalidInputError)

@@ -237,3 +237,20 @@ def test_the_documented_bounds_are_the_ones_the_server_applies(client: TestClien
                           (schema["minimum"] - 1, False), (schema["maximum"] + 1, False)]:
             response = client.post("/api/search", json={"query": "erasure", name: value})
             assert (response.status_code == 200) is ok, (name, value, response.text)
+
+
+def test_an_unknown_snapshot_is_named_without_the_servers_paths(
+    client: TestClient, store_path: Path
+) -> None:
+    # was "no snapshot 'nope' in /srv/.../store: `enginelib snapshot list --store /srv/...`"
+    for path, kwargs in [("/api/search", {"json": {"query": "erasure", "snapshot": "nope"}}),
+                         ("/api/search", {"params": {"q": "erasure", "snapshot": "nope"}}),
+                         ("/api/check-answer", {"json": {"answer": "Erasure [1].", "search": {
+                             "query": "erasure", "snapshot": "nope"}}})]:
+        response = client.request("post" if "json" in kwargs else "get", path, **kwargs)
+        assert response.status_code == 400 and response.json()["type"] == "SnapshotError"
+        assert response.json()["error"] == (
+            "no snapshot 'nope' in this store; its snapshots: before-brakes")
+        assert str(store_path.parent) not in response.text
+    found = client.post("/api/search", json={"query": "erasure", "snapshot": "before-brakes"})
+    assert found.status_code == 200 and found.json()["snapshot"] == "before-brakes"

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..documents import LIST_FILTERS
 from ..edge import os_error
-from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError
+from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError, SnapshotError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..jobs.queue import MAX_POLL_S
@@ -124,8 +124,15 @@ class Service:
         if not snapshot:
             return self.store
         if snapshot not in self._snapshots:
+            from ..snapshots import validate_name
             from ..store import open_snapshot
 
+            # The library's error names the store's folder and a CLI command: neither is for
+            # an HTTP client, who gets the names it may send instead.
+            known = sorted(info.name for info in self.store.list_snapshots())
+            if validate_name(snapshot) not in known:
+                raise SnapshotError(f"no snapshot {snapshot!r} in this store; " + (
+                    f"its snapshots: {', '.join(known)}" if known else "it has none"))
             self._snapshots[snapshot] = open_snapshot(self.store.path, snapshot,
                                                       embedder=self.store.embedder)
         return self._snapshots[snapshot]
