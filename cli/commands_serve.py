@@ -39,6 +39,7 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
     import uvicorn
 
     from enginelib.web import Service, create_app
+    from enginelib.web.app import server_config
     from enginelib.web.origin_guard import binds_loopback, check_allowed_host
     from enginelib.web.security import require_token_for
 
@@ -72,7 +73,7 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
     note_holder(store.path, f"`enginelib serve` at {url}",
                 f"upload at {url}, or `enginelib ingest --queue` (its worker takes the files)")
     try:
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+        uvicorn.Server(server_config(app)).run(sockets=[sock])
     finally:
         clear_holder(store.path)
 

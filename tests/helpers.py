@@ -54,3 +54,25 @@ def text_with_chunks(target: int, config: ChunkingConfig = SMALL_CHUNKS, topic: 
         if len(chunker.chunk(text)) == target:
             return text
     raise AssertionError(f"no paragraph count gives {target} chunks")
+
+
+def serve_in_thread(app: object, config: object = None) -> tuple[object, object, str]:
+    """``app`` on a real socket (uvicorn in a thread, with serve's config unless ``config``):
+    (server, thread, base URL). Stop it with ``server.should_exit = True; thread.join()``."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from enginelib.web.app import server_config
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(config or server_config(app, lifespan="on"))  # type: ignore[arg-type]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "the server did not start"
+        time.sleep(0.02)
+    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"

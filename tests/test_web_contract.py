@@ -212,7 +212,8 @@ def test_each_answer_has_the_documented_shape(
     client: TestClient, method: str, path: str, status: str, kwargs: dict
 ) -> None:
     # /api/documents, /api/sources and /api/presets answer lists; the document said object
-    jsonschema_rs = pytest.importorskip("jsonschema_rs")
+    import jsonschema_rs  # schemathesis's validator (the test extra)
+
     document = client.get("/api/openapi.json").json()
     url = kwargs.pop("path", path.replace("{document_id}", "gdpr-17"))
     response = client.request(method, url, **kwargs)
@@ -254,3 +255,33 @@ def test_an_unknown_snapshot_is_named_without_the_servers_paths(
         assert str(store_path.parent) not in response.text
     found = client.post("/api/search", json={"query": "erasure", "snapshot": "before-brakes"})
     assert found.status_code == 200 and found.json()["snapshot"] == "before-brakes"
+
+
+def test_a_get_search_with_the_longest_query_gets_a_json_answer(tmp_path: Path) -> None:
+    """A GET search whose query is long and not ASCII (each character up to 12 bytes in the
+    URL) got uvicorn's plain-text 400 'Invalid HTTP request received.' (h11 takes a 16 KiB
+    request head by default), not the API's JSON answer."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from enginelib.validation import MAX_QUERY_CHARS
+    from enginelib.web import Service, create_app
+    from tests.helpers import open_test_store, serve_in_thread
+
+    service = Service(open_test_store(tmp_path / "store"), poll_s=0.05)
+    server, thread, base = serve_in_thread(create_app(service))
+    try:
+        words = ("données " * MAX_QUERY_CHARS)[:MAX_QUERY_CHARS]
+        for query, status in [(words, 200), ("\U0001f600" * MAX_QUERY_CHARS, 400),
+                              ("\U0001f600" * (MAX_QUERY_CHARS + 1), 400)]:
+            url = f"{base}/api/search?" + urllib.parse.urlencode({"q": query, "lenient": "1"})
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    got, kind = response.status, response.headers["content-type"]
+            except urllib.error.HTTPError as exc:
+                got, kind = exc.code, exc.headers["content-type"]
+            assert (got, kind) == (status, "application/json"), (len(url), got, kind)
+    finally:
+        server.should_exit = True  # type: ignore[attr-defined]
+        thread.join(timeout=60)  # type: ignore[attr-defined]

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
+from ..validation import MAX_QUERY_CHARS
 from . import api, pages
 from .openapi import openapi_document
 from .origin_guard import OriginGuard
 from .security import TokenMiddleware
 from .service import Service
+
+# A GET search carries its query in the URL: up to MAX_QUERY_CHARS characters of up to 4 UTF-8
+# bytes, each byte written %XX, besides the other options. With h11's default (16 KiB) a long
+# query got uvicorn's plain-text 400 "Invalid HTTP request received.", not the API's JSON.
+MAX_REQUEST_HEAD_BYTES = MAX_QUERY_CHARS * 12 + 64 * 1024
+
+
+def server_config(app: Starlette, **options: Any) -> Any:
+    """The uvicorn.Config `serve` runs ``app`` with (uvicorn is imported only to serve)."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="warning",
+                          h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES, **options)
 
 
 def create_app(
