@@ -43,6 +43,8 @@ _INT = {"type": "integer"}
 _NOT_BLANK = r"^[^\x00]*[^\s\x00\x1c-\x1f][^\x00]*$"
 _QUERY_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
                "pattern": _NOT_BLANK}
+_SWITCH_WORDS = ("^\\s*(|1|0|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|[Oo][Nn]"
+                 "|[Oo][Ff][Ff])\\s*$")
 _LEVEL = r"\s*[Ll][1-4]\s*"  # "3" alone is not a level; the JSON number 3 is
 _LEVELS_TEXT = {"type": "string", "pattern": rf"^({_LEVEL}(,{_LEVEL})*)?$"}
 
@@ -94,7 +96,15 @@ def _search_property(name: str, *, text: bool = False) -> dict[str, Any]:
         schema["type"] = _JSON_TYPES[spec.kind]
         _bounds(name, schema)
     if text:
-        schema.setdefault("type", "string")
+        # A query string's empty value is a form's empty field: left out. A switch also
+        # takes its on/off words.
+        kind = schema.pop("type", "string")
+        bounds = {k: schema.pop(k) for k in ("minimum", "maximum", "enum") if k in schema}
+        if kind == "string" and not bounds:
+            schema["type"] = "string"
+        else:
+            empty = {"type": "string", "pattern": _SWITCH_WORDS if is_flag(name) else "^$"}
+            schema["anyOf"] = [{"type": kind, **bounds}, empty]
     elif "type" in schema:  # null, like leaving it out, gives the default
         kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         schema["type"] = [*kinds, "null"]
@@ -215,6 +225,12 @@ def _query(name: str, schema: dict[str, Any] | None = None, description: str | N
     return param
 
 
+def _number_text(minimum: int, maximum: int, default: int) -> dict[str, Any]:
+    """A whole number in a query string; empty (a form's empty field) is the default."""
+    return {"anyOf": [{"type": "integer", "minimum": minimum, "maximum": maximum},
+                      {"type": "string", "pattern": "^$"}], "default": default}
+
+
 _DOC_ID = [{"name": "document_id", "in": "path", "required": True,
             "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS,
                        "pattern": _NOT_BLANK},
@@ -268,10 +284,8 @@ OPENAPI: dict[str, Any] = {
                                       params=[
             _query("truth_levels", _LEVELS_TEXT, "comma-separated (L1,L2)"), _query("domain"),
             _query("source_type"), _query("tag"), _query("prefix"),
-            _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LISTED,
-                             "default": 1000}),
-            _query("offset", {"type": "integer", "minimum": 0, "maximum": MAX_LIST_OFFSET,
-                              "default": 0})])},
+            _query("limit", _number_text(1, MAX_LISTED, 1000)),
+            _query("offset", _number_text(0, MAX_LIST_OFFSET, 0))])},
         "/api/documents/{document_id}": {
             "get": _op("A document, its versions and chunk offsets", _DOCUMENT, params=_DOC_ID),
             "delete": _op("Delete a document", {
