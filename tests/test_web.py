@@ -285,8 +285,12 @@ def test_pages_render_and_the_document_view_marks_the_span(client: TestClient) -
     page = client.get("/documents/gdpr-17", params={"start": 12, "end": 28}).text
     assert f'<mark id="cited">{GDPR[12:28]}</mark>' in page
     assert client.get("/documents/nope").status_code == 404
-    for probe in ("/static/../../../../etc/passwd", "/static/%2e%2e/%2e%2e/catalog.duckdb"):
-        assert client.get(probe).status_code == 404, probe
+    for probe in ("/static/../../../../etc/passwd", "/static/%2e%2e/%2e%2e/catalog.duckdb",
+                  "/no-such-page"):
+        response = client.get(probe)
+        # the same {error, type} as every other error the server answers
+        assert response.status_code == 404, probe
+        assert response.json() == {"error": "Not Found", "type": "NotFound"}, probe
 
 
 def test_token_is_checked_on_every_request(store_path: Path) -> None:

@@ -270,8 +270,10 @@ async def not_found(request: Request, exc: Exception) -> Response:
     headers = exc.headers
     path = request.url.path
     if not path.startswith("/api/"):
-        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
-                            headers=headers)
+        # every error the server answers has the same two fields, pages' too
+        kind = "NotFound" if exc.status_code == 404 else "HTTPError"
+        return JSONResponse({"error": str(exc.detail), "type": kind},
+                            status_code=exc.status_code, headers=headers)
     message, kind = str(exc.detail), "NotFound"
     if exc.status_code == 404:
         message = f"no API route {request.method} {path}; see /api/openapi.json"
