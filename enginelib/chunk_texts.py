@@ -17,12 +17,16 @@ writes their texts again from the catalog and deletes them.
 
 Layout of a segment (little-endian; plain numpy, so no Arrow in the base install)::
 
-    header   8-byte magic, int64 rows n, int64 blob bytes b
+    header   8-byte magic, int64 rows n, int64 blob bytes b, the 8-character nonce of its name
     blob     b bytes of UTF-8: per row its content then its heading path, padded to 8
     labels   int64[n], ascending
     offsets  int64[2n + 1] into the blob: row i's content is [2i, 2i+1), its heading [2i+1, 2i+2)
+    checks   int64[n]: CRC-32 of row i's label, content and heading, seeded with the nonce
 
 The header is written last and the file size must match it, so a torn file reads as missing.
+A row is checked when read: a flipped byte, or another store's segment copied under this
+one's name (its nonce differs), reads as missing, never as another chunk's text. Segments of
+the first layout (``ELTXTS01``, no checks) are not read either: a writer writes them again.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import mmap
 import os
 import secrets
 import struct
+import warnings
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -42,8 +48,9 @@ FOLDER = "texts"
 _PREFIX = "seg-"
 _SUFFIX = ".txts"
 _OLD_SUFFIX = ".arrow"  # segments of the releases that wrote them through pyarrow
-_MAGIC = b"ELTXTS01"
-_HEADER = struct.Struct("<8sqq")
+_MAGIC = b"ELTXTS02"
+_OLD_MAGIC = b"ELTXTS01"
+_HEADER = struct.Struct("<8sqq8s")
 # Past this many segments a writer merges all but the oldest into one (each segment is an
 # open memory map, and a lookup looks at every segment whose label range holds the label).
 MAX_SEGMENTS = 32
@@ -66,26 +73,63 @@ class _Segment:
             if size < _HEADER.size:
                 raise SegmentError(f"{path}: {size} bytes, shorter than a header")
             self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, rows, blob = _HEADER.unpack_from(self._map, 0)
-        if magic != _MAGIC or rows < 0 or blob < 0 or size != _HEADER.size + blob + 8 * (3 * rows + 1):
+        magic, rows, blob, nonce = _HEADER.unpack_from(self._map, 0)
+        if (magic != _MAGIC or nonce != _nonce_of(path.name) or rows < 0 or blob < 0
+                or size != _HEADER.size + blob + 8 * (4 * rows + 1)):
             self._map.close()
-            raise SegmentError(f"{path}: not a complete text segment")
+            raise SegmentError(f"{path}: not a complete text segment of this store")
+        self._seed = zlib.crc32(nonce)
         self._blob = _HEADER.size
         self.labels = np.frombuffer(self._map, dtype="<i8", count=rows, offset=_HEADER.size + blob)
         self._offsets = np.frombuffer(self._map, dtype="<i8", count=2 * rows + 1,
                                       offset=_HEADER.size + blob + 8 * rows)
+        self._checks = np.frombuffer(self._map, dtype="<i8", count=rows,
+                                     offset=_HEADER.size + blob + 8 * (3 * rows + 1))
+        self.damaged = False
 
-    def text(self, row: int) -> tuple[str, str]:
+    def text(self, row: int) -> tuple[str, str] | None:
+        """Row ``row``'s (content, heading path); None when its bytes fail their check."""
+        held = self._read(row)
+        if held is None and not self.damaged:
+            self.damaged = True
+            # The text is read from the catalog instead; repair writes the segments again.
+            warnings.warn(f"enginelib: the text segment {self.path} is damaged (a row fails its "
+                          f"check); chunk texts are read from the catalog meanwhile: run "
+                          f"`enginelib repair`", RuntimeWarning, stacklevel=3)
+        return held
+
+    def _read(self, row: int) -> tuple[str, str] | None:
         a, b, c = (int(x) for x in self._offsets[2 * row : 2 * row + 3])
         base = self._blob
-        return (self._map[base + a : base + b].decode("utf-8"),
-                self._map[base + b : base + c].decode("utf-8"))
+        if 0 <= a <= b <= c <= len(self._map) - base:
+            raw = self._map[base + a : base + c]
+            if _check(self._seed, int(self.labels[row]), raw) == int(self._checks[row]):
+                try:
+                    return raw[: b - a].decode("utf-8"), raw[b - a :].decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+        return None
+
+    def damaged_rows(self) -> int:
+        """How many rows fail their check (reads the whole segment: for `check`)."""
+        return sum(self._read(row) is None for row in range(len(self.labels)))
 
 
-def _write(path: Path, batches: Iterable[TextBatch]) -> int:
-    """Write a segment file at ``path`` (a temp name the caller renames); the row count."""
+def _check(seed: int, label: int, raw: bytes) -> int:
+    return zlib.crc32(raw, zlib.crc32(label.to_bytes(8, "little", signed=True), seed))
+
+
+def _nonce_of(name: str) -> bytes:
+    return name[len(_PREFIX) : -len(_SUFFIX)].partition("-")[2].encode("ascii", "replace")[:8]
+
+
+def _write(path: Path, name: str, batches: Iterable[TextBatch]) -> int:
+    """Write segment ``name`` at ``path`` (a temp name the caller renames); the row count."""
+    nonce = _nonce_of(name)
+    seed = zlib.crc32(nonce)
     labels: list[np.ndarray] = []
     lengths: list[np.ndarray] = []  # per batch: content, heading, content, heading... bytes
+    checks: list[int] = []
     blob = 0
     with open(path, "wb") as f:
         f.write(bytes(_HEADER.size))  # the header goes in last: a torn file never matches it
@@ -93,6 +137,8 @@ def _write(path: Path, batches: Iterable[TextBatch]) -> int:
             labels.append(np.asarray(batch_labels, dtype=np.int64))
             parts = [text.encode("utf-8") for pair in zip(contents, headings, strict=True)
                      for text in (pair[0], pair[1] or "")]
+            checks += [_check(seed, int(label), parts[2 * i] + parts[2 * i + 1])
+                       for i, label in enumerate(labels[-1].tolist())]
             f.write(b"".join(parts))
             lengths.append(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
             blob += int(lengths[-1].sum())
@@ -106,8 +152,9 @@ def _write(path: Path, batches: Iterable[TextBatch]) -> int:
             np.cumsum(np.concatenate(lengths), out=offsets[1:])
         f.write(all_labels.astype("<i8").tobytes())
         f.write(offsets.astype("<i8").tobytes())
+        f.write(np.asarray(checks, dtype="<i8").tobytes())
         f.seek(0)
-        f.write(_HEADER.pack(_MAGIC, rows, blob))
+        f.write(_HEADER.pack(_MAGIC, rows, blob, nonce))
     return rows
 
 
@@ -124,6 +171,7 @@ class TextSegments:
         self._segments: list[_Segment] = []  # newest first
         self._memory: dict[int, tuple[str, str]] = {}
         self._memory_generation = -1
+        unreadable: list[Path] = []
         if folder.is_dir():
             for entry in folder.iterdir():
                 stamped = _generation_of(entry.name)
@@ -141,9 +189,29 @@ class TextSegments:
                 try:
                     self._segments.append(_Segment(entry, stamped))
                 except (OSError, ValueError):
-                    continue  # unreadable: its labels read as missing and are written again
+                    # unreadable (torn, foreign, of the first layout): its labels read as
+                    # missing, from the catalog; a writer starts the segments again, since
+                    # only a gap at the newest end is ever filled
+                    unreadable.append(entry)
+        if writable and any(entry.is_file() for entry in unreadable):
+            for segment in self._segments:
+                segment.path.unlink(missing_ok=True)
+            for entry in unreadable:
+                if entry.is_file():
+                    entry.unlink(missing_ok=True)
+            self._segments = []
         self._segments.sort(key=lambda s: -s.generation)
         self._index()
+
+    def damaged(self) -> list[str]:
+        """The segments whose rows fail their check, each with its count (reads them all)."""
+        out = []
+        for segment in self._segments:
+            bad = segment.damaged_rows()
+            if bad:
+                segment.damaged = True  # reported here: no warning on top
+                out.append(f"{segment.path} ({bad} of {len(segment.labels)} rows)")
+        return out
 
     def _index(self) -> None:
         self._firsts = np.array([s.labels[0] if len(s.labels) else 0 for s in self._segments],
@@ -206,7 +274,9 @@ class TextSegments:
                 segment = self._segments[int(i)]
                 row = int(np.searchsorted(segment.labels, label))
                 if row < len(segment.labels) and segment.labels[row] == label:
-                    out[label] = segment.text(row)
+                    held = segment.text(row)
+                    if held is not None:  # else read from the catalog, not an older segment
+                        out[label] = held
                     break
         return out
 
@@ -225,7 +295,7 @@ class TextSegments:
         name = f"{_PREFIX}{generation:012d}-{secrets.token_hex(4)}{_SUFFIX}"
         tmp = self.folder / f".{name}.tmp"
         try:
-            rows = _write(tmp, batches)
+            rows = _write(tmp, name, batches)
             if rows == 0:  # nothing new: the next fetch after this generation finds it empty
                 tmp.unlink()
                 return 0

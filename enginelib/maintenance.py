@@ -32,6 +32,8 @@ from .catalog_mend import (
     mend_torn_blocks,
 )
 from .catalog_view import chunk_vectors
+from .chunk_texts import FOLDER as TEXTS_FOLDER
+from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
 from .core import layout
 from .core.generations import finish_reindex
@@ -171,6 +173,7 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems += _label_problems(what, labels, index.labels(), fix)
     if vector.generation is not None:
         problems += _vector_problems(catalog, vector, labels, fix)
+    problems += _text_segment_problems(root, catalog, fix)
     catalog.release()
     if with_snapshots:
         problems += _snapshot_problems(root)
@@ -210,6 +213,15 @@ def _vector_problems(catalog: Catalog, index: Any, labels: np.ndarray, fix: str)
         return []
     return [f"vector index: {len(bad)} of {len(sample)} sampled chunks hold other vectors than "
             f"the catalog's (labels {bad[:_SAMPLE].tolist()}), so they rank wrongly: {fix}"]
+
+
+def _text_segment_problems(root: Path, catalog: Catalog, fix: str) -> list[str]:
+    """Chunk-text segments that fail their checks: searches read around them, from the
+    catalog, until `repair` writes them again."""
+    if catalog.in_memory_db:
+        return []
+    segments = TextSegments(root / TEXTS_FOLDER, writable=False, generation=catalog.generation)
+    return [f"chunk texts: segment {what} fails its checks: {fix}" for what in segments.damaged()]
 
 
 def _catalog_problems(catalog: Catalog) -> list[str]:

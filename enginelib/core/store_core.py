@@ -35,6 +35,7 @@ from .. import faults, schema
 from .. import manifest as mf
 from ..catalog import Catalog, missing_catalog_error, unfinished_catalog
 from ..catalog_mend import finish_pending, mend_and_warn, unmendable_error
+from ..chunk_texts import FOLDER as TEXTS_FOLDER
 from ..chunk_view import ChunkView
 from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
@@ -495,6 +496,11 @@ class StoreCore:
         """Throw both derived indexes away and rebuild them from the catalog, then persist."""
         self.require_writable()
         discard_index_files(self._index_root)
+        # The chunk texts are derived too, and a damaged segment passes the index checks.
+        shutil.rmtree(self.path / TEXTS_FOLDER, ignore_errors=True)
+        if self._view is not None:
+            self._view.close()
+            self._view = None
         self.vector_index, self.text_index = self._open_indexes()
         self.hit_token_cache.clear()
         self.sync_indexes()

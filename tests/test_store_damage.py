@@ -1,0 +1,83 @@
+"""Damaged store files: every answer is right or a typed error naming the file and the fix.
+
+A derived file (chunk texts, index segments) damaged under a store is read around or rebuilt
+from the catalog; `check` reports what it finds and `repair` rewrites it. Never a citation
+of another chunk's text, never a bare dependency exception.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import enginelib
+from enginelib import maintenance
+from tests.helpers import doc, open_test_store, paragraphs
+
+QUERIES = {"hybrid": "brakes1 pads caliper", "fulltext": "brakes2 rotor",
+           "vector": "brakes3 torque piston"}
+
+
+def _make(path: Path, topic: str = "brakes") -> None:
+    with open_test_store(path) as store:
+        store.ingest_documents([doc(f"{topic}-{i}", f"# {topic} {i}\n\n" + paragraphs(5 + i, f"{topic}{i}"))
+                                for i in range(4)])
+        store.search("pads", limit=1)  # the chunk texts are written when first read
+
+
+def _segment(path: Path) -> Path:
+    (segment,) = (path / "texts").glob("seg-*.txts")
+    return segment
+
+
+def _assert_cited_exactly(store: enginelib.Store) -> int:
+    """Every hit's text is its document's text at its offsets; the number of hits."""
+    count = 0
+    for strategy, query in QUERIES.items():
+        for hit in store.search(query, strategy=strategy, limit=5, answerability_threshold=None).hits:
+            text = store.get_document(hit.document_id)["content"]
+            assert text[hit.start_offset:hit.end_offset] == hit.content, (strategy, hit.label)
+            quote = hit.citation
+            assert text[quote.quote_start:quote.quote_end] == str(quote.quote)
+            count += 1
+    return count
+
+
+def _search_everywhere(path: Path) -> None:
+    with enginelib.open(path, read_only=True) as reader:
+        assert _assert_cited_exactly(reader) == 15
+    with enginelib.open(path) as writer:
+        assert _assert_cited_exactly(writer) == 15
+
+
+def test_flipped_bytes_in_a_text_segment_are_never_cited(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    segment = _segment(path)
+    data = bytearray(segment.read_bytes())
+    for at in range(100, len(data) // 2, 37):  # inside the texts, the length unchanged
+        data[at] ^= 0x01
+    segment.write_bytes(bytes(data))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with enginelib.open(path, read_only=True) as reader:
+            assert _assert_cited_exactly(reader) == 15
+    assert any(segment.name in str(w.message) and "repair" in str(w.message) for w in caught)
+    problems = maintenance.check(path).problems
+    assert any(segment.name in p and "enginelib repair" in p for p in problems), problems
+    assert maintenance.repair(path).ok
+    assert maintenance.check(path).ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _search_everywhere(path)
+
+
+def test_another_stores_text_segment_under_this_ones_name_is_not_read(tmp_path: Path) -> None:
+    path, other = tmp_path / "s", tmp_path / "other"
+    _make(path)
+    _make(other, "tyres")
+    shutil.copyfile(_segment(other), _segment(path))
+    _search_everywhere(path)
+    assert maintenance.check(path).ok
