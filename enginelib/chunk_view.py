@@ -10,6 +10,7 @@ the vector index, which is their one owner in RAM, never copied here.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +157,7 @@ class ChunkView:
         self.dim = catalog.dim
         self._catalog = catalog
         self._segments = segments
+        self._mismatch_told = False
         self._table = table
         self._sources = sources
         self.labels = table.labels
@@ -320,7 +322,7 @@ class ChunkView:
             return cached
         if self._segments is not None:
             held = self._segments.get([label]).get(label)
-            if held is not None:
+            if held is not None and self._fits(label, held[0]):
                 self._remember({label: held})
                 return held
         wanted = [label]
@@ -332,6 +334,24 @@ class ChunkView:
         self._remember(fetched)
         # A label deleted by another process after this view was loaded has no text left.
         return fetched.get(label, ("", ""))
+
+    def _fits(self, label: int, content: str) -> bool:
+        """Whether a segment's text has the length the catalog's offsets give the chunk: a
+        segment left beside a catalog put back from another store holds other texts under
+        the same labels, and would be cited at these offsets."""
+        pos = int(np.searchsorted(self.labels, label))
+        if pos >= len(self.labels) or self.labels[pos] != label:
+            return True  # a chunk this view does not hold: nothing to compare with
+        start, end = (int(self._numbers[name][pos]) for name in ("start_offset", "end_offset"))
+        if end - start == len(content):
+            return True
+        if not self._mismatch_told:
+            self._mismatch_told = True
+            warnings.warn(f"enginelib: the chunk texts beside {self._catalog.path} do not match "
+                          f"its catalog (another store's, or a catalog put back without them); "
+                          f"texts are read from the catalog meanwhile: run `enginelib repair`",
+                          RuntimeWarning, stacklevel=3)
+        return False
 
     def _remember(self, texts: dict[int, tuple[str, str]]) -> None:
         self._texts.update(texts)

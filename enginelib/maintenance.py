@@ -31,7 +31,7 @@ from .catalog_mend import (
     finish_pending,
     mend_torn_blocks,
 )
-from .catalog_view import chunk_vectors
+from .catalog_view import chunk_texts, chunk_vectors
 from .chunk_texts import FOLDER as TEXTS_FOLDER
 from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
@@ -173,7 +173,7 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems += _label_problems(what, labels, index.labels(), fix)
     if vector.generation is not None:
         problems += _vector_problems(catalog, vector, labels, fix)
-    problems += _text_segment_problems(root, catalog, fix)
+    problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()
     if with_snapshots:
         problems += _snapshot_problems(root)
@@ -215,13 +215,23 @@ def _vector_problems(catalog: Catalog, index: Any, labels: np.ndarray, fix: str)
             f"the catalog's (labels {bad[:_SAMPLE].tolist()}), so they rank wrongly: {fix}"]
 
 
-def _text_segment_problems(root: Path, catalog: Catalog, fix: str) -> list[str]:
-    """Chunk-text segments that fail their checks: searches read around them, from the
-    catalog, until `repair` writes them again."""
+def _text_segment_problems(root: Path, catalog: Catalog, labels: np.ndarray, fix: str) -> list[str]:
+    """Chunk-text segments that fail their checks, or hold other texts than the catalog's
+    (sampled): searches read around them, from the catalog, until `repair` writes them."""
     if catalog.in_memory_db:
         return []
     segments = TextSegments(root / TEXTS_FOLDER, writable=False, generation=catalog.generation)
-    return [f"chunk texts: segment {what} fails its checks: {fix}" for what in segments.damaged()]
+    out = [f"chunk texts: segment {what} fails its checks: {fix}" for what in segments.damaged()]
+    spread = np.linspace(0, len(labels) - 1, min(VECTOR_SAMPLE, len(labels))).astype(np.int64)
+    sample = np.unique(labels[spread]).tolist() if len(labels) else []
+    held = segments.get(sample)
+    truth = chunk_texts(catalog, [label for label in sample if label in held])
+    wrong = [label for label, text in truth.items() if held[label] != text]
+    if wrong:
+        out.append(f"chunk texts: {len(wrong)} of {len(truth)} sampled chunks in "
+                   f"{root / TEXTS_FOLDER} hold other texts than the catalog's (labels "
+                   f"{wrong[:_SAMPLE]}): {fix}")
+    return out
 
 
 def _catalog_problems(catalog: Catalog) -> list[str]:

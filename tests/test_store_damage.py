@@ -11,6 +11,8 @@ import shutil
 import warnings
 from pathlib import Path
 
+import pytest
+
 import enginelib
 from enginelib import maintenance
 from tests.helpers import doc, open_test_store, paragraphs
@@ -81,3 +83,18 @@ def test_another_stores_text_segment_under_this_ones_name_is_not_read(tmp_path: 
     shutil.copyfile(_segment(other), _segment(path))
     _search_everywhere(path)
     assert maintenance.check(path).ok
+
+
+def test_a_catalog_from_another_store_is_not_cited_with_this_ones_texts(tmp_path: Path) -> None:
+    # Both stores at the same generation: the segments beside the catalog look current.
+    path, other = tmp_path / "s", tmp_path / "other"
+    _make(path)
+    _make(other, "tyres")
+    shutil.copyfile(other / "catalog.duckdb", path / "catalog.duckdb")
+
+    with pytest.warns(RuntimeWarning, match="do not match"):
+        with enginelib.open(path, read_only=True) as reader:
+            assert _assert_cited_exactly(reader) > 0
+    problems = maintenance.check(path).problems
+    assert any("hold other texts than the catalog's" in p for p in problems), problems
+    assert maintenance.repair(path).ok and maintenance.check(path).ok
