@@ -161,17 +161,30 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         layout.vector_folder(indexes), manifest.embedding_dim, **options.get("vector", {}))
     text = TEXT_BACKENDS[manifest.text_backend](layout.text_folder(indexes),
                                                 **options.get("text", {}))
+    readable = set()
     for what, index in (("vector", vector), ("text", text)):
         stamp = index.generation
-        facts[f"{what}_generation"], facts[f"{what}_count"] = stamp, len(index)
         if stamp is None:
+            facts[f"{what}_generation"], facts[f"{what}_count"] = stamp, len(index)
             problems.append(f"{what} index is missing or unreadable: {fix}")
             continue
+        try:
+            facts[f"{what}_generation"], facts[f"{what}_count"] = stamp, len(index)
+            indexed = index.labels()
+        except BaseException as exc:
+            # A damaged segment that opened fails on its first read (tantivy panics): it
+            # is a problem to report, not a check that fails.
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            problems.append(f"{what} index is damaged ({reason}): {fix}")
+            continue
+        readable.add(what)
         if stamp != generation:
             problems.append(f"{what} index is stamped generation {stamp}, the catalog is at "
                             f"{generation}: {fix}")
-        problems += _label_problems(what, labels, index.labels(), fix)
-    if vector.generation is not None:
+        problems += _label_problems(what, labels, indexed, fix)
+    if "vector" in readable:
         problems += _vector_problems(catalog, vector, labels, fix)
     problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()

@@ -53,7 +53,7 @@ import numpy as np
 import tantivy
 
 from enginelib.durable import can_write, chmod_like_umask, write_atomic
-from enginelib.errors import InvalidInputError, InvalidQueryError, StoreLockedError
+from enginelib.errors import BackendError, InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
 from enginelib.indexes import tantivy_prune
 from enginelib.indexes.analyzers import (
@@ -369,8 +369,7 @@ class TantivyTextIndex:
             return False
         # all_query scores every document 1.0, so its hits come in address order.
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
-        labels = np.asarray(searcher.fast_field_values(LABEL_FIELD, [a for _, a in hits]),
-                            dtype=np.int64)
+        labels = self._labels_at(searcher, [a for _, a in hits])
         return bool((np.diff(labels) > 0).all())
 
     # -- reads ---------------------------------------------------------------------
@@ -386,8 +385,16 @@ class TantivyTextIndex:
         if total == 0:
             return np.zeros(0, dtype=np.int64)
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
-        values = searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits])
-        return np.sort(np.array(values, dtype=np.int64))
+        return np.sort(self._labels_at(searcher, [addr for _, addr in hits]))
+
+    def _labels_at(self, searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> Labels:
+        values = searcher.fast_field_values(LABEL_FIELD, addresses)
+        if any(value is None for value in values):
+            # A damaged segment file reads as no label: that was a bare TypeError.
+            raise BackendError(f"the text index in {self.directory} is damaged (a segment's "
+                               f"label column is unreadable): run `enginelib repair` to rebuild "
+                               f"it from the catalog", path=self.directory)
+        return np.asarray(values, dtype=np.int64)
 
     def search(
         self,
@@ -445,8 +452,7 @@ class TantivyTextIndex:
             hits = tantivy_prune.with_ties(searcher, query, k)
         if not hits:
             return []
-        labels = np.asarray(searcher.fast_field_values(LABEL_FIELD, [addr for _, addr in hits]),
-                            dtype=np.int64)
+        labels = self._labels_at(searcher, [addr for _, addr in hits])
         scores = np.fromiter((score for score, _ in hits), dtype=np.float64, count=len(hits))
         order = np.lexsort((labels, -scores))[:k]
         return list(zip(labels[order].tolist(), scores[order].tolist()))

@@ -15,6 +15,7 @@ import pytest
 
 import enginelib
 from enginelib import maintenance
+from enginelib.errors import BackendError
 from tests.helpers import doc, open_test_store, paragraphs
 
 QUERIES = {"hybrid": "brakes1 pads caliper", "fulltext": "brakes2 rotor",
@@ -98,3 +99,22 @@ def test_a_catalog_from_another_store_is_not_cited_with_this_ones_texts(tmp_path
     problems = maintenance.check(path).problems
     assert any("hold other texts than the catalog's" in p for p in problems), problems
     assert maintenance.repair(path).ok and maintenance.check(path).ok
+
+
+def test_a_damaged_label_column_of_the_text_index_is_a_typed_error_and_a_check_problem(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    (fast,) = (path / "indexes" / "text" / "tantivy").glob("*.fast")
+    data = bytearray(fast.read_bytes())
+    for at in range(8):
+        data[at] ^= 0x5A
+    fast.write_bytes(bytes(data))
+
+    with enginelib.open(path, read_only=True) as reader:
+        with pytest.raises(BackendError, match="enginelib repair"):
+            reader.search("brakes2 rotor", strategy="fulltext", answerability_threshold=None)
+    problems = maintenance.check(path).problems
+    assert any("text index is damaged" in p for p in problems), problems
+    assert maintenance.repair(path).ok and maintenance.check(path).ok
+    _search_everywhere(path)
