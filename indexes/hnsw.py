@@ -35,6 +35,7 @@ import os
 import secrets
 import shutil
 import threading
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -142,6 +143,7 @@ class HnswVectorIndex:
         # The last saved graph file and how the index differs from it: labels it lacks,
         # labels it holds that are dead or replaced (arrays appended per write).
         self._graph_saved: Path | None = None
+        self._graph_crc: int | None = None  # CRC-32 of the file at _graph_saved, if known
         self._file_missing: list[np.ndarray] = []
         self._file_dead: list[np.ndarray] = []
 
@@ -418,11 +420,13 @@ class HnswVectorIndex:
         if deferred:
             assert self._graph_saved is not None
             os.link(self._graph_saved, tmp / GRAPH_FILE)
+            graph_crc = self._graph_crc if self._graph_crc is not None else _file_crc(tmp / GRAPH_FILE)
             np.save(tmp / PENDING_FILE, missing)
             np.save(tmp / DELETED_FILE, dead)
         elif self._graph is not None:
             self._fold_pending()
             self._graph.save_index(str(tmp / GRAPH_FILE))
+            graph_crc = _file_crc(tmp / GRAPH_FILE)
         np.save(tmp / LABELS_FILE, self._labels[: self._count])
         for name in os.listdir(tmp):
             fsync_file(tmp / name)
@@ -441,10 +445,13 @@ class HnswVectorIndex:
             "M": self.M,
             "ef_construction": self.ef_construction,
         }
+        if self._graph is not None:
+            stamp["graph_crc32"] = graph_crc
         write_atomic(self.directory / STAMP, json.dumps(stamp, indent=2).encode())
         self._generation = generation
         if self._graph is not None:
             self._graph_saved = self.directory / folder / GRAPH_FILE
+            self._graph_crc = graph_crc
             self._file_missing = [missing] if deferred else []
             self._file_dead = [dead] if deferred else []
         self._remove_stale(keep=folder, rows=rows_name)
@@ -505,6 +512,12 @@ class HnswVectorIndex:
             dead = np.zeros(0, dtype=np.int64)
             graph = None
             if count or (folder / GRAPH_FILE).exists():
+                expected = stamp.get("graph_crc32")
+                # hnswlib trusts the file: a flipped byte in its header crashed the process
+                # (SIGSEGV) or asked for terabytes. A file that fails its CRC is not loaded
+                # and the graph is rebuilt from the catalog, as a missing one is.
+                if expected is not None and _file_crc(folder / GRAPH_FILE) != expected:
+                    raise ValueError(f"{folder / GRAPH_FILE} fails its CRC")
                 graph = hnswlib.Index(space="cosine", dim=self.dim)
                 graph.load_index(str(folder / GRAPH_FILE))
                 if (folder / PENDING_FILE).exists():
@@ -526,10 +539,20 @@ class HnswVectorIndex:
         self._set_pending(pending)
         if graph is not None:
             self._graph_saved = folder / GRAPH_FILE
+            crc = stamp.get("graph_crc32")
+            self._graph_crc = crc if isinstance(crc, int) else None
             self._file_missing, self._file_dead = [pending], [dead]
         self.M = stamp.get("M", self.M)
         self.ef_construction = stamp.get("ef_construction", self.ef_construction)
         self._generation = generation
+
+
+def _file_crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+    return crc
 
 
 def _graph_covers(graph: hnswlib.Index, labels: np.ndarray, pending: np.ndarray,

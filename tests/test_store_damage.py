@@ -8,6 +8,9 @@ of another chunk's text, never a bare dependency exception.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from enginelib import maintenance
 from enginelib.errors import BackendError
 from tests.helpers import doc, open_test_store, paragraphs
 
+REPO = Path(__file__).resolve().parent.parent
 QUERIES = {"hybrid": "brakes1 pads caliper", "fulltext": "brakes2 rotor",
            "vector": "brakes3 torque piston"}
 
@@ -118,3 +122,25 @@ def test_a_damaged_label_column_of_the_text_index_is_a_typed_error_and_a_check_p
     assert any("text index is damaged" in p for p in problems), problems
     assert maintenance.repair(path).ok and maintenance.check(path).ok
     _search_everywhere(path)
+
+
+def test_a_flipped_header_of_the_vector_graph_is_rebuilt_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    (graph,) = (path / "indexes" / "vectors").glob("gen-*/vectors.hnsw")
+    data = bytearray(graph.read_bytes())
+    for at in range(8):
+        data[at] ^= 0x5A
+    graph.write_bytes(bytes(data))
+    # hnswlib loaded such a file and the process died (SIGSEGV): run it apart
+    script = textwrap.dedent(f"""
+        import enginelib
+        from tests.test_store_damage import _assert_cited_exactly
+        with enginelib.open({str(path)!r}, read_only=True) as reader:
+            assert _assert_cited_exactly(reader) == 15
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    _search_everywhere(path)
+    assert maintenance.check(path).ok
