@@ -77,9 +77,19 @@ class Catalog:
         self.lock_timeout = lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
         self._closed = False
-        if not read_only:
-            self._ensure_schema()
-        self._check_schema_version()
+        try:
+            if not read_only:
+                self._ensure_schema()
+            self._check_schema_version()
+        except duckdb.Error as exc:
+            # A damaged block past the file's header fails the first read, not the connect:
+            # that was a bare DuckDB error, and the connection left open made every later
+            # open in this process say the store was open another way.
+            self.release()
+            raise _open_error(self.path, exc) from exc
+        except BaseException:
+            self.release()
+            raise
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -592,7 +602,9 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
             "Store opened for writing and not closed, or a read-only one while you open it "
             "for writing). Search through the Store already open, or close() it first; a "
             "read-only Store in another process can read it meanwhile", path=path)
-    if "corrupt" not in text and "not a valid duckdb database file" not in text:
+    # "could not read enough bytes": a file cut short (a copy or a disk that stopped early)
+    if not any(sign in text for sign in ("corrupt", "not a valid duckdb database file",
+                                         "could not read enough bytes")):
         return StoreError(f"cannot open catalog {path}: {exc}", path=path)
     store = shell_word(path.parent)
     return CorruptStoreError(

@@ -18,7 +18,7 @@ import pytest
 
 import enginelib
 from enginelib import maintenance
-from enginelib.errors import BackendError
+from enginelib.errors import BackendError, CorruptStoreError
 from tests.helpers import doc, open_test_store, paragraphs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -144,3 +144,19 @@ def test_a_flipped_header_of_the_vector_graph_is_rebuilt_not_a_crash(tmp_path: P
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     _search_everywhere(path)
     assert maintenance.check(path).ok
+
+
+def test_a_catalog_cut_short_is_named_with_the_way_back(tmp_path: Path) -> None:
+    # DuckDB opens it (the header is whole) and fails on the first read past the cut
+    path = tmp_path / "s"
+    _make(path)
+    catalog = path / "catalog.duckdb"
+    catalog.write_bytes(catalog.read_bytes()[: catalog.stat().st_size // 2])
+
+    for _attempt in range(2):  # the same answer again: the failed open holds nothing open
+        with pytest.raises(CorruptStoreError, match="catalog.duckdb is damaged.*snapshot"):
+            enginelib.open(path, read_only=True)
+        with pytest.raises(CorruptStoreError, match="catalog.duckdb is damaged"):
+            maintenance.check(path)
+        with pytest.raises(CorruptStoreError, match="catalog.duckdb is damaged"):
+            enginelib.open(path)
