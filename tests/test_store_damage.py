@@ -7,6 +7,7 @@ of another chunk's text, never a bare dependency exception.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -160,3 +161,35 @@ def test_a_catalog_cut_short_is_named_with_the_way_back(tmp_path: Path) -> None:
             maintenance.check(path)
         with pytest.raises(CorruptStoreError, match="catalog.duckdb is damaged"):
             enginelib.open(path)
+
+
+_LOCKED_CHILD = """
+import sys
+from enginelib import maintenance
+from enginelib.errors import StorageError
+for run in (maintenance.check, maintenance.repair):
+    try:
+        run(sys.argv[1])
+    except StorageError as exc:
+        assert ".writer.lock" in str(exc) and "permissions" in str(exc), str(exc)
+    else:
+        raise AssertionError(f"{run.__name__} went on without the writer lock")
+"""
+
+
+def test_an_unreadable_writer_lock_is_named_by_check_and_repair(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    lock = path / ".writer.lock"
+    lock.chmod(0)
+    command = [sys.executable, "-c", _LOCKED_CHILD, str(path)]
+    if os.geteuid() == 0:  # root opens a chmod 0 file anyway: drop what lets it
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "as root this test needs util-linux's setpriv to drop CAP_DAC_OVERRIDE"
+        command = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", *command]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        lock.chmod(0o644)
+    assert done.returncode == 0, done.stderr[-2000:]

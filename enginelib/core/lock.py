@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import weakref
@@ -11,6 +12,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..durable import write_atomic
+from ..edge import os_error
 from ..errors import StoreError, StoreLockedError
 from .layout import HOLDER_NAME, LOCK_NAME
 
@@ -59,6 +61,13 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
             "or open the store with read_only=True to search it",
             path=root,
         ) from exc
+    except OSError as exc:
+        # An unreadable lock file (another user's, chmod 000) was a bare PermissionError
+        # from `check` and `repair`. A read-only medium stays an OSError: `check` then
+        # checks without the lock, since no writer can exist there either.
+        if exc.errno == errno.EROFS:
+            raise
+        raise os_error(exc, "taking the writer lock", path) from exc
     _held[str(path.resolve())] = lock
     return lock
 
