@@ -193,3 +193,22 @@ def test_an_unreadable_writer_lock_is_named_by_check_and_repair(tmp_path: Path) 
     finally:
         lock.chmod(0o644)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_an_open_that_fails_holds_nothing_open(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from enginelib.core.store_core import StoreCore
+
+    path = tmp_path / "s"
+    _make(path)
+    with monkeypatch.context() as patch:
+        def fail(self: StoreCore) -> None:
+            raise OSError(28, "No space left on device")
+        patch.setattr(StoreCore, "sync_indexes", fail)
+        with pytest.raises(enginelib.EngineError, match="no space left"):
+            enginelib.open(path)
+    # the lock and the catalog were let go: the next open (here, or read-only) works
+    with enginelib.open(path, read_only=True) as reader:
+        assert _assert_cited_exactly(reader) == 15
+    with enginelib.open(path) as writer:
+        assert _assert_cited_exactly(writer) == 15

@@ -87,7 +87,13 @@ class StoreCore:
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self.response_cache = ResponseCache()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self.vector_index, self.text_index = self._open_indexes()
+        try:
+            self.vector_index, self.text_index = self._open_indexes()
+        except BaseException:
+            catalog.close()
+            if lock is not None:
+                lock.release()
+            raise
         self._refresh_after = 0.0
         self._view: ChunkView | None = None
         self._closed = False
@@ -101,13 +107,30 @@ class StoreCore:
         # True from a catalog commit that changes chunks until the in-memory indexes mirror
         # it (``indexes_follow``): still True afterwards means something failed in between
         self._indexes_behind = False
-        self.query_log = QueryLog(path, writable=not read_only)
-        self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
-        self._load_meta()
-        self.sync_indexes()
-        if not read_only:
-            self.query_log.import_pending(self.catalog)
-        self.catalog.release()
+        try:
+            self.query_log = QueryLog(path, writable=not read_only)
+            self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
+            self._load_meta()
+            self.sync_indexes()
+            if not read_only:
+                self.query_log.import_pending(self.catalog)
+            self.catalog.release()
+        except BaseException:
+            # A failed open kept the catalog connection and the writer lock: every later
+            # open in this process said the store was open already ("another way").
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        release = getattr(self.text_index, "release", None)
+        if release is not None:
+            release()
+        self.catalog.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+        if self._lock is not None:
+            self._lock.release()
+        self._closed = self._shut = True
 
     # -- opening ---------------------------------------------------------------------------
 
