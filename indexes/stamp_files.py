@@ -28,4 +28,12 @@ def copy_saved(source: Path, target: Path) -> None:
 
 
 def remove_temps(folder: Path) -> list[Path]:
-    return remove_unfinished(folder)
+    """A dead writer's temps, and a folder where the stamp belongs: every save of the index
+    failed on it ("Is a directory", naming a temp file); without it the index reads as
+    unstamped and is rebuilt from the catalog."""
+    removed = remove_unfinished(folder)
+    stamp = folder / STAMP
+    if stamp.is_dir() and not stamp.is_symlink():
+        shutil.rmtree(stamp)
+        removed.append(stamp)
+    return removed

@@ -195,6 +195,17 @@ def test_an_unreadable_writer_lock_is_named_by_check_and_repair(tmp_path: Path) 
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.parametrize("kind", ["text", "vectors"])
+def test_a_folder_where_an_index_stamp_belongs_is_rebuilt(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    stamp = path / "indexes" / kind / "stamp.json"
+    stamp.unlink()
+    stamp.mkdir()
+    _search_everywhere(path)
+    assert stamp.is_file() and maintenance.check(path).ok
+
+
 def test_an_open_that_fails_holds_nothing_open(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from enginelib.core.store_core import StoreCore
