@@ -186,6 +186,9 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems += _label_problems(what, labels, indexed, fix)
     if "vector" in readable:
         problems += _vector_problems(catalog, vector, labels, fix)
+    problems += [f"text index: {what}: {fix}"
+                 for what in _verify_files(TEXT_FILES[manifest.text_backend],
+                                           layout.text_folder(indexes))]
     problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()
     if with_snapshots:
@@ -280,10 +283,20 @@ def _snapshot_problems(root: Path) -> list[str]:
             out.append(f"snapshot {folder.name!r} lacks {missing or ['manifest.json']}: delete it")
         elif (problem := damage(folder)) is not None:
             out.append(f"snapshot {folder.name!r} is damaged: {problem}: delete it")
+        problems = _verify_files(TEXT_FILES[live.text_backend],
+                                 layout.text_folder(layout.index_root(folder)))
+        if problems:
+            out.append(f"snapshot {folder.name!r} text index: {problems[0]}: delete it")
         if set(stamps) != {"vectors", "text"} or set(stamps.values()) != {info.get("generation")}:
             out.append(f"snapshot {folder.name!r} index stamps {stamps} do not match its "
                        f"generation {info.get('generation')}: delete it")
     return out
+
+
+def _verify_files(files: Any, folder: Path) -> list[str]:
+    """What a backend's own check of its files finds (the backends that have one)."""
+    verify = getattr(files, "verify", None)
+    return verify(folder) if verify is not None else []
 
 
 def _snapshot_stamps(folder: Path, live: mf.Manifest) -> dict[str, object]:

@@ -55,7 +55,7 @@ import tantivy
 from enginelib.durable import can_write, chmod_like_umask, write_atomic
 from enginelib.errors import BackendError, InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
-from enginelib.indexes import tantivy_prune
+from enginelib.indexes import tantivy_files, tantivy_prune
 from enginelib.indexes.analyzers import (
     CODE_ANALYZER,
     PLAIN,
@@ -179,9 +179,17 @@ class TantivyTextIndex:
         same_config = stamp is not None and all(
             stamp.get(key) == value for key, value in self._config().items()
         )
-        if self.read_only and not (same_config and path.exists()):
+        # The stamp names the CRC each segment file's footer records: a segment file of
+        # another index copied in, or one cut short, opens and answers other documents'
+        # postings without an error. Derived data: rebuild (a reader, in memory).
+        sound = not (same_config and path.exists()) or tantivy_files.files_match(
+            path, stamp.get("files") if stamp is not None else None)
+        if self.read_only and not (same_config and path.exists() and sound):
             self._index = self._make_index(None)  # in memory: the files stay as they are
             return
+        if not sound:
+            shutil.rmtree(path)
+            same_config = False
         if path.exists() and same_config and not can_write(self.directory):
             # A read-only medium: tantivy wants to create its lock files even to read, so
             # a reader searches a private copy (the stamp and meta are the same files).
@@ -353,7 +361,8 @@ class TantivyTextIndex:
 
     def _write_stamp(self, generation: int | None) -> None:
         stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp(),
-                 "label_order": self._label_order if generation is not None else None}
+                 "label_order": self._label_order if generation is not None else None,
+                 "files": tantivy_files.footer_checksums(self.directory / INDEX_DIR)}
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.directory / STAMP, json.dumps(stamp, indent=2).encode())
         self._generation = generation

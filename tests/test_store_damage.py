@@ -223,3 +223,81 @@ def test_an_open_that_fails_holds_nothing_open(tmp_path: Path,
         assert _assert_cited_exactly(reader) == 15
     with enginelib.open(path) as writer:
         assert _assert_cited_exactly(writer) == 15
+
+
+def _hits(store: enginelib.Store) -> list[tuple[str, int, str]]:
+    return [(hit.document_id, hit.chunk_index, hit.content)
+            for strategy, query in QUERIES.items()
+            for hit in store.search(query, strategy=strategy, limit=5,
+                                    answerability_threshold=None).hits]
+
+
+def _same_ext_file(folder: Path, other: Path, ext: str) -> tuple[Path, Path]:
+    """The largest segment file ending in ``ext`` under each folder."""
+    mine = max(folder.glob(f"indexes/text/tantivy/*.{ext}"), key=lambda p: p.stat().st_size)
+    theirs = max(other.glob(f"indexes/text/tantivy/*.{ext}"), key=lambda p: p.stat().st_size)
+    return mine, theirs
+
+
+@pytest.mark.parametrize("ext", ["term", "idx", "pos"])
+def test_another_indexs_tantivy_file_under_this_ones_name_is_rebuilt_not_searched(
+        tmp_path: Path, ext: str) -> None:
+    path, other = tmp_path / "s", tmp_path / "other"
+    _make(path)
+    _make(other, "tyres")
+    with enginelib.open(path, read_only=True) as reader:
+        expected = _hits(reader)
+    mine, theirs = _same_ext_file(path, other, ext)
+    assert mine.read_bytes() != theirs.read_bytes()
+    shutil.copyfile(theirs, mine)
+
+    problems = maintenance.check(path).problems
+    assert any("not those its stamp names" in p for p in problems), problems
+    with enginelib.open(path, read_only=True) as reader:
+        assert _hits(reader) == expected
+    assert maintenance.repair(path).ok and maintenance.check(path).ok
+    with enginelib.open(path) as writer:
+        assert _hits(writer) == expected
+
+
+@pytest.mark.parametrize("content", [b"", b'{"format": 3, "files": {"x": ', b"[1]"])
+def test_a_damaged_text_stamp_is_an_unreadable_index_to_check(tmp_path: Path,
+                                                               content: bytes) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    (path / "indexes" / "text" / "stamp.json").write_bytes(content)
+    problems = maintenance.check(path).problems
+    assert any("text index is missing or unreadable" in p for p in problems), problems
+    _search_everywhere(path)
+    assert maintenance.check(path).ok
+
+
+def test_a_flipped_byte_inside_a_tantivy_file_is_reported_by_check(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    mine = max((path / "indexes" / "text" / "tantivy").glob("*.term"),
+               key=lambda p: p.stat().st_size)
+    data = bytearray(mine.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    mine.write_bytes(bytes(data))
+    problems = maintenance.check(path).problems
+    assert any(mine.name in p and "checksum" in p for p in problems), problems
+    assert maintenance.repair(path).ok and maintenance.check(path).ok
+
+
+def test_another_indexs_tantivy_file_in_a_snapshot_is_reported_and_not_searched(
+        tmp_path: Path) -> None:
+    path, other = tmp_path / "s", tmp_path / "other"
+    _make(path)
+    _make(other, "tyres")
+    with open_test_store(path) as store:
+        store.create_snapshot("before")
+    with enginelib.open(path, snapshot="before") as snap:
+        expected = _hits(snap)
+    mine, theirs = _same_ext_file(path / "snapshots" / "before", other, "term")
+    shutil.copyfile(theirs, mine)
+
+    problems = maintenance.check(path).problems
+    assert any("snapshot 'before' text index" in p for p in problems), problems
+    with enginelib.open(path, snapshot="before") as snap:
+        assert _hits(snap) == expected
