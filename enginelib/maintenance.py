@@ -281,6 +281,8 @@ def _snapshot_problems(root: Path) -> list[str]:
                    and not layout.snapshot_table(folder, t).is_file()]
         if missing or not (folder / mf.MANIFEST_NAME).is_file():
             out.append(f"snapshot {folder.name!r} lacks {missing or ['manifest.json']}: delete it")
+        elif (problem := _snapshot_manifest_problem(folder)) is not None:
+            out.append(f"snapshot {folder.name!r} {problem}: delete it")
         elif (problem := damage(folder)) is not None:
             out.append(f"snapshot {folder.name!r} is damaged: {problem}: delete it")
         problems = _verify_files(TEXT_FILES[live.text_backend],
@@ -291,6 +293,22 @@ def _snapshot_problems(root: Path) -> list[str]:
             out.append(f"snapshot {folder.name!r} index stamps {stamps} do not match its "
                        f"generation {info.get('generation')}: delete it")
     return out
+
+
+def _snapshot_manifest_problem(folder: Path) -> str | None:
+    """Why a snapshot's manifest.json cannot be read (it cannot be opened then), or None."""
+    try:
+        mf.read_manifest(folder)
+    except StoreError:
+        path = folder / mf.MANIFEST_NAME
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            return f"manifest.json cannot be read ({exc.strerror})"
+        except ValueError:
+            return "manifest.json is not JSON (cut short or overwritten)"
+        return "manifest.json is not a manifest"
+    return None
 
 
 def _verify_files(files: Any, folder: Path) -> list[str]:

@@ -19,10 +19,17 @@ from .core import layout
 from .core.layout import CATALOG_NAME, LOCK_NAME
 from .core.store_core import StoreCore
 from .embedders import Embedder, embedder_for_store, resolve_embedder
-from .errors import IncompatibleStoreError, InvalidInputError, SnapshotError, StoreNotFoundError
+from .errors import (
+    IncompatibleStoreError,
+    InvalidInputError,
+    SnapshotError,
+    StoreError,
+    StoreNotFoundError,
+)
 from .schema import SCHEMA_VERSION
 from .search.cache import cache_stats
 from .search.request import search_signature
+from .text import shell_word
 from .types import IngestReport, LoadedDocument
 from .validation import check_document_id
 
@@ -378,7 +385,16 @@ def open_snapshot(
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
     folder = snapshot_folder(root, name)
-    manifest = mf.read_manifest(folder)
+    try:
+        manifest = mf.read_manifest(folder)
+    except StoreError as exc:
+        # Its message is the live manifest's advice (put it back from a copy): a snapshot
+        # is not mended, another one is used.
+        raise SnapshotError(
+            f"snapshot {name!r} cannot be opened: {folder / mf.MANIFEST_NAME} is damaged or "
+            f"unreadable ({exc.__cause__ or exc}): delete the snapshot (`enginelib snapshot "
+            f"delete {name} --store {shell_word(root)}`) and use another one", path=folder,
+        ) from exc
     if manifest is None:
         raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
     # A snapshot is searched with the model it recorded unless the caller brings one.

@@ -301,3 +301,22 @@ def test_another_indexs_tantivy_file_in_a_snapshot_is_reported_and_not_searched(
     assert any("snapshot 'before' text index" in p for p in problems), problems
     with enginelib.open(path, snapshot="before") as snap:
         assert _hits(snap) == expected
+
+
+@pytest.mark.parametrize("damage", ["empty", "half", "garbage"])
+def test_a_damaged_snapshot_manifest_is_reported_and_named_on_open(tmp_path: Path,
+                                                                   damage: str) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    with open_test_store(path) as store:
+        store.create_snapshot("before")
+    manifest = path / "snapshots" / "before" / "manifest.json"
+    text = manifest.read_bytes()
+    manifest.write_bytes({"empty": b"", "half": text[: len(text) // 2],
+                          "garbage": b"\x00" * 8 + text[8:]}[damage])
+
+    problems = maintenance.check(path).problems
+    assert any("snapshot 'before' manifest.json" in p and "delete it" in p for p in problems)
+    with pytest.raises(enginelib.SnapshotError, match="snapshot delete before"):
+        enginelib.open(path, snapshot="before")
+    _search_everywhere(path)  # the live store is not concerned
