@@ -205,6 +205,19 @@ def test_an_inbox_file_of_the_wrong_shape_is_set_aside_and_the_rest_imported(
         assert (folder / "0-hand-made.bad").exists() and inbox.pending(store.path) == 0
 
 
+def test_an_inbox_entry_that_cannot_be_read_is_set_aside_and_the_rest_imported(
+    tmp_path: Path, corpus: Path
+) -> None:
+    # a folder (or a file this user cannot read) raised OSError out of every poll
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        (folder / "0-a-folder.json").mkdir(parents=True)
+        inbox.drop(store.path, [NewJob(str(corpus / "tyres.txt"), "tyres.txt", {})])
+        outcomes = Worker(store, store.jobs()).run_until_idle()
+        assert [o.status for o in outcomes] == [DONE]
+        assert (folder / "0-a-folder.bad").is_dir() and inbox.pending(store.path) == 0
+
+
 def test_the_worker_loop_outlives_a_failing_queue_and_says_why(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

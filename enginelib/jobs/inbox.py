@@ -62,9 +62,10 @@ def import_into(store_path: Path, queue: JobQueue) -> int:
             jobs = [NewJob(str(i["source"]), str(i["document_id"]), dict(i["options"]),
                            str(i.get("kind", "file"))) for i in items]
             queue.enqueue(jobs)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            # not a file `drop` wrote (hand-made, truncated by a full disk): keep it for a
-            # person to look at; the worker goes on (an exception here stopped serve's worker)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            # not a file `drop` wrote (hand-made, truncated by a full disk, a folder, one
+            # this user cannot read): keep it for a person to look at; the worker goes on
+            # (an exception here stopped serve's worker at every poll)
             path.rename(path.with_suffix(".bad"))
             continue
         path.unlink()
