@@ -21,6 +21,7 @@ import json
 import os
 import secrets
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,9 @@ from .indexes.vector_rows import load_npy
 
 FOLDER = "view"
 _PREFIX = "cols-"
-_FORMAT = 1
+# 2: columns.json records each file's CRC-32; a folder of format 1 is read from the
+# catalog again (once) and saved in this format.
+_FORMAT = 2
 # Past this many rows changed since the saved columns, the writer saves them again: the
 # catch-up at open costs ~1 s per 100k changed rows, a save ~1 s per million rows.
 STALE_ROWS = 20_000
@@ -64,7 +67,8 @@ def save(folder: Path, generation: int, labels: np.ndarray, numbers: dict[str, n
         np.save(tmp / f"v-{col}.npy",
                 np.array(["" if v is None else str(v) for v in names], dtype=str))
     meta = {"format": _FORMAT, "generation": generation, "rows": int(len(labels)),
-            "numbers": list(numbers), "codes": list(codes), "none_at": nulls}
+            "numbers": list(numbers), "codes": list(codes), "none_at": nulls,
+            "crc32": {entry.name: _crc(entry) for entry in sorted(tmp.iterdir())}}
     (tmp / "columns.json").write_text(json.dumps(meta))
     for entry in tmp.iterdir():
         fsync_file(entry)
@@ -89,6 +93,10 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
             if meta.get("format") != _FORMAT or generation > max_generation:
                 continue
             rows = int(meta["rows"])
+            # A flipped byte in a column reads without error: another document's id, or
+            # offsets that cite other text. A folder whose files fail is read from the catalog.
+            if any(_crc(path / name) != crc for name, crc in dict(meta["crc32"]).items()):
+                continue
             labels = load_npy(path / "label.npy")
             numbers = {c: load_npy(path / f"n-{c}.npy") for c in meta["numbers"]}
             codes: dict[str, tuple[np.ndarray, list[Any]]] = {}
@@ -104,3 +112,11 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
             continue
         return generation, (labels, numbers, codes)
     return None
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+    return crc

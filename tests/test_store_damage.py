@@ -320,3 +320,20 @@ def test_a_damaged_snapshot_manifest_is_reported_and_named_on_open(tmp_path: Pat
     with pytest.raises(enginelib.SnapshotError, match="snapshot delete before"):
         enginelib.open(path, snapshot="before")
     _search_everywhere(path)  # the live store is not concerned
+
+
+@pytest.mark.parametrize("column", ["n-start_offset.npy", "c-document_id.npy"])
+def test_flipped_bytes_in_the_saved_view_columns_are_never_cited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str) -> None:
+    from enginelib import view_cache
+
+    monkeypatch.setattr(view_cache, "MIN_ROWS", 0)  # small stores save their columns too
+    path = tmp_path / "s"
+    _make(path)
+    (saved,) = (path / view_cache.FOLDER).glob("cols-*")
+    target = saved / column
+    data = bytearray(target.read_bytes())
+    for at in range(len(data) - 8, len(data) - 48, -16):  # values near the end, in place
+        data[at] ^= 0x01
+    target.write_bytes(bytes(data))
+    _search_everywhere(path)
