@@ -337,3 +337,23 @@ def test_flipped_bytes_in_the_saved_view_columns_are_never_cited(
         data[at] ^= 0x01
     target.write_bytes(bytes(data))
     _search_everywhere(path)
+
+
+@pytest.mark.parametrize("content", ["[1]", '{"x": 1}', '{"generation": "4"}', "null"])
+def test_a_reindex_marker_of_another_shape_is_read_as_unreadable(tmp_path: Path,
+                                                                 content: str) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    (path / ".reindex.json").write_text(content)
+    _search_everywhere(path)
+    assert not (path / ".reindex.json").exists() and maintenance.check(path).ok
+
+
+def test_a_folder_where_the_reindex_marker_belongs_is_named_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    (path / ".reindex.json").mkdir()
+    with pytest.raises(enginelib.StoreError, match=r"\.reindex\.json is a folder.*remove it"):
+        enginelib.open(path)
+    (path / ".reindex.json").rmdir()
+    _search_everywhere(path)

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import manifest as mf
 from ..catalog import Catalog
+from ..errors import StoreError
 from . import layout
 
 
@@ -37,10 +38,16 @@ def finish_interrupted_reindex(root: Path, manifest: mf.Manifest, *, writable: b
     path = root / layout.REINDEX_MARKER
     if not path.exists():
         return manifest
+    if path.is_dir():  # unlinking it below failed with a bare "Is a directory"
+        raise StoreError(f"{path} is a folder where enginelib keeps the marker of a reindex in "
+                         f"progress: remove it (it holds nothing of the store) and open again",
+                         path=path)
     try:
         marker = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         marker = None
+    if not _is_marker(marker):
+        marker = None  # not one a reindex wrote (cut short, edited): as if unreadable
     catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
     try:
         done = marker is not None and catalog.get_meta("reindexed_generation") == str(marker["generation"])
@@ -57,3 +64,13 @@ def finish_interrupted_reindex(root: Path, manifest: mf.Manifest, *, writable: b
     return replace(manifest, embedding_model=marker["embedding_model"],
                    embedding_dim=marker["embedding_dim"], chunking=marker["chunking"],
                    chunking_hash=marker["chunking_hash"])
+
+
+def _is_marker(marker: Any) -> bool:
+    """Whether ``marker`` has the shape ``finish_reindex`` and the open rely on (a marker of
+    another shape raised a bare TypeError or KeyError from every open)."""
+    kinds = {"generation": int, "embedding_model": str, "embedding_dim": int, "chunking": dict,
+             "chunking_hash": str}
+    return isinstance(marker, dict) and all(
+        isinstance(marker.get(key), kind) and not isinstance(marker.get(key), bool)
+        for key, kind in kinds.items())
