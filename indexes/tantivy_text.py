@@ -205,6 +205,11 @@ class TantivyTextIndex:
             # or panics (PanicException derives from BaseException). Derived data: rebuild.
             if not isinstance(exc, (OSError, ValueError)) and type(exc).__name__ != "PanicException":
                 raise
+            if self.read_only and path == self.directory / INDEX_DIR:
+                # A reader never removes the shared files (a writer may be using them): it
+                # searches a rebuild in memory, and the next writer rebuilds them.
+                self._index = self._make_index(None)
+                return
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True, exist_ok=True)
             self._index = self._make_index(path)

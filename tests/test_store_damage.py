@@ -7,6 +7,7 @@ of another chunk's text, never a bare dependency exception.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -357,3 +358,21 @@ def test_a_folder_where_the_reindex_marker_belongs_is_named_with_the_fix(tmp_pat
         enginelib.open(path)
     (path / ".reindex.json").rmdir()
     _search_everywhere(path)
+
+
+def test_a_reader_leaves_a_damaged_shared_text_index_to_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _make(path)
+    stamp_path = path / "indexes" / "text" / "stamp.json"
+    stamp = json.loads(stamp_path.read_text())
+    del stamp["files"]  # as an older release stamped it: the files are not compared
+    stamp_path.write_text(json.dumps(stamp))
+    meta = path / "indexes" / "text" / "tantivy" / "meta.json"
+    meta.write_bytes(b"{")
+    segments = sorted(p.name for p in meta.parent.iterdir())
+    with enginelib.open(path, read_only=True) as reader:
+        assert _assert_cited_exactly(reader) == 15
+    # a writer may be using them: the reader removed nothing
+    assert sorted(p.name for p in meta.parent.iterdir()) == segments
+    _search_everywhere(path)
+    assert maintenance.check(path).ok
