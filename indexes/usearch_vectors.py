@@ -328,6 +328,10 @@ class UsearchVectorIndex:
             rows = LabelledRows.mapped(folder, VECTORS_FILE, LABELS_FILE, self.dim, count)
             graph = None
             if count:
+                if os.stat(self._graph_path).st_size == 0:
+                    # usearch's view() of an empty file closes a file descriptor it does not
+                    # own (the writer lock's, or DuckDB's): "Bad file descriptor" later on.
+                    raise ValueError(f"{self._graph_path} is empty")
                 graph = self._new_graph()
                 graph.view(self._graph_path)
                 if len(graph) != count or not graph.contains(

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import enginelib
-from enginelib import maintenance
+from enginelib import HashingEmbedder, maintenance
 from enginelib.errors import BackendError, CorruptStoreError
-from tests.helpers import doc, open_test_store, paragraphs
+from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs
 
 REPO = Path(__file__).resolve().parent.parent
 QUERIES = {"hybrid": "brakes1 pads caliper", "fulltext": "brakes2 rotor",
@@ -166,7 +166,7 @@ def test_a_catalog_cut_short_is_named_with_the_way_back(tmp_path: Path) -> None:
 
 _LOCKED_CHILD = """
 import sys
-from enginelib import maintenance
+from enginelib import HashingEmbedder, maintenance
 from enginelib.errors import StorageError
 for run in (maintenance.check, maintenance.repair):
     try:
@@ -376,3 +376,20 @@ def test_a_reader_leaves_a_damaged_shared_text_index_to_the_writer(tmp_path: Pat
     assert sorted(p.name for p in meta.parent.iterdir()) == segments
     _search_everywhere(path)
     assert maintenance.check(path).ok
+
+
+def test_an_empty_usearch_graph_is_rebuilt_and_closes_no_other_file(tmp_path: Path) -> None:
+    pytest.importorskip("usearch")
+    path = tmp_path / "s"
+    with enginelib.open(path, embedder=HashingEmbedder(64), chunking=SMALL_CHUNKS,
+                        index_options={"vector": {"backend": "usearch-i8"}}) as store:
+        store.ingest_documents([doc(f"d{i}", paragraphs(6 + i, f"t{i}")) for i in range(4)])
+    (graph,) = (path / "indexes" / "vectors").glob("gen-*/graph.usearch")
+    graph.write_bytes(b"")
+    with enginelib.open(path, read_only=True) as reader:
+        assert reader.search("t1 pads", strategy="vector", limit=3,
+                             answerability_threshold=None).hits
+    # the writer lock's descriptor was closed under it: "Bad file descriptor" on release
+    problems = maintenance.check(path).problems
+    assert any("vector index is missing or unreadable" in p for p in problems), problems
+    assert maintenance.repair(path).ok and maintenance.check(path).ok
