@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -143,7 +144,18 @@ def _folder(root: Path, name: str) -> Path:
 
 
 def damage(folder: Path) -> str | None:
-    """What makes a snapshot's tables unusable (a file missing or not Parquet), or None."""
+    """What makes a snapshot's tables unusable (a file missing, not Parquet, or not the
+    bytes it was written with), or None."""
+    recorded = _table_checksums(folder)
+    for file_name, crc in recorded.items():
+        path = folder / TABLES_DIR / file_name
+        try:
+            if path.is_file() and _crc(path) != crc:
+                # A flipped byte, or another snapshot's table: Parquet reads it, and the
+                # snapshot answered wrongly (another store's documents, no chunks at all).
+                return f"{TABLES_DIR}/{file_name} is not the file the snapshot wrote (damaged or replaced)"
+        except OSError as exc:
+            return f"{TABLES_DIR}/{file_name} cannot be read ({exc.strerror})"
     catalog = Catalog.in_memory(1)
     try:
         for table in TABLES:
@@ -157,6 +169,26 @@ def damage(folder: Path) -> str | None:
     finally:
         catalog.close()
     return None
+
+
+def _table_checksums(folder: Path) -> dict[str, int]:
+    """The CRC-32 of each table file as snapshot.json records it (none before they were)."""
+    try:
+        data = json.loads((folder / INFO_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    recorded = data.get("table_crc32") if isinstance(data, dict) else None
+    if not isinstance(recorded, dict):
+        return {}
+    return {str(k): v for k, v in recorded.items() if isinstance(v, int)}
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+    return crc
 
 
 def _sound(root: Path, name: str) -> Path:
@@ -349,7 +381,8 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
         embedding_dim=manifest.embedding_dim, chunking_hash=manifest.chunking_hash,
     )
     data = {k: v for k, v in info.to_dict().items() if k not in ("pinned", "size_bytes")}
-    data.update(format=FORMAT_VERSION, tables=list(TABLES))
+    data.update(format=FORMAT_VERSION, tables=list(TABLES),
+                table_crc32={p.name: _crc(p) for p in sorted(tables.iterdir()) if p.is_file()})
     (tmp / INFO_NAME).write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
     for path in tmp.rglob("*"):
         if path.is_file():
@@ -436,6 +469,12 @@ def snapshot_folder(root: Path, name: str) -> Path:
 
 def load_catalog(folder: Path, dim: int) -> Catalog:
     """An in-memory catalog holding a snapshot's tables."""
+    problem = damage(folder)
+    if problem is not None:
+        raise SnapshotError(
+            f"snapshot {folder.name!r} is damaged: {problem}: delete it (`enginelib snapshot "
+            f"delete {folder.name} --store {shell_word(folder.parent.parent)}`) and use another "
+            f"snapshot", path=folder)
     catalog = Catalog.in_memory(dim)
     try:
         with catalog.transaction():

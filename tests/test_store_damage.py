@@ -393,3 +393,31 @@ def test_an_empty_usearch_graph_is_rebuilt_and_closes_no_other_file(tmp_path: Pa
     problems = maintenance.check(path).problems
     assert any("vector index is missing or unreadable" in p for p in problems), problems
     assert maintenance.repair(path).ok and maintenance.check(path).ok
+
+
+@pytest.mark.parametrize(("table", "damage"), [("chunks", "other"), ("documents", "other"),
+                                               ("chunks", "flip"), ("meta", "flip")])
+def test_a_damaged_or_replaced_snapshot_table_is_reported_and_never_searched(
+        tmp_path: Path, table: str, damage: str) -> None:
+    path, other = tmp_path / "s", tmp_path / "other"
+    for folder, topic in ((path, "brakes"), (other, "tyres")):
+        _make(folder, topic)
+        with open_test_store(folder) as store:
+            store.create_snapshot("before")
+    target = path / "snapshots" / "before" / "tables" / f"{table}.parquet"
+    if damage == "other":
+        shutil.copyfile(other / "snapshots" / "before" / "tables" / f"{table}.parquet", target)
+    else:
+        data = bytearray(target.read_bytes())
+        for at in range(8, 16):  # the first values, past Parquet's magic
+            data[at] ^= 0x5A
+        target.write_bytes(bytes(data))
+
+    problems = maintenance.check(path).problems
+    assert any("snapshot 'before' is damaged" in p and target.name in p for p in problems)
+    with pytest.raises(enginelib.SnapshotError, match="snapshot delete before"):
+        enginelib.open(path, snapshot="before")
+    with pytest.raises(enginelib.SnapshotError, match="is damaged"):
+        with open_test_store(path) as store:
+            store.restore_snapshot("before")
+    _search_everywhere(path)
