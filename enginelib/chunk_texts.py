@@ -26,7 +26,8 @@ Layout of a segment (little-endian; plain numpy, so no Arrow in the base install
 The header is written last and the file size must match it, so a torn file reads as missing.
 A row is checked when read: a flipped byte, or another store's segment copied under this
 one's name (its nonce differs), reads as missing, never as another chunk's text. Segments of
-the first layout (``ELTXTS01``, no checks) are not read either: a writer writes them again.
+the first layout (``ELTXTS01``, no checks) are read unchecked by readers; a writer writes them
+again in this layout.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ _OLD_SUFFIX = ".arrow"  # segments of the releases that wrote them through pyarr
 _MAGIC = b"ELTXTS02"
 _OLD_MAGIC = b"ELTXTS01"
 _HEADER = struct.Struct("<8sqq8s")
+_OLD_HEADER = struct.Struct("<8sqq")
 # Past this many segments a writer merges all but the oldest into one (each segment is an
 # open memory map, and a lookup looks at every segment whose label range holds the label).
 MAX_SEGMENTS = 32
@@ -73,18 +75,26 @@ class _Segment:
             if size < _HEADER.size:
                 raise SegmentError(f"{path}: {size} bytes, shorter than a header")
             self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        magic, rows, blob, nonce = _HEADER.unpack_from(self._map, 0)
-        if (magic != _MAGIC or nonce != _nonce_of(path.name) or rows < 0 or blob < 0
-                or size != _HEADER.size + blob + 8 * (4 * rows + 1)):
+        # A segment of the first layout (no checks) is still read by a reader: a store last
+        # written by the previous release would otherwise load every text of the catalog
+        # into memory at each read-only open until a writer came by. A writer writes it
+        # again in this layout (``legacy``).
+        self.legacy = self._map[:8] == _OLD_MAGIC
+        header = _OLD_HEADER if self.legacy else _HEADER
+        magic, rows, blob, *nonce = header.unpack_from(self._map, 0)
+        checks = 0 if self.legacy else 1
+        if ((not self.legacy and (magic != _MAGIC or nonce[0] != _nonce_of(path.name)))
+                or rows < 0 or blob < 0
+                or size != header.size + blob + 8 * ((3 + checks) * rows + 1)):
             self._map.close()
             raise SegmentError(f"{path}: not a complete text segment of this store")
-        self._seed = zlib.crc32(nonce)
-        self._blob = _HEADER.size
-        self.labels = np.frombuffer(self._map, dtype="<i8", count=rows, offset=_HEADER.size + blob)
+        self._seed = None if self.legacy else zlib.crc32(nonce[0])
+        self._blob = header.size
+        self.labels = np.frombuffer(self._map, dtype="<i8", count=rows, offset=header.size + blob)
         self._offsets = np.frombuffer(self._map, dtype="<i8", count=2 * rows + 1,
-                                      offset=_HEADER.size + blob + 8 * rows)
-        self._checks = np.frombuffer(self._map, dtype="<i8", count=rows,
-                                     offset=_HEADER.size + blob + 8 * (3 * rows + 1))
+                                      offset=header.size + blob + 8 * rows)
+        self._checks = np.frombuffer(self._map, dtype="<i8", count=rows * checks,
+                                     offset=header.size + blob + 8 * (3 * rows + 1))
         self.damaged = False
 
     def text(self, row: int) -> tuple[str, str] | None:
@@ -103,7 +113,8 @@ class _Segment:
         base = self._blob
         if 0 <= a <= b <= c <= len(self._map) - base:
             raw = self._map[base + a : base + c]
-            if _check(self._seed, int(self.labels[row]), raw) == int(self._checks[row]):
+            if self._seed is None or (
+                    _check(self._seed, int(self.labels[row]), raw) == int(self._checks[row])):
                 try:
                     return raw[: b - a].decode("utf-8"), raw[b - a :].decode("utf-8")
                 except UnicodeDecodeError:
@@ -187,7 +198,11 @@ class TextSegments:
                         entry.unlink(missing_ok=True)
                     continue
                 try:
-                    self._segments.append(_Segment(entry, stamped))
+                    segment = _Segment(entry, stamped)
+                    if writable and segment.legacy:
+                        unreadable.append(entry)  # written again in this layout, below
+                    else:
+                        self._segments.append(segment)
                 except (OSError, ValueError):
                     # unreadable (torn, foreign, of the first layout): its labels read as
                     # missing, from the catalog; a writer starts the segments again, since

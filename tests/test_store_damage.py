@@ -421,3 +421,38 @@ def test_a_damaged_or_replaced_snapshot_table_is_reported_and_never_searched(
         with open_test_store(path) as store:
             store.restore_snapshot("before")
     _search_everywhere(path)
+
+
+def _to_first_layout(segment: Path) -> None:
+    """Rewrite a segment as the previous release wrote it: no nonce, no per-row checks."""
+    import struct
+
+    data = segment.read_bytes()
+    _, rows, blob, _ = struct.unpack_from("<8sqq8s", data, 0)
+    body = data[32 : 32 + blob + 8 * (3 * rows + 1)]
+    segment.write_bytes(struct.pack("<8sqq", b"ELTXTS01", rows, blob) + body)
+
+
+def test_text_segments_of_the_previous_layout_are_read_by_readers_and_rewritten_by_a_writer(
+        tmp_path: Path) -> None:
+    """A reader of a store last written by the previous release found no segment it could
+    read and loaded every chunk text of the catalog into memory, at each read-only open."""
+    from enginelib.chunk_texts import TextSegments
+
+    path = tmp_path / "s"
+    _make(path)
+    segment = _segment(path)
+    _to_first_layout(segment)
+    old = segment.read_bytes()
+    readable = TextSegments(path / "texts", writable=False, generation=10**9)
+    assert len(readable) == 1 and readable.damaged() == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with enginelib.open(path, read_only=True) as reader:
+            assert _assert_cited_exactly(reader) == 15
+    assert segment.read_bytes() == old  # a reader writes nothing
+    with enginelib.open(path) as writer:
+        assert _assert_cited_exactly(writer) == 15
+    written = list((path / "texts").glob("seg-*.txts"))
+    assert written and all(s.read_bytes()[:8] == b"ELTXTS02" for s in written)
+    assert maintenance.check(path).ok
