@@ -146,16 +146,7 @@ def _folder(root: Path, name: str) -> Path:
 def damage(folder: Path) -> str | None:
     """What makes a snapshot's tables unusable (a file missing, not Parquet, or not the
     bytes it was written with), or None."""
-    recorded = _table_checksums(folder)
-    for file_name, crc in recorded.items():
-        path = folder / TABLES_DIR / file_name
-        try:
-            if path.is_file() and _crc(path) != crc:
-                # A flipped byte, or another snapshot's table: Parquet reads it, and the
-                # snapshot answered wrongly (another store's documents, no chunks at all).
-                return f"{TABLES_DIR}/{file_name} is not the file the snapshot wrote (damaged or replaced)"
-        except OSError as exc:
-            return f"{TABLES_DIR}/{file_name} cannot be read ({exc.strerror})"
+    # the plainer reason first: a file missing or cut short fails its checksum too
     catalog = Catalog.in_memory(1)
     try:
         for table in TABLES:
@@ -168,6 +159,16 @@ def damage(folder: Path) -> str | None:
                 return f"{TABLES_DIR}/{path.name} is not a readable Parquet file (cut short or overwritten)"
     finally:
         catalog.close()
+    recorded = _table_checksums(folder)
+    for file_name, crc in recorded.items():
+        path = folder / TABLES_DIR / file_name
+        try:
+            if path.is_file() and _crc(path) != crc:
+                # A flipped byte, or another snapshot's table: Parquet reads it, and the
+                # snapshot answered wrongly (another store's documents, no chunks at all).
+                return f"{TABLES_DIR}/{file_name} is not the file the snapshot wrote (damaged or replaced)"
+        except OSError as exc:
+            return f"{TABLES_DIR}/{file_name} cannot be read ({exc.strerror})"
     return None
 
 
