@@ -71,7 +71,14 @@ def test_every_operation_answers_as_documented(served: tuple[Any, Any, Any, str]
     operation = schema[path][method]
     described = schema.raw_schema["paths"][path][method.lower()]
     if mode == "negative" and not ({"parameters", "requestBody"} & set(described) or headers):
-        pytest.skip("no parameter, body or token: no request is invalid")
+        # No parameter, body or token to get wrong: the one invalid request left is a
+        # parameter the operation does not take, which must be refused, not dropped.
+        response = session.request(method, f"{base}{path}", params={"unexpected": "1"},
+                                   headers=headers, timeout=30)
+        assert response.status_code == 400, (method, path, response.status_code)
+        assert response.json()["type"] == "InvalidInputError"
+        assert "unexpected" in response.json()["error"]
+        return
     checks = [not_a_server_error, status_code_conformance, content_type_conformance,
               response_schema_conformance]
     if mode == "negative":
