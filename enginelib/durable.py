@@ -2,12 +2,14 @@
 
 A crash (power loss, SIGKILL) must leave either the old file or the new one: write a
 temp file beside the target, fsync it, rename it over the target, fsync the folder.
+A file's CRC-32 (``file_crc32``) tells later whether it is still the one written.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 
@@ -104,3 +106,12 @@ def can_write(directory: Path) -> bool:
     except OSError:
         return False
     return os.access(directory, os.W_OK)
+
+
+def file_crc32(path: Path) -> int:
+    """The CRC-32 of a file's bytes, read in 1 MB blocks."""
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+    return crc

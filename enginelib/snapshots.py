@@ -21,7 +21,6 @@ import os
 import re
 import secrets
 import shutil
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -42,7 +41,7 @@ from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
 from .core.layout import SNAPSHOTS_DIR
 from .core.lock import acquire_writer_lock
 from .core.store_core import StoreCore
-from .durable import fsync_dir, fsync_file, write_atomic
+from .durable import file_crc32, fsync_dir, fsync_file, write_atomic
 from .errors import CorruptStoreError, InvalidInputError, SnapshotError, StoreNotFoundError
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
@@ -163,7 +162,7 @@ def damage(folder: Path) -> str | None:
     for file_name, crc in recorded.items():
         path = folder / TABLES_DIR / file_name
         try:
-            if path.is_file() and _crc(path) != crc:
+            if path.is_file() and file_crc32(path) != crc:
                 # A flipped byte, or another snapshot's table: Parquet reads it, and the
                 # snapshot answered wrongly (another store's documents, no chunks at all).
                 return f"{TABLES_DIR}/{file_name} is not the file the snapshot wrote (damaged or replaced)"
@@ -182,14 +181,6 @@ def _table_checksums(folder: Path) -> dict[str, int]:
     if not isinstance(recorded, dict):
         return {}
     return {str(k): v for k, v in recorded.items() if isinstance(v, int)}
-
-
-def _crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            crc = zlib.crc32(block, crc)
-    return crc
 
 
 def _sound(root: Path, name: str) -> Path:
@@ -383,7 +374,7 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
     )
     data = {k: v for k, v in info.to_dict().items() if k not in ("pinned", "size_bytes")}
     data.update(format=FORMAT_VERSION, tables=list(TABLES),
-                table_crc32={p.name: _crc(p) for p in sorted(tables.iterdir()) if p.is_file()})
+                table_crc32={p.name: file_crc32(p) for p in sorted(tables.iterdir()) if p.is_file()})
     (tmp / INFO_NAME).write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
     for path in tmp.rglob("*"):
         if path.is_file():

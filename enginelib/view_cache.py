@@ -21,13 +21,12 @@ import json
 import os
 import secrets
 import shutil
-import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .durable import fsync_dir, fsync_file
+from .durable import file_crc32, fsync_dir, fsync_file
 from .indexes.vector_rows import load_npy
 
 FOLDER = "view"
@@ -68,7 +67,7 @@ def save(folder: Path, generation: int, labels: np.ndarray, numbers: dict[str, n
                 np.array(["" if v is None else str(v) for v in names], dtype=str))
     meta = {"format": _FORMAT, "generation": generation, "rows": int(len(labels)),
             "numbers": list(numbers), "codes": list(codes), "none_at": nulls,
-            "crc32": {entry.name: _crc(entry) for entry in sorted(tmp.iterdir())}}
+            "crc32": {entry.name: file_crc32(entry) for entry in sorted(tmp.iterdir())}}
     (tmp / "columns.json").write_text(json.dumps(meta))
     for entry in tmp.iterdir():
         fsync_file(entry)
@@ -95,7 +94,7 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
             rows = int(meta["rows"])
             # A flipped byte in a column reads without error: another document's id, or
             # offsets that cite other text. A folder whose files fail is read from the catalog.
-            if any(_crc(path / name) != crc for name, crc in dict(meta["crc32"]).items()):
+            if any(file_crc32(path / name) != crc for name, crc in dict(meta["crc32"]).items()):
                 continue
             labels = load_npy(path / "label.npy")
             numbers = {c: load_npy(path / f"n-{c}.npy") for c in meta["numbers"]}
@@ -112,11 +111,3 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
             continue
         return generation, (labels, numbers, codes)
     return None
-
-
-def _crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            crc = zlib.crc32(block, crc)
-    return crc
