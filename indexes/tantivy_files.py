@@ -13,6 +13,7 @@ import re
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 from enginelib.indexes import stamp_files
 
@@ -29,7 +30,7 @@ _MAX_FOOTER = 4096
 
 
 class TantivyFiles:
-    def read_stamp(self, folder: Path) -> dict[str, object] | None:
+    def read_stamp(self, folder: Path) -> dict[str, Any] | None:
         return stamp_files.read_stamp(folder)
 
     def recover(self, folder: Path) -> list[Path]:
@@ -59,31 +60,41 @@ class TantivyFiles:
         return out
 
 
-def published_files(directory: Path) -> list[Path] | None:
-    """The segment files ``meta.json`` references, sorted; None without a readable one."""
+def _published_segments(directory: Path) -> dict[str, Any] | None:
+    """Segment id -> the opstamp of its published deletes, from ``meta.json``; None
+    without a readable one."""
     try:
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-        segments = {
+        return {
             str(seg["segment_id"]).replace("-", ""): (seg.get("deletes") or {}).get("opstamp")
             for seg in meta["segments"]
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _is_published(match: re.Match[str], segments: dict[str, Any]) -> bool:
+    """Whether the segment file ``match`` names is one ``meta.json`` references: a file of
+    a listed segment, its deletes only at the published opstamp."""
+    segment, opstamp, ext = match.groups()
+    if segment not in segments:
+        return False
+    if ext == "del":
+        published = segments[segment]
+        return opstamp is not None and published is not None and int(opstamp) == int(published)
+    return opstamp is None
+
+
+def published_files(directory: Path) -> list[Path] | None:
+    """The segment files ``meta.json`` references, sorted; None without a readable one."""
+    segments = _published_segments(directory)
+    if segments is None:
+        return None
     out = []
     for entry in sorted(directory.iterdir()):
         match = _SEGMENT_FILE.fullmatch(entry.name)
-        if match is None:
-            continue
-        segment, opstamp, ext = match.groups()
-        if segment not in segments:
-            continue
-        if ext == "del":
-            published = segments[segment]
-            if opstamp is None or published is None or int(opstamp) != int(published):
-                continue
-        elif opstamp is not None:
-            continue
-        out.append(entry)
+        if match is not None and _is_published(match, segments):
+            out.append(entry)
     return out
 
 
@@ -150,28 +161,15 @@ def remove_tantivy_orphans(directory: Path) -> list[Path]:
     Without a readable meta.json nothing is touched: the text index then fails to open
     and is rebuilt from the catalog as a whole.
     """
-    try:
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
-        segments = {
-            str(seg["segment_id"]).replace("-", ""): (seg.get("deletes") or {}).get("opstamp")
-            for seg in meta["segments"]
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    segments = _published_segments(directory)
+    if segments is None:
         return []
     removed = []
     for entry in directory.iterdir():
         match = _SEGMENT_FILE.fullmatch(entry.name)
         if match is None or not entry.is_file():
             continue
-        segment, opstamp, ext = match.groups()
-        if segment not in segments:
-            orphan = True
-        elif ext == "del":
-            published = segments[segment]
-            orphan = opstamp is None or published is None or int(opstamp) != int(published)
-        else:
-            orphan = opstamp is not None
-        if orphan:
+        if not _is_published(match, segments):
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
