@@ -122,6 +122,12 @@ class StoreCore:
             raise
 
     def _abandon(self) -> None:
+        self._let_go()
+        self._closed = self._shut = True
+
+    def _let_go(self) -> None:
+        """Give back what an open took: tantivy's writer lock (a failed save must not keep
+        it), the catalog, the scratch folder, the writer lock."""
         release = getattr(self.text_index, "release", None)
         if release is not None:
             release()
@@ -130,7 +136,6 @@ class StoreCore:
             self._scratch.cleanup()
         if self._lock is not None:
             self._lock.release()
-        self._closed = self._shut = True
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -247,14 +252,7 @@ class StoreCore:
         finally:
             if self._view is not None:
                 self._view.close()
-            release = getattr(self.text_index, "release", None)
-            if release is not None:  # a failed save must not keep tantivy's writer lock
-                release()
-            self.catalog.close()
-            if self._scratch is not None:
-                self._scratch.cleanup()
-            if self._lock is not None:
-                self._lock.release()
+            self._let_go()
             self._shut = True
 
     def __enter__(self) -> Self:
