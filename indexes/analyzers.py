@@ -27,8 +27,14 @@ STEMMERS: dict[str, str] = {
 # analyzed without stemming.
 PLAIN = "plain"
 CODE_ANALYZER = "enginelib_code"
-# Tokens longer than this are dropped by the analyzers (base64 blobs, URLs run together).
-MAX_TOKEN_CHARS = 40
+# Tokens of this many UTF-8 bytes or more are dropped by the analyzers (tantivy keeps a
+# token shorter than its limit). Lucene's 255: a SHA-1 or SHA-256 hex digest, a dotted class
+# name, a long German compound is a word a user searches for exactly, and under tantivy's
+# default of 40 such a search matched nothing. Longer runs are blobs, not words.
+MAX_TOKEN_CHARS = 256
+# The limit of indexes written before the limit was stamped: such an index keeps it (its
+# query words are cut as its documents were) until it is rebuilt, e.g. by `enginelib repair`.
+LEGACY_MAX_TOKEN_CHARS = 40
 
 # A code token: word characters joined by single - . / separators ("gdpr-art-17",
 # "v1.2.3", "JWT_token"), never ending on a separator so "3512C." yields "3512C". The
@@ -52,7 +58,8 @@ def normalize_language(language: str | None, languages: tuple[str, ...]) -> str:
     return code if code in languages else PLAIN
 
 
-def build_analyzers(languages: tuple[str, ...]) -> dict[str, tantivy.TextAnalyzer]:
+def build_analyzers(languages: tuple[str, ...],
+                    max_token: int = MAX_TOKEN_CHARS) -> dict[str, tantivy.TextAnalyzer]:
     """Analyzers to register on the index under ``analyzer_name(lang)`` / CODE_ANALYZER."""
     analyzers: dict[str, tantivy.TextAnalyzer] = {}
     for lang in (*languages, PLAIN):
@@ -60,7 +67,7 @@ def build_analyzers(languages: tuple[str, ...]) -> dict[str, tantivy.TextAnalyze
         # often type French without accents) reach the stemmer as the same word.
         builder = (
             tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-            .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
+            .filter(tantivy.Filter.remove_long(max_token))
             .filter(tantivy.Filter.lowercase())
             .filter(tantivy.Filter.ascii_fold())
         )
@@ -69,7 +76,7 @@ def build_analyzers(languages: tuple[str, ...]) -> dict[str, tantivy.TextAnalyze
         analyzers[analyzer_name(lang)] = builder.build()
     analyzers[CODE_ANALYZER] = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(CODE_PATTERN_RUST))
-        .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
+        .filter(tantivy.Filter.remove_long(max_token))
         .filter(tantivy.Filter.lowercase())
         .build()
     )

@@ -58,6 +58,8 @@ from enginelib.faults import crash_point
 from enginelib.indexes import tantivy_files, tantivy_prune
 from enginelib.indexes.analyzers import (
     CODE_ANALYZER,
+    LEGACY_MAX_TOKEN_CHARS,
+    MAX_TOKEN_CHARS,
     PLAIN,
     analyzer_name,
     build_analyzers,
@@ -136,7 +138,8 @@ class TantivyTextIndex:
             for name in names
         }
         self._field_boosts[CODE_FIELD] = self.boosts.get(CODE_FIELD, 1.0)
-        self._analyzers = build_analyzers(self.languages)
+        self._max_token = MAX_TOKEN_CHARS
+        self._analyzers = build_analyzers(self.languages, self._max_token)
         self._stopwords = stopword_analyzers(self.languages)
         self._translations: Lru[tuple[str, bool, bool], Translation] = Lru(QUERY_CACHE_SIZE)
         # (text, lenient, correct) -> the parsed query and its plain clauses (None: prune not
@@ -176,7 +179,8 @@ class TantivyTextIndex:
     def _open(self) -> None:
         stamp = self._read_stamp()
         path = self.directory / INDEX_DIR
-        same_config = stamp is not None and all(
+        stamped_limit = _stamped_max_token(stamp)
+        same_config = stamp is not None and stamped_limit is not None and all(
             stamp.get(key) == value for key, value in self._config().items()
         )
         # The stamp names the CRC each segment file's footer records: a segment file of
@@ -197,6 +201,9 @@ class TantivyTextIndex:
         elif path.exists() and not same_config:
             # Built with other languages or by another format: derived data, rebuild.
             shutil.rmtree(path)
+        if path.exists() and stamped_limit is not None:
+            # Query words are cut as the index's documents were.
+            self._use_max_token(stamped_limit)
         path.mkdir(parents=True, exist_ok=True)
         try:
             self._index = self._make_index(path)
@@ -205,6 +212,7 @@ class TantivyTextIndex:
             # or panics (PanicException derives from BaseException). Derived data: rebuild.
             if not isinstance(exc, (OSError, ValueError)) and type(exc).__name__ != "PanicException":
                 raise
+            self._use_max_token(MAX_TOKEN_CHARS)
             if self.read_only and path == self.directory / INDEX_DIR:
                 # A reader never removes the shared files (a writer may be using them): it
                 # searches a rebuild in memory, and the next writer rebuilds them.
@@ -219,6 +227,11 @@ class TantivyTextIndex:
             if stamp.get("opstamp") == self._disk_opstamp():
                 self._generation = generation
                 self._label_order = stamp.get("label_order") is True
+
+    def _use_max_token(self, limit: int) -> None:
+        if limit != self._max_token:
+            self._max_token = limit
+            self._analyzers = build_analyzers(self.languages, limit)
 
     def _private_copy(self, path: Path) -> Path:
         folder = tempfile.mkdtemp(prefix="enginelib-ro-text-")
@@ -365,7 +378,8 @@ class TantivyTextIndex:
         self._pending = False
 
     def _write_stamp(self, generation: int | None) -> None:
-        stamp = {**self._config(), "generation": generation, "opstamp": self._disk_opstamp(),
+        stamp = {**self._config(), "max_token": self._max_token,
+                 "generation": generation, "opstamp": self._disk_opstamp(),
                  "label_order": self._label_order if generation is not None else None,
                  "files": tantivy_files.footer_checksums(self.directory / INDEX_DIR)}
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -656,3 +670,13 @@ class _PrefixesOnly:
 
     def expand_prefix(self, prefix: str) -> list[str]:
         return self._lexicon.expand_prefix(prefix)
+
+
+def _stamped_max_token(stamp: dict[str, object] | None) -> int | None:
+    """The token length limit an index was built with; None when its stamp is damaged."""
+    if stamp is None:
+        return None
+    limit = stamp.get("max_token", LEGACY_MAX_TOKEN_CHARS)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= MAX_TOKEN_CHARS:
+        return None
+    return limit

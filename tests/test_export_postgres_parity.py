@@ -248,17 +248,24 @@ def test_code_tokens_score_like_the_engines_code_field(tmp_path: Path, pg_dsn: s
         doc("code", "Treatment with 4-PBA reduced endoplasmic reticulum stress."),
         doc("parts", "PBA levels rose in 4 of the patients under stress."),
         doc("part-no", "Replace caliper 1K0615301M when worn; see 1K0615301M notes."),
+        # Past tantivy's default limit of 40 bytes, within the engine's (and the export's).
+        doc("digest", "Stress test build e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 "
+            "of com.example.billing.service.impl.InvoiceServiceImpl passed."),
         *[doc(f"other{i}", f"Stress markers in {i + 5} patients with treatment.") for i in range(6)],
     ])
     export_postgres(store, pg_dsn)
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        for query in ("4-PBA stress", "1K0615301M caliper"):
+        for query in ("4-PBA stress", "1K0615301M caliper",
+                      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 stress",
+                      "com.example.billing.service.impl.InvoiceServiceImpl stress"):
             engine = [h.document_id for h in store.search(query, strategy="fulltext", limit=3,
                                                          answerability_threshold=None, log=False,
                                                          **AS_TYPED).hits]
             server = [r[0] for r in conn.execute(
                 "SELECT document_id FROM enginelib.hybrid_search(%s, NULL, 3)", [query]).fetchall()]
             assert server == engine, query
+            if len(query.split()[0]) > 40:
+                assert engine[0] == "digest", query
         codes = conn.execute("SELECT codes FROM enginelib.chunks WHERE document_id = 'part-no'").fetchone()
     store.close()
     assert codes == (["1k0615301m", "1k0615301m"],)

@@ -3,6 +3,7 @@ Tantivy; hashing embedder), bad input, and what the response and the CLI carry."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -157,6 +158,22 @@ def test_part_number_is_answered_in_the_default_configuration(parts_store: engin
     assert response.hits[0].document_id == "disc-37"
     assert response.gate is not None and response.gate.reason_code == gate.ANSWERED
     assert response.gate.evidence.coverage == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "fulltext"])
+def test_a_commit_hash_is_answered_in_the_default_configuration(tmp_path: Path, strategy: str) -> None:
+    # 40 hex digits: under the analyzers' old limit no text index held it, so a full-text
+    # search was refused and a hybrid one rested on the vectors alone.
+    hashes = [hashlib.sha1(str(i).encode()).hexdigest() for i in range(30)]
+    store = open_test_store(tmp_path / "s", chunking=None)
+    store.ingest_documents([doc(f"release-{i}", f"Release notes: commit {h} fixes the brake "
+                                f"sensor calibration.", title=f"Release {i}")
+                            for i, h in enumerate(hashes)])
+    response = store.search(hashes[17], strategy=strategy)
+    assert response.ok, response.reason
+    assert response.hits[0].document_id == "release-17"
+    assert response.gate is not None and response.gate.reason_code == gate.ANSWERED
+    store.close()
 
 
 @pytest.mark.parametrize("strategy", ["hybrid", "vector", "fulltext"])

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from enginelib.errors import InvalidInputError, InvalidQueryError
 from enginelib.indexes import tantivy_text
+from enginelib.indexes.analyzers import LEGACY_MAX_TOKEN_CHARS, MAX_TOKEN_CHARS
 from enginelib.indexes.base import TextDocument
 from enginelib.indexes.tantivy_text import TantivyTextIndex
 from tests.helpers import DATASETS
@@ -131,14 +133,74 @@ def test_lenient_is_suggested_only_where_it_would_find_words(index: TantivyTextI
 
 
 def test_a_word_too_long_to_index_finds_nothing_rather_than_an_error(index: TantivyTextIndex) -> None:
-    # a SHA-1 alone (40 characters, past what the analyzers index) was refused as a query
-    # that "only excludes terms (NOT / -)", and in a hybrid search took the vectors down too
-    sha1 = "da39a3ee5e6b4b0d3255bfef95601890afd80709"
-    assert index.search([sha1], 5) == [[]]
-    assert index.search(["a1" * 100, f'"{sha1}"'], 5) == [[], []]
-    assert 3 in top(index, f"{sha1} brake")
+    # a word past what the analyzers index alone was refused as a query that "only excludes
+    # terms (NOT / -)", and in a hybrid search took the vectors down too
+    blob = "a1" * (MAX_TOKEN_CHARS // 2)
+    assert index.search([blob], 5) == [[]]
+    assert index.search(["b2" * 200, f'"{blob}"'], 5) == [[], []]
+    assert 3 in top(index, f"{blob} brake")
     with pytest.raises(InvalidQueryError, match="only excludes"):
         index.search(["NOT pads"], 5)
+
+
+LONG_WORDS = {
+    11: "commit da39a3ee5e6b4b0d3255bfef95601890afd80709 fixed the brake sensor",
+    12: "checksum e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 of the image",
+    13: "raise com.example.billing.service.impl.InvoiceServiceImpl when totals drift",
+    14: "Das Rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz wurde aufgehoben.",
+}
+
+
+@pytest.mark.parametrize("label, query", [
+    (11, "da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+    (12, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+    (13, "com.example.billing.service.impl.InvoiceServiceImpl"),
+    (14, "Rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz"),
+])
+def test_digests_dotted_names_and_long_compounds_are_found_exactly(
+        index: TantivyTextIndex, label: int, query: str) -> None:
+    # Under tantivy's default limit of 40 bytes each of these matched nothing at all.
+    index.add([TextDocument(n, text) for n, text in LONG_WORDS.items()])
+    assert top(index, query) == [label]
+
+
+def test_an_index_built_under_the_old_limit_keeps_it_until_rebuilt(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sha1 = "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+    with monkeypatch.context() as patch:
+        patch.setattr(tantivy_text, "MAX_TOKEN_CHARS", LEGACY_MAX_TOKEN_CHARS)
+        old = TantivyTextIndex(tmp_path)
+        old.add([TextDocument(n, text) for n, text in LONG_WORDS.items()])
+        old.save(7)
+        del old
+    stamp_path = tmp_path / tantivy_text.STAMP
+    stamp = json.loads(stamp_path.read_text())
+    del stamp["max_token"]  # as the releases before the limit was stamped wrote it
+    stamp_path.write_text(json.dumps(stamp))
+    reopened = TantivyTextIndex(tmp_path)
+    # Kept, not rebuilt, and its query words cut as its documents were.
+    assert reopened.generation == 7 and len(reopened) == len(LONG_WORDS)
+    assert top(reopened, sha1) == [] and top(reopened, f"{sha1} brake") == [11]
+    del reopened
+    shutil.rmtree(tmp_path / tantivy_text.INDEX_DIR)  # what a rebuild (`repair`) does
+    rebuilt = TantivyTextIndex(tmp_path)
+    rebuilt.add([TextDocument(n, text) for n, text in LONG_WORDS.items()])
+    rebuilt.save(8)
+    assert top(rebuilt, sha1) == [11]
+    assert json.loads(stamp_path.read_text())["max_token"] == MAX_TOKEN_CHARS
+
+
+@pytest.mark.parametrize("value", ["40", 0, 10**9, True, None])
+def test_a_damaged_token_limit_in_the_stamp_rebuilds_the_derived_index(
+        tmp_path: Path, value: object) -> None:
+    idx = TantivyTextIndex(tmp_path)
+    idx.add(DOCS)
+    idx.save(4)
+    del idx
+    stamp_path = tmp_path / tantivy_text.STAMP
+    stamp_path.write_text(json.dumps({**json.loads(stamp_path.read_text()), "max_token": value}))
+    reopened = TantivyTextIndex(tmp_path)
+    assert reopened.generation is None and len(reopened) == 0
 
 
 def test_groups_nested_past_the_limit_are_a_syntax_error(index: TantivyTextIndex) -> None:
