@@ -24,6 +24,7 @@ import enginelib
 from enginelib import loaders
 from enginelib.errors import InvalidInputError, LoaderError, UnsupportedFormatError
 from enginelib.loaders import DEFAULT_MAX_BYTES, iter_load, load_file
+from enginelib.loaders import pdf as pdf_loader
 from enginelib.loaders.front_matter import split_front_matter
 from enginelib.types import LoadedDocument, SkippedInput
 
@@ -53,6 +54,11 @@ def pdf_bytes(pages: list[list[str] | None]) -> bytes:
         objects[page_id + 1] = (
             b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
         )
+    return pdf_from_objects(objects)
+
+
+def pdf_from_objects(objects: dict[int, bytes]) -> bytes:
+    """A PDF of these numbered objects (1 is the catalog), with its cross-reference table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets: dict[int, int] = {}
     for number in sorted(objects):
@@ -64,6 +70,12 @@ def pdf_bytes(pages: list[list[str] | None]) -> bytes:
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1, xref)
     return bytes(out)
+
+
+def flate_stream(data: bytes, entries: bytes = b"") -> bytes:
+    packed = zlib.compress(data, 9)
+    return (b"<< /Length %d /Filter /FlateDecode %s>>\nstream\n" % (len(packed), entries)
+            + packed + b"\nendstream")
 
 
 def blank_pdf(path: Path, pages: int = 2) -> Path:
@@ -456,34 +468,61 @@ def test_a_pdf_whose_text_passes_max_bytes_is_refused(tmp_path: Path) -> None:
     # Its pages share one compressed content stream: a 6 KB file gave 10 MB of text in 24 s
     # (and a few KB more, gigabytes), whatever max_bytes said.
     line = b"BT /F1 12 Tf 72 720 Td (brake pads wear out quickly) Tj ET\n"
-    stream = zlib.compress(line * 1_000, 9)
     pages = 12
     objects = {
         1: b"<< /Type /Catalog /Pages 2 0 R >>",
         2: b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
             b" ".join(b"%d 0 R" % (5 + i) for i in range(pages)), pages),
         3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        4: b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
-           + b"\nendstream",
+        4: flate_stream(line * 1_000),
         **{5 + i: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
                   b"<< /F1 3 0 R >> >> /Contents 4 0 R >>" for i in range(pages)},
     }
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for number, body in objects.items():
-        offsets[number] = len(out)
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offsets[n] for n in sorted(objects))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
-    path = write(tmp_path / "shared.pdf", bytes(out))
+    path = write(tmp_path / "shared.pdf", pdf_from_objects(objects))
     assert path.stat().st_size < 8_000
     with pytest.raises(LoaderError, match=r"its text passes 100.0 KiB \(max_bytes=102400\) "
                                           r"by page 4 of 12"):
         load_file(path, max_bytes=100 * 1024)
     assert len(only(path).text) > 300_000  # under the default limit it loads
+
+
+def _one_page_pdf(content: bytes, forms: dict[int, bytes] | None = None) -> bytes:
+    xobjects = b" ".join(b"/Fm%d %d 0 R" % (n, n) for n in forms or {})
+    return pdf_from_objects({
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+           b"<< /F1 5 0 R >> /XObject << %s >> >> /Contents 4 0 R >>" % xobjects,
+        4: flate_stream(content),
+        5: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        **(forms or {}),
+    })
+
+
+def test_a_pdf_whose_page_expands_a_thousand_times_is_refused_before_it_is_parsed(
+        tmp_path: Path) -> None:
+    # 8 MB of page operators in a file of a few KB: pypdf spent 40 s and 350 MB on the 10 MB
+    # version, within every byte limit, before the text reached max_bytes (it never did).
+    line = b"BT /F1 12 Tf 72 700 Td (Hello brake pads world) Tj ET\n"
+    path = write(tmp_path / "bomb.pdf", _one_page_pdf(line * (8_000_000 // len(line))))
+    assert path.stat().st_size < 40_000
+    with pytest.raises(LoaderError, match=r"expand more than 20 times by page 1 of 1 .*pdftotext"):
+        load_file(path)
+
+
+def test_a_form_drawn_over_and_over_stops_as_its_text_passes_the_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each draw is 12 bytes of page content and 225 characters of text: the page's content
+    # stays small while its text grows without bound.
+    monkeypatch.setattr(pdf_loader, "MIN_BUDGET", 256 * 1024)
+    form = flate_stream(b"BT /F1 12 Tf 72 720 Td (" + b"brake pads wear out quickly " * 8
+                        + b") Tj ET", b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] "
+                        b"/Resources << /Font << /F1 5 0 R >> >> ")
+    few = write(tmp_path / "few.pdf", _one_page_pdf(b"q /Fm6 Do Q\n" * 500, {6: form}))
+    assert only(few).text.count("brake pads") == 500 * 8
+    many = write(tmp_path / "many.pdf", _one_page_pdf(b"q /Fm6 Do Q\n" * 20_000, {6: form}))
+    with pytest.raises(LoaderError, match=r"expand more than 20 times by page 1 of 1"):
+        load_file(many)
 
 
 # -- JSONL ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pypdf import PdfReader
+from pypdf import PageObject, PdfReader
 
 from ..errors import LoaderError
 from ..text import normalize_text
@@ -23,6 +23,34 @@ from ..types import LoadedDocument
 from .base import fail, human_size, read_bytes
 
 PAGE_SEPARATOR = "\n\n"
+# What a PDF's pages may expand to, per byte of its file: the decoded content streams (pypdf
+# parses about 1.5 MB of them a second) and the text extracted from them (about 130 KB a
+# second). Real PDFs stay near 1 for both (fonts and images weigh more than the page
+# operators); a crafted 30 KB file expanded to 10 MB of content and 4 MB of text, 40 s of CPU,
+# and a stream shared by many pages or a form drawn over and over expands further. Past either
+# budget the load stops, before the page's parse or as its text grows, not minutes later.
+MAX_EXPANSION = 20
+# Room for a small file of plain pages (hundreds of pages of text): seconds of work at most.
+MIN_BUDGET = 2 * 1024 * 1024
+
+
+class _TextBudget:
+    """pypdf's visitor for every piece of text it extracts: raises once the pieces pass
+    ``limit`` characters, so a page's extraction stops as its text grows, not after it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def __call__(self, text: object, *_: object) -> None:
+        if isinstance(text, str):
+            self.used += len(text)
+            if self.used > self.limit:
+                raise _OverBudget
+
+
+class _OverBudget(Exception):
+    pass
 
 
 def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None]:
@@ -38,14 +66,22 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
                 raise fail(path, "encrypted PDF: decrypt it first (e.g. `qpdf --decrypt`)")
             pages: list[tuple[int, str]] = []
             size = 0
+            budget = max(MIN_BUDGET, MAX_EXPANSION * len(data))
+            text_budget = _TextBudget(budget)
+            content = 0
             for number, page in enumerate(reader.pages, start=1):
-                text = normalize_text(page.extract_text() or "").strip()
+                content += _content_size(page)
+                if content > budget:
+                    raise _expands(path, len(data), number, len(reader.pages))
+                try:
+                    raw = page.extract_text(visitor_text=text_budget)
+                except _OverBudget:
+                    raise _expands(path, len(data), number, len(reader.pages)) from None
+                text = normalize_text(raw or "").strip()
                 if text:
                     pages.append((number, text))
                     size += len(text.encode("utf-8"))
                 if size > max_bytes:
-                    # Page content is compressed, and pages may share one stream: a 6 KB
-                    # file gave 10 MB of text in 24 s; a few hundred KB can give gigabytes.
                     # The limit on a document holds for its text, not only for its file.
                     raise fail(path, (
                         f"its text passes {human_size(max_bytes)} (max_bytes={max_bytes}) by "
@@ -60,6 +96,20 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
         raise fail(path, f"cannot read PDF: {type(exc).__name__}: {exc}") from exc
     clean_title = normalize_text(title).strip() if isinstance(title, str) else ""
     return pages, clean_title or None
+
+
+def _content_size(page: PageObject) -> int:
+    """Bytes of the page's decoded content streams (decoding is fast; parsing them is not)."""
+    contents = page.get_contents()
+    return 0 if contents is None else len(contents.get_data())
+
+
+def _expands(path: Path, size: int, number: int, pages: int) -> LoaderError:
+    return fail(path, (
+        f"a PDF of {human_size(size)} whose pages expand more than {MAX_EXPANSION} times by "
+        f"page {number} of {pages} (a compression bomb, or one stream drawn over and over): "
+        f"reading it would take minutes. Extract its text with another tool (e.g. `pdftotext`) "
+        f"and load the .txt file"))
 
 
 @contextmanager
