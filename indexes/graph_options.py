@@ -1,4 +1,5 @@
-"""Input checks shared by the graph vector backends (hnsw.py, usearch_vectors.py)."""
+"""Input checks and label lookups shared by the graph vector backends (hnsw.py,
+usearch_vectors.py and its labelled_rows.py)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,33 @@ def check_matrix(data: Matrix, dim: int, *, what: str) -> np.ndarray:
     if (norms == 0).any():
         raise InvalidVectorError(f"{what} contain an all-zero vector; cosine is undefined")
     return np.ascontiguousarray(matrix / norms[:, None], dtype=np.float32)
+
+
+def one_row_per_label(labels: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Checked labels paired with their rows; a label repeated within the batch keeps its
+    last row, as if the rows were added one by one."""
+    if len(labels) != len(matrix):
+        raise InvalidInputError(
+            f"got {len(labels)} labels for {len(matrix)} vectors; pass one label per row"
+        )
+    _, last = np.unique(labels[::-1], return_index=True)
+    keep = np.sort(len(labels) - 1 - last)
+    return labels[keep], matrix[keep]
+
+
+LabelLookup = tuple[np.ndarray, np.ndarray]
+
+
+def label_lookup(live: np.ndarray) -> LabelLookup:
+    """The live labels sorted, with the row each stands in (built once per change)."""
+    order = np.argsort(live, kind="stable")
+    return live[order], order.astype(np.int64)
+
+
+def rows_of_labels(lookup: LabelLookup, labels: np.ndarray) -> np.ndarray:
+    """The row of each label, -1 where absent."""
+    keys, rows = lookup
+    if not len(keys):
+        return np.full(len(labels), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, labels), len(keys) - 1)
+    return np.where(keys[at] == labels, rows[at], -1)

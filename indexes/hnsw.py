@@ -46,7 +46,15 @@ from enginelib.errors import InvalidInputError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
-from enginelib.indexes.graph_options import check_graph_options, check_labels, check_matrix
+from enginelib.indexes.graph_options import (
+    LabelLookup,
+    check_graph_options,
+    check_labels,
+    check_matrix,
+    label_lookup,
+    one_row_per_label,
+    rows_of_labels,
+)
 from enginelib.indexes.vector_rows import VectorRows, is_rows_file, load_npy
 
 FORMAT_VERSION = 2
@@ -134,7 +142,7 @@ class HnswVectorIndex:
         self._count = 0
         # label -> row as two aligned arrays sorted by label (searchsorted), rebuilt after a
         # write: a dict of a million Python ints costs ~100 MB and a Python loop per lookup.
-        self._lookup: tuple[np.ndarray, np.ndarray] | None = None
+        self._lookup: LabelLookup | None = None
         self._graph: hnswlib.Index | None = None
         # Live labels the in-memory graph lacks (loaded from a deferred save), sorted; the
         # graph search scores them exactly. Their rows are cached once looked up.
@@ -160,17 +168,9 @@ class HnswVectorIndex:
 
     def add(self, labels: Labels, vectors: Matrix) -> None:
         labels_arr = check_labels(labels)
-        matrix = self._check_matrix(vectors, what="vectors")
-        if len(labels_arr) != len(matrix):
-            raise InvalidInputError(
-                f"got {len(labels_arr)} labels for {len(matrix)} vectors; pass one label per row"
-            )
+        labels_arr, matrix = one_row_per_label(labels_arr, self._check_matrix(vectors, what="vectors"))
         if len(labels_arr) == 0:
             return
-        # A label repeated within one batch: the last row wins, as if added one by one.
-        _, last = np.unique(labels_arr[::-1], return_index=True)
-        keep = np.sort(len(labels_arr) - 1 - last)
-        labels_arr, matrix = labels_arr[keep], matrix[keep]
 
         rows = self._find(labels_arr)
         present = rows >= 0
@@ -251,16 +251,9 @@ class HnswVectorIndex:
 
     def _find(self, labels: np.ndarray) -> np.ndarray:
         """The row of each label, -1 where absent."""
-        lookup = self._lookup
-        if lookup is None:
-            live = self._labels[: self._count]
-            order = np.argsort(live, kind="stable")
-            lookup = self._lookup = (live[order], order.astype(np.int64))
-        keys, rows = lookup
-        if not len(keys):
-            return np.full(len(labels), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(keys, labels), len(keys) - 1)
-        return np.where(keys[at] == labels, rows[at], -1)
+        if self._lookup is None:
+            self._lookup = label_lookup(self._labels[: self._count])
+        return rows_of_labels(self._lookup, labels)
 
     def _ensure_graph(self) -> hnswlib.Index:
         if self._graph is None:

@@ -16,6 +16,7 @@ import numpy as np
 from enginelib.errors import InvalidInputError
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
+from enginelib.indexes.graph_options import LabelLookup, label_lookup, rows_of_labels
 from enginelib.indexes.vector_rows import VectorRows, load_npy
 
 _INITIAL_CAPACITY = 1_024
@@ -33,7 +34,7 @@ class LabelledRows:
         self._count = len(self._rows)
         # label -> row as two aligned arrays sorted by label (searchsorted), rebuilt after a
         # write: a dict of a million Python ints costs ~100 MB and a Python loop per lookup.
-        self._lookup: tuple[np.ndarray, np.ndarray] | None = None
+        self._lookup: LabelLookup | None = None
 
     @classmethod
     def mapped(cls, folder: Path, vectors_file: str, labels_file: str, dim: int,
@@ -54,16 +55,9 @@ class LabelledRows:
 
     def find(self, labels: np.ndarray) -> np.ndarray:
         """The row of each label, -1 where absent."""
-        lookup = self._lookup
-        if lookup is None:
-            live = self._labels[: self._count]
-            order = np.argsort(live, kind="stable")
-            lookup = self._lookup = (live[order], order.astype(np.int64))
-        keys, rows = lookup
-        if not len(keys):
-            return np.full(len(labels), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(keys, labels), len(keys) - 1)
-        return np.where(keys[at] == labels, rows[at], -1)
+        if self._lookup is None:
+            self._lookup = label_lookup(self._labels[: self._count])
+        return rows_of_labels(self._lookup, labels)
 
     # -- writes --------------------------------------------------------------------
 

@@ -34,7 +34,12 @@ from enginelib.durable import fsync_dir, fsync_file, write_atomic
 from enginelib.errors import InvalidInputError, MissingExtraError
 from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
-from enginelib.indexes.graph_options import check_graph_options, check_labels, check_matrix
+from enginelib.indexes.graph_options import (
+    check_graph_options,
+    check_labels,
+    check_matrix,
+    one_row_per_label,
+)
 from enginelib.indexes.labelled_rows import LabelledRows
 
 FORMAT_VERSION = 1
@@ -134,17 +139,9 @@ class UsearchVectorIndex:
 
     def add(self, labels: Labels, vectors: Matrix) -> None:
         labels_arr = check_labels(labels)
-        matrix = check_matrix(vectors, self.dim, what="vectors")
-        if len(labels_arr) != len(matrix):
-            raise InvalidInputError(
-                f"got {len(labels_arr)} labels for {len(matrix)} vectors; pass one label per row"
-            )
+        labels_arr, matrix = one_row_per_label(labels_arr, check_matrix(vectors, self.dim, what="vectors"))
         if len(labels_arr) == 0:
             return
-        # A label repeated within one batch: the last row wins, as if added one by one.
-        _, last = np.unique(labels_arr[::-1], return_index=True)
-        keep = np.sort(len(labels_arr) - 1 - last)
-        labels_arr, matrix = labels_arr[keep], matrix[keep]
         present = self._rows.upsert(labels_arr, matrix)
         graph = self._writable_graph()
         keys = labels_arr.astype(np.uint64)
