@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import InvalidInputError
+from ..validation import CONTROL_CHARS
 
 # pgvector's defaults (m=16, ef_construction=64) and its documented bounds.
 HNSW_M = 16
@@ -74,8 +75,14 @@ class ExportOptions:
 
     def __post_init__(self) -> None:
         # A '$' would end our dollar-quoted function bodies; quoting cannot protect it there.
-        if not self.schema or "$" in self.schema or "\x00" in self.schema:
-            raise InvalidInputError(f"schema name {self.schema!r} must be non-empty, without '$'")
+        # Control characters and edge spaces quote safely but name a schema no one can type
+        # (or see) in psql, a PostgREST setting or a dashboard.
+        if (not self.schema.strip() or "$" in self.schema or CONTROL_CHARS.search(self.schema)
+                or self.schema != self.schema.strip()):
+            raise InvalidInputError(
+                f"schema name {self.schema!r} must be non-empty, without '$', control characters "
+                f"or spaces at its ends"
+            )
         if len(self.schema.encode("utf-8")) > _MAX_IDENT_BYTES:
             raise InvalidInputError(f"schema name {self.schema!r} is longer than 63 bytes")
         for what, name in (("schema", self.schema), ("extension schema", self.extension_schema)):
