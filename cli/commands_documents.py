@@ -16,6 +16,7 @@ from .options import (
     printable,
     store_and_ids,
     store_flag,
+    truth_level_list,
 )
 
 
@@ -34,7 +35,7 @@ def list_command(store_path: Path, truth_levels: str | None, domain: str | None,
                  source_type: str | None, tag: str | None, prefix: str | None, limit: int,
                  offset: int, as_json: bool) -> None:
     """The store's documents with truth level, tier, word count and authority."""
-    levels = [v.strip() for v in truth_levels.split(",") if v.strip()] if truth_levels else None
+    levels = truth_level_list(truth_levels)
     with open_store(store_path, read_only=True) as store:
         rows = store.list_documents(truth_levels=levels, domain=domain, source_type=source_type,
                                     tag=tag, prefix=prefix, limit=limit, offset=offset)

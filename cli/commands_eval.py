@@ -22,12 +22,14 @@ from enginelib.validation import MAX_LIMIT
 
 from .options import (
     CommandError,
+    GivenPath,
     emit_json,
     handle_errors,
     json_option,
     open_store,
     snapshot_option,
     store_option,
+    truth_level_list,
 )
 
 T = TypeVar("T")
@@ -37,10 +39,10 @@ T = TypeVar("T")
 @store_option
 @snapshot_option
 @click.option("--queries", "queries_path", required=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              type=GivenPath(exists=True, dir_okay=False, path_type=Path),
               help="BEIR queries.jsonl ({\"_id\", \"text\"} a line) or a qid<TAB>text file.")
 @click.option("--qrels", "qrels_path", required=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              type=GivenPath(exists=True, dir_okay=False, path_type=Path),
               help="Judgments: BEIR .tsv (query-id, corpus-id, score) or TREC qrels.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="hybrid", show_default=True)
 @click.option("--fusion", type=click.Choice(FUSION_METHODS), default="rrf", show_default=True)
@@ -48,7 +50,7 @@ T = TypeVar("T")
               help="Comma-separated levels to search [default: every level present in the store].")
 @click.option("--depth", type=click.IntRange(1, MAX_LIMIT), default=EVAL_DEPTH, show_default=True,
               help="Documents ranked per query.")
-@click.option("--run-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--run-out", type=GivenPath(dir_okay=False, path_type=Path), default=None,
               help="Write the ranking in TREC run format (qid Q0 docid rank score tag).")
 @click.option("--tag", default=None, help="Run tag in --run-out [default: enginelib-STRATEGY].")
 @json_option
@@ -73,7 +75,7 @@ def eval_command(
         raise CommandError(
             f"none of the {len(qrels)} judged query ids in {qrels_path} is in {queries_path}"
         )
-    levels = [lv for lv in truth_levels.split(",") if lv.strip()] if truth_levels else None
+    levels = truth_level_list(truth_levels)
     relevant = sorted({doc for qid in judged for doc, grade in qrels[qid].items()
                        if grade >= RELEVANT_GRADE})
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:

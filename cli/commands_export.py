@@ -18,7 +18,7 @@ from enginelib.export.options import (
 )
 from enginelib.export.queries import parse_filter, read_queries, sample_queries
 
-from .options import emit_json, handle_errors, json_option, open_store, store_option
+from .options import GivenPath, emit_json, handle_errors, json_option, open_store, store_option
 
 if TYPE_CHECKING:
     from enginelib.export import ExportReport
@@ -33,7 +33,7 @@ def export() -> None:
 @store_option
 @click.option("--dsn", default=None,
               help="Load into this database (postgresql://...), in one transaction.")
-@click.option("--sql-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--sql-file", type=GivenPath(dir_okay=False, path_type=Path), default=None,
               help="Write a self-contained .sql file for `psql -f` instead.")
 @click.option("--schema", default="enginelib", show_default=True,
               help="Target schema (created if missing); its own, so nothing clashes with public.")
@@ -125,7 +125,7 @@ def _summary(report: ExportReport) -> str:
 @click.option("--dsn", required=True, help="The database the store was exported into.")
 @click.option("--schema", default="enginelib", show_default=True, help="Schema of the export.")
 @click.option("--table-prefix", default="", help="Table prefix of the export.")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--queries", "queries_path", type=GivenPath(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Queries: one per line, or BEIR queries.jsonl (its \"text\" field).")
 @click.option("--sample", type=click.IntRange(1, 100_000), default=50, show_default=True,
               help="How many queries to run (from --queries, else chunk openings of the store).")

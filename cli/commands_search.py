@@ -14,6 +14,7 @@ from enginelib.types import TRUTH_LEVELS
 
 from .options import (
     EXIT_NOTHING_RELEVANT,
+    GivenPath,
     emit_json,
     given_search_options,
     handle_errors,
@@ -54,7 +55,7 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @snapshot_option
 @search_request_options
 @click.option("--explain", is_flag=True, help="Show each method's rank and score and the citation.")
-@click.option("--vector-file", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+@click.option("--vector-file", type=GivenPath(path_type=Path, exists=True, dir_okay=False),
               default=None, help="The query's own vector (JSON list or .npy) for vector/hybrid "
               "search, e.g. on a store without a model; QUERY may then be left out (vector only).")
 @json_option

@@ -16,6 +16,7 @@ from enginelib.types import IngestReport
 from .commands_search import search_command
 from .options import (
     FiniteRange,
+    GivenPath,
     embedder_option,
     emit_json,
     emit_mapping,
@@ -102,7 +103,7 @@ def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) ->
 
 @main.command()
 @store_option
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=GivenPath(path_type=Path))
 @click.option("--truth-level", default="L2", show_default=True, help="L1..L4 for these documents.")
 @click.option("--domain", default=None, help="Domain label, e.g. 'brakes' or 'privacy'.")
 @click.option("--source-type", default=None, help="manual, guide, faq, article, paper, regulation...")

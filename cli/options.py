@@ -19,9 +19,41 @@ from enginelib import EngineError, Store
 from enginelib.embedder import Embedder
 from enginelib.errors import StoreLockedError
 from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
+from enginelib.types import validate_truth_level
 from enginelib.validation import CONTROL_CHARS
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+class GivenPath(click.Path):
+    """``click.Path`` refusing an empty string. ``Path("")`` is the current folder, so an unset
+    shell variable (``--store "$STORE"``, ``ingest "$DOCS"``) opened, ingested or wrote over
+    whatever folder the command happened to run in."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value == "":
+            here = ", or . for the current folder" if self.dir_okay else ""
+            self.fail(f"is empty (an unset shell variable?): give a path{here}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def truth_level_list(value: str | None) -> list[str] | None:
+    """``--truth-level L1,L2`` as a list; None when not given. Empty or blank is a usage error,
+    as in search: it would match nothing, or silently mean every level."""
+    if value is None:
+        return None
+    levels = [level.strip() for level in value.split(",") if level.strip()]
+    if not levels:
+        raise click.BadParameter(f"{value!r} names no level: pass e.g. L1,L2",
+                                 param_hint="'--truth-level'")
+    return [validate_truth_level(level) for level in levels]
+
+
+def _named_embedder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty (an unset shell variable?): name an embedder, or leave "
+                                 "the option out for the store's own", ctx, param)
+    return value
+
 
 ENV_STORE = "ENGINELIB_STORE"
 ENV_EMBEDDER = "ENGINELIB_EMBEDDER"  # a built-in name; "hashing-64": no model (tests, demos)
@@ -30,7 +62,7 @@ ENV_WAIT = "ENGINELIB_WAIT"  # seconds a writing command waits for another write
 
 def store_option(func: F) -> F:
     return click.option(
-        "--store", "store_path", type=click.Path(path_type=Path), envvar=ENV_STORE,
+        "--store", "store_path", type=GivenPath(path_type=Path), envvar=ENV_STORE,
         default=Path("enginelib-store"), show_default=True,
         help=f"Store folder (or ${ENV_STORE}).",
     )(func)
@@ -48,14 +80,14 @@ def store_option_or_argument(func: F) -> F:
         return func(*args, **kwargs)
 
     wrapper = click.argument("store_argument", required=False, default=None,
-                             type=click.Path(path_type=Path), metavar="[STORE]")(wrapper)
+                             type=GivenPath(path_type=Path), metavar="[STORE]")(wrapper)
     return store_flag(wrapper)  # type: ignore[no-any-return]
 
 
 def store_flag(func: Any) -> Any:
     """``--store`` without a default (``pick_store`` / ``store_and_ids`` apply it)."""
     return click.option(
-        "--store", "store_option", type=click.Path(path_type=Path), envvar=ENV_STORE,
+        "--store", "store_option", type=GivenPath(path_type=Path), envvar=ENV_STORE,
         default=None, help=f"Store folder (or ${ENV_STORE}; default ./enginelib-store).",
     )(func)
 
@@ -89,7 +121,7 @@ def snapshot_option(func: F) -> F:
 
 def embedder_option(func: F) -> F:
     return click.option(
-        "--embedder", "embedder_name", default=None, metavar="NAME",
+        "--embedder", "embedder_name", default=None, metavar="NAME", callback=_named_embedder,
         help="Embedder for a new store (e5-small, all-MiniLM-L6-v2, e5-minilm, hashing-DIM); an existing "
              f"store uses the one it recorded (or ${ENV_EMBEDDER}).",
     )(func)
