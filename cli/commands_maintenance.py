@@ -8,6 +8,7 @@ import click
 
 from enginelib import maintenance
 from enginelib.chunker import ChunkingConfig
+from enginelib.indexes.analyzers import MAX_TOKEN_CHARS
 from enginelib.manifest import read_manifest
 from enginelib.text import shell_word
 
@@ -91,11 +92,20 @@ def reindex(store_path: Path, max_tokens: int | None, overlap_tokens: int | None
                f"chunks, generation {report.generation}, index version {report.index_version}")
 
 
+def _print_notes(report: maintenance.IntegrityReport) -> None:
+    limit = report.facts.get("text_max_token_bytes")
+    if isinstance(limit, int) and limit < MAX_TOKEN_CHARS:
+        click.echo(f"note: the text index was built when words of {limit} bytes or more were "
+                   f"not indexed (a SHA-1 digest, a long compound); `enginelib repair` "
+                   f"rebuilds it to index words up to {MAX_TOKEN_CHARS - 1} bytes")
+
+
 def _print_report(report: maintenance.IntegrityReport, as_json: bool, ok_line: str) -> None:
     if as_json:
         emit_json(report.to_dict())
     elif report.ok:
         click.echo(ok_line)
+        _print_notes(report)
     else:
         for problem in report.problems:
             click.echo(f"problem: {printable(problem)}")

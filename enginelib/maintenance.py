@@ -161,6 +161,9 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         layout.vector_folder(indexes), manifest.embedding_dim, **options.get("vector", {}))
     text = TEXT_BACKENDS[manifest.text_backend](layout.text_folder(indexes),
                                                 **options.get("text", {}))
+    limit = getattr(text, "max_token", None)  # a tantivy fact, not the index protocol's
+    if isinstance(limit, int):
+        facts["text_max_token_bytes"] = limit
     readable = set()
     for what, index in (("vector", vector), ("text", text)):
         stamp = index.generation

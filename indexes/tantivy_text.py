@@ -268,6 +268,11 @@ class TantivyTextIndex:
     def generation(self) -> int | None:
         return self._generation
 
+    @property
+    def max_token(self) -> int:
+        """Words of this many UTF-8 bytes or more are not indexed (see analyzers)."""
+        return self._max_token
+
     # -- writes --------------------------------------------------------------------
 
     def _get_writer(self) -> tantivy.IndexWriter:

@@ -284,3 +284,34 @@ def test_reindex_and_repair_need_no_model(tmp_path: Path) -> None:
             store.search("caliper", strategy="vector")
     assert SMALL_CHUNKS.config_hash() == json.loads((path / "manifest.json").read_text())[
         "chunking_hash"]
+
+
+def test_check_notes_a_text_index_under_the_old_word_limit_and_repair_lifts_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from enginelib.indexes import tantivy_text
+    from enginelib.indexes.analyzers import LEGACY_MAX_TOKEN_CHARS
+
+    digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    path = tmp_path / "s"
+    with monkeypatch.context() as patch:  # the index an older release wrote
+        patch.setattr(tantivy_text, "MAX_TOKEN_CHARS", LEGACY_MAX_TOKEN_CHARS)
+        with open_test_store(path) as store:
+            store.ingest_documents([doc("image", f"The image digest is {digest}."),
+                                    doc("other", "Brake pads wear in city traffic.")])
+    stamp_path = path / "indexes" / "text" / tantivy_text.STAMP
+    stamp = json.loads(stamp_path.read_text())
+    del stamp["max_token"]
+    stamp_path.write_text(json.dumps(stamp))
+
+    with enginelib.open(path, read_only=True) as reader:
+        assert not reader.search(digest, strategy="fulltext").hits
+    runner = CliRunner(env={"ENGINELIB_EMBEDDER": ""})
+    checked = runner.invoke(main, ["check", "--store", str(path)])
+    assert checked.exit_code == 0, checked.output  # a note, not a problem
+    assert "words of 40 bytes or more" in checked.output and "enginelib repair" in checked.output
+
+    assert runner.invoke(main, ["repair", "--store", str(path)]).exit_code == 0
+    with enginelib.open(path, read_only=True) as reader:
+        assert [h.document_id for h in reader.search(digest, strategy="fulltext").hits] == ["image"]
+    checked = runner.invoke(main, ["check", "--store", str(path)])
+    assert checked.exit_code == 0 and "note:" not in checked.output
