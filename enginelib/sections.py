@@ -26,6 +26,33 @@ import bisect
 import re
 from dataclasses import dataclass
 
+# Words that open a numbered unit, with the nesting level each gives (under every Markdown
+# level): English, French and German, and the other EU languages a regulation is published in
+# that have a stemmer here (Spanish, Italian, Portuguese, Dutch), whose texts name their units
+# "Artículo 17", "CAPO III", "Considerando (26)", "Hoofdstuk II"; "§ 5" for German statutes.
+_KEYWORD_LEVELS = {
+    "part": 1, "partie": 1, "teil": 1, "parte": 1, "deel": 1,
+    "book": 1, "livre": 1, "libro": 1, "livro": 1, "boek": 1,
+    "title": 1, "titre": 1, "título": 1, "titulo": 1, "titolo": 1, "titel": 1,
+    "chapter": 2, "chapitre": 2, "kapitel": 2, "capítulo": 2, "capitulo": 2, "capo": 2,
+    "hoofdstuk": 2,
+    "annex": 2, "annexe": 2, "anhang": 2, "appendix": 2, "anexo": 2, "allegato": 2, "bijlage": 2,
+    "section": 3, "abschnitt": 3, "sección": 3, "seccion": 3, "sezione": 3, "secção": 3,
+    "seção": 3, "afdeling": 3,
+    "sous-section": 4, "sub-section": 4, "subsection": 4,
+    "article": 7, "art.": 7, "artikel": 7, "artículo": 7, "articulo": 7, "articolo": 7,
+    "artigo": 7, "§": 7,
+    "recital": 7, "considérant": 7, "considerando": 7, "overweging": 7, "erwägungsgrund": 7,
+}
+# Sections number their subsections ("Section 2.3"): each dot is one level deeper.
+_SECTION_WORDS = frozenset({"section", "abschnitt", "sección", "seccion", "sezione", "secção",
+                            "seção", "afdeling", "sous-section", "sub-section", "subsection"})
+# Longest first, so that "article" is tried before "art." and "sous-section" before "section".
+_KEYWORDS = "|".join(re.escape(k) for k in sorted(_KEYWORD_LEVELS, key=len, reverse=True))
+_NUMBER = r"(?:(?i:premier|1er)|\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|[ivxlcdm]+|\(\d+\))"
+# "§5" needs no space after its sign; a word does.
+_AFTER_KEYWORD = r"(?:(?<=§)[ \t]*|[ \t]+)"
+
 # One pass over the candidate lines; the branches are tried in this order.
 _LINE = re.compile(
     r"^ {0,3}(?:"
@@ -34,11 +61,8 @@ _LINE = re.compile(
     # [ \t]*$ tried every split of a line's spaces, minutes on a line padded with spaces
     r"|(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*))?$"
     r"|(?P<underline>={2,}|-{2,})[ \t]*$"
-    r"|(?P<keyword>(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|"
-    r"abschnitt|chapter|chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|"
-    r"title|titre|part|partie|teil|book|livre))"
-    r"[ \t]+(?P<number>(?:(?i:premier|1er)|\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|[ivxlcdm]+|\(\d+\))"
-    r"(?:[ \t]+(?:bis|ter|quater))?)"
+    rf"|(?P<keyword>(?i:{_KEYWORDS})){_AFTER_KEYWORD}"
+    rf"(?P<number>{_NUMBER}(?:[ \t]+(?:bis|ter|quater))?)"
     r"(?P<rest>[^\n]*)$"
     r")",
     re.MULTILINE,
@@ -48,24 +72,14 @@ _TITLE_AFTER_SEPARATOR = re.compile(r"^\s*[—–\-:.)]\s*\S?")
 # ... or, with no separator, a capitalised title that does not read as a sentence.
 _BARE_TITLE = re.compile(r"^\s+[A-ZÀ-ÖØ-Þ][^\n]*$")
 _NUMBERED_TITLE = re.compile(
-    r"^(?i:sous-section|sub-section|subsection|article|art\.|artikel|section|abschnitt|chapter|"
-    r"chapitre|kapitel|annex|annexe|anhang|appendix|recital|considérant|title|titre|part|"
-    r"partie|teil|book|livre)\s+(?:(?i:premier|1er)|\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|\(\d+\))"
+    rf"^(?i:{_KEYWORDS})(?:(?<=§)\s*|\s+)"
+    r"(?:(?i:premier|1er)|\d+(?:\.\d+)*[a-z]?|[IVXLCDM]+|\(\d+\))"
     r"(?:\s*$|\s*[—–\-:.)]|\s+[A-ZÀ-ÖØ-Þ])"
 )
-_PLAIN_LEVEL_BASE = 6
 _NEXT_LINE = re.compile(r"\s*\n([^\n]{1,120})\n")  # the short line under a bare number
 _MAX_NUMBERED_LINE = 200  # a longer line is a paragraph that starts with "Article 5 ..."
 _MAX_BARE_TITLE_LINE = 100
-
-_KEYWORD_LEVELS = {
-    "part": 1, "partie": 1, "teil": 1, "book": 1, "livre": 1, "title": 1, "titre": 1,
-    "chapter": 2, "chapitre": 2, "kapitel": 2,
-    "annex": 2, "annexe": 2, "anhang": 2, "appendix": 2,
-    "section": 3, "abschnitt": 3,
-    "sous-section": 4, "sub-section": 4, "subsection": 4,
-    "article": 7, "art.": 7, "artikel": 7, "recital": 7, "considérant": 7,
-}
+_PLAIN_LEVEL_BASE = 6
 
 
 @dataclass(frozen=True)
@@ -199,7 +213,7 @@ def _numbered_line(text: str, match: re.Match[str], last_heading_end: int) -> He
             return None
     keyword = match.group("keyword").lower()
     level = _PLAIN_LEVEL_BASE + _KEYWORD_LEVELS[keyword]
-    if keyword in ("section", "abschnitt", "sous-section", "sub-section", "subsection"):
+    if keyword in _SECTION_WORDS:
         level += number.count(".")
     title = line
     if not rest.strip():

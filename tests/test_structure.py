@@ -208,6 +208,43 @@ def test_numbered_line_forms() -> None:
                       "Art. 5", "Artikel 3 - Begriffe", "Section 2.3: Details"]
 
 
+# The same regulation as its other official languages print it: each article is one chunk
+# (or several, all inside it), named by its own heading.
+EU_LANGUAGES = {
+    "es": ("CAPÍTULO III\n\nDerechos del interesado\n\n", "Artículo {n}\n{title}\n\n",
+           "El interesado tendrá derecho a obtener del responsable la información pertinente. "),
+    "it": ("CAPO III\n\nDiritti dell'interessato\n\n", "Articolo {n}\n{title}\n\n",
+           "L'interessato ha il diritto di ottenere dal titolare del trattamento le informazioni. "),
+    "pt": ("CAPÍTULO III\n\nDireitos do titular dos dados\n\n", "Artigo {n}.º\n{title}\n\n",
+           "O titular dos dados tem o direito de obter do responsável pelo tratamento a informação. "),
+    "nl": ("HOOFDSTUK III\n\nRechten van de betrokkene\n\n", "Artikel {n}\n{title}\n\n",
+           "De betrokkene heeft het recht van de verwerkingsverantwoordelijke informatie te krijgen. "),
+    "de": ("Abschnitt 3\n\nRechte der betroffenen Person\n\n", "§ {n} {title}\n\n",
+           "Die betroffene Person hat das Recht, von dem Verantwortlichen Auskunft zu verlangen. "),
+}
+
+
+@pytest.mark.parametrize("language", sorted(EU_LANGUAGES))
+def test_articles_of_other_eu_languages_bound_chunks(language: str) -> None:
+    # "Artículo 17", "CAPO III", "Artigo 4.º", "Hoofdstuk", "§ 5" were running text: an
+    # article's chunk began with the previous one's tail and named none of them.
+    chapter, article, sentence = EU_LANGUAGES[language]
+    text = chapter
+    starts = {}
+    for n, title in ((15, "Acceso"), (16, "Rectificación"), (17, "Supresión")):
+        starts[n] = len(text)
+        text += article.format(n=n, title=title) + "".join(
+            f"{i}. " + sentence * 3 + "\n\n" for i in range(1, 2 + n % 3))
+    text = normalize_text(text)
+    chunks = Chunker(ChunkingConfig(max_tokens=60, overlap_tokens=0, min_tokens=10)).chunk(text)
+    ends = dict(zip(starts, [*list(starts.values())[1:], len(text)], strict=True))
+    assert chunks[0].end_offset <= starts[15]  # the chapter's own lines
+    for chunk in chunks[1:]:
+        n = max(k for k, start in starts.items() if start <= chunk.start_offset)
+        assert chunk.end_offset <= ends[n], (language, chunk.heading_path)
+        assert str(n) in chunk.headings[-1] and len(chunk.headings) == 2, chunk.headings
+
+
 def test_store_built_before_paragraph_chunks_keeps_them_until_reindex(tmp_path: Path) -> None:
     # a long section of numbered paragraphs: one chunk before, several after a reindex
     text = "## Article 1\n\n" + "\n".join(
