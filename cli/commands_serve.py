@@ -13,7 +13,7 @@ from enginelib.core.lock import clear_holder, note_holder
 from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_POLL_S
 
 from .commands_jobs import store_argument
-from .options import CommandError, FiniteRange, handle_errors, open_store
+from .options import CommandError, FiniteRange, handle_errors, not_blank, open_store
 
 
 @click.command("serve")
@@ -22,6 +22,8 @@ from .options import CommandError, FiniteRange, handle_errors, open_store
               help="Address to bind; anything but this machine requires a token.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--token", default=None, envvar="ENGINELIB_TOKEN",
+              callback=not_blank("give the secret, or leave the option out to serve this "
+                                 "machine alone without one"),
               help="Secret every request must carry (or $ENGINELIB_TOKEN).")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="A name besides this machine's that clients use (a reverse proxy's); "

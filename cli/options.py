@@ -48,11 +48,16 @@ def truth_level_list(value: str | None) -> list[str] | None:
     return [validate_truth_level(level) for level in levels]
 
 
-def _named_embedder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise click.BadParameter("is empty (an unset shell variable?): name an embedder, or leave "
-                                 "the option out for the store's own", ctx, param)
-    return value
+def not_blank(instead: str) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """A click callback refusing a blank value, where taking it as "not given" would silently
+    choose for the user (``--embedder "$MODEL"`` with MODEL unset)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise click.BadParameter(f"is empty (an unset shell variable?): {instead}", ctx, param)
+        return value
+
+    return check
 
 
 ENV_STORE = "ENGINELIB_STORE"
@@ -121,7 +126,8 @@ def snapshot_option(func: F) -> F:
 
 def embedder_option(func: F) -> F:
     return click.option(
-        "--embedder", "embedder_name", default=None, metavar="NAME", callback=_named_embedder,
+        "--embedder", "embedder_name", default=None, metavar="NAME",
+        callback=not_blank("name an embedder, or leave the option out for the store's own"),
         help="Embedder for a new store (e5-small, all-MiniLM-L6-v2, e5-minilm, hashing-DIM); an existing "
              f"store uses the one it recorded (or ${ENV_EMBEDDER}).",
     )(func)

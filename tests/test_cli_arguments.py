@@ -113,6 +113,8 @@ def test_an_empty_path_is_refused_and_the_current_folder_left_alone(
 
 @pytest.mark.parametrize("args, says", [
     (["init", "--embedder", ""], "--embedder"),
+    # served with no token at all; the bad port after it stops a regression from serving
+    (["serve", "--token", " ", "--port", "70000"], "'--token': is empty"),
     (["ingest", "corpus.md", "--embedder", " "], "--embedder"),
     (["list", "--truth-level", ""], "names no level"),
     (["list", "--truth-level", " , "], "names no level"),
