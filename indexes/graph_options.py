@@ -69,6 +69,20 @@ def one_row_per_label(labels: np.ndarray, matrix: np.ndarray) -> tuple[np.ndarra
 
 
 LabelLookup = tuple[np.ndarray, np.ndarray]
+# Label slots a new index starts with; it doubles when full.
+INITIAL_LABEL_CAPACITY = 1_024
+
+
+def appended_labels(buffer: np.ndarray, count: int, labels: np.ndarray) -> np.ndarray:
+    """``buffer`` (its first ``count`` slots live) with ``labels`` written after them: the
+    same array while they fit, else a copy at least twice as long (amortized appends)."""
+    end = count + len(labels)
+    if end > len(buffer):
+        grown = np.zeros(max(INITIAL_LABEL_CAPACITY, end, 2 * len(buffer)), dtype=np.int64)
+        grown[:count] = buffer[:count]
+        buffer = grown
+    buffer[count:end] = labels
+    return buffer
 
 
 def label_lookup(live: np.ndarray) -> LabelLookup:

@@ -48,6 +48,7 @@ from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
 from enginelib.indexes.graph_options import (
     LabelLookup,
+    appended_labels,
     check_graph_options,
     check_labels,
     check_matrix,
@@ -185,15 +186,9 @@ class HnswVectorIndex:
             slots += len(self._pending) - len(left)
             self._set_pending(left)
         if fresh.any():
-            start, added = self._count, int(fresh.sum())
-            if start + added > len(self._labels):
-                grown = np.zeros(max(_INITIAL_CAPACITY, start + added, 2 * len(self._labels)),
-                                 dtype=np.int64)
-                grown[:start] = self._labels[:start]
-                self._labels = grown
-            self._labels[start : start + added] = labels_arr[fresh]
+            self._labels = appended_labels(self._labels, self._count, labels_arr[fresh])
             self._rows.extend(matrix[fresh])
-            self._count += added
+            self._count += int(fresh.sum())
             self._lookup = None
 
         graph = self._ensure_graph()

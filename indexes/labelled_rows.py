@@ -16,10 +16,13 @@ import numpy as np
 from enginelib.errors import InvalidInputError
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
-from enginelib.indexes.graph_options import LabelLookup, label_lookup, rows_of_labels
+from enginelib.indexes.graph_options import (
+    LabelLookup,
+    appended_labels,
+    label_lookup,
+    rows_of_labels,
+)
 from enginelib.indexes.vector_rows import VectorRows, load_npy
-
-_INITIAL_CAPACITY = 1_024
 
 
 class LabelledRows:
@@ -69,15 +72,9 @@ class LabelledRows:
             self._rows.put(rows[present], matrix[present])
         fresh = ~present
         if fresh.any():
-            start, added = self._count, int(fresh.sum())
-            if start + added > len(self._labels):
-                grown = np.zeros(max(_INITIAL_CAPACITY, start + added, 2 * len(self._labels)),
-                                 dtype=np.int64)
-                grown[:start] = self._labels[:start]
-                self._labels = grown
-            self._labels[start : start + added] = labels[fresh]
+            self._labels = appended_labels(self._labels, self._count, labels[fresh])
             self._rows.extend(matrix[fresh])
-            self._count += added
+            self._count += int(fresh.sum())
             self._lookup = None
         return present
 
