@@ -223,7 +223,7 @@ def jobs_for_paths(
     the same document id a plain ingest would give it."""
     from ..errors import UnsupportedFormatError
     from ..loaders.formats import loader_for
-    from ..loaders.walk import fail, matches, walk
+    from ..loaders.walk import fail, selected
     from ..types import SkippedInput
 
     jobs: list[NewJob] = []
@@ -237,14 +237,10 @@ def jobs_for_paths(
             loader_for(Path(given))  # its job could only fail its attempts into the DLQ
             jobs.append(NewJob(str(root), root.name, dict(options)))
             continue
-        for found in walk(root, exclude):
+        for found in selected(root, include, exclude):
             if isinstance(found, SkippedInput):
                 continue
             path, relative = found
-            if include and not matches(relative, include):
-                continue
-            if matches(relative, exclude):
-                continue
             try:
                 loader_for(path)
             except UnsupportedFormatError:

@@ -81,6 +81,18 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str] |
     yield from visit(root, "")
 
 
+def selected(root: Path, include: Sequence[str], exclude: Sequence[str]
+             ) -> Iterator[tuple[Path, str] | SkippedInput]:
+    """The files of ``walk`` that the include globs (when any) and the exclude globs select,
+    and its skips, as a folder ingest and a queued one both read them."""
+    for found in walk(root, exclude):
+        if not isinstance(found, SkippedInput):
+            relative = found[1]
+            if (include and not matches(relative, include)) or matches(relative, exclude):
+                continue
+        yield found
+
+
 def _load(path: Path, doc_id: str, max_bytes: int, source: Path) -> Iterator[LoadItem]:
     """One file's documents, recorded as coming from ``source`` (its absolute path);
     whatever is wrong with the file comes out as a SkippedInput naming ``path`` as given."""
@@ -109,15 +121,11 @@ def _items(
             yield from _load(root, root.name, max_bytes, root.resolve())
             continue
         base = root.resolve()
-        for found in walk(root, exclude):
+        for found in selected(root, include, exclude):
             if isinstance(found, SkippedInput):
                 yield found
                 continue
             path, relative = found
-            if include and not matches(relative, include):
-                continue
-            if matches(relative, exclude):
-                continue
             yield from _load(path, relative, max_bytes, base.joinpath(*relative.split("/")))
 
 
