@@ -31,7 +31,7 @@ from .search.cache import cache_stats
 from .search.request import search_signature
 from .text import shell_word
 from .types import IngestReport, LoadedDocument
-from .validation import check_document_id
+from .validation import check_document_id, check_embedder
 
 if TYPE_CHECKING:
     from .export import ExportReport
@@ -398,6 +398,7 @@ def open_snapshot(
     if manifest is None:
         raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
     # A snapshot is searched with the model it recorded unless the caller brings one.
+    check_embedder(embedder)
     embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)
                 if embedder is None else resolve_embedder(embedder))
     if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:

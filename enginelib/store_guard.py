@@ -25,6 +25,8 @@ from .validation import (
     MAX_NAME_CHARS,
     check_bool,
     check_document_id,
+    check_embedder,
+    check_float,
     check_index_options,
     check_int,
     check_metadata,
@@ -169,13 +171,47 @@ def _export(dsn: Any, **options: Any) -> None:
 def _to_sql(path: Any, **options: Any) -> None:
     _path("path", path)
     target = Path(path)
+    try:
+        other = target.exists() and not target.is_file()
+    except OSError as exc:  # a name too long, a loop of links: before any row is read
+        raise InvalidInputError(f"cannot write the .sql file at the path given ({len(str(target))} "
+                                f"characters): {exc.strerror}") from exc
     # The file is written beside the target and renamed over it: over a device (/dev/full)
     # or a folder that would replace the thing itself, so refuse anything but a file.
-    if target.exists() and not target.is_file():
+    if other:
         raise InvalidInputError(
             f"{target} exists and is not a regular file (a device, folder or pipe): "
             "export to a .sql file path"
         )
+
+
+# A lock wait past a day is a hung process, not a wait.
+MAX_LOCK_TIMEOUT_S = 86_400.0
+
+
+def _model_options(embedder: Any = None, chunking: Any = None) -> None:
+    """The embedder (an object with name, dim and embed, or a built-in name) and chunking
+    (a ChunkingConfig) a store is opened or reindexed with; a wrong kind failed deep inside
+    the open with an AttributeError."""
+    from .chunker import ChunkingConfig
+
+    check_embedder(embedder)
+    if chunking is not None and not isinstance(chunking, ChunkingConfig):
+        raise InvalidInputError(
+            f"chunking must be a ChunkingConfig, got {type(chunking).__name__}")
+
+
+def _open_options(embedder: Any = None, chunking: Any = None, create: Any = True,
+                  read_only: Any = False, lock_timeout: Any = 0.0, **_others: Any) -> None:
+    _model_options(embedder, chunking)
+    check_bool("create", create)
+    check_bool("read_only", read_only)
+    check_float("lock_timeout", lock_timeout, minimum=0.0, maximum=MAX_LOCK_TIMEOUT_S)
+
+
+def _reindex(embedder: Any = None, chunking: Any = None, progress: Any = False) -> None:
+    _model_options(embedder, chunking)
+    check_bool("progress", progress)
 
 
 # Public method -> its argument check (None: no arguments to check).
@@ -205,7 +241,7 @@ CHECKS: dict[str, Callable[..., None] | None] = {
     "diff": _diff,
     "check": None,
     "repair": None,
-    "reindex": None,
+    "reindex": _reindex,
     "rebuild_indexes": None,
     "ingest_documents": _ingest_documents,
     "ingest_path": _ingest_path,
@@ -251,6 +287,7 @@ def _wrap_open(method: Callable[..., Any]) -> Callable[..., Any]:
     def open_store(cls: Any, path: Any, **kwargs: Any) -> Any:
         root = check_store_path(path)
         check_index_options(kwargs.get("index_options"))
+        _open_options(**kwargs)
         with guard("open store", root):
             return method(cls, root, **kwargs)
 

@@ -223,6 +223,19 @@ def check_json_value(name: str, value: Any, depth: int = 0) -> None:
                             "list or mapping")
 
 
+def check_embedder(value: Any) -> None:
+    """None (the store's own or the default), a built-in name, or an embedder object; any
+    other kind failed deep inside an open with an AttributeError."""
+    if value is None or isinstance(value, str):
+        return
+    if not (isinstance(getattr(value, "name", None), str)
+            and isinstance(getattr(value, "dim", None), int)
+            and callable(getattr(value, "embed", None))):
+        raise InvalidInputError(
+            f"embedder must be a built-in name (e.g. 'e5-small') or an object with name, dim "
+            f"and embed(texts), got {type(value).__name__}")
+
+
 def check_store_path(value: Any) -> Path:
     if isinstance(value, Path):
         text = str(value)

@@ -179,3 +179,34 @@ def test_a_reader_beside_this_process_writer_is_told_what_to_do(tmp_path: Path) 
         enginelib.open(tmp_path / "s", read_only=True)
     assert writer.search("brake pads").total == 1
     writer.close()
+
+
+@pytest.mark.parametrize("options, names", [
+    ({"embedder": -1}, "embedder"), ({"embedder": object()}, "embedder"),
+    ({"chunking": ""}, "chunking"), ({"chunking": {"max_tokens": 100}}, "chunking"),
+    ({"read_only": None}, "read_only"), ({"create": "yes"}, "create"),
+    ({"lock_timeout": None}, "lock_timeout"), ({"lock_timeout": float("nan")}, "lock_timeout"),
+    ({"lock_timeout": -1}, "lock_timeout"),
+])
+def test_open_options_of_the_wrong_kind_are_named_before_anything_is_created(
+        tmp_path: Path, options: dict, names: str) -> None:
+    # An int embedder or a str chunking failed deep in the open with AttributeError, a None
+    # read_only inside DuckDB's connect with its TypeError, a NaN wait inside filelock.
+    with pytest.raises(InvalidInputError, match=names):
+        enginelib.open(tmp_path / "s", **options)
+    assert not (tmp_path / "s").exists()
+
+
+def test_reindex_snapshot_and_sql_file_arguments_of_the_wrong_kind_are_named(tmp_path: Path) -> None:
+    with open_test_store(tmp_path / "s") as store:
+        store.ingest_documents([doc("a", "Brake pads wear out.")])
+        store.create_snapshot("v1")
+        for options, names in (({"embedder": -1}, "embedder"), ({"chunking": " "}, "chunking"),
+                               ({"progress": 2}, "progress")):
+            with pytest.raises(InvalidInputError, match=names):
+                store.reindex(**options)
+        with pytest.raises(InvalidInputError, match="File name too long"):
+            store.to_sql(tmp_path / ("a" * 5000))  # an OSError from deep in pathlib
+        assert [h.document_id for h in store.search("brake pads", **NO_GATE).hits] == ["a"]
+    with pytest.raises(InvalidInputError, match="embedder"):
+        enginelib.open(tmp_path / "s", snapshot="v1", embedder=-1)
