@@ -11,7 +11,7 @@ for writing or several hold it for reading, never both; a reader whose last call
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,9 @@ def _present_documents(document_ids: Any) -> None:
     if isinstance(document_ids, (str, bytes)):  # its characters would be the ids
         raise InvalidInputError("present_documents() takes a list of document ids, not one "
                                 "string")
+    if not isinstance(document_ids, Iterable):
+        raise InvalidInputError(f"present_documents() takes a list of document ids, got "
+                                f"{type(document_ids).__name__}")
 
 
 def _version_text(document_id: Any, version: Any) -> None:

@@ -197,7 +197,7 @@ def test_open_options_of_the_wrong_kind_are_named_before_anything_is_created(
     assert not (tmp_path / "s").exists()
 
 
-def test_reindex_snapshot_and_sql_file_arguments_of_the_wrong_kind_are_named(tmp_path: Path) -> None:
+def test_reindex_snapshot_sql_file_and_id_list_arguments_of_the_wrong_kind_are_named(tmp_path: Path) -> None:
     with open_test_store(tmp_path / "s") as store:
         store.ingest_documents([doc("a", "Brake pads wear out.")])
         store.create_snapshot("v1")
@@ -205,6 +205,9 @@ def test_reindex_snapshot_and_sql_file_arguments_of_the_wrong_kind_are_named(tmp
                                ({"progress": 2}, "progress")):
             with pytest.raises(InvalidInputError, match=names):
                 store.reindex(**options)
+        for ids in (None, 5):  # a TypeError from iterating it
+            with pytest.raises(InvalidInputError, match="list of document ids"):
+                store.present_documents(ids)
         with pytest.raises(InvalidInputError, match="File name too long"):
             store.to_sql(tmp_path / ("a" * 5000))  # an OSError from deep in pathlib
         assert [h.document_id for h in store.search("brake pads", **NO_GATE).hits] == ["a"]
