@@ -90,11 +90,17 @@ class MemoryStore(Store):
                 f"save() writes the store to a folder, and {MEMORY!r} names no folder "
                 "(enginelib.open(':memory:') always starts empty): give a folder path")
         target = check_store_path(path)
-        if target.resolve().is_relative_to(self.path.resolve()):
+        try:
+            inside = target.resolve().is_relative_to(self.path.resolve())
+            taken = target.exists() and (not target.is_dir() or any(target.iterdir()))
+        except OSError as exc:  # a name too long, a loop of links, a folder it cannot list
+            raise InvalidInputError(f"cannot save the in-memory store to the path given "
+                                    f"({len(str(target))} characters): {exc.strerror}") from exc
+        if inside:
             raise InvalidInputError(
                 f"cannot save the in-memory store to {target}: it is inside the store's own "
                 "folder, which is removed on close; choose a path outside it")
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        if taken:
             raise StoreError(
                 f"cannot save the in-memory store to {target}: it exists and is not an empty "
                 "folder; choose a new path",
@@ -166,6 +172,10 @@ def open_memory(
     store._cleanup = weakref.finalize(store, shutil.rmtree, folder, ignore_errors=True)
     if records is not None:
         try:
+            if not isinstance(records, Iterable):
+                raise InvalidInputError(
+                    f"records must be a list (or iterable) of records, got "
+                    f"{type(records).__name__}")
             if isinstance(records, (str, bytes, Mapping, LoadedDocument)):
                 # iterating one would give its characters or keys as "records"
                 raise InvalidInputError(

@@ -213,3 +213,16 @@ def test_reindex_snapshot_sql_file_and_id_list_arguments_of_the_wrong_kind_are_n
         assert [h.document_id for h in store.search("brake pads", **NO_GATE).hits] == ["a"]
     with pytest.raises(InvalidInputError, match="embedder"):
         enginelib.open(tmp_path / "s", snapshot="v1", embedder=-1)
+
+
+def test_memory_store_records_and_save_path_of_the_wrong_kind_are_named(ram: Path, tmp_path: Path) -> None:
+    # memory(records=-1) raised "'int' object is not iterable"; save() of an over-long path
+    # an OSError from pathlib
+    with pytest.raises(InvalidInputError, match="records must be a list"):
+        enginelib.memory(records=-1, embedder=HashingEmbedder(8))
+    store = enginelib.memory(records=[{"id": "a", "text": "Brake pads wear out."}],
+                             embedder=HashingEmbedder(8))
+    with pytest.raises(InvalidInputError, match="File name too long"):
+        store.save(tmp_path / ("a" * 5000))
+    assert store.save(tmp_path / "copy") == tmp_path / "copy"
+    store.close()
