@@ -297,6 +297,17 @@ def _wrap_open(method: Callable[..., Any]) -> Callable[..., Any]:
     return open_store
 
 
+def _wrap_maintenance_open(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def open_store(cls: Any, path: Any, *, lock_timeout: Any = 0.0) -> Any:
+        root = check_store_path(path)
+        check_float("lock_timeout", lock_timeout, minimum=0.0, maximum=MAX_LOCK_TIMEOUT_S)
+        with guard("open store", root):
+            return method(cls, root, lock_timeout=lock_timeout)
+
+    return open_store
+
+
 def install(store_class: type) -> None:
     """Wrap the public methods ``store_class`` itself defines (idempotent per class): the
     store core's and the facade's are each installed once, subclasses inherit them."""
@@ -306,7 +317,8 @@ def install(store_class: type) -> None:
         method = store_class.__dict__.get(name)
         if method is not None:
             setattr(store_class, name, _wrap(name, method, check))
-    opener = store_class.__dict__.get("open")
-    if opener is not None:
-        store_class.open = classmethod(_wrap_open(opener.__func__))  # type: ignore[attr-defined]
+    for name, wrap in (("open", _wrap_open), ("open_for_maintenance", _wrap_maintenance_open)):
+        opener = store_class.__dict__.get(name)
+        if opener is not None:
+            setattr(store_class, name, classmethod(wrap(opener.__func__)))
     store_class._edge_installed = True  # type: ignore[attr-defined]

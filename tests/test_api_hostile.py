@@ -226,3 +226,16 @@ def test_memory_store_records_and_save_path_of_the_wrong_kind_are_named(ram: Pat
         store.save(tmp_path / ("a" * 5000))
     assert store.save(tmp_path / "copy") == tmp_path / "copy"
     store.close()
+
+
+def test_open_for_maintenance_answers_bad_paths_and_waits_with_enginelib_errors(tmp_path: Path) -> None:
+    # an over-long path was a raw OSError from reading the manifest, None a TypeError
+    from enginelib.errors import StorageError
+    from enginelib.store import open_for_maintenance
+
+    with pytest.raises(StorageError, match="File name too long"):
+        open_for_maintenance(tmp_path / ("a" * 5000))
+    with pytest.raises(InvalidInputError, match="store path"):
+        open_for_maintenance(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="lock_timeout"):
+        open_for_maintenance(tmp_path, lock_timeout=float("nan"))
