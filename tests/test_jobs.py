@@ -492,3 +492,32 @@ def test_an_older_job_waiting_for_its_retry_does_not_undo_a_newer_one(tmp_path: 
         assert "Version two" in store.get_document("pads.md")["content"]
         superseded = [j for j in queue.jobs() if j["job_id"] == old][0]
         assert superseded["status"] == DLQ and f"job {new}" in superseded["last_error"]
+
+
+@pytest.mark.parametrize("how", ["lease expired", "worker gone"])
+def test_a_job_that_stops_its_worker_every_time_reaches_the_dlq(
+    tmp_path: Path, corpus: Path, how: str
+) -> None:
+    """A source that kills its worker (a loader out of memory on it) came back to PENDING after
+    every lost run, past its attempts (6 of 5, 7 of 5...): each restart took it again, for ever."""
+    import os
+    import socket
+
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt", max_attempts=2)
+        queue = store.jobs(clock=clock, lease_s=10)
+        dead = f"{socket.gethostname()}:{os.getpid()}:dead0"  # no live worker of this process
+        for _ in range(2):
+            assert queue.claim(dead) is not None
+            clock.advance(11)
+            lost = queue.expire_leases() if how == "lease expired" else queue.reclaim_orphans(
+                lambda owner: owner == dead)
+            assert len(lost) == 1
+        job = queue.jobs()[0]
+        assert (job["status"], job["attempts"]) == (DLQ, 2)
+        assert "last attempt" in job["last_error"] and "--retry-dlq" in job["last_error"]
+        assert [a["outcome"] for a in queue.attempts(job["job_id"])] == ["LOST", "LOST"]
+        assert queue.claim("w2") is None
+        assert queue.retry_dlq() == 1
+        assert [o.status for o in Worker(store, queue).run_until_idle()] == [DONE]

@@ -76,21 +76,19 @@ class JobQueue:
         return ids
 
     def expire_leases(self) -> list[int]:
-        """RUNNING jobs whose lease ran out go back to PENDING (their worker died)."""
-        now = self.clock()
+        """RUNNING jobs whose lease ran out go back to PENDING (their worker died), or to the
+        DLQ when that was their last attempt."""
         with self.catalog.transaction() as con:
-            rows = t.expire_leases(con, [now, now])
-            for job_id, _ in rows:
-                t.close_lost_attempt(con, [now, job_id])
+            rows = t.expire_leases(con, self.clock())
         return [int(r[0]) for r in rows]
 
     def reclaim_orphans(self, gone: Callable[[str], bool]) -> list[int]:
         """RUNNING jobs whose worker ``gone(owner)`` says cannot be running go back to
-        PENDING now, their attempt counted as lost, as an expired lease would."""
+        PENDING now (or to the DLQ), their attempt counted as lost, as an expired lease would."""
         now = self.clock()
         with self.catalog.transaction() as con:
             return [int(job_id) for job_id, owner in t.running_owners(con)
-                    if owner and gone(owner) and t.reclaim_orphan(con, [now, job_id, owner])]
+                    if owner and gone(owner) and t.reclaim_orphan(con, now, job_id, owner)]
 
     def claim(self, owner: str) -> dict[str, Any] | None:
         """The next due job, now RUNNING under ``owner``'s lease; None when nothing is due."""

@@ -75,28 +75,33 @@ INSERT_JOB = (
 
 # A RUNNING job whose lease ran out belongs to a worker that died: it goes back to the queue.
 # Its attempt stays counted (the work may have been half done) and its open attempt row is
-# closed, so the history shows the lost run.
+# closed, so the history shows the lost run. A lost run that was the job's last attempt sends
+# it to the DLQ: a file that kills its worker each time (a loader that runs out of memory on
+# it) was otherwise taken again after every restart, attempt 6, 7, ... of 5, for ever.
+LEASE_EXPIRED = "worker lease expired (worker stopped mid-job)"
+WORKER_GONE = "its worker stopped mid-job (that process is gone)"
+LOST_LAST_ATTEMPT = (
+    "; that was its last attempt, so it is in the DLQ (a job that stops its worker every "
+    "time: look at its source, then `enginelib jobs --retry-dlq`)"
+)
+_AFTER_LOST = (
+    "status = CASE WHEN attempts >= max_attempts THEN 'DLQ' ELSE 'PENDING' END, "
+    "lease_owner = NULL, lease_until = NULL, "
+    "last_error = ? || CASE WHEN attempts >= max_attempts THEN ? ELSE '' END, updated_at = ? "
+)
 EXPIRE_LEASES = (
-    "UPDATE jobs SET status = 'PENDING', lease_owner = NULL, lease_until = NULL, "
-    "last_error = 'worker lease expired (worker stopped mid-job)', updated_at = ? "
-    "WHERE status = 'RUNNING' AND lease_until < ? RETURNING job_id, attempts"
+    "UPDATE jobs SET " + _AFTER_LOST + "WHERE status = 'RUNNING' AND lease_until < ? "
+    "RETURNING job_id, attempts"
 )
 CLOSE_LOST_ATTEMPT = (
-    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', "
-    "error = 'worker lease expired (worker stopped mid-job)' "
+    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', error = ? "
     "WHERE job_id = ? AND finished_at IS NULL"
 )
 # The same for a job whose worker is known to be gone, before its lease runs out.
 RUNNING_OWNERS = "SELECT job_id, lease_owner FROM jobs WHERE status = 'RUNNING'"
 RECLAIM_ORPHAN = (
-    "UPDATE jobs SET status = 'PENDING', lease_owner = NULL, lease_until = NULL, "
-    "last_error = 'its worker stopped mid-job (that process is gone)', updated_at = ? "
-    "WHERE status = 'RUNNING' AND job_id = ? AND lease_owner = ? RETURNING job_id"
-)
-CLOSE_ORPHAN_ATTEMPT = (
-    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', "
-    "error = 'its worker stopped mid-job (that process is gone)' "
-    "WHERE job_id = ? AND finished_at IS NULL"
+    "UPDATE jobs SET " + _AFTER_LOST + "WHERE status = 'RUNNING' AND job_id = ? "
+    "AND lease_owner = ? RETURNING job_id"
 )
 
 NEXT_DUE = (
@@ -210,24 +215,27 @@ def insert_job(con: duckdb.DuckDBPyConnection, params: Params) -> int:
     return int(rows[0][0])
 
 
-def expire_leases(con: duckdb.DuckDBPyConnection, params: Params) -> list[tuple[Any, ...]]:
-    return con.execute(EXPIRE_LEASES, list(params)).fetchall()
-
-
-def close_lost_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
-    con.execute(CLOSE_LOST_ATTEMPT, list(params))
+def expire_leases(con: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple[Any, ...]]:
+    """RUNNING jobs whose lease ran out before ``now`` back to PENDING (or the DLQ after
+    their last attempt), each open attempt closed as LOST."""
+    rows = con.execute(EXPIRE_LEASES, [LEASE_EXPIRED, LOST_LAST_ATTEMPT, now, now]).fetchall()
+    for job_id, _ in rows:
+        con.execute(CLOSE_LOST_ATTEMPT, [now, LEASE_EXPIRED, job_id])
+    return rows
 
 
 def running_owners(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
     return con.execute(RUNNING_OWNERS).fetchall()
 
 
-def reclaim_orphan(con: duckdb.DuckDBPyConnection, params: Params) -> bool:
-    """Back to PENDING if still RUNNING under that owner; closes its open attempt."""
-    now, job_id, _owner = params
-    if not con.execute(RECLAIM_ORPHAN, list(params)).fetchall():
+def reclaim_orphan(con: duckdb.DuckDBPyConnection, now: datetime, job_id: int,
+                   owner: str) -> bool:
+    """Back to PENDING (or the DLQ after its last attempt) if still RUNNING under that
+    owner; closes its open attempt as LOST."""
+    params = [WORKER_GONE, LOST_LAST_ATTEMPT, now, job_id, owner]
+    if not con.execute(RECLAIM_ORPHAN, params).fetchall():
         return False
-    con.execute(CLOSE_ORPHAN_ATTEMPT, [now, job_id])
+    con.execute(CLOSE_LOST_ATTEMPT, [now, WORKER_GONE, job_id])
     return True
 
 
