@@ -521,3 +521,66 @@ def test_a_job_that_stops_its_worker_every_time_reaches_the_dlq(
         assert queue.claim("w2") is None
         assert queue.retry_dlq() == 1
         assert [o.status for o in Worker(store, queue).run_until_idle()] == [DONE]
+
+
+def _damage_inbox(folder: Path, damage: str) -> None:
+    import os
+
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "0-damaged.json"
+    if damage == "pipe":  # read, it blocked the worker (and `enginelib jobs`) for good
+        os.mkfifo(target)
+    elif damage == "nested":  # json's parser raised RecursionError out of every pass
+        target.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    elif damage == "bad name taken":  # the rename to *.bad raised out of every pass
+        target.write_text("[{truncated", encoding="utf-8")
+        (folder / "0-damaged.bad").mkdir()
+        (folder / "0-damaged.bad" / "kept").write_text("x", encoding="utf-8")
+    elif damage == "oversized":
+        target.write_bytes(b" " * (inbox.MAX_INBOX_FILE_BYTES + 1))
+
+
+@pytest.mark.parametrize("damage", ["pipe", "nested", "bad name taken", "oversized"])
+def test_an_inbox_file_that_cannot_be_imported_never_stops_the_worker(
+    tmp_path: Path, corpus: Path, damage: str
+) -> None:
+    import threading
+
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        _damage_inbox(folder, damage)
+        inbox.drop(store.path, [NewJob(str(corpus / "tyres.txt"), "tyres.txt", {})])
+        outcomes: list[Any] = []
+        counted: list[int] = []
+        worker = threading.Thread(daemon=True, target=lambda: (
+            counted.append(inbox.pending(store.path)),
+            outcomes.extend(Worker(store, store.jobs()).run_until_idle())))
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive(), "the worker is blocked on the inbox"
+        assert counted == [1] and [o.status for o in outcomes] == [DONE]
+        assert not list(folder.glob("*.json"))
+        assert len(list(folder.glob("0-damaged*.bad"))) == (2 if damage == "bad name taken" else 1)
+
+
+def test_an_inbox_entry_the_catalog_would_refuse_is_kept_with_its_reason_and_the_rest_queued(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """A lone surrogate in one entry failed the insert of the whole file at every poll, so
+    no job of the store ran again; a bad option failed its job five times into the DLQ."""
+    import json
+
+    good = {"source": str(corpus / "tyres.txt"), "document_id": "tyres.txt", "options": {}}
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        folder.mkdir(parents=True)
+        (folder / "mixed.json").write_text(
+            json.dumps([{**good, "document_id": "\ud800"}, good,
+                        {**good, "document_id": "x.txt", "options": {"truth_level": "L9"}}]),
+            encoding="utf-8")
+        outcomes = Worker(store, store.jobs()).run_until_idle()
+        assert [(o.status, o.source) for o in outcomes] == [(DONE, good["source"])]
+        kept = json.loads((folder / "mixed.bad").read_text(encoding="utf-8"))
+        assert [k["entry"]["document_id"] for k in kept] == ["\ud800", "x.txt"]
+        assert "lone surrogate" in kept[0]["error"] and "L9" in kept[1]["error"]
+        assert not (folder / "mixed.json").exists()

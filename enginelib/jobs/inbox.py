@@ -4,24 +4,39 @@ Such a process cannot write the catalog, so it drops one JSON file per request i
 ``<store>/jobs-inbox/``; the writer's worker moves them into the jobs table on its next
 poll. The file is written atomically, then removed in the same step that inserts its jobs
 (a crash in between re-imports it: enqueueing is at-least-once, ingesting is idempotent).
+
+A file `drop` did not write (hand-made, cut short by a full disk, a folder or a pipe under
+a .json name) is renamed ``*.bad`` and its good entries, if any, are queued; an entry the
+catalog would refuse is kept beside it in ``*.bad`` with the reason. Nothing in the inbox may
+stop the worker's pass: every later job would wait behind it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import stat
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core import layout
 from ..durable import write_atomic
+from ..errors import InvalidInputError
+from ..validation import check_new_document_id, check_text
 from .queue import NewJob
 
 if TYPE_CHECKING:
     from .queue import JobQueue
 
 INBOX_DIR = layout.INBOX_DIR
+# `drop` writes one entry per file queued, ~300 bytes each: this is ~200,000 files. A bigger
+# file was read whole into memory by every poll.
+MAX_INBOX_FILE_BYTES = 64 * 1024 * 1024
+KINDS = ("file", "upload")
+
+_log = logging.getLogger("enginelib.jobs")
 
 
 def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
@@ -45,10 +60,53 @@ def pending(store_path: Path) -> int:
     total = 0
     for path in folder.glob("*.json"):
         try:
-            total += len(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            total += len(read_entries(path))
+        except InvalidInputError:
             continue
     return total
+
+
+def read_entries(path: Path) -> list[Any]:
+    """The entries of one inbox file; InvalidInputError (naming the file) when it is no list
+    `drop` could have written. Never blocks: a pipe or a device is refused unread."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInputError(f"{path} is not a regular file")
+        if info.st_size > MAX_INBOX_FILE_BYTES:
+            raise InvalidInputError(f"{path} is {info.st_size:,} bytes, over the "
+                                    f"{MAX_INBOX_FILE_BYTES:,} an inbox file may have")
+        entries = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        # RecursionError: json's parser recurses once per level of nesting ([[[[...)
+        raise InvalidInputError(f"{path} cannot be read as an inbox file: {exc}") from exc
+    if not isinstance(entries, list):
+        raise InvalidInputError(f"{path} holds {type(entries).__name__}, not a list of jobs")
+    return entries
+
+
+def new_job(entry: Any) -> NewJob:
+    """One entry as a job the catalog takes: the checks a direct enqueue makes, so that an
+    entry cannot fail the transaction that imports its neighbours (a lone surrogate did, at
+    every poll) nor fail all its attempts into the DLQ hours later."""
+    from ..ingest import IngestOptions
+
+    if not isinstance(entry, dict):
+        raise InvalidInputError(f"an entry is {type(entry).__name__}, not an object")
+    missing = {"source", "document_id", "options"} - set(entry)
+    if missing:
+        raise InvalidInputError(f"an entry lacks {sorted(missing)}")
+    options = entry["options"]
+    if not isinstance(options, dict):
+        raise InvalidInputError(f"an entry's options are {type(options).__name__}, not an object")
+    IngestOptions.build(**dict(options))
+    kind = entry.get("kind", "file")
+    if kind not in KINDS:
+        raise InvalidInputError(f"an entry's kind is {kind!r}, not one of {list(KINDS)}")
+    check_text("an entry's options", json.dumps(options, default=str, ensure_ascii=False))
+    return NewJob(check_text("an entry's source", entry["source"], empty=False),
+                  check_new_document_id(entry["document_id"], "an entry's document id"),
+                  dict(options), kind)
 
 
 def import_into(store_path: Path, queue: JobQueue) -> int:
@@ -58,16 +116,44 @@ def import_into(store_path: Path, queue: JobQueue) -> int:
     imported = 0
     for path in sorted(folder.glob("*.json")):
         try:
-            items = json.loads(path.read_text(encoding="utf-8"))
-            jobs = [NewJob(str(i["source"]), str(i["document_id"]), dict(i["options"]),
-                           str(i.get("kind", "file"))) for i in items]
-            queue.enqueue(jobs)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            # not a file `drop` wrote (hand-made, truncated by a full disk, a folder, one
-            # this user cannot read): keep it for a person to look at; the worker goes on
-            # (an exception here stopped serve's worker at every poll)
-            path.rename(path.with_suffix(".bad"))
+            entries = read_entries(path)
+        except InvalidInputError as exc:
+            _set_aside(path, str(exc))
             continue
-        path.unlink()
+        jobs, refused = _sort_entries(entries)
+        queue.enqueue(jobs)  # a failure here is the catalog's: the file stays for the next pass
+        if refused:
+            _set_aside(path, f"{len(refused)} of its {len(entries)} entries refused", refused)
+        else:
+            path.unlink()
         imported += len(jobs)
     return imported
+
+
+def _sort_entries(entries: list[Any]) -> tuple[list[NewJob], list[dict[str, Any]]]:
+    jobs: list[NewJob] = []
+    refused: list[dict[str, Any]] = []
+    for entry in entries:
+        try:
+            jobs.append(new_job(entry))
+        except (InvalidInputError, ValueError, TypeError) as exc:
+            refused.append({"entry": entry, "error": str(exc)})
+    return jobs, refused
+
+
+def _set_aside(path: Path, reason: str, refused: list[dict[str, Any]] | None = None) -> None:
+    """Keep what could not be queued for a person to look at, under a name the inbox does not
+    read again: the whole file as ``*.bad``, or (``refused``) just its refused entries with
+    their reasons. A failure to set it aside is logged, never raised: the pass goes on."""
+    bad = path.with_suffix(".bad")
+    if bad.exists() or bad.is_symlink():  # an earlier file's, or a folder: keep both
+        bad = path.with_name(f"{path.stem}.{uuid.uuid4().hex[:8]}.bad")
+    _log.warning("enginelib worker: inbox file %s set aside as %s: %s", path, bad.name, reason)
+    try:
+        if refused is None:
+            path.rename(bad)
+            return
+        write_atomic(bad, json.dumps(refused, default=str, ensure_ascii=True).encode("utf-8"))
+        path.unlink()
+    except OSError as exc:  # a read-only inbox: read again, and refused again, next pass
+        _log.warning("enginelib worker: could not set aside %s: %s", path, exc)
