@@ -19,7 +19,8 @@ from enginelib.jobs import (
     inbox,
     jobs_for_paths,
 )
-from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_LEASE_S, MAX_POLL_S
+from enginelib.jobs.queue import DEFAULT_LISTED, MAX_ATTEMPTS, MAX_LEASE_S, MAX_POLL_S
+from enginelib.validation import MAX_LIST_OFFSET, MAX_LISTED
 
 from .options import (
     CommandError,
@@ -116,10 +117,14 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.option("--purge-done", is_flag=True, help="Move DONE jobs to the history table.")
 @click.option("--status", type=click.Choice(["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"]),
               default=None, help="Only jobs with this status.")
+@click.option("--limit", type=click.IntRange(1, MAX_LISTED), default=DEFAULT_LISTED,
+              show_default=True, help="At most this many jobs, oldest first.")
+@click.option("--offset", type=click.IntRange(0, MAX_LIST_OFFSET), default=0, show_default=True,
+              help="Skip this many jobs first (the next page: --offset LIMIT).")
 @json_option
 @handle_errors
-def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None,
-         as_json: bool) -> None:
+def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None, limit: int,
+         offset: int, as_json: bool) -> None:
     """Job counts by status and the jobs; --retry-dlq and --purge-done act first."""
     actions: dict[str, int] = {}
     if retry_dlq or purge_done:
@@ -140,11 +145,13 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
                 actions["purged"] = queue.purge_done()
     with open_store(store_path, read_only=True) as store:
         queue = JobQueue(store.catalog)
-        counts, rows, history = queue.counts(), queue.jobs(status=status), queue.history_count()
+        counts, history = queue.counts(), queue.history_count()
+        rows = queue.jobs(status=status, limit=limit, offset=offset)
     waiting = inbox.pending(store_path)
+    total = counts[status] if status else sum(counts.values())
     if as_json:
         emit_json({**actions, "counts": counts, "inbox": waiting, "history": history,
-                   "jobs": rows})
+                   "total": total, "limit": limit, "offset": offset, "jobs": rows})
         return
     for name, value in actions.items():
         click.echo(f"{name} {value}")
@@ -155,6 +162,9 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
         error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
         click.echo(f"{job['job_id']:>5} {job['status']:<7} {job['attempts']}/{job['max_attempts']}"
                    f"{when}  {printable(job['source'] + error)}")
+    if offset + len(rows) < total:  # the 1000 listed read as all the jobs there were
+        click.echo(f"(jobs {offset + 1}-{offset + len(rows)} of {total}; the next ones: "
+                   f"--offset {offset + len(rows)})")
 
 
 def _counts_line(counts: dict[str, int]) -> str:

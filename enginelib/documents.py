@@ -16,15 +16,19 @@ from .catalog_documents import authority_rows, document_rows, update_document_ro
 from .errors import InvalidInputError
 from .ingest import LIFTED_KEYS, latest_version
 from .types import validate_truth_level
-from .validation import MAX_ID_CHARS, as_str_tuple, check_int, check_metadata, check_text
+from .validation import (
+    MAX_ID_CHARS,
+    MAX_LIST_OFFSET,
+    MAX_LISTED,
+    as_str_tuple,
+    check_int,
+    check_metadata,
+    check_text,
+)
 
-# A page of the document list, and how far it may skip: DuckDB's LIMIT/OFFSET are 64-bit, and
-# a million rows is already more than a caller can use in one answer.
-MAX_LISTED = 1_000_000
 # What a document list can be narrowed by: list_documents' arguments, `enginelib list`'s
 # options and serve's /api/documents parameters.
 LIST_FILTERS = ("truth_levels", "domain", "source_type", "tag", "prefix", "limit", "offset")
-MAX_LIST_OFFSET = 1_000_000_000
 # The truth level stands in for a tier where a document has no registered source.
 TIER_OF_LEVEL = {"L1": "gold", "L2": "silver", "L3": "bronze", "L4": "bronze"}
 

@@ -38,6 +38,10 @@ MAX_RRF_K = 1_000_000
 MAX_QUERY_CHARS = 20_000
 # Ids, names and metadata keys become SQL values, folder names and Postgres columns.
 MAX_ID_CHARS = 1_024
+# A page of a list (documents, jobs), and how far it may skip: DuckDB's LIMIT/OFFSET are
+# 64-bit, and a million rows is already more than a caller can use in one answer.
+MAX_LISTED = 1_000_000
+MAX_LIST_OFFSET = 1_000_000_000
 MAX_NAME_CHARS = 100
 MAX_KEY_CHARS = 256
 # Fields one filter may name: the dozen built-in ones and metadata.<key>s. 50,000 keys cost

@@ -217,3 +217,40 @@ def test_a_document_deleted_after_its_new_upload_was_queued_stays_deleted(
     cancelled = next(j for j in data["jobs"] if j["job_id"] == job)
     assert cancelled["status"] == "DLQ" and "deleted" in cancelled["last_error"]
     assert "Retry DLQ" in cancelled["last_error"]
+
+
+def _many_jobs(path: Path, count: int, done: int) -> None:
+    """``count`` jobs of files that are not there, the first ``done`` of them DONE."""
+    from tests.helpers import open_test_store
+    from enginelib.jobs import NewJob
+
+    with open_test_store(path) as store:
+        ids = store.jobs().enqueue([NewJob(str(path / f"gone-{i}.md"), f"gone-{i}.md", {})
+                                    for i in range(count)])
+        with store.catalog.transaction() as con:  # as a worker leaves them, minus the ingests
+            con.execute("UPDATE jobs SET status = 'DONE' WHERE job_id <= ?", [ids[done - 1]])
+
+
+def test_the_job_list_says_how_many_jobs_there_are_and_pages_through_them(tmp_path: Path) -> None:
+    """/api/jobs listed the first 1000 jobs and nothing said there were more."""
+    from enginelib.web import Service, create_app
+    from tests.helpers import open_test_store
+
+    _many_jobs(tmp_path / "s", 1002, done=1001)
+    service = Service(open_test_store(tmp_path / "s"))
+    with TestClient(create_app(service, worker=False), base_url="http://127.0.0.1") as client:
+        first = client.get("/api/jobs").json()
+        assert (first["total"], first["limit"], first["offset"], len(first["jobs"])) == (
+            1002, 1000, 0, 1000)
+        rest = client.get("/api/jobs", params={"offset": 1000}).json()
+        assert [j["job_id"] for j in rest["jobs"]] == [1001, 1002]
+        pending = client.get("/api/jobs", params={"status": "PENDING", "limit": 5}).json()
+        assert (pending["total"], [j["job_id"] for j in pending["jobs"]]) == (1, [1002])
+        # the console's table: the job not done, queued after 1000 done ones, was left out
+        waiting = [row for row in client.get("/api/sources").json() if row["status"] != "INDEXED"]
+        assert [(row["document_id"], row["status"]) for row in waiting] == [("gone-1001.md",
+                                                                            "PENDING")]
+        for query, word in (({"limit": 0}, "limit"), ({"offset": -1}, "offset"),
+                            ({"limit": "ten"}, "limit"), ({"limit": 10**7}, "limit")):
+            refused = client.get("/api/jobs", params=query)
+            assert refused.status_code == 400 and word in refused.json()["error"], query

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..catalog import Catalog, utcnow
 from ..errors import InvalidInputError
-from ..validation import check_float, check_int
+from ..validation import MAX_LIST_OFFSET, MAX_LISTED, check_float, check_int
 from . import table as t
 from .backoff import DEFAULT_MAX_ATTEMPTS, retry_delay
 
@@ -21,6 +21,8 @@ DEFAULT_LEASE_S = 300.0
 MAX_ATTEMPTS = 1_000
 MAX_LEASE_S = 30 * 86_400.0
 MAX_POLL_S = 3_600.0
+# A page of the job list when none is asked for; the answer's counts tell what is beyond it.
+DEFAULT_LISTED = 1000
 
 
 @dataclass(frozen=True)
@@ -168,12 +170,19 @@ class JobQueue:
         row = t.history_count(self.catalog.con)
         return int(row[0]) if row else 0
 
-    def jobs(self, *, status: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
-        if status is not None and status not in t.STATUSES:
-            raise InvalidInputError(f"job status {status!r} is not one of {list(t.STATUSES)}")
+    def jobs(self, *, status: str | None = None, limit: int = DEFAULT_LISTED, offset: int = 0,
+             statuses: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """A page of the jobs in ``status`` (or any of ``statuses``; all when neither), oldest
+        first; ``counts()`` says how many there are in all."""
+        wanted = statuses if statuses is not None else [status] if status is not None else None
+        for name in wanted or ():
+            if name not in t.STATUSES:
+                raise InvalidInputError(f"job status {name!r} is not one of {list(t.STATUSES)}")
+        limit = check_int("limit", limit, minimum=1, maximum=MAX_LISTED)
+        offset = check_int("offset", offset, minimum=0, maximum=MAX_LIST_OFFSET)
         if not self._exists():
             return []
-        rows = t.list_jobs(self.catalog.con, [status, status, limit])
+        rows = t.list_jobs(self.catalog.con, [list(wanted or t.STATUSES), limit, offset])
         jobs = [t.job_row(r) for r in rows]
         for job in jobs:
             job["options"] = json.loads(job["options"])

@@ -155,7 +155,7 @@ DELETE_DONE = "DELETE FROM jobs WHERE status = 'DONE' RETURNING job_id"
 COUNTS = "SELECT status, count(*) FROM jobs GROUP BY status"
 LIST_JOBS = (
     "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs "
-    "WHERE (? IS NULL OR status = ?) ORDER BY job_id LIMIT ?"
+    "WHERE status IN (SELECT unnest(?::VARCHAR[])) ORDER BY job_id LIMIT ? OFFSET ?"
 )
 GET_JOB = "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs WHERE job_id = ?"
 ATTEMPTS_OF = (

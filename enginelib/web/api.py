@@ -29,7 +29,7 @@ from ..errors import (
     UnsupportedFormatError,
 )
 from .security import safe_upload_name
-from .service import JOB_LIST_PARAMS, Service, check_known
+from .service import Service, check_known
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -259,9 +259,7 @@ def _documents(service: Service, request: Request) -> Any:
 
 
 def _jobs(service: Service, request: Request) -> Any:
-    params = _query_params(request)
-    check_known(params, JOB_LIST_PARAMS, "job list parameter")
-    return service.jobs(params.get("status") or None)
+    return service.jobs_page(_query_params(request))
 
 
 async def not_found(request: Request, exc: Exception) -> Response:

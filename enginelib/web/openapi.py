@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from ..documents import MAX_LIST_OFFSET, MAX_LISTED
+from ..jobs.queue import DEFAULT_LISTED
 from ..jobs.table import STATUSES
 from ..search.request import DEFAULTS, OPTIONS, is_flag, option_spec
 from ..types import TRUTH_LEVELS
@@ -183,10 +184,15 @@ _DOCUMENT = {"type": "object", "required": ["document", "versions", "chunks"], "
     "versions": {"type": "array", "items": _OBJECT},
     "chunks": {"type": "array", "items": {"type": "object", "required": [
         "chunk_index", "start_offset", "end_offset"]}}}}
-_JOBS = {"type": "object", "required": ["counts", "history", "active", "worker_error", "jobs"],
+_JOBS = {"type": "object", "required": ["counts", "history", "active", "worker_error", "total",
+                                        "limit", "offset", "jobs"],
          "properties": {
              "counts": {"type": "object", "properties": {s: _INT for s in STATUSES}},
              "history": _INT, "active": {"type": "boolean"}, "worker_error": _NULLABLE_STRING,
+             "total": {"type": "integer", "minimum": 0,
+                       "description": "jobs in the status asked for (all: every status); "
+                                      "jobs holds those from offset, at most limit"},
+             "limit": _INT, "offset": _INT,
              "jobs": {"type": "array", "items": {"type": "object", "required": [
                  "job_id", "status", "document_id"], "properties": {
                  "job_id": _INT, "status": {"enum": list(STATUSES)}}}}}}
@@ -303,7 +309,10 @@ OPENAPI: dict[str, Any] = {
                 "4XX": _ERROR, "5XX": _SERVER_ERROR}}},
         "/api/jobs": {"get": _op("Job counts by status and the jobs", _JOBS, params=[
             _query("status", {"type": "string", "enum": ["", *STATUSES]},
-                   "only the jobs in this status (empty: all)")])},
+                   "only the jobs in this status (empty: all)"),
+            _query("limit", _number_text(1, MAX_LISTED, DEFAULT_LISTED),
+                   "at most this many jobs, oldest first (total says how many there are)"),
+            _query("offset", _number_text(0, MAX_LIST_OFFSET, 0), "skip this many first")])},
         "/api/jobs/retry-dlq": {"post": _op("DLQ jobs back to PENDING", _count("retried"))},
         "/api/jobs/purge-done": {"post": _op("Move DONE jobs to history; returns the count",
                                              _count("purged"))},

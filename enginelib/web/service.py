@@ -25,7 +25,7 @@ from ..edge import os_error
 from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError, SnapshotError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
-from ..jobs.queue import MAX_POLL_S
+from ..jobs.queue import DEFAULT_LISTED, MAX_POLL_S
 from ..jobs.worker import UPLOAD
 from ..search import check_answer_citations
 from ..search.request import (
@@ -52,7 +52,9 @@ API_OPTIONS: dict[str, str] = {
 }
 SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
 DOCUMENT_LIST_PARAMS = LIST_FILTERS
-JOB_LIST_PARAMS = ("status",)
+JOB_LIST_PARAMS = ("status", "limit", "offset")
+# The console's sources table: documents, then jobs not done, each up to this many.
+MAX_SOURCE_ROWS = 10_000
 # About 50,000 words: far beyond an LLM's answer, well within what one check does in ~0.3 s.
 MAX_ANSWER_CHARS = 200_000
 
@@ -235,13 +237,25 @@ class Service:
         self.worker.wake.set()
         return {"job_id": ids[0], "document_id": name, "bytes": len(data)}
 
-    def jobs(self, status: str | None = None) -> dict[str, Any]:
+    def jobs(self, status: str | None = None, limit: int = DEFAULT_LISTED,
+             offset: int = 0) -> dict[str, Any]:
+        """The counts and a page of the jobs; ``total`` is how many jobs the page is taken
+        from (a client that gets fewer than ``total - offset`` asks for the next page)."""
         def read() -> dict[str, Any]:
-            return {"counts": self.queue.counts(), "history": self.queue.history_count(),
+            counts = self.queue.counts()
+            page = self.queue.jobs(status=status, limit=limit, offset=offset)
+            return {"counts": counts, "history": self.queue.history_count(),
                     "active": self.queue.active(), "worker_error": self.worker.last_error,
-                    "jobs": self.queue.jobs(status=status)}
+                    "total": counts[status] if status else sum(counts.values()),
+                    "limit": limit, "offset": offset, "jobs": page}
 
         return self._locked(read)  # type: ignore[no-any-return]
+
+    def jobs_page(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``jobs`` for a query string's parameters."""
+        check_known(params, JOB_LIST_PARAMS, "job list parameter")
+        return self.jobs(params.get("status") or None, _int_param(params, "limit", DEFAULT_LISTED),
+                         _int_param(params, "offset", 0))
 
     def retry_dlq(self) -> int:
         retried: int = self._locked(self.queue.retry_dlq)
@@ -255,7 +269,7 @@ class Service:
         """One row per source: documents as INDEXED, then every job not DONE yet."""
         def read() -> list[dict[str, Any]]:
             rows = []
-            for doc in self.store.list_documents(limit=10_000):
+            for doc in self.store.list_documents(limit=MAX_SOURCE_ROWS):
                 rows.append({
                     "source": doc["source_url"] or doc["source_path"] or doc["document_id"],
                     "document_id": doc["document_id"], "status": "INDEXED",
@@ -264,9 +278,10 @@ class Service:
                     "evidence_level": doc["evidence_level"], "last_ingested": doc["ingested_at"],
                     "error": None,
                 })
-            for job in self.queue.jobs():
-                if job["status"] == job_table.DONE:
-                    continue
+            # Only the jobs not done: the first 1000 of all jobs, DONE ones among them, hid
+            # a failed upload queued after them.
+            waiting = [s for s in job_table.STATUSES if s != job_table.DONE]
+            for job in self.queue.jobs(statuses=waiting, limit=MAX_SOURCE_ROWS):
                 rows.append({
                     "source": job["source"], "document_id": job["document_id"],
                     "status": job["status"], "truth_level": job["options"].get("truth_level"),
