@@ -584,3 +584,25 @@ def test_an_inbox_entry_the_catalog_would_refuse_is_kept_with_its_reason_and_the
         assert [k["entry"]["document_id"] for k in kept] == ["\ud800", "x.txt"]
         assert "lone surrogate" in kept[0]["error"] and "L9" in kept[1]["error"]
         assert not (folder / "mixed.json").exists()
+
+
+def test_a_job_whose_end_could_not_be_written_is_taken_back_at_once_when_the_disk_has_room(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk as the worker wrote DONE left the job RUNNING under serve's live worker,
+    whose lease kept it from being run again for 300 s after the disk had room."""
+    from enginelib import faults
+
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        queue = store.jobs()
+        worker = Worker(store, queue)
+        monkeypatch.setattr(faults, "_hits", {})
+        monkeypatch.setenv(faults.ENOSPC_VAR, "after_job_ingest")
+        with pytest.raises(OSError, match="No space left"):
+            worker.run_once()
+        monkeypatch.delenv(faults.ENOSPC_VAR)
+        assert [(o.status, o.attempts) for o in worker.run_until_idle()] == [(DONE, 2)]
+        job = queue.jobs()[0]
+        assert [a["outcome"] for a in queue.attempts(job["job_id"])] == ["LOST", DONE]
+        assert store.get_document("tyres.txt")["version"] == "1.0.0"  # ingested once

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -78,7 +79,7 @@ class Worker:
         self.store = store
         self.queue = queue
         self.lock = lock
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.owner = owner or _owner_name(self)
         # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
         self.wake = threading.Event()
         self._idle_until = 0.0  # monotonic time before which no job can fall due
@@ -109,18 +110,35 @@ class Worker:
             # One wake may stand for several jobs queued together: look again after this one.
             self._idle_until = 0.0
             try:
-                documents = self._process(job)
-            except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded, retried
-                error = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
-                status = self.queue.fail(job, self.owner, error)
-                self.store.catalog.release()
-                return JobOutcome(job["job_id"], job["source"], status, job["attempts"], error)
-            faults.crash_point("after_job_ingest")
-            self.queue.complete(job, self.owner, documents)
+                return self._run(job)
+            except Exception:
+                self._hand_back()
+                raise
+
+    def _run(self, job: dict[str, Any]) -> JobOutcome:
+        """Ingest a claimed job and record how it ended."""
+        try:
+            documents = self._process(job)
+        except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded, retried
+            error = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+            status = self.queue.fail(job, self.owner, error)
             self.store.catalog.release()
-            if job["kind"] == UPLOAD:
-                discard_upload(Path(job["source"]))
-            return JobOutcome(job["job_id"], job["source"], t.DONE, job["attempts"])
+            return JobOutcome(job["job_id"], job["source"], status, job["attempts"], error)
+        faults.crash_point("after_job_ingest")
+        self.queue.complete(job, self.owner, documents)
+        self.store.catalog.release()
+        if job["kind"] == UPLOAD:
+            discard_upload(Path(job["source"]))
+        return JobOutcome(job["job_id"], job["source"], t.DONE, job["attempts"])
+
+    def _hand_back(self) -> None:
+        """The end of a claimed job could not be written (a full disk, the catalog gone): it
+        stays RUNNING under this worker's name, which a live worker's lease protects, so
+        serve's worker left it for the whole lease (300 s) once the disk had room again.
+        Under a new name, this worker's next pass sees the old one as gone and takes the job
+        back at once, its attempt counted as lost."""
+        self.owner = _owner_name(self)
+        self._reclaimed = False
 
     def run_until_idle(self) -> list[JobOutcome]:
         """Process every job that is due now (retries scheduled later are left for later)."""
@@ -196,6 +214,11 @@ def discard_upload(source: Path) -> None:
         source.parent.rmdir()
     except OSError as exc:  # a busy or read-only disk: the sweep at the next start retries
         _log.warning("enginelib worker: could not remove the upload %s: %s", source, exc)
+
+
+def _owner_name(worker: Worker) -> str:
+    """host:pid:tag, the form ``_gone`` reads; a fresh tag each call."""
+    return f"{socket.gethostname()}:{os.getpid()}:{id(worker):x}.{uuid.uuid4().hex[:6]}"
 
 
 # The workers alive in this process: an owner with this process's pid that is none of them
