@@ -221,8 +221,8 @@ def test_a_document_deleted_after_its_new_upload_was_queued_stays_deleted(
 
 def _many_jobs(path: Path, count: int, done: int) -> None:
     """``count`` jobs of files that are not there, the first ``done`` of them DONE."""
-    from tests.helpers import open_test_store
     from enginelib.jobs import NewJob
+    from tests.helpers import open_test_store
 
     with open_test_store(path) as store:
         ids = store.jobs().enqueue([NewJob(str(path / f"gone-{i}.md"), f"gone-{i}.md", {})
@@ -254,3 +254,30 @@ def test_the_job_list_says_how_many_jobs_there_are_and_pages_through_them(tmp_pa
                             ({"limit": "ten"}, "limit"), ({"limit": 10**7}, "limit")):
             refused = client.get("/api/jobs", params=query)
             assert refused.status_code == 400 and word in refused.json()["error"], query
+
+
+@pytest.mark.parametrize("options", ["null", "[1, 2]", '"L1"'])
+def test_a_job_row_whose_options_are_not_an_object_is_listed_and_fails_with_the_fix(
+    tmp_path: Path, options: str
+) -> None:
+    """Options of another JSON type in a job row (edited by hand) answered /api/sources with
+    500 and failed the job on "argument after ** must be a mapping"."""
+    from enginelib.jobs import DLQ, NewJob, Worker
+    from enginelib.web import Service, create_app
+    from tests.helpers import open_test_store, paragraphs
+
+    (source := tmp_path / "brakes.md").write_text(paragraphs(2), encoding="utf-8")
+    store = open_test_store(tmp_path / "s")
+    queue = store.jobs(max_attempts=1)
+    queue.enqueue([NewJob(str(source), "brakes.md", {})])
+    with store.catalog.transaction() as con:
+        con.execute("UPDATE jobs SET options = ?", [options])
+    outcome = Worker(store, queue).run_once()
+    assert outcome is not None and outcome.status == DLQ
+    assert "not an object" in (outcome.error or "") and "ingest --queue" in (outcome.error or "")
+    with TestClient(create_app(Service(store), worker=False),
+                    base_url="http://127.0.0.1") as client:
+        answer = client.get("/api/sources")
+        assert answer.status_code == 200
+        assert [(r["document_id"], r["status"], r["truth_level"]) for r in answer.json()] == [
+            ("brakes.md", DLQ, None)]

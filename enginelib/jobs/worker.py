@@ -194,8 +194,14 @@ class Worker:
     def _process(self, job: dict[str, Any]) -> list[str]:
         from ..loaders import load_file
 
+        options = job["options"]
+        if not isinstance(options, dict):  # it failed on a Python TypeError
+            raise InvalidInputError(
+                f"job {job['job_id']}: its options in the catalog are {str(options)[:60]!r}, not "
+                "an object (the jobs table was edited by hand): queue its file again with "
+                "`enginelib ingest --queue`")
         documents = load_file(job["source"], doc_id=job["document_id"])
-        report = self.store.ingest_documents(documents, **job["options"])
+        report = self.store.ingest_documents(documents, **options)
         if report.skipped:
             raise EngineError("; ".join(s.reason for s in report.skipped))
         return [*report.added, *report.updated, *report.unchanged]

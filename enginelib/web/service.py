@@ -284,7 +284,7 @@ class Service:
             for job in self.queue.jobs(statuses=waiting, limit=MAX_SOURCE_ROWS):
                 rows.append({
                     "source": job["source"], "document_id": job["document_id"],
-                    "status": job["status"], "truth_level": job["options"].get("truth_level"),
+                    "status": job["status"], "truth_level": _truth_level(job["options"]),
                     "tier": None, "word_count": None, "authority_score": None,
                     "evidence_level": None, "last_ingested": None, "error": job["last_error"],
                     "attempts": job["attempts"], "next_attempt_at": job["next_attempt_at"],
@@ -298,6 +298,12 @@ class Service:
 
     def presets(self) -> list[str]:
         return list(self._locked(self.store.search_presets))
+
+
+def _truth_level(options: Any) -> Any:
+    # A job row edited by hand may hold options of another JSON type: its row is still listed
+    # (an AttributeError here answered /api/sources with 500, and the console showed nothing).
+    return options.get("truth_level") if isinstance(options, dict) else None
 
 
 def search_options(params: dict[str, Any], *, text: bool = False) -> tuple[str, dict[str, Any]]:
