@@ -174,9 +174,6 @@ class Store(StoreCore):
         from .jobs import DEFAULT_MAX_ATTEMPTS, jobs_for_paths
 
         self.require_writable()
-        from .ingest import IngestOptions
-
-        IngestOptions.build(**dict(options))  # refuse bad options now, not in the worker
         queue = self.jobs(max_attempts=max_attempts or DEFAULT_MAX_ATTEMPTS)
         ids = queue.enqueue(jobs_for_paths(paths, options, include=include, exclude=exclude))
         self.catalog.release()

@@ -133,3 +133,20 @@ def test_jobs_says_when_it_lists_a_page_of_them(tmp_path: Path) -> None:
         2, 1, ["tyres.md"])
     code, out = run("jobs", str(store), "--limit", "0")
     assert code == 2 and "--limit" in out
+
+
+def test_queue_into_a_store_another_process_writes_refuses_options_a_direct_queue_refuses(
+    tmp_path: Path
+) -> None:
+    # the inbox path queued them unchecked: the worker then set the entry aside (or, before
+    # that, failed it five times into the DLQ) far from the command that said "queued"
+    from tests.helpers import open_test_store
+
+    (source := tmp_path / "brakes.md").write_text(paragraphs(2), encoding="utf-8")
+    with open_test_store(tmp_path / "store") as holder:  # the writer lock, as serve holds it
+        code, out = run("ingest", "--store", str(holder.path), "--queue", "--domain", "d" * 2000,
+                        str(source))
+        assert code == 2 and "domain is 2,000 characters" in out
+        assert not (holder.path / "jobs-inbox").exists()
+        code, out = run("ingest", "--store", str(holder.path), "--queue", str(source))
+        assert (code, out) == (0, "queued 1 job(s) (inbox)\n")

@@ -249,12 +249,16 @@ def jobs_for_paths(
     exclude: Sequence[str] = (),
 ) -> list[NewJob]:
     """One job per file: a file named directly, or each file found walking a folder, with
-    the same document id a plain ingest would give it."""
+    the same document id a plain ingest would give it. Options a direct ingest would refuse
+    are refused here, for every way in (the catalog, or the inbox while another process
+    writes: there such a job was set aside at import, or failed all its attempts)."""
     from ..errors import UnsupportedFormatError
+    from ..ingest import IngestOptions
     from ..loaders.formats import loader_for
     from ..loaders.walk import fail, selected
     from ..types import SkippedInput
 
+    IngestOptions.build(**dict(options))
     jobs: list[NewJob] = []
     for given in paths:
         root = Path(given).resolve()
