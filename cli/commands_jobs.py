@@ -148,15 +148,22 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
         counts, history = queue.counts(), queue.history_count()
         rows = queue.jobs(status=status, limit=limit, offset=offset)
     waiting = inbox.pending(store_path)
+    # Jobs the worker could not queue from the inbox: nothing else tells whoever queued them.
+    refused = [str(path) for path in inbox.set_aside(store_path)]
     total = counts[status] if status else sum(counts.values())
     if as_json:
-        emit_json({**actions, "counts": counts, "inbox": waiting, "history": history,
-                   "total": total, "limit": limit, "offset": offset, "jobs": rows})
+        emit_json({**actions, "counts": counts, "inbox": waiting, "inbox_set_aside": refused,
+                   "history": history, "total": total, "limit": limit, "offset": offset,
+                   "jobs": rows})
         return
     for name, value in actions.items():
         click.echo(f"{name} {value}")
     click.echo(_counts_line(counts) + (f" | inbox {waiting}" if waiting else "")
                + f" | history {history}")
+    if refused:
+        click.echo(printable(
+            f"{len(refused)} inbox file(s) set aside, their jobs not queued (the worker logged "
+            f"why; queue those files again, then delete these): {', '.join(refused)}"))
     for job in rows:
         when = f" next {job['next_attempt_at']:%H:%M:%S}" if job["status"] == "FAILED" else ""
         error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""

@@ -150,3 +150,18 @@ def test_queue_into_a_store_another_process_writes_refuses_options_a_direct_queu
         assert not (holder.path / "jobs-inbox").exists()
         code, out = run("ingest", "--store", str(holder.path), "--queue", str(source))
         assert (code, out) == (0, "queued 1 job(s) (inbox)\n")
+
+
+def test_jobs_names_the_inbox_files_the_worker_set_aside(tmp_path: Path) -> None:
+    # a file set aside at import was seen by nobody: its jobs were simply never run
+    store = make(tmp_path)
+    folder = store / "jobs-inbox"
+    folder.mkdir()
+    (folder / "cut.json").write_text('[{"source": "/x', encoding="utf-8")
+    assert run("worker", str(store))[0] == 0
+    bad = str(folder / "cut.bad")
+    code, out = run("jobs", str(store))
+    assert code == 0 and out.splitlines()[1] == (
+        "1 inbox file(s) set aside, their jobs not queued (the worker logged why; queue those "
+        f"files again, then delete these): {bad}")
+    assert json.loads(run("jobs", str(store), "--json")[1])["inbox_set_aside"] == [bad]

@@ -66,6 +66,12 @@ def pending(store_path: Path) -> int:
     return total
 
 
+def set_aside(store_path: Path) -> list[Path]:
+    """The files the worker set aside: each holds jobs that were never queued."""
+    folder = store_path / INBOX_DIR
+    return sorted(folder.glob("*.bad")) if folder.is_dir() else []
+
+
 def read_entries(path: Path) -> list[Any]:
     """The entries of one inbox file; InvalidInputError (naming the file) when it is no list
     `drop` could have written. Never blocks: a pipe or a device is refused unread."""
