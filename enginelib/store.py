@@ -174,7 +174,8 @@ class Store(StoreCore):
         from .jobs import DEFAULT_MAX_ATTEMPTS, jobs_for_paths
 
         self.require_writable()
-        queue = self.jobs(max_attempts=max_attempts or DEFAULT_MAX_ATTEMPTS)
+        # `or` made 0 (and False) mean the default 5, where -1 was refused
+        queue = self.jobs(max_attempts=DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts)
         ids = queue.enqueue(jobs_for_paths(paths, options, include=include, exclude=exclude))
         self.catalog.release()
         return ids

@@ -606,3 +606,14 @@ def test_a_job_whose_end_could_not_be_written_is_taken_back_at_once_when_the_dis
         job = queue.jobs()[0]
         assert [a["outcome"] for a in queue.attempts(job["job_id"])] == ["LOST", DONE]
         assert store.get_document("tyres.txt")["version"] == "1.0.0"  # ingested once
+
+
+@pytest.mark.parametrize("attempts", [0, False, -1, 1.5, float("nan")])
+def test_enqueue_refuses_a_number_of_attempts_that_is_not_one_or_more(
+    tmp_path: Path, corpus: Path, attempts: object
+) -> None:
+    # 0 and False were read as "not given" and queued the job with 5 attempts
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError, match="max_attempts must be"):
+            store.enqueue_paths(corpus / "tyres.txt", max_attempts=attempts)  # type: ignore[arg-type]
+        assert store.jobs().jobs() == []
