@@ -617,3 +617,13 @@ def test_enqueue_refuses_a_number_of_attempts_that_is_not_one_or_more(
         with pytest.raises(InvalidInputError, match="max_attempts must be"):
             store.enqueue_paths(corpus / "tyres.txt", max_attempts=attempts)  # type: ignore[arg-type]
         assert store.jobs().jobs() == []
+
+
+def test_a_running_job_without_a_lease_is_taken_back(tmp_path: Path, corpus: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        queue = store.jobs()
+        assert queue.claim("elsewhere:1:w") is not None  # another machine's worker
+        with store.catalog.transaction() as con:  # its lease lost from the row
+            con.execute("UPDATE jobs SET lease_until = NULL")
+        assert [o.status for o in Worker(store, queue).run_until_idle()] == [DONE]

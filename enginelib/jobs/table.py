@@ -90,8 +90,9 @@ _AFTER_LOST = (
     "last_error = ? || CASE WHEN attempts >= max_attempts THEN ? ELSE '' END, updated_at = ? "
 )
 EXPIRE_LEASES = (
-    "UPDATE jobs SET " + _AFTER_LOST + "WHERE status = 'RUNNING' AND lease_until < ? "
-    "RETURNING job_id, attempts"
+    "UPDATE jobs SET " + _AFTER_LOST + "WHERE status = 'RUNNING' "
+    # no lease at all (a row edited by hand) never ran out: the job stayed RUNNING for good
+    "AND (lease_until IS NULL OR lease_until < ?) RETURNING job_id, attempts"
 )
 CLOSE_LOST_ATTEMPT = (
     "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', error = ? "
