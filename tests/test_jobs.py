@@ -627,3 +627,22 @@ def test_a_running_job_without_a_lease_is_taken_back(tmp_path: Path, corpus: Pat
         with store.catalog.transaction() as con:  # its lease lost from the row
             con.execute("UPDATE jobs SET lease_until = NULL")
         assert [o.status for o in Worker(store, queue).run_until_idle()] == [DONE]
+
+
+def test_a_large_enqueue_holds_the_store_for_a_moment_not_a_minute(tmp_path: Path) -> None:
+    """One INSERT per job: 50,000 files queued (a folder, or an inbox file serve's worker
+    imports under the lock every search waits on) took ~40 s here; one statement ~0.3 s."""
+    import time
+
+    jobs = [NewJob(f"/docs/{i}.md", f"{i}.md", {"tags": ["t"]}) for i in range(50_000)]
+    with open_test_store(tmp_path / "store") as store:
+        queue = store.jobs()
+        first = queue.enqueue(jobs[:1])
+        started = time.monotonic()
+        ids = queue.enqueue(jobs[1:])
+        assert time.monotonic() - started < 5.0
+        assert ids == list(range(first[0] + 1, first[0] + 50_000))
+        listed = queue.jobs(offset=49_998)
+        assert [(j["job_id"], j["document_id"], j["options"]) for j in listed] == [
+            (ids[-2], "49998.md", {"tags": ["t"]}), (ids[-1], "49999.md", {"tags": ["t"]})]
+        assert queue.enqueue([]) == []

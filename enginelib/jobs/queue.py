@@ -68,14 +68,11 @@ class JobQueue:
 
     def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
         now = self.clock()
-        ids: list[int] = []
+        columns = ([job.kind for job in jobs], [job.source for job in jobs],
+                   [job.document_id for job in jobs],
+                   [json.dumps(job.options, default=str) for job in jobs])
         with self.catalog.transaction() as con:
-            for job in jobs:
-                ids.append(t.insert_job(con, [
-                    job.kind, job.source, job.document_id, json.dumps(job.options, default=str),
-                    self.max_attempts, now, now, now,
-                ]))
-        return ids
+            return t.insert_jobs(con, columns, [self.max_attempts, now, now, now])
 
     def expire_leases(self) -> list[int]:
         """RUNNING jobs whose lease ran out go back to PENDING (their worker died), or to the
