@@ -646,3 +646,15 @@ def test_a_large_enqueue_holds_the_store_for_a_moment_not_a_minute(tmp_path: Pat
         assert [(j["job_id"], j["document_id"], j["options"]) for j in listed] == [
             (ids[-2], "49998.md", {"tags": ["t"]}), (ids[-1], "49999.md", {"tags": ["t"]})]
         assert queue.enqueue([]) == []
+
+
+def test_a_job_row_with_a_negative_attempt_count_fails_as_its_first_attempt(
+    tmp_path: Path, corpus: Path
+) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "broken.pdf")
+        with store.catalog.transaction() as con:  # edited by hand
+            con.execute("UPDATE jobs SET attempts = -3")
+        outcome = Worker(store, store.jobs()).run_once()
+        assert outcome is not None and (outcome.status, outcome.attempts) == (FAILED, 1)
+        assert store.jobs().counts()[RUNNING] == 0

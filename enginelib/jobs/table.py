@@ -117,9 +117,10 @@ NEXT_DUE = (
     "ORDER BY next_attempt_at, job_id LIMIT 1"
 )
 # The status test in the WHERE clause makes the claim a compare-and-set: of two claimers
-# only one sees its UPDATE return a row.
+# only one sees its UPDATE return a row. A negative count (a row edited by hand) starts again
+# from 0: the backoff of its failure raised "bug in enginelib" and left the job RUNNING.
 CLAIM = (
-    "UPDATE jobs SET status = 'RUNNING', attempts = attempts + 1, lease_owner = ?, "
+    "UPDATE jobs SET status = 'RUNNING', attempts = greatest(attempts, 0) + 1, lease_owner = ?, "
     "lease_until = ?, started_at = ?, updated_at = ? "
     "WHERE job_id = ? AND status IN ('PENDING', 'FAILED') RETURNING " + ", ".join(JOB_COLUMNS)
 )
