@@ -178,3 +178,23 @@ def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources:
         _, errors = forever.communicate(timeout=30)
     assert forever.returncode == 0, errors
     assert jobs_json(store, "--purge-done")["purged"] == 2
+
+
+def test_a_job_that_kills_every_worker_that_takes_it_ends_in_the_dlq(
+    tmp_path: Path, sources: Path
+) -> None:
+    """A file that kills its worker (here at the catalog commit, every time) was taken again
+    by each restarted worker for ever: attempt 6, 7, 8... of 5. The lost last attempt now
+    sends it to the DLQ, and the next worker does the other jobs."""
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))
+    for _ in range(5):
+        killed = cli("worker", str(store), env={"ENGINELIB_CRASH_AT": "before_catalog_commit"},
+                     check=False)
+        assert killed.returncode == -signal.SIGKILL
+    cli("ingest", "--store", str(store), "--queue", str(sources / "tyres.md"))
+    assert "job 2 DONE" in cli("worker", str(store)).stdout
+    jobs = {j["job_id"]: j for j in jobs_json(store)["jobs"]}
+    assert (jobs[1]["status"], jobs[1]["attempts"], jobs[2]["status"]) == ("DLQ", 5, "DONE")
+    assert "that was its last attempt" in jobs[1]["last_error"]
+    assert catalog_rows(store, "SELECT document_id FROM documents") == [("tyres.md",)]
