@@ -165,3 +165,16 @@ def test_jobs_names_the_inbox_files_the_worker_set_aside(tmp_path: Path) -> None
         "1 inbox file(s) set aside, their jobs not queued (the worker logged why; queue those "
         f"files again, then delete these): {bad}")
     assert json.loads(run("jobs", str(store), "--json")[1])["inbox_set_aside"] == [bad]
+
+
+def test_queue_into_a_held_store_whose_inbox_is_a_file_says_what_to_do(tmp_path: Path) -> None:
+    from tests.helpers import open_test_store
+
+    (source := tmp_path / "brakes.md").write_text(paragraphs(2), encoding="utf-8")
+    with open_test_store(tmp_path / "store") as holder:
+        (inbox_file := holder.path / "jobs-inbox").write_text("x", encoding="utf-8")
+        code, out = run("ingest", "--store", str(holder.path), "--queue", str(source))
+        assert code == 2 and out == (
+            f"Error: {inbox_file} is a file where enginelib keeps the jobs queued while another "
+            "process writes the store: move it away (it is none of the store's) and queue "
+            "again\n")

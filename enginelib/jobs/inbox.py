@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import layout
 from ..durable import write_atomic
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StoreError
 from ..validation import check_new_document_id, check_text
 from .queue import NewJob
 
@@ -42,7 +42,13 @@ _log = logging.getLogger("enginelib.jobs")
 def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
     payload = [{"source": j.source, "document_id": j.document_id, "options": j.options,
                 "kind": j.kind} for j in jobs]
-    path = store_path / INBOX_DIR / f"{uuid.uuid4().hex}.json"
+    folder = store_path / INBOX_DIR
+    if folder.exists() and not folder.is_dir():  # was a bare "File exists (...)"
+        raise StoreError(
+            f"{folder} is a file where enginelib keeps the jobs queued while another process "
+            "writes the store: move it away (it is none of the store's) and queue again",
+            path=folder)
+    path = folder / f"{uuid.uuid4().hex}.json"
     write_atomic(path, json.dumps(payload, default=str).encode("utf-8"))
     return path
 
