@@ -658,3 +658,24 @@ def test_a_job_row_with_a_negative_attempt_count_fails_as_its_first_attempt(
         outcome = Worker(store, store.jobs()).run_once()
         assert outcome is not None and (outcome.status, outcome.attempts) == (FAILED, 1)
         assert store.jobs().counts()[RUNNING] == 0
+
+
+def test_only_a_file_in_the_stores_uploads_is_deleted_when_its_upload_job_is_done(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """An upload's file is removed once its job is DONE. An inbox entry (or any job) of kind
+    upload naming a file elsewhere had the worker delete that file, and its folder."""
+    import json
+
+    victim = corpus / "tyres.txt"
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        folder.mkdir(parents=True)
+        (folder / "x.json").write_text(json.dumps([{
+            "source": str(victim), "document_id": "tyres.txt", "options": {}, "kind": "upload"}]),
+            encoding="utf-8")
+        assert Worker(store, store.jobs()).run_until_idle() == []  # never queued
+        assert "'upload'" in (folder / "x.bad").read_text(encoding="utf-8")
+        store.jobs().enqueue([NewJob(str(victim), "tyres.txt", {}, kind="upload")])
+        assert [o.status for o in Worker(store, store.jobs()).run_until_idle()] == [DONE]
+        assert victim.is_file()

@@ -13,6 +13,7 @@ A store is one folder::
                           (enginelib/chunk_texts.py, enginelib/view_cache.py)
     querylog/             readers' pending query-log lines
     jobs-inbox/           jobs queued by processes that do not hold the writer lock
+    uploads/<id>/<name>   a file uploaded to `serve`, until its job is done
     snapshots/            settings.json, then one folder per snapshot (below)
 
     snapshots/<name>/manifest.json, snapshot.json, tables/<table>.parquet, indexes/...
@@ -41,6 +42,7 @@ TEXT_DIR = "text"
 INDEX_KINDS: tuple[str, ...] = (VECTOR_DIR, TEXT_DIR)
 QUERYLOG_DIR = "querylog"
 INBOX_DIR = "jobs-inbox"
+UPLOADS_DIR = "uploads"
 
 SNAPSHOTS_DIR = "snapshots"
 SNAPSHOT_SETTINGS_NAME = "settings.json"

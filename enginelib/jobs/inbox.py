@@ -34,7 +34,9 @@ INBOX_DIR = layout.INBOX_DIR
 # `drop` writes one entry per file queued, ~300 bytes each: this is ~200,000 files. A bigger
 # file was read whole into memory by every poll.
 MAX_INBOX_FILE_BYTES = 64 * 1024 * 1024
-KINDS = ("file", "upload")
+# Only `drop` writes here, and only file jobs: an upload job's file is deleted once it is
+# done, so an inbox entry of that kind deleted whatever file it named.
+KINDS = ("file",)
 
 _log = logging.getLogger("enginelib.jobs")
 

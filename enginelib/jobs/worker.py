@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
+from ..core import layout
 from ..errors import EngineError, InvalidInputError
 from ..validation import check_float, check_new_document_id
 from . import inbox
@@ -128,7 +129,7 @@ class Worker:
         self.queue.complete(job, self.owner, documents)
         self.store.catalog.release()
         if job["kind"] == UPLOAD:
-            discard_upload(Path(job["source"]))
+            discard_upload(self.store.path, Path(job["source"]))
         return JobOutcome(job["job_id"], job["source"], t.DONE, job["attempts"])
 
     def _hand_back(self) -> None:
@@ -210,11 +211,19 @@ class Worker:
 UPLOAD = "upload"
 
 
-def discard_upload(source: Path) -> None:
+def discard_upload(store_path: Path, source: Path) -> None:
     """Remove an upload's file and its own folder once its job is DONE: its text is in the
     catalog now (versions, reindex and snapshots read it there). Kept, every upload stayed
     on disk for good: a deleted document's file too, and every replaced version's. A kill
-    before this leaves the folder to serve's next start (``sweep_uploads``)."""
+    before this leaves the folder to serve's next start (``sweep_uploads``).
+
+    Only a file in a folder of the store's uploads is removed: a job row or an inbox entry
+    that named any other file as an upload had the worker delete it."""
+    uploads = (store_path / layout.UPLOADS_DIR).resolve()
+    if source.resolve().parent.parent != uploads:
+        _log.warning("enginelib worker: %s is not in %s: an upload job's file is kept there",
+                     source, uploads)
+        return
     try:
         source.unlink(missing_ok=True)
         source.parent.rmdir()

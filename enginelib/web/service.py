@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core import layout
 from ..documents import LIST_FILTERS
 from ..edge import os_error
 from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError, SnapshotError
@@ -41,7 +42,7 @@ from ..store import Store
 from ..validation import check_float, check_int, check_text
 from .claims import claim_map
 
-UPLOAD_DIR = "uploads"
+UPLOAD_DIR = layout.UPLOADS_DIR
 RELEASE_AFTER_S = 2.0
 DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
