@@ -281,3 +281,18 @@ def test_a_job_row_whose_options_are_not_an_object_is_listed_and_fails_with_the_
         assert answer.status_code == 200
         assert [(r["document_id"], r["status"], r["truth_level"]) for r in answer.json()] == [
             ("brakes.md", DLQ, None)]
+
+
+def test_the_upload_sweep_at_start_removes_only_folders_an_upload_made(store_path: Path,
+                                                                       tmp_path: Path) -> None:
+    """uploads/ linked to a folder of other things (a bigger disk): serve's start removed
+    every folder there that no job named."""
+    elsewhere = tmp_path / "big-disk"
+    (elsewhere / "photos").mkdir(parents=True)
+    (elsewhere / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
+    (elsewhere / "0123456789ab").mkdir()  # what an upload left: swept
+    (store_path / "uploads").symlink_to(elsewhere, target_is_directory=True)
+    with make_client(store_path):
+        pass
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["photos"]
+    assert (elsewhere / "photos" / "cat.jpg").is_file()

@@ -12,6 +12,7 @@ search in another process gets its turn.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 import time
@@ -43,6 +44,9 @@ from ..validation import check_float, check_int, check_text
 from .claims import claim_map
 
 UPLOAD_DIR = layout.UPLOADS_DIR
+# Each upload gets a folder of this many hex digits; the sweep at start removes no other.
+UPLOAD_FOLDER_CHARS = 12
+_UPLOAD_FOLDER = re.compile(f"[0-9a-f]{{{UPLOAD_FOLDER_CHARS}}}")
 RELEASE_AFTER_S = 2.0
 DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
@@ -219,7 +223,7 @@ class Service:
         if not data.strip():  # the worker's job would fail on every attempt, into the DLQ
             raise InvalidInputError(f"upload {name!r} is empty: there is no text to index")
         IngestOptions.build(**dict(options))
-        folder = (self.store.path / UPLOAD_DIR / uuid.uuid4().hex[:12]).resolve()
+        folder = (self.store.path / UPLOAD_DIR / uuid.uuid4().hex[:UPLOAD_FOLDER_CHARS]).resolve()
         target = folder / name
         # The name was checked to be plain; this makes sure the file stays in the store.
         if self.store.path.resolve() not in target.parents:
@@ -382,7 +386,9 @@ def sweep_uploads(folder: Path, in_use: set[str]) -> None:
     except OSError:  # no uploads yet, or a folder we cannot list: nothing to sweep
         return
     for entry in entries:
-        if not entry.is_dir() or entry.is_symlink():
+        # Only folders an upload made: with uploads/ a link to a folder of other things (a
+        # bigger disk), the sweep removed every folder there that no job named.
+        if not _UPLOAD_FOLDER.fullmatch(entry.name) or not entry.is_dir() or entry.is_symlink():
             continue
         try:
             files = [str(f.resolve()) for f in entry.iterdir()]
