@@ -679,3 +679,26 @@ def test_only_a_file_in_the_stores_uploads_is_deleted_when_its_upload_job_is_don
         store.jobs().enqueue([NewJob(str(victim), "tyres.txt", {}, kind="upload")])
         assert [o.status for o in Worker(store, store.jobs()).run_until_idle()] == [DONE]
         assert victim.is_file()
+
+
+def test_an_inbox_file_whose_refused_entries_cannot_be_kept_is_queued_once(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk refusing the *.bad left the inbox file in place after its good jobs were
+    queued: every pass queued them again."""
+    import errno
+    import json
+
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    good = {"source": str(corpus / "tyres.txt"), "document_id": "tyres.txt", "options": {}}
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        folder.mkdir(parents=True)
+        (folder / "mixed.json").write_text(json.dumps([good, {"source": 5}]), encoding="utf-8")
+        monkeypatch.setattr(inbox, "write_atomic", full)
+        queue = store.jobs()
+        assert inbox.import_into(store.path, queue) == 1
+        assert inbox.import_into(store.path, queue) == 0
+        assert len(queue.jobs()) == 1 and not list(folder.iterdir())

@@ -136,9 +136,12 @@ def import_into(store_path: Path, queue: JobQueue) -> int:
             continue
         jobs, refused = _sort_entries(entries)
         queue.enqueue(jobs)  # a failure here is the catalog's: the file stays for the next pass
-        if refused:
-            _set_aside(path, f"{len(refused)} of its {len(entries)} entries refused", refused)
-        else:
+        try:
+            if refused:
+                _keep_refused(path, refused, len(entries))
+        finally:
+            # Its jobs are queued: left (a full disk refusing the *.bad), the file was queued
+            # again at every pass, a duplicate of each job each time.
             path.unlink()
         imported += len(jobs)
     return imported
@@ -155,19 +158,33 @@ def _sort_entries(entries: list[Any]) -> tuple[list[NewJob], list[dict[str, Any]
     return jobs, refused
 
 
-def _set_aside(path: Path, reason: str, refused: list[dict[str, Any]] | None = None) -> None:
-    """Keep what could not be queued for a person to look at, under a name the inbox does not
-    read again: the whole file as ``*.bad``, or (``refused``) just its refused entries with
-    their reasons. A failure to set it aside is logged, never raised: the pass goes on."""
+def _bad_name(path: Path) -> Path:
+    """Where to keep what could not be queued: a name the inbox does not read again."""
     bad = path.with_suffix(".bad")
     if bad.exists() or bad.is_symlink():  # an earlier file's, or a folder: keep both
         bad = path.with_name(f"{path.stem}.{uuid.uuid4().hex[:8]}.bad")
+    return bad
+
+
+def _set_aside(path: Path, reason: str) -> None:
+    """Rename a file that could not be read as jobs for a person to look at. A failure is
+    logged, never raised: the pass goes on (and meets the file again next time)."""
+    bad = _bad_name(path)
     _log.warning("enginelib worker: inbox file %s set aside as %s: %s", path, bad.name, reason)
     try:
-        if refused is None:
-            path.rename(bad)
-            return
-        write_atomic(bad, json.dumps(refused, default=str, ensure_ascii=True).encode("utf-8"))
-        path.unlink()
-    except OSError as exc:  # a read-only inbox: read again, and refused again, next pass
+        path.rename(bad)
+    except OSError as exc:
         _log.warning("enginelib worker: could not set aside %s: %s", path, exc)
+
+
+def _keep_refused(path: Path, refused: list[dict[str, Any]], total: int) -> None:
+    """Write the refused entries of ``path``, with their reasons, beside it as ``*.bad``; the
+    log has them too, in case that write fails."""
+    bad = _bad_name(path)
+    text = json.dumps(refused, default=str, ensure_ascii=True)
+    _log.warning("enginelib worker: %d of the %d entries of inbox file %s refused, kept as %s: "
+                 "%s", len(refused), total, path, bad.name, text[:2000])
+    try:
+        write_atomic(bad, text.encode("utf-8"))
+    except OSError as exc:
+        _log.warning("enginelib worker: could not write %s: %s", bad, exc)
