@@ -702,3 +702,15 @@ def test_an_inbox_file_whose_refused_entries_cannot_be_kept_is_queued_once(
         assert inbox.import_into(store.path, queue) == 1
         assert inbox.import_into(store.path, queue) == 0
         assert len(queue.jobs()) == 1 and not list(folder.iterdir())
+
+
+def test_the_job_list_takes_a_set_of_statuses_and_an_empty_one_lists_none(
+    tmp_path: Path, corpus: Path
+) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt", corpus / "guides" / "brakes.md")
+        queue = store.jobs()
+        assert len(queue.jobs(statuses=[PENDING, DLQ])) == 2
+        assert queue.jobs(statuses=[]) == [] and queue.jobs(statuses=[DONE]) == []
+        with pytest.raises(InvalidInputError, match="'LOST'"):
+            queue.jobs(statuses=[PENDING, "LOST"])

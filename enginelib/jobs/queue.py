@@ -179,7 +179,8 @@ class JobQueue:
         offset = check_int("offset", offset, minimum=0, maximum=MAX_LIST_OFFSET)
         if not self._exists():
             return []
-        rows = t.list_jobs(self.catalog.con, [list(wanted or t.STATUSES), limit, offset])
+        rows = t.list_jobs(self.catalog.con, [list(t.STATUSES if wanted is None else wanted),
+                                              limit, offset])
         jobs = [t.job_row(r) for r in rows]
         for job in jobs:
             job["options"] = json.loads(job["options"])
