@@ -416,6 +416,20 @@ def test_a_pipe_is_never_queued_and_a_file_turned_pipe_fails_its_job(tmp_path: P
         assert "not a regular file" in (store.jobs().jobs()[0]["last_error"] or "")
 
 
+def test_a_queued_file_that_became_a_folder_fails_saying_to_queue_the_folder(
+        tmp_path: Path, corpus: Path) -> None:
+    # the job failed with load_file's advice for Python callers ("use iter_load()")
+    swapped = corpus / "tyres.txt"
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(swapped)
+        swapped.unlink()
+        swapped.mkdir()
+        outcomes = Worker(store, store.jobs()).run_until_idle()
+        assert [o.status for o in outcomes] == [FAILED]
+        error = store.jobs().jobs()[0]["last_error"] or ""
+        assert "is a folder now" in error and "ingest --queue" in error and "iter_load" not in error
+
+
 def test_files_no_loader_reads_are_not_queued(tmp_path: Path, corpus: Path) -> None:
     """A logo or a .json beside the documents became a job that could never succeed: it
     failed five times over hours of backoff into the DLQ, where a direct ingest of the same

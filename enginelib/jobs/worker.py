@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import faults
 from ..core import layout
 from ..errors import EngineError, InvalidInputError
+from ..text import shell_word
 from ..validation import check_float, check_new_document_id
 from . import inbox
 from . import table as t
@@ -201,6 +202,11 @@ class Worker:
                 f"job {job['job_id']}: its options in the catalog are {str(options)[:60]!r}, not "
                 "an object (the jobs table was edited by hand): queue its file again with "
                 "`enginelib ingest --queue`")
+        if Path(job["source"]).is_dir():
+            # load_file's own advice (iter_load, ingest_path) speaks to Python callers
+            raise InvalidInputError(
+                f"{job['source']} was a file when queued and is a folder now: queue the folder "
+                f"itself (`enginelib ingest --queue {shell_word(job['source'])}`)")
         documents = load_file(job["source"], doc_id=job["document_id"])
         report = self.store.ingest_documents(documents, **options)
         if report.skipped:
