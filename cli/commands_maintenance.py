@@ -109,3 +109,7 @@ def _print_report(report: maintenance.IntegrityReport, as_json: bool, ok_line: s
     else:
         for problem in report.problems:
             click.echo(f"problem: {printable(problem)}")
+    older = report.facts.get("snapshots_not_checksummed")
+    if older and not as_json:
+        click.echo(f"note: snapshot(s) {', '.join(printable(n) for n in older)} were taken before "
+                   f"per-file checksums: their index files are not checksummed")

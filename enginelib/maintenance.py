@@ -61,7 +61,8 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
-from .snapshots import OPTIONAL_TABLES, damage
+from .snapshot_files import read_info
+from .snapshots import OPTIONAL_TABLES, checksummed, damage, index_damage
 from .text import shell_word
 
 StoreLike = StoreCore | str | Path
@@ -195,7 +196,7 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
     problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()
     if with_snapshots:
-        problems += _snapshot_problems(root)
+        problems += _snapshot_problems(root, facts)
     return IntegrityReport(str(root), tuple(problems), facts)
 
 
@@ -266,7 +267,7 @@ def _catalog_problems(catalog: Catalog) -> list[str]:
     return out
 
 
-def _snapshot_problems(root: Path) -> list[str]:
+def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
     base = layout.snapshots_root(root)
     live = mf.read_manifest(root)
     if not base.exists() or live is None:
@@ -274,27 +275,42 @@ def _snapshot_problems(root: Path) -> list[str]:
     out = []
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
         try:
-            info = json.loads((folder / layout.SNAPSHOT_INFO_NAME).read_text(encoding="utf-8"))
+            info = read_info(folder)
             stamps = _snapshot_stamps(folder, live)
         except (OSError, ValueError) as exc:
             out.append(f"snapshot {folder.name!r} is unreadable ({exc}): delete it")
             continue
-        # An older snapshot without a table added since still loads and restores: not a problem.
-        missing = [t for t in layout.SNAPSHOT_TABLES if t not in OPTIONAL_TABLES
-                   and not layout.snapshot_table(folder, t).is_file()]
-        if missing or not (folder / mf.MANIFEST_NAME).is_file():
-            out.append(f"snapshot {folder.name!r} lacks {missing or ['manifest.json']}: delete it")
-        elif (problem := _snapshot_manifest_problem(folder)) is not None:
-            out.append(f"snapshot {folder.name!r} {problem}: delete it")
-        elif (problem := damage(folder)) is not None:
-            out.append(f"snapshot {folder.name!r} is damaged: {problem}: delete it")
-        problems = _verify_files(TEXT_FILES[live.text_backend],
-                                 layout.text_folder(layout.index_root(folder)))
-        if problems:
-            out.append(f"snapshot {folder.name!r} text index: {problems[0]}: delete it")
+        out += _snapshot_file_problems(folder, live)
+        if not checksummed(folder):
+            facts.setdefault("snapshots_not_checksummed", []).append(folder.name)
         if set(stamps) != {"vectors", "text"} or set(stamps.values()) != {info.get("generation")}:
             out.append(f"snapshot {folder.name!r} index stamps {stamps} do not match its "
                        f"generation {info.get('generation')}: delete it")
+    return out
+
+
+def _snapshot_file_problems(folder: Path, live: mf.Manifest) -> list[str]:
+    """A snapshot's tables and manifest (it cannot be used without them), then its index
+    files (derived: an open rebuilds them from the tables)."""
+    name, out = folder.name, []
+    # An older snapshot without a table added since still loads and restores: not a problem.
+    missing = [t for t in layout.SNAPSHOT_TABLES if t not in OPTIONAL_TABLES
+               and not layout.snapshot_table(folder, t).is_file()]
+    if missing or not (folder / mf.MANIFEST_NAME).is_file():
+        out.append(f"snapshot {name!r} lacks {missing or ['manifest.json']}: delete it")
+    elif (problem := _snapshot_manifest_problem(folder)) is not None:
+        out.append(f"snapshot {name!r} {problem}: delete it")
+    elif (problem := damage(folder)) is not None:
+        out.append(f"snapshot {name!r} is damaged: {problem}: delete it")
+    untrusted = index_damage(folder)
+    out += [f"snapshot {name!r} {problem.index_name}: {problem}: opening the snapshot rebuilds it "
+            f"from its tables (answers stay right, opening is slower); delete it to clear this"
+            for problem in untrusted.values()]
+    if layout.TEXT_DIR not in untrusted:  # Tantivy's own footers, for older snapshots too
+        problems = _verify_files(TEXT_FILES[live.text_backend],
+                                 layout.text_folder(layout.index_root(folder)))
+        if problems:
+            out.append(f"snapshot {name!r} text index: {problems[0]}: delete it")
     return out
 
 

@@ -4,7 +4,8 @@ On disk, inside the store folder (only relative paths, so a copied folder still 
 
     snapshots/settings.json            {"keep": 3, "pinned": [...]}  retention and pins
     snapshots/<name>/manifest.json     the store's manifest at the snapshot's generation
-    snapshots/<name>/snapshot.json     name, creation time, generation, counts
+    snapshots/<name>/snapshot.json     name, creation time, generation, counts, a sum of
+                                       every other file (snapshot_files.py)
     snapshots/<name>/tables/*.parquet  the catalog tables a search or a restore needs
     snapshots/<name>/indexes/          copy of indexes/, stamped with the same generation
 
@@ -21,6 +22,7 @@ import os
 import re
 import secrets
 import shutil
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -31,6 +33,7 @@ from typing import Any
 from . import catalog_snapshots as cs
 from . import faults
 from . import manifest as mf
+from . import snapshot_files as sf
 from .catalog import Catalog
 from .catalog_rescue import replace_damaged_catalog
 from .core import layout
@@ -143,9 +146,50 @@ def _folder(root: Path, name: str) -> Path:
 
 
 def damage(folder: Path) -> str | None:
-    """What makes a snapshot's tables unusable (a file missing, not Parquet, or not the
-    bytes it was written with), or None."""
+    """What makes a snapshot unusable (its snapshot.json unreadable, a table missing, not
+    Parquet, or a table or its manifest not the bytes it was written with), or None. Its
+    index files are derived from the tables: see ``index_damage``."""
+    try:
+        info = sf.read_info(folder)
+    except OSError as exc:
+        return f"{INFO_NAME} cannot be read ({exc.strerror})"
+    except ValueError as exc:
+        return str(exc)
     # the plainer reason first: a file missing or cut short fails its checksum too
+    problem = _unreadable_table(folder)
+    if problem is not None:
+        return problem
+    sums = sf.recorded_sums(info)
+    if sums is None:
+        return _table_crc_problem(folder, info)
+    found = sf.problems(folder, sums, indexes=False)
+    return str(found[0]) if found else None
+
+
+def index_damage(folder: Path) -> dict[str, sf.FileProblem]:
+    """Index kind -> the first of its files that is not the one the snapshot wrote. Empty
+    for a snapshot written before the per-file sums (its index files are not checksummed)
+    or whose snapshot.json cannot be read (``damage`` says so)."""
+    try:
+        sums = sf.recorded_sums(sf.read_info(folder))
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, sf.FileProblem] = {}
+    for problem in sf.problems(folder, sums or {}, indexes=True):
+        out.setdefault(str(problem.index_kind), problem)
+    return out
+
+
+def checksummed(folder: Path) -> bool:
+    """Whether the snapshot recorded a sum of every file it holds (those written before
+    did so for their tables only)."""
+    try:
+        return sf.recorded_sums(sf.read_info(folder)) is not None
+    except (OSError, ValueError):
+        return False
+
+
+def _unreadable_table(folder: Path) -> str | None:
     catalog = Catalog.in_memory(1)
     try:
         for table in TABLES:
@@ -158,9 +202,14 @@ def damage(folder: Path) -> str | None:
                 return f"{TABLES_DIR}/{path.name} is not a readable Parquet file (cut short or overwritten)"
     finally:
         catalog.close()
-    recorded = _table_checksums(folder)
-    for file_name, crc in recorded.items():
-        path = folder / TABLES_DIR / file_name
+    return None
+
+
+def _table_crc_problem(folder: Path, info: dict[str, Any]) -> str | None:
+    """A snapshot written before the per-file sums: its tables' CRC-32s, if it has them."""
+    recorded = info.get("table_crc32")
+    for file_name, crc in (recorded.items() if isinstance(recorded, dict) else ()):
+        path = folder / TABLES_DIR / str(file_name)
         try:
             if path.is_file() and file_crc32(path) != crc:
                 # A flipped byte, or another snapshot's table: Parquet reads it, and the
@@ -169,18 +218,6 @@ def damage(folder: Path) -> str | None:
         except OSError as exc:
             return f"{TABLES_DIR}/{file_name} cannot be read ({exc.strerror})"
     return None
-
-
-def _table_checksums(folder: Path) -> dict[str, int]:
-    """The CRC-32 of each table file as snapshot.json records it (none before they were)."""
-    try:
-        data = json.loads((folder / INFO_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    recorded = data.get("table_crc32") if isinstance(data, dict) else None
-    if not isinstance(recorded, dict):
-        return {}
-    return {str(k): v for k, v in recorded.items() if isinstance(v, int)}
 
 
 def _sound(root: Path, name: str) -> Path:
@@ -270,7 +307,7 @@ def _writable_store(target: StoreLike) -> Iterator[StoreCore]:
 
 
 def _info(folder: Path, pinned: set[str]) -> SnapshotInfo:
-    data = json.loads((folder / INFO_NAME).read_text(encoding="utf-8"))
+    data = sf.read_info(folder)
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     known = set(SnapshotInfo.__dataclass_fields__) - {"pinned", "size_bytes"}
     return SnapshotInfo(**{k: data[k] for k in known}, pinned=folder.name in pinned, size_bytes=size)
@@ -373,9 +410,12 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
         embedding_dim=manifest.embedding_dim, chunking_hash=manifest.chunking_hash,
     )
     data = {k: v for k, v in info.to_dict().items() if k not in ("pinned", "size_bytes")}
+    # table_crc32 for releases that predate file_sum64 (a snapshot folder copied to one)
     data.update(format=FORMAT_VERSION, tables=list(TABLES),
-                table_crc32={p.name: file_crc32(p) for p in sorted(tables.iterdir()) if p.is_file()})
-    (tmp / INFO_NAME).write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+                table_crc32={p.name: file_crc32(p) for p in sorted(tables.iterdir()) if p.is_file()},
+                file_sum64=sf.record(tmp))
+    (tmp / INFO_NAME).write_text(json.dumps(sf.seal(data), indent=2, sort_keys=True),
+                                 encoding="utf-8")
     for path in tmp.rglob("*"):
         if path.is_file():
             fsync_file(path)
@@ -459,14 +499,22 @@ def snapshot_folder(root: Path, name: str) -> Path:
     return _sound(root, name)
 
 
+def untrusted_indexes(folder: Path) -> frozenset[str]:
+    """The index kinds of snapshot ``folder`` whose files are not those it wrote, each named in
+    a RuntimeWarning: an open rebuilds them in memory from the snapshot's verified tables."""
+    found = index_damage(folder)
+    for problem in found.values():
+        warnings.warn(
+            f"enginelib: snapshot {folder.name!r}: {problem}: its {problem.index_name} is rebuilt from "
+            f"the snapshot's tables at each open (answers stay right, opening takes longer); "
+            f"`enginelib check --store {shell_word(folder.parent.parent)}` lists such files",
+            RuntimeWarning, stacklevel=3)
+    return frozenset(found)
+
+
 def load_catalog(folder: Path, dim: int) -> Catalog:
-    """An in-memory catalog holding a snapshot's tables."""
-    problem = damage(folder)
-    if problem is not None:
-        raise SnapshotError(
-            f"snapshot {folder.name!r} is damaged: {problem}: delete it (`enginelib snapshot "
-            f"delete {folder.name} --store {shell_word(folder.parent.parent)}`) and use another "
-            f"snapshot", path=folder)
+    """An in-memory catalog holding the tables of ``folder``, as ``snapshot_folder`` returned
+    it (its files checked: they are read once per open, not twice)."""
     catalog = Catalog.in_memory(dim)
     try:
         with catalog.transaction():
@@ -591,5 +639,5 @@ __all__ = [
     "DEFAULT_KEEP", "LIVE", "SNAPSHOT_STEPS", "DocumentChange", "RestoreReport", "SnapshotDiff",
     "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
     "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
-    "restore_snapshot", "retention", "set_retention", "snapshot_folder",
+    "restore_snapshot", "retention", "set_retention", "snapshot_folder", "untrusted_indexes",
 ]

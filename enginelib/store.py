@@ -377,7 +377,7 @@ def open_snapshot(
     results are the ones it gave when taken, whatever the live store did since. Options
     meant for the live store (read_only, create, lock_timeout, chunking) do not apply.
     """
-    from .snapshots import load_catalog, snapshot_folder
+    from .snapshots import load_catalog, snapshot_folder, untrusted_indexes
 
     root = Path(path)
     if mf.read_manifest(root) is None:
@@ -406,9 +406,11 @@ def open_snapshot(
             f"({embedder.dim} dims): open it with embedder= that model",
             path=folder,
         )
+    untrusted = untrusted_indexes(folder)
     catalog = load_catalog(folder, manifest.embedding_dim)
     return Store(root, manifest=manifest, catalog=catalog, embedder=embedder, read_only=True,
-                 lock=None, index_root=layout.index_root(folder), snapshot=name)
+                 lock=None, index_root=layout.index_root(folder), snapshot=name,
+                 untrusted_indexes=untrusted)
 
 
 def _disk_usage(path: Path) -> int:

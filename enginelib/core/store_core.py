@@ -73,6 +73,7 @@ class StoreCore:
         index_root: Path,
         snapshot: str | None = None,
         index_overrides: dict[str, dict[str, Any]] | None = None,
+        untrusted_indexes: frozenset[str] = frozenset(),
     ) -> None:
         self.path = path
         self.manifest = manifest
@@ -83,6 +84,9 @@ class StoreCore:
         self._lock = lock
         self._index_root = index_root
         self._index_overrides = index_overrides or {}
+        # Index kinds whose files failed their snapshot's checksums: read from an empty
+        # folder, so the catalog (the snapshot's verified tables) rebuilds them in memory.
+        self._untrusted = untrusted_indexes
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self.response_cache = ResponseCache()
@@ -348,7 +352,7 @@ class StoreCore:
 
     def _open_indexes(self) -> tuple[VectorIndex, TextIndex]:
         vector = VECTOR_BACKENDS[self.manifest.vector_backend](
-            layout.vector_folder(self._index_root), self.manifest.embedding_dim,
+            self._index_folder(layout.VECTOR_DIR), self.manifest.embedding_dim,
             **self._index_options("vector"),
         )
         allow_spill = getattr(vector, "allow_spill", None)
@@ -357,15 +361,23 @@ class StoreCore:
         # A reader never rewrites the shared text index, even one of an older format.
         readonly = {"read_only": True} if self.read_only else {}
         text = TEXT_BACKENDS[self.manifest.text_backend](
-            layout.text_folder(self._index_root), **self._index_options("text"), **readonly
+            self._index_folder(layout.TEXT_DIR), **self._index_options("text"), **readonly
         )
         return vector, text
 
-    def _scratch_text_index(self) -> TextIndex:
-        """A private text index for a reader whose shared one lags: never write shared files."""
+    def _index_folder(self, kind: str) -> Path:
+        if kind in self._untrusted:
+            return self._scratch_folder() / "untrusted" / kind  # never created: nothing to load
+        return self._index_root / kind
+
+    def _scratch_folder(self) -> Path:
         if self._scratch is None:
             self._scratch = tempfile.TemporaryDirectory(prefix="enginelib-text-")
-        folder = Path(self._scratch.name) / f"text-{self._generation}"
+        return Path(self._scratch.name)
+
+    def _scratch_text_index(self) -> TextIndex:
+        """A private text index for a reader whose shared one lags: never write shared files."""
+        folder = self._scratch_folder() / f"text-{self._generation}"
         return TEXT_BACKENDS[self.manifest.text_backend](folder, **self._index_options("text"))
 
     def _swap_view(self, view: ChunkView) -> None:
