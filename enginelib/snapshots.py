@@ -126,11 +126,12 @@ def snapshots_dir(target: StoreLike) -> Path:
 
 
 def validate_name(name: str) -> str:
-    # Names become folder names: no separators, no dot-prefixed (temporary) names.
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name == LIVE:
+    # Names become folder names: no separators, no dot-prefixed (temporary) names, and not
+    # the retention file beside them (a snapshot folder there wedged every later command).
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (LIVE, SETTINGS_NAME):
         raise InvalidInputError(
             f"snapshot name {name!r} is not allowed: use letters, digits, '.', '_' or '-' "
-            f"(up to 100, not starting with '.' or '-', and not {LIVE!r})"
+            f"(up to 100, not starting with '.' or '-', and not {LIVE!r} or {SETTINGS_NAME!r})"
         )
     return name
 

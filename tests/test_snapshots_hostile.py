@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib import HashingEmbedder, Store
 from enginelib.cli.main import main
-from enginelib.errors import SnapshotError
+from enginelib.errors import InvalidInputError, SnapshotError
 from tests.helpers import doc, open_test_store, paragraphs
 
 
@@ -145,3 +145,21 @@ def test_check_accepts_a_snapshot_older_than_the_acronyms_table(store: Store) ->
     assert store.check().ok, store.check().problems
     assert store.restore_snapshot("old").documents == 2
     assert store.check().ok
+
+
+def test_a_snapshot_cannot_take_the_name_of_the_retention_file(tmp_path: Path) -> None:
+    # as the first snapshot, "settings.json" became a folder where the retention setting is
+    # written: the create failed with a bare IsADirectoryError and every later snapshot
+    # command failed ("cannot read .../settings.json") while check called the store healthy
+    store = open_test_store(tmp_path / "s")
+    try:
+        store.ingest_documents([doc("a", paragraphs(2, "brakes"))])
+        with pytest.raises(InvalidInputError, match="settings.json"):
+            store.create_snapshot("settings.json")
+        assert store.create_snapshot("next").name == "next"
+        assert [s.name for s in store.list_snapshots()] == ["next"]
+    finally:
+        store.close()
+    result = CliRunner().invoke(main, ["snapshot", "create", "settings.json", "--store",
+                                       str(tmp_path / "s")])
+    assert result.exit_code == 2 and "is not allowed" in result.output, result.output
