@@ -146,6 +146,24 @@ def _folder(root: Path, name: str) -> Path:
     return folder
 
 
+def _leftover(root: Path, name: str) -> Path | None:
+    """The folder of ``name`` when it is there without a readable snapshot.json (a copy cut
+    short, a snapshot.json lost): no command could use it, and it held its name for good."""
+    folder = root / SNAPSHOTS_DIR / validate_name(name)
+    if not os.path.lexists(folder) or (folder / INFO_NAME).is_file():
+        return None
+    return folder
+
+
+def _name_taken(root: Path, name: str) -> SnapshotError:
+    folder = root / SNAPSHOTS_DIR / name
+    if _leftover(root, name) is None:
+        return SnapshotError(f"snapshot {name!r} already exists in {root}", path=folder)
+    return SnapshotError(
+        f"{folder} is in the way: it is not a usable snapshot (no readable {INFO_NAME}); "
+        f"`enginelib snapshot delete {name} --store {shell_word(root)}` removes it", path=folder)
+
+
 def damage(folder: Path) -> str | None:
     """What makes a snapshot unusable (its snapshot.json unreadable, a table missing, not
     Parquet, or a table or its manifest not the bytes it was written with), or None. Its
@@ -365,7 +383,7 @@ def create_snapshot(
         _remove_leftovers(base)
         name = validate_name(name) if name is not None else next_name(root)
         if (base / name).exists():
-            raise SnapshotError(f"snapshot {name!r} already exists in {root}", path=base / name)
+            raise _name_taken(root, name)
         settings = _read_settings(root)  # a damaged setting stops us before anything is written
         tmp = base / f"{layout.SNAPSHOT_TMP_PREFIX}{name}-{secrets.token_hex(4)}"
         try:
@@ -439,7 +457,7 @@ def _remove_leftovers(base: Path) -> None:
 def delete_snapshot(target: StoreLike, name: str) -> None:
     """Delete a snapshot; a pinned one must be unpinned first."""
     with _writer(target) as root:
-        folder = _folder(root, name)
+        folder = _leftover(root, name) or _folder(root, name)
         settings = _read_settings(root)
         if name in settings["pinned"]:
             raise SnapshotError(
@@ -455,7 +473,10 @@ def _remove(folder: Path) -> None:
         f"{layout.SNAPSHOT_TRASH_PREFIX}{folder.name}-{secrets.token_hex(4)}")
     os.rename(folder, trash)
     fsync_dir(folder.parent)
-    shutil.rmtree(trash, ignore_errors=True)
+    if trash.is_dir() and not trash.is_symlink():
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        trash.unlink()
 
 
 def pin_snapshot(target: StoreLike, name: str, pinned: bool = True) -> SnapshotInfo:

@@ -163,3 +163,29 @@ def test_a_snapshot_cannot_take_the_name_of_the_retention_file(tmp_path: Path) -
     result = CliRunner().invoke(main, ["snapshot", "create", "settings.json", "--store",
                                        str(tmp_path / "s")])
     assert result.exit_code == 2 and "is not allowed" in result.output, result.output
+
+
+@pytest.mark.parametrize("how", ["missing", "folder"])
+def test_a_snapshot_folder_without_its_snapshot_json_can_be_deleted_and_its_name_reused(
+        store: Store, how: str) -> None:
+    # check said "delete it", but `snapshot delete` answered "no snapshot 'half'" and a new
+    # snapshot of that name "already exists": the name was lost for good
+    store.create_snapshot("half")
+    info = store.path / "snapshots" / "half" / "snapshot.json"
+    info.unlink()
+    if how == "folder":
+        info.mkdir()
+    assert any("'half'" in p and "delete it" in p for p in store.check().problems)
+    with pytest.raises(SnapshotError, match="snapshot delete half"):
+        store.create_snapshot("half")
+    path = store.path
+    store.close()
+
+    result = CliRunner().invoke(main, ["snapshot", "delete", "half", "--store", str(path)])
+    assert result.exit_code == 0, result.output
+    reopened = open_test_store(path)
+    try:
+        assert reopened.create_snapshot("half").documents == 2
+        assert reopened.check().ok
+    finally:
+        reopened.close()
