@@ -61,7 +61,7 @@ from .errors import (
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
-from .snapshot_files import read_info
+from .snapshot_files import FileProblem, read_info
 from .snapshots import OPTIONAL_TABLES, checksummed, damage, index_damage
 from .text import shell_word
 
@@ -276,20 +276,20 @@ def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
         try:
             info = read_info(folder)
-            stamps = _snapshot_stamps(folder, live)
         except (OSError, ValueError) as exc:
-            out.append(f"snapshot {folder.name!r} is unreadable ({exc}): delete it")
+            reason = f"cannot be read ({exc.strerror})" if isinstance(exc, OSError) else str(exc)
+            out.append(f"snapshot {folder.name!r} {layout.SNAPSHOT_INFO_NAME} {reason}: delete it")
             continue
-        out += _snapshot_file_problems(folder, live)
+        untrusted = index_damage(folder)
+        out += _snapshot_file_problems(folder, live, untrusted)
+        out += _snapshot_stamp_problems(folder, live, info.get("generation"), set(untrusted))
         if not checksummed(folder):
             facts.setdefault("snapshots_not_checksummed", []).append(folder.name)
-        if set(stamps) != {"vectors", "text"} or set(stamps.values()) != {info.get("generation")}:
-            out.append(f"snapshot {folder.name!r} index stamps {stamps} do not match its "
-                       f"generation {info.get('generation')}: delete it")
     return out
 
 
-def _snapshot_file_problems(folder: Path, live: mf.Manifest) -> list[str]:
+def _snapshot_file_problems(folder: Path, live: mf.Manifest,
+                            untrusted: dict[str, FileProblem]) -> list[str]:
     """A snapshot's tables and manifest (it cannot be used without them), then its index
     files (derived: an open rebuilds them from the tables)."""
     name, out = folder.name, []
@@ -302,7 +302,6 @@ def _snapshot_file_problems(folder: Path, live: mf.Manifest) -> list[str]:
         out.append(f"snapshot {name!r} {problem}: delete it")
     elif (problem := damage(folder)) is not None:
         out.append(f"snapshot {name!r} is damaged: {problem}: delete it")
-    untrusted = index_damage(folder)
     out += [f"snapshot {name!r} {problem.index_name}: {problem}: opening the snapshot rebuilds it "
             f"from its tables (answers stay right, opening is slower); delete it to clear this"
             for problem in untrusted.values()]
@@ -311,6 +310,31 @@ def _snapshot_file_problems(folder: Path, live: mf.Manifest) -> list[str]:
                                  layout.text_folder(layout.index_root(folder)))
         if problems:
             out.append(f"snapshot {name!r} text index: {problems[0]}: delete it")
+    return out
+
+
+def _snapshot_stamp_problems(folder: Path, live: mf.Manifest, generation: object,
+                             reported: set[str]) -> list[str]:
+    """Index stamps that cannot be read, or that name another generation than the snapshot's
+    (an open rebuilds such an index from the tables). Kinds in ``reported`` failed their
+    checksums: said already."""
+    indexes, out = layout.index_root(folder), []
+    for kind, files in ((layout.VECTOR_DIR, VECTOR_FILES[live.vector_backend]),
+                        (layout.TEXT_DIR, TEXT_FILES[live.text_backend])):
+        if kind in reported:
+            continue
+        try:
+            stamp = files.read_stamp(indexes / kind)
+        except (OSError, ValueError) as exc:
+            out.append(f"snapshot {folder.name!r} {kind} index: its stamp cannot be read "
+                       f"({exc}): delete it")
+            continue
+        if stamp is None:
+            out.append(f"snapshot {folder.name!r} {kind} index has no stamp: delete it")
+        elif stamp.get("generation") != generation:
+            out.append(f"snapshot {folder.name!r} {kind} index is stamped generation "
+                       f"{stamp.get('generation')}, the snapshot is generation {generation}: "
+                       f"delete it")
     return out
 
 
@@ -334,18 +358,6 @@ def _verify_files(files: Any, folder: Path) -> list[str]:
     """What a backend's own check of its files finds (the backends that have one)."""
     verify = getattr(files, "verify", None)
     return verify(folder) if verify is not None else []
-
-
-def _snapshot_stamps(folder: Path, live: mf.Manifest) -> dict[str, object]:
-    """Index kind -> the generation its stamp names, for the kinds a snapshot has stamps of
-    (its backends are the live store's: a snapshot copies the store's index folders)."""
-    indexes = layout.index_root(folder)
-    stamps = {
-        layout.VECTOR_DIR: VECTOR_FILES[live.vector_backend].read_stamp(
-            layout.vector_folder(indexes)),
-        layout.TEXT_DIR: TEXT_FILES[live.text_backend].read_stamp(layout.text_folder(indexes)),
-    }
-    return {kind: stamp.get("generation") for kind, stamp in stamps.items() if stamp is not None}
 
 
 # -- repair --------------------------------------------------------------------------------

@@ -63,7 +63,11 @@ def seal(info: dict[str, Any]) -> dict[str, Any]:
 def read_info(folder: Path) -> dict[str, Any]:
     """A snapshot's ``snapshot.json``; ValueError when it is not JSON, not an object or fails
     its own CRC-32, OSError when it cannot be read."""
-    data = json.loads((folder / SNAPSHOT_INFO_NAME).read_text(encoding="utf-8"))
+    text = (folder / SNAPSHOT_INFO_NAME).read_bytes()
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # also bytes that are not UTF-8
+        raise ValueError(f"{SNAPSHOT_INFO_NAME} is not JSON (cut short or overwritten)") from exc
     if not isinstance(data, dict):
         raise ValueError(f"{SNAPSHOT_INFO_NAME} does not hold a JSON object")
     recorded = data.get(INFO_CRC_KEY)

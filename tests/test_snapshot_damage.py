@@ -79,3 +79,20 @@ def test_a_snapshot_from_before_per_file_checksums_opens_and_checks_as_before(
     assert report.facts["snapshots_not_checksummed"] == ["before"]
     with enginelib.open(path, snapshot="before") as snap:
         assert _hits(snap) == expected
+
+
+def test_a_damaged_index_stamp_does_not_hide_a_damaged_table_from_check(tmp_path: Path) -> None:
+    # a stamp that was not JSON made check call the whole snapshot "unreadable (Expecting
+    # value: line 6 column 10 (char 117))" and skip its other files: a table replaced
+    # beside it went unreported
+    path = tmp_path / "s"
+    _store_with_snapshot(path)
+    folder = path / "snapshots" / "before"
+    stamp = folder / "indexes" / "vectors" / "stamp.json"
+    stamp.write_bytes(stamp.read_bytes()[:100])
+    _zero_middle(folder / "tables" / "chunks.parquet")
+
+    problems = maintenance.check(path).problems
+    assert any("snapshot 'before' is damaged: tables/chunks.parquet" in p for p in problems), problems
+    assert any("snapshot 'before' vector index" in p and "stamp.json" in p for p in problems), problems
+    assert not any("unreadable" in p for p in problems), problems
