@@ -138,6 +138,10 @@ def validate_name(name: str) -> str:
 
 def _folder(root: Path, name: str) -> Path:
     folder = root / SNAPSHOTS_DIR / validate_name(name)
+    if _leftover(root, name) is not None:
+        raise SnapshotError(
+            f"snapshot {name!r} is damaged: {INFO_NAME} is missing or not a file: delete it "
+            f"(`enginelib snapshot delete {name} --store {shell_word(root)}`)", path=folder)
     if not (folder / INFO_NAME).is_file():
         raise SnapshotError(
             f"no snapshot {name!r} in {root}: `enginelib snapshot list --store {shell_word(root)}` shows them",

@@ -180,6 +180,8 @@ def test_a_snapshot_folder_without_its_snapshot_json_can_be_deleted_and_its_name
         store.create_snapshot("half")
     path = store.path
     store.close()
+    with pytest.raises(SnapshotError, match="'half' is damaged.*snapshot delete half"):
+        enginelib.open(path, snapshot="half", embedder=HashingEmbedder(64))
 
     result = CliRunner().invoke(main, ["snapshot", "delete", "half", "--store", str(path)])
     assert result.exit_code == 0, result.output
