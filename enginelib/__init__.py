@@ -10,6 +10,7 @@ from .chunker import Chunker, ChunkingConfig
 from .embedder import E5SmallEmbedder, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from .errors import (
     CorruptStoreError,
+    DamagedSnapshotError,
     DocumentNotFoundError,
     EngineError,
     ExportError,
@@ -83,7 +84,7 @@ def memory(
 __all__ = [
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
     "DocumentNotFoundError", "E5SmallEmbedder", "Embedder", "EngineError", "ExportError", "HashingEmbedder",
-    "CorruptStoreError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
+    "CorruptStoreError", "DamagedSnapshotError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "PruneRefusedError", "RagContext", "ReadOnlyStoreError", "Scores",
     "RerankerError", "RewriterError",

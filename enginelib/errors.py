@@ -7,6 +7,7 @@
      |    +-- ReadOnlyStoreError         write attempted on a snapshot / read-only store
      |    +-- IncompatibleStoreError     model, dimension, chunking or schema changed: reindex
      |    +-- SnapshotError              unknown / duplicate / pinned snapshot
+     |    |    +-- DamagedSnapshotError    a snapshot's files are not those it wrote
      |    +-- IntegrityError             catalog and indexes disagree (run `enginelib repair`)
      |    +-- CorruptStoreError          the catalog file is damaged: its snapshots stay readable
      |    +-- StorageError               the file system refused a read or write  (.errno)
@@ -78,6 +79,12 @@ class IncompatibleStoreError(StoreError):
 
 class SnapshotError(StoreError):
     pass
+
+
+class DamagedSnapshotError(SnapshotError):
+    """A snapshot's table, manifest or snapshot.json is missing or not the file it wrote: it
+    cannot be used (the message names the file and the delete command). The server's files,
+    not the request: `serve` answers 503."""
 
 
 class IntegrityError(StoreError):

@@ -45,7 +45,13 @@ from .core.layout import SNAPSHOTS_DIR
 from .core.lock import acquire_writer_lock
 from .core.store_core import StoreCore
 from .durable import file_crc32, fsync_dir, fsync_file, write_atomic
-from .errors import CorruptStoreError, InvalidInputError, SnapshotError, StoreNotFoundError
+from .errors import (
+    CorruptStoreError,
+    DamagedSnapshotError,
+    InvalidInputError,
+    SnapshotError,
+    StoreNotFoundError,
+)
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
 from .text import shell_word
@@ -139,7 +145,7 @@ def validate_name(name: str) -> str:
 def _folder(root: Path, name: str) -> Path:
     folder = root / SNAPSHOTS_DIR / validate_name(name)
     if _leftover(root, name) is not None:
-        raise SnapshotError(
+        raise DamagedSnapshotError(
             f"snapshot {name!r} is damaged: {INFO_NAME} is missing or not a file: delete it "
             f"(`enginelib snapshot delete {name} --store {shell_word(root)}`)", path=folder)
     if not (folder / INFO_NAME).is_file():
@@ -249,7 +255,7 @@ def _sound(root: Path, name: str) -> Path:
     folder = _folder(root, name)
     problem = damage(folder)
     if problem is not None:
-        raise SnapshotError(
+        raise DamagedSnapshotError(
             f"snapshot {name!r} is damaged: {problem}: delete it (`enginelib snapshot delete "
             f"{name} --store {shell_word(root)}`) and use another snapshot", path=folder)
     return folder
@@ -359,7 +365,7 @@ def get_snapshot(target: StoreLike, name: str) -> SnapshotInfo:
     try:
         return _info(folder, set(_read_settings(root)["pinned"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SnapshotError(f"snapshot {name!r} is unreadable: {exc}", path=folder) from exc
+        raise DamagedSnapshotError(f"snapshot {name!r} is unreadable: {exc}", path=folder) from exc
 
 
 def retention(target: StoreLike) -> int:
@@ -551,7 +557,8 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
                 cs.replace_table(catalog, table, path)
     except Exception as exc:
         catalog.close()
-        raise SnapshotError(f"snapshot {folder.name!r} cannot be loaded: {exc}", path=folder) from exc
+        raise DamagedSnapshotError(f"snapshot {folder.name!r} cannot be loaded: {exc}",
+                                   path=folder) from exc
     return catalog
 
 

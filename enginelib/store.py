@@ -20,9 +20,9 @@ from .core.layout import CATALOG_NAME, LOCK_NAME
 from .core.store_core import StoreCore
 from .embedders import Embedder, embedder_for_store, resolve_embedder
 from .errors import (
+    DamagedSnapshotError,
     IncompatibleStoreError,
     InvalidInputError,
-    SnapshotError,
     StoreError,
     StoreNotFoundError,
 )
@@ -388,13 +388,15 @@ def open_snapshot(
     except StoreError as exc:
         # Its message is the live manifest's advice (put it back from a copy): a snapshot
         # is not mended, another one is used.
-        raise SnapshotError(
+        raise DamagedSnapshotError(
             f"snapshot {name!r} cannot be opened: {folder / mf.MANIFEST_NAME} is damaged or "
             f"unreadable ({exc.__cause__ or exc}): delete the snapshot (`enginelib snapshot "
             f"delete {name} --store {shell_word(root)}`) and use another one", path=folder,
         ) from exc
     if manifest is None:
-        raise SnapshotError(f"snapshot {name!r} has no manifest.json", path=folder)
+        raise DamagedSnapshotError(
+            f"snapshot {name!r} is damaged: it has no manifest.json: delete it (`enginelib "
+            f"snapshot delete {name} --store {shell_word(root)}`)", path=folder)
     # A snapshot is searched with the model it recorded unless the caller brings one.
     check_embedder(embedder)
     embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)

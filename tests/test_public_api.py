@@ -8,7 +8,7 @@ PUBLIC = {
     "NO_RELEVANT_SOURCES", "TRUTH_LEVELS", "Chunker", "ChunkingConfig", "Citation",
     "DocumentNotFoundError", "E5SmallEmbedder", "Embedder", "EngineError", "ExportError",
     "HashingEmbedder", "Hit",
-    "CorruptStoreError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
+    "CorruptStoreError", "DamagedSnapshotError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
     "InvalidVectorError", "LoadedDocument", "LoaderError", "PruneRefusedError", "RagContext", "ReadOnlyStoreError",
     "RerankerError", "RewriterError",

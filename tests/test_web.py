@@ -110,6 +110,20 @@ def test_search_a_snapshot_through_the_api(client: TestClient) -> None:
         assert bad.status_code == 400 and "snapshot" in bad.json()["error"], name
 
 
+def test_a_damaged_snapshot_is_the_servers_problem_not_the_requests(
+        client: TestClient, store_path: Path) -> None:
+    # a snapshot table damaged on the server's disk answered 400, "your request is wrong"
+    table = store_path / "snapshots" / "before-brakes" / "tables" / "chunks.parquet"
+    data = bytearray(table.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    table.write_bytes(bytes(data))
+    body = {"query": "brake pads caliper", "no_gate": True, "snapshot": "before-brakes"}
+    reply = client.post("/api/search", json=body)
+    assert reply.status_code == 503, reply.text
+    assert reply.json()["type"] == "DamagedSnapshotError"
+    assert "chunks.parquet" in reply.json()["error"]
+
+
 def test_check_answer_flags_a_fabricated_reference(client: TestClient) -> None:
     search = {"query": "right to erasure of personal data", "no_gate": True, "limit": 3}
     answer = ("The data subject may obtain erasure without undue delay [1]. "

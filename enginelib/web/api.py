@@ -16,6 +16,7 @@ from starlette.routing import Route
 from ..errors import (
     BackendError,
     CorruptStoreError,
+    DamagedSnapshotError,
     DiskFullError,
     DocumentNotFoundError,
     EmbeddingError,
@@ -61,7 +62,8 @@ def error_reply(exc: Exception) -> Response:
         status = 409
     elif isinstance(exc, DiskFullError):
         status = 507  # Insufficient Storage: the server's disk, not the request
-    elif isinstance(exc, (StorageError, CorruptStoreError, BackendError, EmbeddingError)):
+    elif isinstance(exc, (StorageError, CorruptStoreError, DamagedSnapshotError, BackendError,
+                          EmbeddingError)):
         status = 503  # the server cannot serve this now; the request itself was fine
     elif not isinstance(exc, (InvalidInputError, EngineError)):
         status = 500
