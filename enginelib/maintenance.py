@@ -31,7 +31,7 @@ from .catalog_mend import (
     finish_pending,
     mend_torn_blocks,
 )
-from .catalog_view import chunk_texts, chunk_vectors
+from .catalog_view import chunk_texts
 from .chunk_texts import FOLDER as TEXTS_FOLDER
 from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
@@ -50,7 +50,6 @@ from .embedders import (
     resolve_embedder,
     vectors_with_cache,
 )
-from .embedders.base import normalize_rows
 from .errors import (
     CorruptStoreError,
     IncompatibleStoreError,
@@ -58,6 +57,7 @@ from .errors import (
     StoreLockedError,
     StoreNotFoundError,
 )
+from .index_audit import VECTOR_SAMPLE, verify_files, wrong_vectors
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
@@ -69,13 +69,6 @@ StoreLike = StoreCore | str | Path
 REINDEX_STEPS: tuple[str, ...] = ("reindex_before_catalog_commit", "reindex_after_catalog_commit")
 _BATCH = 64
 _SAMPLE = 10  # problems list at most this many ids of one kind
-# ``check`` compares this many stored vectors, spread over the labels, with the catalog's:
-# a damaged vector file reads without error and ranks wrongly (8 KiB of zeros written into
-# a rows file passed every other check). A sample keeps the check fast on a million chunks.
-VECTOR_SAMPLE = 2048
-# An index may keep its vectors quantized (usearch-i8, -f16): above this cosine with the
-# catalog's vector it holds the same one (int8 keeps > 0.999 on our models' vectors).
-SAME_VECTOR_COSINE = 0.98
 
 
 # -- check ---------------------------------------------------------------------------------
@@ -191,7 +184,7 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
     if "vector" in readable:
         problems += _vector_problems(catalog, vector, labels, fix)
     problems += [f"text index: {what}: {fix}"
-                 for what in _verify_files(TEXT_FILES[manifest.text_backend],
+                 for what in verify_files(TEXT_FILES[manifest.text_backend],
                                            layout.text_folder(indexes))]
     problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()
@@ -215,23 +208,10 @@ def _label_problems(what: str, catalog: np.ndarray, indexed: np.ndarray, fix: st
 
 def _vector_problems(catalog: Catalog, index: Any, labels: np.ndarray, fix: str) -> list[str]:
     """Sampled stored vectors that are not the catalog's (a damaged index file)."""
-    present = np.intersect1d(labels, index.labels())
-    if not len(present):
-        return []
-    spread = np.linspace(0, len(present) - 1, min(VECTOR_SAMPLE, len(present)))
-    sample = np.unique(present[spread.astype(np.int64)])
-    truth = chunk_vectors(catalog, sample.tolist())
-    sample = np.array([label for label in sample.tolist() if label in truth], dtype=np.int64)
-    if not len(sample):
-        return []
-    expected = normalize_rows(np.stack([truth[label] for label in sample.tolist()]))
-    stored = normalize_rows(np.asarray(index.vectors_for(sample), dtype=np.float32))
-    cosine = np.einsum("ij,ij->i", expected, stored)
-    zero = ~np.any(expected, axis=1)  # a zero vector has no direction to compare
-    bad = sample[~(cosine >= SAME_VECTOR_COSINE) & ~zero]  # NaN (garbage) counts as bad
+    bad, compared = wrong_vectors(catalog, index, labels)
     if not len(bad):
         return []
-    return [f"vector index: {len(bad)} of {len(sample)} sampled chunks hold other vectors than "
+    return [f"vector index: {len(bad)} of {compared} sampled chunks hold other vectors than "
             f"the catalog's (labels {bad[:_SAMPLE].tolist()}), so they rank wrongly: {fix}"]
 
 
@@ -306,7 +286,7 @@ def _snapshot_file_problems(folder: Path, live: mf.Manifest,
             f"from its tables (answers stay right, opening is slower); delete it to clear this"
             for problem in untrusted.values()]
     if layout.TEXT_DIR not in untrusted:  # Tantivy's own footers, for older snapshots too
-        problems = _verify_files(TEXT_FILES[live.text_backend],
+        problems = verify_files(TEXT_FILES[live.text_backend],
                                  layout.text_folder(layout.index_root(folder)))
         if problems:
             out.append(f"snapshot {name!r} text index: {problems[0]}: delete it")
@@ -352,12 +332,6 @@ def _snapshot_manifest_problem(folder: Path) -> str | None:
             return "manifest.json is not JSON (cut short or overwritten)"
         return "manifest.json is not a manifest"
     return None
-
-
-def _verify_files(files: Any, folder: Path) -> list[str]:
-    """What a backend's own check of its files finds (the backends that have one)."""
-    verify = getattr(files, "verify", None)
-    return verify(folder) if verify is not None else []
 
 
 # -- repair --------------------------------------------------------------------------------
