@@ -48,10 +48,12 @@ from .durable import file_crc32, fsync_dir, fsync_file, write_atomic
 from .errors import (
     CorruptStoreError,
     DamagedSnapshotError,
+    IntegrityError,
     InvalidInputError,
     SnapshotError,
     StoreNotFoundError,
 )
+from .index_audit import verify_files, wrong_vectors
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
 from .text import shell_word
@@ -388,6 +390,7 @@ def create_snapshot(
     with _writable_store(target) as store:
         root = store.path
         store.persist()  # indexes and manifest stamped with the catalog's generation
+        _check_sealable(store)
         base = root / SNAPSHOTS_DIR
         base.mkdir(exist_ok=True)
         _remove_leftovers(base)
@@ -411,6 +414,24 @@ def create_snapshot(
         _write_settings(root, settings)
         _prune(root, settings["keep"])
         return replace(info, pinned=pin, size_bytes=get_snapshot(root, name).size_bytes)
+
+
+def _check_sealable(store: StoreCore) -> None:
+    """Raise unless the live index files hold what the catalog says: a snapshot copies them
+    and records their checksums, so damage copied in would pass every later check, and stay
+    after `repair` mended the live store."""
+    catalog = store.catalog
+    bad, compared = wrong_vectors(catalog, store.vector_index, catalog.all_labels())
+    catalog.release()
+    problems = [f"{len(bad)} of {compared} sampled chunks hold other vectors than the "
+                f"catalog's"] if len(bad) else []
+    problems += verify_files(TEXT_FILES[store.manifest.text_backend],
+                             layout.text_folder(layout.index_root(store.path)))
+    if problems:
+        raise IntegrityError(
+            f"the live index files of {store.path} are damaged ({problems[0]}): a snapshot "
+            f"would keep the damage; run `enginelib repair --store {shell_word(store.path)}`, "
+            f"then take the snapshot", path=store.path)
 
 
 def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:

@@ -96,3 +96,20 @@ def test_a_damaged_index_stamp_does_not_hide_a_damaged_table_from_check(tmp_path
     assert any("snapshot 'before' is damaged: tables/chunks.parquet" in p for p in problems), problems
     assert any("snapshot 'before' vector index" in p and "stamp.json" in p for p in problems), problems
     assert not any("unreadable" in p for p in problems), problems
+
+
+def test_a_snapshot_is_not_taken_of_damaged_live_index_files(tmp_path: Path) -> None:
+    # the zeroed live rows were copied into the snapshot and sealed by its checksums: once
+    # `repair` mended the live store, check called everything healthy while the snapshot
+    # kept the wrong vectors for good
+    path = tmp_path / "s"
+    _make(path)
+    (rows,) = (path / "indexes" / "vectors").glob("rows-*.f32")
+    _zero_middle(rows)
+    with open_test_store(path) as store:
+        with pytest.raises(enginelib.IntegrityError, match="enginelib repair"):
+            store.create_snapshot("sealed")
+        assert store.list_snapshots() == []
+        assert store.repair().ok
+        store.create_snapshot("sealed")
+    assert maintenance.check(path).ok
