@@ -62,7 +62,7 @@ from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
-from .snapshots import OPTIONAL_TABLES, checksummed, damage, index_damage
+from .snapshots import OPTIONAL_TABLES, checksummed, damage, index_damage, load_catalog
 from .text import shell_word
 
 StoreLike = StoreCore | str | Path
@@ -287,10 +287,34 @@ def _snapshot_file_problems(folder: Path, live: mf.Manifest,
             for problem in untrusted.values()]
     if layout.TEXT_DIR not in untrusted:  # Tantivy's own footers, for older snapshots too
         problems = verify_files(TEXT_FILES[live.text_backend],
-                                 layout.text_folder(layout.index_root(folder)))
+                                layout.text_folder(layout.index_root(folder)))
         if problems:
             out.append(f"snapshot {name!r} text index: {problems[0]}: delete it")
+    if not checksummed(folder) and not out and (problem := _older_vector_problem(folder)):
+        out.append(f"snapshot {name!r} vector index: {problem}: opening the snapshot rebuilds "
+                   f"it from its tables (answers stay right, opening is slower); delete it to "
+                   f"clear this")
     return out
+
+
+def _older_vector_problem(folder: Path) -> str | None:
+    """For a snapshot taken before the per-file sums (its rows file has none): sampled vectors
+    of its index that are not those of its tables."""
+    manifest = mf.read_manifest(folder)
+    assert manifest is not None  # the caller found its tables and manifest sound
+    index = VECTOR_BACKENDS[manifest.vector_backend](
+        layout.vector_folder(layout.index_root(folder)), manifest.embedding_dim)
+    if index.generation is None:
+        return None  # unreadable: an open rebuilds it, and its stamp is reported
+    catalog = load_catalog(folder, manifest.embedding_dim)
+    try:
+        bad, compared = wrong_vectors(catalog, index, catalog.all_labels())
+    finally:
+        catalog.close()
+    if not len(bad):
+        return None
+    return (f"{len(bad)} of {compared} sampled chunks hold other vectors than its tables "
+            f"(labels {bad[:_SAMPLE].tolist()})")
 
 
 def _snapshot_stamp_problems(folder: Path, live: mf.Manifest, generation: object,

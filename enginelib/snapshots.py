@@ -552,17 +552,43 @@ def snapshot_folder(root: Path, name: str) -> Path:
     return _sound(root, name)
 
 
-def untrusted_indexes(folder: Path) -> frozenset[str]:
+def untrusted_indexes(folder: Path, text_backend: str) -> frozenset[str]:
     """The index kinds of snapshot ``folder`` whose files are not those it wrote, each named in
-    a RuntimeWarning: an open rebuilds them in memory from the snapshot's verified tables."""
-    found = index_damage(folder)
-    for problem in found.values():
-        warnings.warn(
-            f"enginelib: snapshot {folder.name!r}: {problem}: its {problem.index_name} is rebuilt from "
-            f"the snapshot's tables at each open (answers stay right, opening takes longer); "
-            f"`enginelib check --store {shell_word(folder.parent.parent)}` lists such files",
-            RuntimeWarning, stacklevel=3)
+    a RuntimeWarning: an open rebuilds them in memory from the snapshot's verified tables. A
+    snapshot taken before the per-file sums has Tantivy's own footer CRCs checked instead
+    (every text file read: older snapshots only)."""
+    found = {kind: str(problem) for kind, problem in index_damage(folder).items()}
+    if not checksummed(folder):
+        problems = verify_files(TEXT_FILES[text_backend],
+                                layout.text_folder(layout.index_root(folder)))
+        if problems:
+            found[layout.TEXT_DIR] = problems[0]
+    for kind, problem in found.items():
+        _warn_rebuilt(folder, kind, problem)
     return frozenset(found)
+
+
+def wrong_older_vectors(folder: Path, store: StoreCore) -> bool:
+    """Whether snapshot ``folder``, taken before the per-file sums, holds vector rows that are
+    not its tables' (a sample is compared: a damaged rows file reads without error and ranks
+    wrongly); named in a RuntimeWarning when it does."""
+    if checksummed(folder):
+        return False
+    bad, compared = wrong_vectors(store.catalog, store.vector_index, store.catalog.all_labels())
+    if not len(bad):
+        return False
+    _warn_rebuilt(folder, layout.VECTOR_DIR, f"{len(bad)} of {compared} sampled chunks of its "
+                                             f"vector index hold other vectors than its tables")
+    return True
+
+
+def _warn_rebuilt(folder: Path, kind: str, problem: str) -> None:
+    index = "vector index" if kind == layout.VECTOR_DIR else f"{kind} index"
+    warnings.warn(
+        f"enginelib: snapshot {folder.name!r}: {problem}: its {index} is rebuilt from the "
+        f"snapshot's tables at each open (answers stay right, opening takes longer); "
+        f"`enginelib check --store {shell_word(folder.parent.parent)}` lists such files",
+        RuntimeWarning, stacklevel=4)
 
 
 def load_catalog(folder: Path, dim: int) -> Catalog:
@@ -694,4 +720,5 @@ __all__ = [
     "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
     "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
     "restore_snapshot", "retention", "set_retention", "snapshot_folder", "untrusted_indexes",
+    "wrong_older_vectors",
 ]

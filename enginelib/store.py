@@ -377,7 +377,7 @@ def open_snapshot(
     results are the ones it gave when taken, whatever the live store did since. Options
     meant for the live store (read_only, create, lock_timeout, chunking) do not apply.
     """
-    from .snapshots import load_catalog, snapshot_folder, untrusted_indexes
+    from .snapshots import snapshot_folder, untrusted_indexes, wrong_older_vectors
 
     root = Path(path)
     if mf.read_manifest(root) is None:
@@ -408,7 +408,19 @@ def open_snapshot(
             f"({embedder.dim} dims): open it with embedder= that model",
             path=folder,
         )
-    untrusted = untrusted_indexes(folder)
+    untrusted = untrusted_indexes(folder, manifest.text_backend)
+    store = _snapshot_store(root, folder, name, manifest, embedder, untrusted)
+    if layout.VECTOR_DIR not in untrusted and wrong_older_vectors(folder, store):
+        store.close()
+        store = _snapshot_store(root, folder, name, manifest, embedder,
+                                untrusted | {layout.VECTOR_DIR})
+    return store
+
+
+def _snapshot_store(root: Path, folder: Path, name: str, manifest: mf.Manifest,
+                    embedder: Embedder, untrusted: frozenset[str]) -> Store:
+    from .snapshots import load_catalog
+
     catalog = load_catalog(folder, manifest.embedding_dim)
     return Store(root, manifest=manifest, catalog=catalog, embedder=embedder, read_only=True,
                  lock=None, index_root=layout.index_root(folder), snapshot=name,

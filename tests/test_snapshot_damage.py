@@ -65,21 +65,52 @@ def test_a_damaged_snapshot_vector_rows_file_is_named_and_never_ranks(tmp_path: 
         assert _hits(store) == expected
 
 
-def test_a_snapshot_from_before_per_file_checksums_opens_and_checks_as_before(
-        tmp_path: Path) -> None:
-    path = tmp_path / "s"
-    expected = _store_with_snapshot(path)
-    info_path = path / "snapshots" / "before" / "snapshot.json"
+def _as_taken_before_file_sums(folder: Path) -> None:
+    info_path = folder / "snapshot.json"
     info = json.loads(info_path.read_text())
     for key in ("file_sum64", "info_crc32"):
         del info[key]
     info_path.write_text(json.dumps(info))
+
+
+def test_a_snapshot_from_before_per_file_checksums_opens_and_checks_as_before(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    expected = _store_with_snapshot(path)
+    _as_taken_before_file_sums(path / "snapshots" / "before")
 
     report = maintenance.check(path)
     assert report.ok, report.problems
     assert report.facts["snapshots_not_checksummed"] == ["before"]
     with enginelib.open(path, snapshot="before") as snap:
         assert _hits(snap) == expected
+
+
+@pytest.mark.parametrize("target", ["rows", "fieldnorm"])
+def test_damaged_index_files_of_a_snapshot_without_file_sums_never_rank(
+        tmp_path: Path, target: str) -> None:
+    # such a snapshot (taken by the previous release) ranked with zeroed vector rows, or with
+    # a Tantivy segment whose first bytes were flipped (its footer still matched), and check
+    # called it healthy
+    path = tmp_path / "s"
+    expected = _store_with_snapshot(path)
+    folder = path / "snapshots" / "before"
+    _as_taken_before_file_sums(folder)
+    if target == "rows":
+        _zero_middle(_rows_file(path))
+    else:
+        (segment,) = (folder / "indexes" / "text" / "tantivy").glob("*.fieldnorm")
+        data = bytearray(segment.read_bytes())
+        for at in range(8):
+            data[at] ^= 0x5A
+        segment.write_bytes(bytes(data))
+
+    kind = "vector" if target == "rows" else "text"
+    problems = maintenance.check(path).problems
+    assert any(f"snapshot 'before' {kind} index" in p for p in problems), problems
+    with pytest.warns(RuntimeWarning, match=f"snapshot 'before'.*{kind} index is rebuilt"):
+        with enginelib.open(path, snapshot="before") as snap:
+            assert _hits(snap) == expected
 
 
 def test_a_damaged_index_stamp_does_not_hide_a_damaged_table_from_check(tmp_path: Path) -> None:
