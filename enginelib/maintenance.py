@@ -189,7 +189,9 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
     problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()
     if with_snapshots:
-        problems += _snapshot_problems(root, facts)
+        found = _snapshot_problems(root, facts)
+        facts["snapshot_problems"] = len(found)
+        problems += found
     return IntegrityReport(str(root), tuple(problems), facts)
 
 

@@ -11,9 +11,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import enginelib
 from enginelib import maintenance
+from enginelib.cli.main import main
 from tests.helpers import doc, open_test_store, paragraphs
 from tests.test_store_damage import _hits, _make
 
@@ -71,6 +73,18 @@ def _as_taken_before_file_sums(folder: Path) -> None:
     for key in ("file_sum64", "info_crc32"):
         del info[key]
     info_path.write_text(json.dumps(info))
+
+
+def test_check_does_not_send_snapshot_damage_to_repair(tmp_path: Path) -> None:
+    # its last line said "run `enginelib repair`", which never touches a snapshot: check
+    # kept failing after it
+    path = tmp_path / "s"
+    _store_with_snapshot(path)
+    _zero_middle(_rows_file(path))
+    result = CliRunner().invoke(main, ["check", "--store", str(path)])
+    assert result.exit_code == 1, result.output
+    assert "snapshot 'before' vector index" in result.output
+    assert "all in snapshots" in result.output and "enginelib repair" not in result.output
 
 
 def test_a_snapshot_from_before_per_file_checksums_opens_and_checks_as_before(
