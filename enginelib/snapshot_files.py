@@ -35,17 +35,25 @@ class FileProblem:
 
     @property
     def index_kind(self) -> str | None:
-        """The index folder the file belongs to ("vectors", "text"), None for the others."""
-        parts = PurePosixPath(self.path).parts
-        return parts[1] if len(parts) > 2 and parts[0] == INDEX_DIR else None
+        return index_kind(self.path)
 
     @property
     def index_name(self) -> str:
-        """"vector index", "text index" (for messages)."""
-        return f"{self.index_kind.rstrip('s')} index" if self.index_kind else "snapshot"
+        return index_name(self.index_kind or "")
 
     def __str__(self) -> str:
         return f"{self.path} {self.reason}"
+
+
+def index_kind(path: str) -> str | None:
+    """The index folder a snapshot file belongs to ("vectors", "text"), None for the others."""
+    parts = PurePosixPath(path).parts
+    return parts[1] if len(parts) > 2 and parts[0] == INDEX_DIR else None
+
+
+def index_name(kind: str) -> str:
+    """"vector index", "text index": an index folder's name in messages."""
+    return f"{kind.removesuffix('s')} index"
 
 
 def record(folder: Path) -> dict[str, int]:
@@ -91,8 +99,7 @@ def problems(folder: Path, sums: dict[str, int], *, indexes: bool) -> list[FileP
     the index folders when ``indexes``, the others (tables, manifest) otherwise."""
     out = []
     for name, expected in sorted(sums.items()):
-        problem = FileProblem(name, "")
-        if (problem.index_kind is not None) != indexes:
+        if (index_kind(name) is not None) != indexes:
             continue
         reason = _reason(folder, name, expected)
         if reason is not None:

@@ -583,10 +583,9 @@ def wrong_older_vectors(folder: Path, store: StoreCore) -> bool:
 
 
 def _warn_rebuilt(folder: Path, kind: str, problem: str) -> None:
-    index = "vector index" if kind == layout.VECTOR_DIR else f"{kind} index"
     warnings.warn(
-        f"enginelib: snapshot {folder.name!r}: {problem}: its {index} is rebuilt from the "
-        f"snapshot's tables at each open (answers stay right, opening takes longer); "
+        f"enginelib: snapshot {folder.name!r}: {problem}: its {sf.index_name(kind)} is rebuilt "
+        f"from the snapshot's tables at each open (answers stay right, opening takes longer); "
         f"`enginelib check --store {shell_word(folder.parent.parent)}` lists such files",
         RuntimeWarning, stacklevel=4)
 

@@ -372,7 +372,7 @@ class StoreCore:
 
     def _scratch_folder(self) -> Path:
         if self._scratch is None:
-            self._scratch = tempfile.TemporaryDirectory(prefix="enginelib-text-")
+            self._scratch = tempfile.TemporaryDirectory(prefix="enginelib-scratch-")
         return Path(self._scratch.name)
 
     def _scratch_text_index(self) -> TextIndex:
