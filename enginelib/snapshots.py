@@ -44,7 +44,7 @@ from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
 from .core.layout import SNAPSHOTS_DIR
 from .core.lock import acquire_writer_lock
 from .core.store_core import StoreCore
-from .durable import file_crc32, fsync_dir, fsync_file, write_atomic
+from .durable import file_crc32, fsync_dir, fsync_file, remove_unfinished, write_atomic
 from .errors import (
     CorruptStoreError,
     DamagedSnapshotError,
@@ -475,11 +475,16 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
 
 
 def _remove_leftovers(base: Path) -> None:
-    """Folders of a create or delete that a crash interrupted (the writer lock is held)."""
+    """What a create, a delete or a retention write left when a crash interrupted it (the
+    writer lock is held)."""
     for entry in base.iterdir():
-        if entry.is_dir() and entry.name.startswith(
-                (layout.SNAPSHOT_TMP_PREFIX, layout.SNAPSHOT_TRASH_PREFIX)):
+        if not entry.name.startswith((layout.SNAPSHOT_TMP_PREFIX, layout.SNAPSHOT_TRASH_PREFIX)):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
+        else:  # a deleted snapshot "folder" that was a file
+            entry.unlink(missing_ok=True)
+    remove_unfinished(base)  # settings.json's temp file, killed before its rename
 
 
 # -- delete, pin, retention ----------------------------------------------------------------

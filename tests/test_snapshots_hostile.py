@@ -191,3 +191,13 @@ def test_a_snapshot_folder_without_its_snapshot_json_can_be_deleted_and_its_name
         assert reopened.check().ok
     finally:
         reopened.close()
+
+
+def test_a_retention_write_killed_before_its_rename_leaves_nothing_behind(store: Store) -> None:
+    # the temp file of settings.json's atomic write stayed in snapshots/ for good: the
+    # leftovers sweep of the next create only knew folders
+    store.create_snapshot("s0")
+    base = store.path / "snapshots"
+    (base / ".settings.json.k1ll3d.tmp").write_text('{"keep": 3, "pin')
+    store.create_snapshot("s1")
+    assert sorted(p.name for p in base.iterdir()) == ["s0", "s1", "settings.json"]
