@@ -51,6 +51,7 @@ from .errors import (
     IntegrityError,
     InvalidInputError,
     SnapshotError,
+    StoreError,
     StoreNotFoundError,
 )
 from .index_audit import verify_files, wrong_vectors
@@ -704,13 +705,31 @@ def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
     return replace(restore(), damaged_catalog=str(rescued.kept))
 
 
+def snapshot_manifest(folder: Path) -> mf.Manifest:
+    """The manifest of the snapshot in ``folder``; DamagedSnapshotError with the way out when
+    it is missing or unreadable (the live manifest's own advice, to put it back from a copy,
+    does not apply: another snapshot is used)."""
+    name, root = folder.name, folder.parent.parent
+    way_out = f"delete it (`enginelib snapshot delete {name} --store {shell_word(root)}`)"
+    try:
+        manifest = mf.read_manifest(folder)
+    except StoreError as exc:
+        raise DamagedSnapshotError(
+            f"snapshot {name!r} is damaged: its {mf.MANIFEST_NAME} is damaged or unreadable "
+            f"({exc.__cause__ or exc}): {way_out} and use another one", path=folder) from exc
+    if manifest is None:
+        raise DamagedSnapshotError(
+            f"snapshot {name!r} is damaged: it has no {mf.MANIFEST_NAME}: {way_out}", path=folder)
+    return manifest
+
+
 def _check_restorable(folder: Path, name: str, live: mf.Manifest) -> None:
     """Raise unless snapshot ``name`` was built with the live store's model and chunking."""
-    manifest = mf.read_manifest(folder)
-    if manifest is None or (manifest.embedding_model, manifest.embedding_dim,
-                            manifest.chunking_hash) != (live.embedding_model,
-                                                        live.embedding_dim, live.chunking_hash):
-        built = f"{manifest.embedding_model} ({manifest.embedding_dim} dims)" if manifest else "?"
+    manifest = snapshot_manifest(folder)
+    if (manifest.embedding_model, manifest.embedding_dim,
+            manifest.chunking_hash) != (live.embedding_model, live.embedding_dim,
+                                        live.chunking_hash):
+        built = f"{manifest.embedding_model} ({manifest.embedding_dim} dims)"
         raise SnapshotError(
             f"snapshot {name!r} was built with {built} and other chunking or model than the "
             f"live store ({live.embedding_model}, {live.embedding_dim} dims): it cannot be "
@@ -723,6 +742,7 @@ __all__ = [
     "DEFAULT_KEEP", "LIVE", "SNAPSHOT_STEPS", "DocumentChange", "RestoreReport", "SnapshotDiff",
     "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
     "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
-    "restore_snapshot", "retention", "set_retention", "snapshot_folder", "untrusted_indexes",
+    "restore_snapshot", "retention", "set_retention", "snapshot_folder", "snapshot_manifest",
+    "untrusted_indexes",
     "wrong_older_vectors",
 ]

@@ -20,16 +20,13 @@ from .core.layout import CATALOG_NAME, LOCK_NAME
 from .core.store_core import StoreCore
 from .embedders import Embedder, embedder_for_store, resolve_embedder
 from .errors import (
-    DamagedSnapshotError,
     IncompatibleStoreError,
     InvalidInputError,
-    StoreError,
     StoreNotFoundError,
 )
 from .schema import SCHEMA_VERSION
 from .search.cache import cache_stats
 from .search.request import search_signature
-from .text import shell_word
 from .types import IngestReport, LoadedDocument
 from .validation import check_document_id, check_embedder
 
@@ -377,26 +374,18 @@ def open_snapshot(
     results are the ones it gave when taken, whatever the live store did since. Options
     meant for the live store (read_only, create, lock_timeout, chunking) do not apply.
     """
-    from .snapshots import snapshot_folder, untrusted_indexes, wrong_older_vectors
+    from .snapshots import (
+        snapshot_folder,
+        snapshot_manifest,
+        untrusted_indexes,
+        wrong_older_vectors,
+    )
 
     root = Path(path)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
     folder = snapshot_folder(root, name)
-    try:
-        manifest = mf.read_manifest(folder)
-    except StoreError as exc:
-        # Its message is the live manifest's advice (put it back from a copy): a snapshot
-        # is not mended, another one is used.
-        raise DamagedSnapshotError(
-            f"snapshot {name!r} cannot be opened: {folder / mf.MANIFEST_NAME} is damaged or "
-            f"unreadable ({exc.__cause__ or exc}): delete the snapshot (`enginelib snapshot "
-            f"delete {name} --store {shell_word(root)}`) and use another one", path=folder,
-        ) from exc
-    if manifest is None:
-        raise DamagedSnapshotError(
-            f"snapshot {name!r} is damaged: it has no manifest.json: delete it (`enginelib "
-            f"snapshot delete {name} --store {shell_word(root)}`)", path=folder)
+    manifest = snapshot_manifest(folder)
     # A snapshot is searched with the model it recorded unless the caller brings one.
     check_embedder(embedder)
     embedder = (embedder_for_store(manifest.embedding_model, manifest.embedding_dim)

@@ -261,3 +261,21 @@ def test_every_damaged_snapshot_file_is_named_and_never_answers_wrongly(
             assert _hits(store) == expected
     if not restored:  # refused before it changed anything
         assert _live_documents(path) == live
+
+
+@pytest.mark.parametrize("how", ["truncated", "deleted", "folder"])
+def test_a_restore_names_the_damaged_manifest_of_a_snapshot_without_file_sums(
+        tmp_path: Path, how: str) -> None:
+    # the restore answered with the live manifest's advice ("put it back from a copy"), "was
+    # built with ? and other chunking", or "cannot read ...: Is a directory"
+    path = tmp_path / "s"
+    _store_with_snapshot(path)
+    folder = path / "snapshots" / "before"
+    _as_taken_before_file_sums(folder)
+    _damage(folder / "manifest.json", how, folder / "manifest.json")
+    live = _live_documents(path)
+    with open_test_store(path) as store:
+        with pytest.raises(enginelib.DamagedSnapshotError,
+                           match="'before' is damaged.*manifest.json.*snapshot delete before"):
+            store.restore_snapshot("before")
+    assert _live_documents(path) == live
