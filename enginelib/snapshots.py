@@ -58,7 +58,7 @@ from .index_audit import verify_files, wrong_vectors
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
 from .text import shell_word
-from .validation import MAX_KEEP
+from .validation import MAX_KEEP, check_bool
 
 LIVE = "live"  # the name that means "the live store" in diffs
 DEFAULT_KEEP = 3
@@ -517,6 +517,8 @@ def _remove(folder: Path) -> None:
 
 
 def pin_snapshot(target: StoreLike, name: str, pinned: bool = True) -> SnapshotInfo:
+    # A truthy "no" pinned the snapshot: the Store method checked its argument, this did not.
+    check_bool("pinned", pinned)
     with _writer(target) as root:
         _folder(root, name)
         settings = _read_settings(root)

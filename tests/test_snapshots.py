@@ -154,6 +154,15 @@ def test_retention_keeps_three_newest_and_never_deletes_a_pinned_one(store: Stor
         store.create_snapshot("g", keep=0)
 
 
+@pytest.mark.parametrize("pinned", ["no", 0, None])
+def test_the_module_pin_refuses_what_is_not_true_or_false(store: Store, pinned: object) -> None:
+    # snapshots.pin_snapshot(path, name, "no") pinned the snapshot (a truthy string)
+    store.create_snapshot("a")
+    with pytest.raises(InvalidInputError, match="pinned must be True or False"):
+        snapshots.pin_snapshot(store, "a", pinned)  # type: ignore[arg-type]
+    assert [s.pinned for s in store.list_snapshots()] == [False]
+
+
 @pytest.mark.parametrize("keep", [0, 10**20, True, 2.5])
 def test_retention_refuses_what_is_not_a_count_of_snapshots(store: Store, keep: object) -> None:
     with pytest.raises(InvalidInputError, match=r"keep must be an int within 1\.\.100,000"):
