@@ -21,9 +21,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from .validation import MAX_LIMIT, check_int
+from .errors import InvalidInputError
+from .validation import MAX_LIMIT, check_int, check_path
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
 Run = dict[str, list[tuple[str, float]]]  # query id -> [(document id, score)] best first
@@ -123,11 +124,21 @@ def documents_by_best_chunk(hits: Iterable[tuple[str, float]]) -> list[tuple[str
 _ENCODING = "utf-8-sig"
 
 
+def _open_text(path: Any, name: str) -> TextIO:
+    """A judgments or queries file, opened as text once its path is checked (an int was a
+    file descriptor to open(), which then closed it)."""
+    file = check_path(path, name)
+    try:
+        return open(file, encoding=_ENCODING)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from exc
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """A qrels file: BEIR .tsv (``query-id corpus-id score`` with a header) or TREC
     (``qid 0 docid grade``), tab- or space-separated."""
     qrels: Qrels = {}
-    with open(path, encoding=_ENCODING) as handle:
+    with _open_text(path, "qrels path") as handle:
         for number, line in enumerate(handle, start=1):
             parts = line.split()
             if not parts:
@@ -163,7 +174,7 @@ def read_queries(path: str | Path) -> dict[str, str]:
         queries[qid] = text
         first_line.setdefault(qid, number)
 
-    with open(path, encoding=_ENCODING) as handle:
+    with _open_text(path, "queries path") as handle:
         if str(path).endswith((".tsv", ".txt")):
             # No CSV quoting: a '"' is the query's own (a phrase), and a quoted field ran
             # on over the following lines, swallowing their queries.

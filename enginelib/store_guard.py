@@ -19,7 +19,6 @@ from typing import Any
 from .edge import guard
 from .errors import InvalidInputError, InvalidQueryError
 from .validation import (
-    MAX_ID_CHARS,
     MAX_KEEP,
     MAX_LIMIT,
     MAX_NAME_CHARS,
@@ -27,6 +26,7 @@ from .validation import (
     check_document_id,
     check_embedder,
     check_float,
+    check_globs,
     check_index_options,
     check_int,
     check_metadata,
@@ -150,11 +150,8 @@ def _ingest_path(*paths: Any, include: Any = (), exclude: Any = (), max_bytes: A
         raise InvalidInputError("ingest_path needs at least one file or folder")
     for path in paths:
         _path("path", path)
-    for name, globs in (("include", include), ("exclude", exclude)):
-        if isinstance(globs, str) or not isinstance(globs, Sequence):
-            raise InvalidInputError(f"{name} must be a list of glob patterns, got {globs!r}")
-        for pattern in globs:
-            check_text(f"an {name} pattern", pattern, max_chars=MAX_ID_CHARS)
+    check_globs("include", include)
+    check_globs("exclude", exclude)
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, minimum=1, maximum=MAX_FILE_BYTES)
     check_bool("progress", progress)

@@ -10,6 +10,7 @@ uses the same figures.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -238,6 +239,29 @@ def check_embedder(value: Any) -> None:
         raise InvalidInputError(
             f"embedder must be a built-in name (e.g. 'e5-small') or an object with name, dim "
             f"and embed(texts), got {type(value).__name__}")
+
+
+def check_path(value: Any, name: str = "path") -> Path:
+    """A file or folder path given as a str or Path, never empty. An int was taken by open()
+    as a file descriptor (``read_qrels(1)`` read, then closed, the process's stdout) and
+    ``""`` as the current folder."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)):
+        raise InvalidInputError(f"{name} must be a str or Path, got {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{name} must be a str or Path, got a bytes path")
+    if not text:
+        raise InvalidInputError(f"{name} is empty: give a file or folder (. for the current one)")
+    return Path(text)
+
+
+def check_globs(name: str, value: Any) -> tuple[str, ...]:
+    """Include/exclude glob patterns: a list of strings (one string would be read as its
+    characters, each a pattern)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"{name} must be a list of glob patterns, got {_show(value)}")
+    return tuple(check_text(f"an {name} pattern", pattern, max_chars=MAX_ID_CHARS)
+                 for pattern in value)
 
 
 def check_store_path(value: Any) -> Path:

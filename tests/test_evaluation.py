@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib.cli.main import main
 from enginelib.embedder import HashingEmbedder
+from enginelib.errors import InvalidInputError
 from enginelib.evaluation import (
     documents_by_best_chunk,
     evaluate,
@@ -382,3 +384,18 @@ def test_a_dataset_query_with_an_unbalanced_quote_is_searched_as_its_words(
         "--truth-level", "L3", "--no-gate", "--lenient", "--json"])
     assert searched.exit_code == 0, searched.output
     assert json.loads(searched.output)["hits"][0]["document_id"] == "brakes"
+
+
+@pytest.mark.parametrize("reader", [read_qrels, read_queries])
+def test_readers_refuse_paths_that_are_not_paths(reader, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # read_qrels(1) gave 1 to open() as a file descriptor: it read stdout's, then closed it
+    (tmp_path / "held").write_text("q1\t0\ta\t1\n", encoding="utf-8")
+    held = os.open(tmp_path / "held", os.O_RDONLY)
+    try:
+        for bad, says in ((held, "must be a str or Path"), (None, "must be a str or Path"),
+                          ("", "is empty"), (tmp_path / ("a" * 5000), "File name too long")):
+            with pytest.raises(InvalidInputError, match=says):
+                reader(bad)
+        os.fstat(held)  # still open: nobody else's descriptor was closed
+    finally:
+        os.close(held)

@@ -905,3 +905,19 @@ def test_html_with_more_elements_than_its_byte_limit_allows_is_refused_before_pa
     # "<" in text (a formula, code) is not an element
     (tmp_path / "less.html").write_text("<p>" + "a < b " * 2_000 + "</p>")
     assert only(tmp_path / "less.html", max_bytes=limit).text.startswith("a < b")
+
+
+def test_loader_entry_points_refuse_what_is_not_a_path(tmp_path: Path) -> None:
+    # None failed inside pathlib with a TypeError, an over-long name with a raw OSError, and a
+    # string include was read as one pattern per character
+    long_name = tmp_path / ("a" * 5000)
+    for call, says in (
+            (lambda: load_file(None), "must be a str or Path"),  # type: ignore[arg-type]
+            (lambda: load_file(long_name), "File name too long"),
+            (lambda: loaders.loader_for(None), "must be a str or Path"),  # type: ignore[arg-type]
+            (lambda: list(iter_load(None)), "a path or a list of paths"),  # type: ignore[arg-type]
+            (lambda: list(iter_load(long_name)), "File name too long"),
+            (lambda: list(iter_load(tmp_path, include="*.md")), "list of glob patterns"),  # type: ignore[arg-type]
+            (lambda: list(iter_load(tmp_path, exclude=None)), "list of glob patterns")):  # type: ignore[arg-type]
+        with pytest.raises((InvalidInputError, LoaderError), match=says):
+            call()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UnsupportedFormatError
+from ..validation import check_path
 from .base import Loader
 from .html import load_html
 from .jsonl import load_jsonl
@@ -39,6 +40,7 @@ def extension_of(path: Path) -> str:
 
 def loader_for(path: Path) -> Loader:
     """The loader for ``path``; UnsupportedFormatError (naming the choices) when none."""
+    path = check_path(path)
     extension = extension_of(path)
     loader = LOADERS.get(extension)
     if loader is None:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..errors import InvalidInputError, LoaderError
 from ..types import LoadedDocument, SkippedInput
+from ..validation import check_globs, check_path
 from .base import DEFAULT_MAX_BYTES, LoadItem, fail
 from .formats import loader_for
 
@@ -144,15 +145,26 @@ def iter_load(
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    roots = [Path(p) for p in paths]
+    if not isinstance(paths, Iterable):
+        raise InvalidInputError(f"paths must be a path or a list of paths, got "
+                                f"{type(paths).__name__}")
+    roots = [check_path(p) for p in paths]
     if not roots:
         raise InvalidInputError("no paths given: name files or folders to load")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise InvalidInputError(f"max_bytes must be a positive int, got {max_bytes!r}")
+    globs = {"include": check_globs("include", include), "exclude": check_globs("exclude", exclude)}
     for root in roots:
-        if not root.exists():
+        if not _exists(root):
             raise fail(root, "no such file or folder")
-    return _items(roots, tuple(include), tuple(exclude), max_bytes)
+    return _items(roots, globs["include"], globs["exclude"], max_bytes)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError as exc:  # a name too long, a loop of links
+        raise fail(path, exc.strerror or str(exc)) from exc
 
 
 def load_file(
@@ -164,8 +176,8 @@ def load_file(
     UnsupportedFormatError), including the first bad JSONL line; use :func:`iter_load` to
     skip bad inputs and go on.
     """
-    file = Path(path)
-    if not file.exists():
+    file = check_path(path)
+    if not _exists(file):
         raise fail(file, "no such file")
     if file.is_dir():
         raise fail(file, "is a folder: use iter_load() or Store.ingest_path() for folders")
