@@ -63,9 +63,11 @@ from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
 from .snapshots import OPTIONAL_TABLES, checksummed, damage, index_damage, load_catalog
+from .store_guard import MAX_LOCK_TIMEOUT_S, check_model_options
+from .store_target import StoreLike, takes_store
 from .text import shell_word
+from .validation import check_float
 
-StoreLike = StoreCore | str | Path
 REINDEX_STEPS: tuple[str, ...] = ("reindex_before_catalog_commit", "reindex_after_catalog_commit")
 _BATCH = 64
 _SAMPLE = 10  # problems list at most this many ids of one kind
@@ -90,6 +92,7 @@ class IntegrityReport:
         return {**asdict(self), "ok": self.ok}
 
 
+@takes_store
 def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10.0) -> IntegrityReport:
     """Compare the catalog with the manifest, both indexes (counts, labels, stamps), itself
     (chunks vs documents, offsets) and, optionally, every snapshot's files.
@@ -100,6 +103,7 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     Opening a text index that cannot be read resets it in place, as any open would: it is
     derived data, and ``repair`` rebuilds it.
     """
+    check_float("lock_timeout", lock_timeout, minimum=0.0, maximum=MAX_LOCK_TIMEOUT_S)
     if isinstance(target, StoreCore) and not target.read_only:
         return _check(target.path, target.catalog, snapshots)
     root = target.path if isinstance(target, StoreCore) else Path(target)
@@ -363,6 +367,7 @@ def _snapshot_manifest_problem(folder: Path) -> str | None:
 # -- repair --------------------------------------------------------------------------------
 
 
+@takes_store
 def repair(target: StoreLike) -> IntegrityReport:
     """Rebuild both indexes (and the manifest's generation) from the catalog, then re-check."""
     if isinstance(target, StoreCore):
@@ -430,6 +435,7 @@ class ReindexReport:
         return asdict(self)
 
 
+@takes_store
 def reindex(
     target: StoreLike,
     *,
@@ -443,6 +449,7 @@ def reindex(
     ``embedder`` (an object or a built-in name) switches the store's model; None keeps the
     store's own. The old model is never needed. ``chunking`` None keeps the store's chunking.
     """
+    check_model_options(embedder, chunking)
     if isinstance(target, StoreCore):
         return _reindex_store(target, _reindex_embedder(target, embedder), chunking, progress)
     store = StoreCore.open_for_maintenance(target)

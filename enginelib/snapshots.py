@@ -57,6 +57,7 @@ from .errors import (
 from .index_audit import verify_files, wrong_vectors
 from .indexes import TEXT_FILES, VECTOR_FILES
 from .snapshot_restore import RestoreReport
+from .store_target import StoreLike, takes_store
 from .text import shell_word
 from .validation import MAX_KEEP, check_bool
 
@@ -74,7 +75,6 @@ SNAPSHOT_STEPS: tuple[str, ...] = (
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _AUTO_NAME = re.compile(r"^(\d{4}\.\d{2})\.(\d+)$")
 
-StoreLike = StoreCore | str | Path
 
 
 @dataclass(frozen=True)
@@ -294,6 +294,7 @@ def _check_keep(keep: int) -> int:
     return keep
 
 
+@takes_store
 def next_name(target: StoreLike, today: date | None = None) -> str:
     """The next free YYYY.MM.patch name (patch counts this month's auto-named snapshots)."""
     root = _root(target)
@@ -345,6 +346,7 @@ def _info(folder: Path, pinned: set[str]) -> SnapshotInfo:
     return SnapshotInfo(**{k: data[k] for k in known}, pinned=folder.name in pinned, size_bytes=size)
 
 
+@takes_store
 def list_snapshots(target: StoreLike) -> list[SnapshotInfo]:
     """Snapshots oldest first; unreadable folders are skipped here and reported by check."""
     root = _root(target)
@@ -362,6 +364,7 @@ def list_snapshots(target: StoreLike) -> list[SnapshotInfo]:
     return sorted(found, key=lambda s: (s.created_at, s.name))
 
 
+@takes_store
 def get_snapshot(target: StoreLike, name: str) -> SnapshotInfo:
     root = _root(target)
     folder = _folder(root, name)
@@ -371,6 +374,7 @@ def get_snapshot(target: StoreLike, name: str) -> SnapshotInfo:
         raise DamagedSnapshotError(f"snapshot {name!r} is unreadable: {exc}", path=folder) from exc
 
 
+@takes_store
 def retention(target: StoreLike) -> int:
     return int(_read_settings(_root(target))["keep"])
 
@@ -378,6 +382,7 @@ def retention(target: StoreLike) -> int:
 # -- create --------------------------------------------------------------------------------
 
 
+@takes_store
 def create_snapshot(
     target: StoreLike, name: str | None = None, *, keep: int | None = None, pin: bool = False
 ) -> SnapshotInfo:
@@ -491,6 +496,7 @@ def _remove_leftovers(base: Path) -> None:
 # -- delete, pin, retention ----------------------------------------------------------------
 
 
+@takes_store
 def delete_snapshot(target: StoreLike, name: str) -> None:
     """Delete a snapshot; a pinned one must be unpinned first."""
     with _writer(target) as root:
@@ -516,6 +522,7 @@ def _remove(folder: Path) -> None:
         trash.unlink()
 
 
+@takes_store
 def pin_snapshot(target: StoreLike, name: str, pinned: bool = True) -> SnapshotInfo:
     # A truthy "no" pinned the snapshot: the Store method checked its argument, this did not.
     check_bool("pinned", pinned)
@@ -528,6 +535,7 @@ def pin_snapshot(target: StoreLike, name: str, pinned: bool = True) -> SnapshotI
         return get_snapshot(root, name)
 
 
+@takes_store
 def set_retention(target: StoreLike, keep: int) -> list[str]:
     """Keep the ``keep`` newest unpinned snapshots from now on; returns the names removed."""
     _check_keep(keep)
@@ -538,6 +546,7 @@ def set_retention(target: StoreLike, keep: int) -> list[str]:
         return _prune(root, keep)
 
 
+@takes_store
 def apply_retention(target: StoreLike, keep: int | None = None) -> list[str]:
     """Delete the oldest unpinned snapshots beyond the newest ``keep``; returns their names."""
     with _writer(target) as root:
@@ -643,6 +652,7 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, tuple[Any, 
     return {r[0]: (r[1], tuple(r[4:]), r[2], int(r[3])) for r in rows}
 
 
+@takes_store
 def diff_snapshots(target: StoreLike, a: str, b: str = LIVE) -> SnapshotDiff:
     """Documents added, removed and changed from ``a`` to ``b`` (snapshot names or "live")."""
     left, right = _documents(target, a), _documents(target, b)
@@ -667,6 +677,7 @@ def diff_snapshots(target: StoreLike, a: str, b: str = LIVE) -> SnapshotDiff:
 # -- restore -------------------------------------------------------------------------------
 
 
+@takes_store
 def restore_snapshot(target: StoreLike, name: str) -> RestoreReport:
     """Make the live store equal to snapshot ``name``, as a new generation.
 

@@ -189,7 +189,7 @@ def _to_sql(path: Any, **options: Any) -> None:
 MAX_LOCK_TIMEOUT_S = 86_400.0
 
 
-def _model_options(embedder: Any = None, chunking: Any = None) -> None:
+def check_model_options(embedder: Any = None, chunking: Any = None) -> None:
     """The embedder (an object with name, dim and embed, or a built-in name) and chunking
     (a ChunkingConfig) a store is opened or reindexed with; a wrong kind failed deep inside
     the open with an AttributeError."""
@@ -203,14 +203,14 @@ def _model_options(embedder: Any = None, chunking: Any = None) -> None:
 
 def _open_options(embedder: Any = None, chunking: Any = None, create: Any = True,
                   read_only: Any = False, lock_timeout: Any = 0.0, **_others: Any) -> None:
-    _model_options(embedder, chunking)
+    check_model_options(embedder, chunking)
     check_bool("create", create)
     check_bool("read_only", read_only)
     check_float("lock_timeout", lock_timeout, minimum=0.0, maximum=MAX_LOCK_TIMEOUT_S)
 
 
 def _reindex(embedder: Any = None, chunking: Any = None, progress: Any = False) -> None:
-    _model_options(embedder, chunking)
+    check_model_options(embedder, chunking)
     check_bool("progress", progress)
 
 

@@ -239,3 +239,21 @@ def test_open_for_maintenance_answers_bad_paths_and_waits_with_enginelib_errors(
         open_for_maintenance(None)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="lock_timeout"):
         open_for_maintenance(tmp_path, lock_timeout=float("nan"))
+
+
+def test_module_functions_taking_a_store_check_it_first(tmp_path: Path) -> None:
+    # maintenance.check(None) was a TypeError from pathlib, snapshots.list_snapshots of an
+    # over-long name a raw OSError, maintenance.reindex(embedder=-1) an AttributeError
+    from enginelib import EngineError, snapshots
+
+    long_name = tmp_path / ("a" * 5000)
+    for function in (maintenance.check, maintenance.repair, snapshots.list_snapshots,
+                     snapshots.retention):
+        with pytest.raises(InvalidInputError, match="store path"):
+            function(None)  # type: ignore[arg-type]
+        with pytest.raises(EngineError, match="File name too long"):
+            function(long_name)
+    with pytest.raises(InvalidInputError, match="lock_timeout"):
+        maintenance.check(tmp_path, lock_timeout=float("nan"))
+    with pytest.raises(InvalidInputError, match="embedder"):
+        maintenance.reindex(tmp_path, embedder=-1)  # type: ignore[arg-type]
