@@ -88,15 +88,16 @@ def stopword_analyzers(languages: tuple[str, ...]) -> list[tantivy.TextAnalyzer]
     analyzers = []
     for lang in languages:
         try:
-            stop = tantivy.Filter.stopword(STEMMERS[lang])
+            # tantivy-py 0.27 names a language without a list (ar, el, ro, ta, tr) only
+            # when the filter is added, not when it is made
+            analyzers.append(
+                tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+                .filter(tantivy.Filter.lowercase())
+                .filter(tantivy.Filter.stopword(STEMMERS[lang]))
+                .build()
+            )
         except ValueError:
             continue  # no stop-word list for this language: nothing is a stop word
-        analyzers.append(
-            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-            .filter(tantivy.Filter.lowercase())
-            .filter(stop)
-            .build()
-        )
     return analyzers
 
 

@@ -511,3 +511,18 @@ def test_a_word_is_never_corrected_into_a_stop_word(tmp_path: Path) -> None:
     assert store.search("couplle", answerability_threshold=None,
                         log=False).corrections == {"couplle": "couple"}
     store.close()
+
+
+def test_a_text_index_for_a_language_without_a_stop_list_opens_and_searches(tmp_path: Path) -> None:
+    # tantivy has stemmers but no stop-word list for Arabic, Greek, Romanian, Tamil and
+    # Turkish; it says so only when the list's filter is added, which escaped as a raw
+    # ValueError from the index's constructor.
+    from enginelib.indexes.base import TextDocument
+    from enginelib.indexes.tantivy_text import TantivyTextIndex
+
+    index = TantivyTextIndex(tmp_path / "text", languages=("tr", "ar", "en"))
+    index.add([TextDocument(1, "Kişisel verilerin silinmesi hakkı", language="tr"),
+               TextDocument(2, "The right to erasure", language="en")])
+    index.save(1)
+    assert [label for label, _ in index.search(["silinmesi"], 5)[0]] == [1]
+    index.release()
