@@ -10,6 +10,7 @@ stemmed fields, so an exact code match adds a rare-term score and ranks first.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import tantivy
@@ -99,6 +100,17 @@ def stopword_analyzers(languages: tuple[str, ...]) -> list[tantivy.TextAnalyzer]
         except ValueError:
             continue  # no stop-word list for this language: nothing is a stop word
     return analyzers
+
+
+@functools.cache
+def every_stopword_analyzer() -> tuple[tantivy.TextAnalyzer, ...]:
+    """Stop-word analyzers of every language tantivy has a list for (the store's or not)."""
+    return tuple(stopword_analyzers(tuple(STEMMERS)))
+
+
+def is_stopword_anywhere(word: str) -> bool:
+    """True when ``word`` is a stop word of some language tantivy knows."""
+    return any(not analyzer.analyze(word) for analyzer in every_stopword_analyzer())
 
 
 def check_languages(languages: tuple[str, ...]) -> tuple[str, ...]:

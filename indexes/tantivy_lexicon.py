@@ -21,6 +21,10 @@ Rules (decided once here):
 - A word is corrected only when none of its stems occurs in any text field: a word the
   index knows (``erasur`` stems like ``erasure``) is never "corrected" into a more
   frequent neighbour.
+- Common words of a language are never corrected: a question word or a stop word of any
+  language the analyzers know (``quand``, ``faut``, Italian ``sono``). A corpus that never
+  says "quand" has not misspelled it; correcting it to ``quant`` searches a word the user
+  did not mean and reports a correction that reads as a blunder.
 - Words with a digit are never corrected (``1K0615301N`` and ``1K0615301M`` are two real
   parts), nor words with a capital inside that are not all capitals (``UreH``, ``iPhone``:
   names and identifiers), nor words shorter than ``MIN_FUZZY_CHARS`` (too many neighbours).
@@ -70,11 +74,13 @@ class TantivyLexicon:
         words_field: str,
         fold: tantivy.TextAnalyzer,
         is_stopword: Callable[[str], bool] | None = None,
+        is_common: Callable[[str], bool] | None = None,
     ) -> None:
         self._searcher = searcher
         # a typo is never corrected into a stop word ("pads" -> the French "pas"): it would
         # search nothing and tell the user it searched something
         self._is_stopword = is_stopword or (lambda word: False)
+        self._is_common = is_common or (lambda word: False)
         self._fields = fields  # stemmed text field -> the analyzer that field uses
         self._words_field = words_field
         self._fold = fold  # the words field's analyzer: lowercase + accent folding
@@ -116,7 +122,8 @@ class TantivyLexicon:
     def _correct(self, word: str) -> Correction | None:
         folded = self._fold.analyze(word)
         if (len(folded) != 1 or len(folded[0]) < MIN_FUZZY_CHARS
-                or any(ch.isdigit() for ch in word) or _is_name(word) or self.knows(word)):
+                or any(ch.isdigit() for ch in word) or _is_name(word) or self.knows(word)
+                or self._is_common(word)):
             return None
         typed = folded[0]
         distance = 1 if len(typed) <= LONG_WORD_CHARS else 2

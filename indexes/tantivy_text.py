@@ -65,6 +65,7 @@ from enginelib.indexes.analyzers import (
     build_analyzers,
     check_languages,
     code_tokens,
+    is_stopword_anywhere,
     normalize_language,
     stopword_analyzers,
     word_parts,
@@ -74,6 +75,7 @@ from enginelib.indexes.lru import Lru
 from enginelib.indexes.tantivy_lexicon import TantivyLexicon
 from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
 from enginelib.search.gate import QueryTerm, bm25_idf
+from enginelib.search.highlights import is_function_word
 
 FORMAT_VERSION = 3  # 2: the combined text_<lang> field; 3: the words field
 STAMP = "stamp.json"
@@ -511,7 +513,8 @@ class TantivyTextIndex:
             self._lexicon = TantivyLexicon(self._index.searcher(), fields,
                                            words_field=WORDS_FIELD,
                                            fold=self._analyzers[analyzer_name(PLAIN)],
-                                           is_stopword=self._is_stopword)
+                                           is_stopword=self._is_stopword,
+                                           is_common=_is_common_word)
         return self._lexicon
 
     def corrections(self, query: str) -> dict[str, str]:
@@ -588,6 +591,7 @@ class TantivyTextIndex:
             ) from exc
 
     def _is_stopword(self, word: str) -> bool:
+        """A stop word of the store's languages: dropped from queries."""
         return any(not analyzer.analyze(word) for analyzer in self._stopwords)
 
     def highlight_terms(self, query: str) -> list[str]:
@@ -685,3 +689,8 @@ def _stamped_max_token(stamp: dict[str, object] | None) -> int | None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= MAX_TOKEN_CHARS:
         return None
     return limit
+
+
+def _is_common_word(word: str) -> bool:
+    """A word spelled right whatever the corpus holds: never a typo to correct."""
+    return is_function_word(word) or is_stopword_anywhere(word)

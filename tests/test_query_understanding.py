@@ -513,6 +513,27 @@ def test_a_word_is_never_corrected_into_a_stop_word(tmp_path: Path) -> None:
     store.close()
 
 
+def test_common_words_of_a_language_are_never_corrected(tmp_path: Path) -> None:
+    # A corpus of legal French never says "quand" or "nous" (it writes "lorsque" and "le
+    # responsable"), so they were "corrected" into "quant" and "sous": 19 of the 454
+    # regulatory questions searched a word the user did not type. A word that is a stop
+    # word of some language (the Italian "sono") or a question word is spelled right by
+    # definition, whatever the corpus holds.
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
+    store.ingest_documents([LoadedDocument(id="art-17", language="fr", text=(
+        "Quant aux données, le responsable du traitement a l'obligation d'effacer les données "
+        "sous un mois. Il a fait droit à la demande d'effacement de la personne concernée."))])
+    for question in ("Quand devons-nous effacer les données ?", "Que faut-il faire ?",
+                     "Quali sono i diritti ?"):
+        response = store.search(question, log=False)
+        assert response.corrections == {}, question
+    # and a misspelled content word beside them is still corrected, in the default search
+    response = store.search("Quand faut-il l'efacement des données ?", log=False)
+    assert response.corrections == {"efacement": "effacement"}
+    assert response.status == "ok" and response.hits[0].document_id == "art-17"
+    store.close()
+
+
 def test_a_text_index_for_a_language_without_a_stop_list_opens_and_searches(tmp_path: Path) -> None:
     # tantivy has stemmers but no stop-word list for Arabic, Greek, Romanian, Tamil and
     # Turkish; it says so only when the list's filter is added, which escaped as a raw
