@@ -21,8 +21,9 @@ Rules (decided once here):
 - A word is corrected only when none of its stems occurs in any text field: a word the
   index knows (``erasur`` stems like ``erasure``) is never "corrected" into a more
   frequent neighbour.
-- Common words of a language are never corrected: a question word or a stop word of any
-  language the analyzers know (``quand``, ``faut``, Italian ``sono``). A corpus that never
+- Common words of a language are never corrected: a question word, an English or French
+  grammar word (``enginelib.common_words``) or a stop word of any language the analyzers
+  know (``quand``, ``hors``, Italian ``sono``). A corpus that never
   says "quand" has not misspelled it; correcting it to ``quant`` searches a word the user
   did not mean and reports a correction that reads as a blunder.
 - Words with a digit are never corrected (``1K0615301N`` and ``1K0615301M`` are two real

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
+from enginelib.common_words import CLOSED_CLASS_WORDS
 from enginelib.durable import can_write, chmod_like_umask, write_atomic
 from enginelib.errors import BackendError, InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
@@ -693,4 +694,5 @@ def _stamped_max_token(stamp: dict[str, object] | None) -> int | None:
 
 def _is_common_word(word: str) -> bool:
     """A word spelled right whatever the corpus holds: never a typo to correct."""
-    return is_function_word(word) or is_stopword_anywhere(word)
+    return (is_function_word(word) or word.lower() in CLOSED_CLASS_WORDS
+            or is_stopword_anywhere(word))

@@ -522,9 +522,11 @@ def test_common_words_of_a_language_are_never_corrected(tmp_path: Path) -> None:
     store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
     store.ingest_documents([LoadedDocument(id="art-17", language="fr", text=(
         "Quant aux données, le responsable du traitement a l'obligation d'effacer les données "
-        "sous un mois. Il a fait droit à la demande d'effacement de la personne concernée."))])
+        "sous un mois. Il a fait droit, lors de la demande, à l'effacement. The controller "
+        "resides in the Union."))])
     for question in ("Quand devons-nous effacer les données ?", "Que faut-il faire ?",
-                     "Quali sono i diritti ?"):
+                     "Quali sono i diritti ?", "Une entreprise hors UE ?",
+                     "Which bases besides consent?"):
         response = store.search(question, log=False)
         assert response.corrections == {}, question
     # and a misspelled content word beside them is still corrected, in the default search
