@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import RerankerError
+from ..references import provisions_of, references
 from . import answerability, fusion, fusion_evidence, gate, paging, post, rewrite
 from .hits import Block, build_hits, context, empty_response
 from .request import GATE_TOP_N, SearchRequest
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from ..chunk_view import ChunkView
     from ..store import Store
 
+# Candidates inside a provision the question names ("Article 6", "considérant 26") come
+# first (references.py). A module default; benchmarks turn it off to measure it.
+PROVISION_REFERENCES = True
 # MMR compares every pair of its pool: the pool is the depth's candidates, at most this many.
 MMR_POOL_MAX = 1000
 
@@ -207,7 +211,25 @@ def boost(view: ChunkView, request: SearchRequest, fused: Fused) -> Boosted:
         final = post.scale(fused.scores) + boosts
     if not len(fused.labels):
         return Boosted(boosts, final, np.zeros(0, dtype=np.int64))
+    named = references(request.queries[0]) if PROVISION_REFERENCES else frozenset()
+    if named:
+        # the provisions the question names come first (references.py says why)
+        inside = _inside_provisions(view, fused.positions, named)
+        return Boosted(boosts, final, np.lexsort((fused.labels, -final, ~inside)))
     return Boosted(boosts, final, np.lexsort((fused.labels, -final)))
+
+
+def _inside_provisions(
+    view: ChunkView, positions: np.ndarray, named: frozenset[tuple[str, str]]
+) -> np.ndarray:
+    """Per candidate, whether its heading path or its document's title names one of
+    ``named``."""
+    titles = view.column("title")
+    paths = view.texts_of(view.labels[positions].tolist())
+    return np.fromiter(
+        (bool(named & provisions_of(path, titles[p] or ""))
+         for p, (_, path) in zip(positions.tolist(), paths, strict=True)),
+        dtype=bool, count=len(positions))
 
 
 def rerank(view: ChunkView, request: SearchRequest, fused: Fused, order_idx: np.ndarray) -> Reranked:
