@@ -54,6 +54,9 @@ def repair(store_path: Path, as_json: bool) -> None:
         click.echo(f"mended the catalog: {len(report.facts['mended_blocks'])} block(s) a killed "
                    f"checkpoint left half-written; the replaced bytes are recorded in "
                    f"{report.facts['mend_record']}")
+    if not as_json:
+        for note in report.facts.get("job_tables_mended") or ():
+            click.echo(f"mended the job queue: {printable(note)}")
     _print_report(report, as_json, f"rebuilt indexes of {store_path} at generation "
                                    f"{report.facts.get('generation')} "
                                    f"({report.facts.get('chunks')} chunks); check passes")

@@ -22,7 +22,7 @@ from . import columns as cols
 from . import faults
 from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
-from .catalog import Catalog
+from .catalog import Catalog, utcnow
 from .catalog_documents import document_count
 from .catalog_mend import (
     PENDING_NAME,
@@ -59,6 +59,7 @@ from .errors import (
 )
 from .index_audit import VECTOR_SAMPLE, verify_files, wrong_vectors
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
+from .jobs import shape as job_tables
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
@@ -151,6 +152,7 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems.append(f"catalog vectors are {column} but the manifest says "
                         f"{manifest.embedding_dim} dims: run `enginelib reindex --store {shell_word(root)}`")
     problems += _catalog_problems(catalog)
+    problems += [f"{what}: {fix}" for what in job_tables.problems(catalog.con)]
     if (root / PENDING_NAME).exists():
         problems.append(f"a mend of the catalog was interrupted ({PENDING_NAME}): {fix}")
     options = manifest.index_options
@@ -371,8 +373,11 @@ def _snapshot_manifest_problem(folder: Path) -> str | None:
 def repair(target: StoreLike) -> IntegrityReport:
     """Rebuild both indexes (and the manifest's generation) from the catalog, then re-check."""
     if isinstance(target, StoreCore):
+        mended_jobs = _mend_job_tables(target)
         target.rebuild_indexes()
-        return check(target, snapshots=False)
+        report = check(target, snapshots=False)
+        report.facts["job_tables_mended"] = mended_jobs
+        return report
     root = Path(target)
     mended = _mend_catalog(root)
     try:
@@ -389,14 +394,24 @@ def repair(target: StoreLike) -> IntegrityReport:
             lock.release()
         store = StoreCore.open_for_maintenance(target)
     try:
+        mended_jobs = _mend_job_tables(store)
         store.rebuild_indexes()
         report = check(store, snapshots=False)
     finally:
         store.close()
+    report.facts["job_tables_mended"] = mended_jobs
     if mended is not None and mended.record is not None:
         report.facts["mended_blocks"] = [p.location for p in mended.patches]
         report.facts["mend_record"] = str(mended.record)
     return report
+
+
+def _mend_job_tables(store: StoreCore) -> list[str]:
+    """Job tables of another layout set aside and made anew with the rows they still hold:
+    the queue refuses to run on them, saying to run `repair`."""
+    store.require_writable()
+    with store.catalog.transaction() as con:
+        return job_tables.mend(con, utcnow())
 
 
 def _mend_catalog(root: Path) -> MendReport | None:

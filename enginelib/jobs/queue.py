@@ -12,6 +12,7 @@ from typing import Any
 from ..catalog import Catalog, utcnow
 from ..errors import InvalidInputError
 from ..validation import MAX_LIST_OFFSET, MAX_LISTED, check_float, check_int
+from . import shape
 from . import table as t
 from .backoff import DEFAULT_MAX_ATTEMPTS, retry_delay
 
@@ -60,6 +61,8 @@ class JobQueue:
         if not catalog.read_only:
             with catalog.transaction() as con:
                 t.create_tables(con)
+        # A table of another layout failed every statement with DuckDB's binder error.
+        shape.require_sound(catalog.con, None if catalog.in_memory_db else catalog.path.parent)
 
     def _exists(self) -> bool:
         return self.catalog.read_only is False or t.tables_exist(self.catalog.con)

@@ -156,9 +156,11 @@ SUPERSEDE_OLDER = (
     "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ? "
     "WHERE document_id = ? AND job_id < ? AND status IN ('PENDING', 'FAILED') RETURNING job_id"
 )
+# Columns named, not by position: a history table whose columns stand in another order (a
+# rebuilt or hand-made one) took each value into the wrong column, or failed on a type.
 COPY_DONE_TO_HISTORY = (
-    "INSERT INTO jobs_history SELECT " + ", ".join(JOB_COLUMNS) + ", ? FROM jobs "
-    "WHERE status = 'DONE'"
+    "INSERT INTO jobs_history (" + ", ".join(JOB_COLUMNS) + ", purged_at) SELECT "
+    + ", ".join(JOB_COLUMNS) + ", ? FROM jobs WHERE status = 'DONE'"
 )
 DELETE_DONE = "DELETE FROM jobs WHERE status = 'DONE' RETURNING job_id"
 COUNTS = "SELECT status, count(*) FROM jobs GROUP BY status"

@@ -1,0 +1,155 @@
+"""Job tables of another layout (a hand edit, a damaged catalog): check reports, repair mends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from enginelib import IntegrityError, maintenance
+from enginelib.cli.main import main
+from enginelib.core import layout
+from enginelib.jobs import DLQ, DONE, FAILED, PENDING, Worker
+from enginelib.jobs.shape import LOST_STATUS
+from tests.helpers import open_test_store, paragraphs
+
+
+@pytest.fixture()
+def queued(tmp_path: Path) -> Path:
+    """A store with three jobs: one DONE, one FAILED (an unreadable PDF), one PENDING."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "brakes.md").write_text("# Brakes\n\n" + paragraphs(3), encoding="utf-8")
+    (src / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a pdf")
+    (src / "tyres.txt").write_text(paragraphs(2, "tyres"), encoding="utf-8")
+    root = tmp_path / "store"
+    with open_test_store(root) as store:
+        store.enqueue_paths(src / "brakes.md", src / "broken.pdf")
+        Worker(store, store.jobs()).run_until_idle()
+        store.enqueue_paths(src / "tyres.txt")
+    return root
+
+
+def damage(root: Path, *statements: str) -> None:
+    """Edit the catalog by hand, as a user with the duckdb shell would."""
+    con = duckdb.connect(str(layout.catalog_path(root)))
+    try:
+        for statement in statements:
+            con.execute(statement)
+    finally:
+        con.close()
+
+
+def rows(root: Path, sql: str) -> list[tuple[object, ...]]:
+    con = duckdb.connect(str(layout.catalog_path(root)), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_a_jobs_table_that_lost_a_column_is_reported_refused_and_mended_keeping_its_rows(
+    queued: Path,
+) -> None:
+    damage(queued, "DROP INDEX jobs_status", "ALTER TABLE jobs DROP COLUMN last_error",
+           "ALTER TABLE jobs ALTER attempts TYPE VARCHAR")
+    report = maintenance.check(queued, snapshots=False)
+    assert not report.ok
+    [problem] = report.problems
+    assert "job table jobs lacks column(s) last_error; attempts is VARCHAR, not INTEGER" in problem
+    assert problem.endswith(f"run `enginelib repair --store {queued}`")
+    # The queue refuses to run on it, saying what to do (it was a DuckDB binder error).
+    with open_test_store(queued) as store, pytest.raises(
+            IntegrityError, match=r"jobs lacks column\(s\) last_error.*run `enginelib repair"):
+        store.jobs()
+
+    repaired = maintenance.repair(queued)
+    assert repaired.ok
+    [note] = repaired.facts["job_tables_mended"]
+    assert "set aside as jobs_damaged_" in note and "(3 rows), created anew with 3 of them" in note
+    aside = note.split("set aside as ")[1].split(" ")[0]
+    assert rows(queued, f'SELECT count(*) FROM "{aside}"') == [(3,)]  # kept whole
+    assert rows(queued, "SELECT document_id, status, attempts FROM jobs ORDER BY job_id") == [
+        ("brakes.md", DONE, 1), ("broken.pdf", FAILED, 1), ("tyres.txt", PENDING, 0)]
+    assert maintenance.check(queued, snapshots=False).ok
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        [outcome] = Worker(store, queue).run_until_idle()  # the FAILED one waits its backoff
+        assert (outcome.source.endswith("tyres.txt"), outcome.status) == (True, DONE)
+        assert queue.purge_done() == 2
+        assert store.enqueue_paths(Path(outcome.source)) == [4]  # ids go on, none reused
+
+
+def test_a_job_whose_status_was_lost_waits_in_the_dlq_and_rows_without_a_source_stay_aside(
+    queued: Path,
+) -> None:
+    damage(queued, "DROP INDEX jobs_status", "ALTER TABLE jobs DROP COLUMN status",
+           "ALTER TABLE jobs ALTER source DROP NOT NULL",
+           "UPDATE jobs SET source = NULL WHERE document_id = 'brakes.md'")
+    assert "jobs lacks column(s) status" in maintenance.check(queued, snapshots=False).problems[0]
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "created anew with 2 of them" in note
+    assert "1 row(s) lacked source or document_id" in note
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        jobs = queue.jobs()
+        # Run again unasked, a job already DONE could bring back a document deleted since.
+        assert [(j["document_id"], j["status"], j["last_error"]) for j in jobs] == [
+            ("broken.pdf", DLQ, LOST_STATUS), ("tyres.txt", DLQ, LOST_STATUS)]
+        assert queue.retry_dlq() == 2
+
+
+def test_a_history_table_with_its_columns_in_another_order_takes_purged_jobs_right(
+    queued: Path,
+) -> None:
+    """The purge copied by position: each value went into another column, or failed on its
+    type; check found nothing wrong with such a table."""
+    layout_rows = rows(queued, "SELECT column_name, data_type FROM information_schema.columns "
+                               "WHERE table_name = 'jobs_history' ORDER BY ordinal_position")
+    reordered = ", ".join(f'"{name}" {kind}' for name, kind in reversed(layout_rows))
+    damage(queued, "DROP TABLE jobs_history", f"CREATE TABLE jobs_history ({reordered})")
+    assert maintenance.check(queued, snapshots=False).ok
+    with open_test_store(queued) as store:
+        assert store.jobs().purge_done() == 1
+    assert rows(queued, "SELECT document_id, status, attempts FROM jobs_history") == [
+        ("brakes.md", DONE, 1)]
+
+
+def test_an_id_sequence_behind_the_job_ids_is_reported_and_restarted_past_them(
+    queued: Path,
+) -> None:
+    damage(queued, "INSERT INTO jobs_history (job_id, purged_at) VALUES (40, now())")
+    report = maintenance.check(queued, snapshots=False)
+    assert [p.split(":")[0] for p in report.problems] == [
+        "the job id sequence jobs_id_seq would hand out 4, but job ids run up to 40"]
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "created anew with 3 of them" in note
+    with open_test_store(queued) as store:
+        assert store.enqueue_paths(store.jobs().jobs()[0]["source"]) == [41]
+
+
+def test_check_and_repair_on_the_command_line(queued: Path) -> None:
+    damage(queued, "DROP INDEX jobs_status", "ALTER TABLE jobs DROP COLUMN lease_owner")
+    runner = CliRunner()
+    listed = runner.invoke(main, ["jobs", "--store", str(queued)])
+    assert listed.exit_code == 2
+    assert "jobs lacks column(s) lease_owner" in listed.output
+    assert "run `enginelib repair --store" in listed.output
+    checked = runner.invoke(main, ["check", "--store", str(queued), "--no-snapshots"])
+    assert checked.exit_code == 1
+    assert "problem: job table jobs lacks column(s) lease_owner: run `enginelib repair" in (
+        checked.output)
+    repaired = runner.invoke(main, ["repair", "--store", str(queued)])
+    assert repaired.exit_code == 0, repaired.output
+    assert "mended the job queue: job table jobs lacks column(s) lease_owner: set aside as " \
+        "jobs_damaged_" in repaired.output
+    assert runner.invoke(main, ["jobs", "--store", str(queued)]).exit_code == 0
+
+
+def test_a_store_that_never_queued_has_nothing_to_report_or_mend(tmp_path: Path) -> None:
+    with open_test_store(tmp_path / "s") as store:
+        store.ingest_documents([])
+    assert maintenance.check(tmp_path / "s", snapshots=False).ok
+    assert maintenance.repair(tmp_path / "s").facts["job_tables_mended"] == []
