@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +43,23 @@ def store_argument(func: Any) -> Any:
 def enqueue_paths(
     store_path: Path, paths: Sequence[Path], *, include: Sequence[str], exclude: Sequence[str],
     options: dict[str, Any], vector_dim: int | None = None, embedder: str | None = None,
+    max_attempts: int | None = None,
 ) -> dict[str, Any]:
     """Enqueue and return; into the jobs table, or the inbox while another process writes.
 
     ``vector_dim``/``embedder`` choose the model of a store this creates (the worker embeds
-    with the store's), and must match an existing store's, as for a direct ingest."""
+    with the store's), and must match an existing store's, as for a direct ingest.
+    ``max_attempts`` None leaves it to the queue (the worker's setting, for the inbox)."""
     try:
         store = open_store(store_path, create=True, vector_dim=vector_dim, embedder=embedder)
     except StoreLockedError:
-        jobs = jobs_for_paths(paths, options, include=include, exclude=exclude)
+        jobs = [replace(job, max_attempts=max_attempts)
+                for job in jobs_for_paths(paths, options, include=include, exclude=exclude)]
         inbox.drop(store_path, jobs)
         return {"queued": len(jobs), "job_ids": [], "via": "inbox"}
     with store:
-        ids = store.enqueue_paths(*paths, include=include, exclude=exclude, **options)
+        ids = store.enqueue_paths(*paths, include=include, exclude=exclude,
+                                  max_attempts=max_attempts, **options)
     return {"queued": len(ids), "job_ids": ids, "via": "catalog"}
 
 

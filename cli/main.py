@@ -11,6 +11,8 @@ import click
 
 from enginelib.core.lock import set_minimum_wait
 from enginelib.errors import PruneRefusedError
+from enginelib.jobs import DEFAULT_MAX_ATTEMPTS
+from enginelib.jobs.queue import MAX_ATTEMPTS
 from enginelib.types import IngestReport
 
 from .commands_search import search_command
@@ -120,6 +122,9 @@ def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) ->
               help="All or nothing: the first bad file or record fails the call, nothing is written.")
 @click.option("--queue", is_flag=True, help="Enqueue one job per file and return; "
               "`enginelib worker` (or `serve`) ingests them, retrying failures.")
+@click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=None,
+              help=f"With --queue: attempts of each job before it goes to the DLQ "
+                   f"[default: {DEFAULT_MAX_ATTEMPTS}].")
 @click.option("--prune", is_flag=True,
               help="Sync the folders given: then delete the documents whose file inside one "
                    "of them is gone (renamed or removed); their versions stay in `history`. "
@@ -131,13 +136,16 @@ def ingest(
     source_type: str | None, tags: tuple[str, ...], metadata: tuple[str, ...],
     include: tuple[str, ...], exclude: tuple[str, ...], no_progress: bool,
     max_file_mb: float | None, strict: bool, vector_dim: int | None, embedder_name: str | None,
-    queue: bool, prune: bool, as_json: bool,
+    queue: bool, max_attempts: int | None, prune: bool, as_json: bool,
 ) -> None:
     """Ingest files, folders or JSONL(.gz) into the store (re-ingesting an id replaces it).
 
     JSONL records may carry their own embedding in `vector` (or `embedding`; `vectors` for
     one per chunk): it is used instead of the model. With --prune, a folder kept in sync
     loses the documents of its files that are gone (`enginelib ingest DOCS/ --prune`)."""
+    if max_attempts is not None and not queue:
+        raise click.UsageError("--max-attempts is for --queue: a direct ingest makes one "
+                               "attempt, and says at once what failed")
     if queue:
         from .commands_jobs import enqueue_paths
 
@@ -157,7 +165,7 @@ def ingest(
         queued = enqueue_paths(store_path, paths, include=include, exclude=exclude, options=dict(
             truth_level=truth_level, domain=domain, source_type=source_type, tags=list(tags),
             metadata=parse_key_values(metadata, "--metadata")),
-            vector_dim=vector_dim, embedder=embedder_name)
+            vector_dim=vector_dim, embedder=embedder_name, max_attempts=max_attempts)
         if as_json:
             emit_json(queued)
         else:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from ..core import layout
 from ..durable import write_atomic
 from ..errors import InvalidInputError, StoreError
-from ..validation import check_new_document_id, check_text
-from .queue import NewJob
+from ..validation import check_int, check_new_document_id, check_text
+from .queue import MAX_ATTEMPTS, NewJob
 
 if TYPE_CHECKING:
     from .queue import JobQueue
@@ -43,7 +43,8 @@ _log = logging.getLogger("enginelib.jobs")
 
 def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
     payload = [{"source": j.source, "document_id": j.document_id, "options": j.options,
-                "kind": j.kind} for j in jobs]
+                "kind": j.kind, **({} if j.max_attempts is None else
+                                   {"max_attempts": j.max_attempts})} for j in jobs]
     folder = store_path / INBOX_DIR
     if folder.exists() and not folder.is_dir():  # was a bare "File exists (...)"
         raise StoreError(
@@ -118,9 +119,12 @@ def new_job(entry: Any) -> NewJob:
     if kind not in KINDS:
         raise InvalidInputError(f"an entry's kind is {kind!r}, not one of {list(KINDS)}")
     check_text("an entry's options", json.dumps(options, default=str, ensure_ascii=False))
+    attempts = entry.get("max_attempts")
+    if attempts is not None:  # absent: the worker's own --max-attempts
+        attempts = check_int("an entry's max_attempts", attempts, minimum=1, maximum=MAX_ATTEMPTS)
     return NewJob(check_text("an entry's source", entry["source"], empty=False),
                   check_new_document_id(entry["document_id"], "an entry's document id"),
-                  dict(options), kind)
+                  dict(options), kind, attempts)
 
 
 def import_into(store_path: Path, queue: JobQueue) -> int:

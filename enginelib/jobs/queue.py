@@ -34,6 +34,9 @@ class NewJob:
     document_id: str
     options: dict[str, Any]
     kind: str = "file"
+    # Attempts before the DLQ; None takes the queue's. Carried by the inbox, so a job queued
+    # while `serve` runs keeps what `ingest --queue --max-attempts` asked for.
+    max_attempts: int | None = None
 
 
 class JobQueue:
@@ -71,11 +74,14 @@ class JobQueue:
 
     def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
         now = self.clock()
+        attempts = [self.max_attempts if job.max_attempts is None else
+                    check_int("max_attempts", job.max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
+                    for job in jobs]
         columns = ([job.kind for job in jobs], [job.source for job in jobs],
                    [job.document_id for job in jobs],
-                   [json.dumps(job.options, default=str) for job in jobs])
+                   [json.dumps(job.options, default=str) for job in jobs], attempts)
         with self.catalog.transaction() as con:
-            return t.insert_jobs(con, columns, [self.max_attempts, now, now, now])
+            return t.insert_jobs(con, columns, [now, now, now])
 
     def expire_leases(self) -> list[int]:
         """RUNNING jobs whose lease ran out go back to PENDING (their worker died), or to the

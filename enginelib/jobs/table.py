@@ -74,10 +74,10 @@ NEXT_JOB_IDS = "SELECT nextval('jobs_id_seq') FROM range(?)"
 INSERT_JOBS = (
     "INSERT INTO jobs (job_id, kind, source, document_id, options, status, attempts, "
     "max_attempts, next_attempt_at, created_at, updated_at) "
-    "SELECT job_id, kind, source, document_id, options, 'PENDING', 0, ?, ?, ?, ? FROM ("
-    "SELECT unnest(?::BIGINT[]) AS job_id, unnest(?::VARCHAR[]) AS kind, "
+    "SELECT job_id, kind, source, document_id, options, 'PENDING', 0, max_attempts, ?, ?, ? "
+    "FROM (SELECT unnest(?::BIGINT[]) AS job_id, unnest(?::VARCHAR[]) AS kind, "
     "unnest(?::VARCHAR[]) AS source, unnest(?::VARCHAR[]) AS document_id, "
-    "unnest(?::VARCHAR[]) AS options)"
+    "unnest(?::VARCHAR[]) AS options, unnest(?::INTEGER[]) AS max_attempts)"
 )
 
 # A RUNNING job whose lease ran out belongs to a worker that died: it goes back to the queue.
@@ -220,10 +220,10 @@ def as_naive(moment: datetime) -> datetime:
 Params = Sequence[Any]
 
 
-def insert_jobs(con: duckdb.DuckDBPyConnection, columns: Sequence[Sequence[str]],
+def insert_jobs(con: duckdb.DuckDBPyConnection, columns: Sequence[Sequence[Any]],
                 params: Params) -> list[int]:
-    """Insert jobs given as four columns (kinds, sources, document ids, options as JSON);
-    ``params``: max_attempts and three times now. Returns their ids, in the order given."""
+    """Insert jobs given as five columns (kinds, sources, document ids, options as JSON,
+    max attempts); ``params``: three times now. Returns their ids, in the order given."""
     if not columns[0]:
         return []
     ids = sorted(int(row[0]) for row in con.execute(NEXT_JOB_IDS, [len(columns[0])]).fetchall())
