@@ -162,7 +162,9 @@ def test_an_expired_lease_returns_the_job_and_the_rerun_changes_nothing(
         assert queue.expire_leases() == [] and queue.claim("w2") is None
         clock.advance(2)
         assert queue.expire_leases() == [job["job_id"]]
-        outcome = Worker(store, queue, owner="w2").run_once()
+        worker = Worker(store, queue, owner="w2")
+        clock.advance(delay_bounds(1)[1])  # a lost run waits its backoff (test_jobs_lost_runs)
+        outcome = worker.run_once()
         assert outcome is not None and (outcome.status, outcome.attempts) == (DONE, 2)
         assert [a["outcome"] for a in queue.attempts(job["job_id"])] == ["LOST", DONE]
         doc = store.get_document("tyres.txt")
@@ -455,14 +457,18 @@ def test_a_job_left_running_by_an_earlier_process_with_this_pid_is_taken_back_at
     import os
     import socket
 
+    clock = Clock()
     with open_test_store(tmp_path / "s") as store:
         store.enqueue_paths(corpus / "tyres.txt")
-        queue = store.jobs()
+        queue = store.jobs(clock=clock)
         old = f"{socket.gethostname()}:{os.getpid()}:dead0"  # the killed process's worker
         assert queue.claim(old) is not None
-        outcome = Worker(store, queue).run_once()
-        assert outcome is not None and outcome.status == DONE
+        worker = Worker(store, queue)
+        assert worker.run_once() is None  # taken back, then its retry waits the backoff
         assert queue.counts()[RUNNING] == 0
+        clock.advance(delay_bounds(1)[1])
+        outcome = worker.run_once()
+        assert outcome is not None and outcome.status == DONE
 
 
 def test_a_delete_cancels_the_jobs_that_would_bring_its_document_back(tmp_path: Path) -> None:
@@ -528,6 +534,7 @@ def test_a_job_that_stops_its_worker_every_time_reaches_the_dlq(
             lost = queue.expire_leases() if how == "lease expired" else queue.reclaim_orphans(
                 lambda owner: owner == dead)
             assert len(lost) == 1
+            clock.advance(delay_bounds(1)[1])
         job = queue.jobs()[0]
         assert (job["status"], job["attempts"]) == (DLQ, 2)
         assert "last attempt" in job["last_error"] and "--retry-dlq" in job["last_error"]
@@ -607,15 +614,19 @@ def test_a_job_whose_end_could_not_be_written_is_taken_back_at_once_when_the_dis
     whose lease kept it from being run again for 300 s after the disk had room."""
     from enginelib import faults
 
+    clock = Clock()
     with open_test_store(tmp_path / "store") as store:
         store.enqueue_paths(corpus / "tyres.txt")
-        queue = store.jobs()
+        queue = store.jobs(clock=clock)
         worker = Worker(store, queue)
         monkeypatch.setattr(faults, "_hits", {})
         monkeypatch.setenv(faults.ENOSPC_VAR, "after_job_ingest")
         with pytest.raises(OSError, match="No space left"):
             worker.run_once()
         monkeypatch.delenv(faults.ENOSPC_VAR)
+        assert worker.run_until_idle() == []  # taken back; its retry waits the backoff
+        assert queue.counts()[RUNNING] == 0
+        clock.advance(delay_bounds(1)[1])
         assert [(o.status, o.attempts) for o in worker.run_until_idle()] == [(DONE, 2)]
         job = queue.jobs()[0]
         assert [a["outcome"] for a in queue.attempts(job["job_id"])] == ["LOST", DONE]
@@ -634,13 +645,17 @@ def test_enqueue_refuses_a_number_of_attempts_that_is_not_one_or_more(
 
 
 def test_a_running_job_without_a_lease_is_taken_back(tmp_path: Path, corpus: Path) -> None:
+    clock = Clock()
     with open_test_store(tmp_path / "store") as store:
         store.enqueue_paths(corpus / "tyres.txt")
-        queue = store.jobs()
+        queue = store.jobs(clock=clock)
         assert queue.claim("elsewhere:1:w") is not None  # another machine's worker
         with store.catalog.transaction() as con:  # its lease lost from the row
             con.execute("UPDATE jobs SET lease_until = NULL")
-        assert [o.status for o in Worker(store, queue).run_until_idle()] == [DONE]
+        worker = Worker(store, queue)
+        assert worker.run_until_idle() == [] and queue.counts()[RUNNING] == 0
+        clock.advance(delay_bounds(1)[1])
+        assert [o.status for o in worker.run_until_idle()] == [DONE]
 
 
 def test_a_large_enqueue_holds_the_store_for_a_moment_not_a_minute(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import duckdb
+
 from ..catalog import Catalog, utcnow
 from ..errors import InvalidInputError
 from ..validation import MAX_LIST_OFFSET, MAX_LISTED, check_float, check_int
@@ -84,19 +86,35 @@ class JobQueue:
             return t.insert_jobs(con, columns, [now, now, now])
 
     def expire_leases(self) -> list[int]:
-        """RUNNING jobs whose lease ran out go back to PENDING (their worker died), or to the
-        DLQ when that was their last attempt."""
-        with self.catalog.transaction() as con:
-            rows = t.expire_leases(con, self.clock())
-        return [int(r[0]) for r in rows]
-
-    def reclaim_orphans(self, gone: Callable[[str], bool]) -> list[int]:
-        """RUNNING jobs whose worker ``gone(owner)`` says cannot be running go back to
-        PENDING now (or to the DLQ), their attempt counted as lost, as an expired lease would."""
+        """RUNNING jobs whose lease ran out (their worker died) wait for their retry as a
+        failed attempt would, or go to the DLQ when that was their last attempt."""
         now = self.clock()
         with self.catalog.transaction() as con:
-            return [int(job_id) for job_id, owner in t.running_owners(con)
-                    if owner and gone(owner) and t.reclaim_orphan(con, now, job_id, owner)]
+            return [int(job_id) for job_id, owner, attempts, most in t.expired_runs(con, now)
+                    if self._lose(con, now, (job_id, owner, attempts, most), t.LEASE_EXPIRED)]
+
+    def reclaim_orphans(self, gone: Callable[[str], bool]) -> list[int]:
+        """RUNNING jobs whose worker ``gone(owner)`` says cannot be running are taken back now
+        (their lease not waited out), their attempt counted as lost, as an expired lease's."""
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            return [int(row[0]) for row in t.running_owners(con)
+                    if row[1] and gone(row[1]) and self._lose(con, now, row, t.WORKER_GONE)]
+
+    def _lose(self, con: duckdb.DuckDBPyConnection, now: datetime, row: Sequence[Any], reason: str) -> bool:
+        job_id, owner, attempts, most = row
+        status, next_at = self._after_failure(now, int(attempts), int(most))
+        error = reason + (t.LOST_LAST_ATTEMPT if status == t.DLQ else "")
+        return t.lose_run(con, now, int(job_id), owner, status, error,
+                          None if status == t.DLQ else next_at)
+
+    def _after_failure(self, now: datetime, attempts: int, most: int) -> tuple[str, datetime]:
+        """Where a job goes after its ``attempts``-th attempt failed or was lost: FAILED until
+        the backoff's delay has passed, or the DLQ when it had no attempt left."""
+        if attempts >= most:
+            return t.DLQ, now
+        delay = retry_delay(max(attempts, 0), self.rand) * self.time_unit
+        return t.FAILED, now + timedelta(seconds=delay)
 
     def claim(self, owner: str) -> dict[str, Any] | None:
         """The next due job, now RUNNING under ``owner``'s lease; None when nothing is due."""
@@ -130,12 +148,7 @@ class JobQueue:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
         job has used its attempts. Returns the new status."""
         now = self.clock()
-        attempts = int(job["attempts"])
-        if attempts >= int(job["max_attempts"]):
-            status, next_at = t.DLQ, now
-        else:
-            status = t.FAILED
-            next_at = now + timedelta(seconds=retry_delay(attempts, self.rand) * self.time_unit)
+        status, next_at = self._after_failure(now, int(job["attempts"]), int(job["max_attempts"]))
         with self.catalog.transaction() as con:
             t.finish_failed(con, [status, error, next_at, now, now, job["job_id"], owner])
             t.close_attempt(con, [

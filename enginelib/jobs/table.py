@@ -81,35 +81,35 @@ INSERT_JOBS = (
 )
 
 # A RUNNING job whose lease ran out belongs to a worker that died: it goes back to the queue.
-# Its attempt stays counted (the work may have been half done) and its open attempt row is
-# closed, so the history shows the lost run. A lost run that was the job's last attempt sends
-# it to the DLQ: a file that kills its worker each time (a loader that runs out of memory on
-# it) was otherwise taken again after every restart, attempt 6, 7, ... of 5, for ever.
+# Its attempt stays counted (the work may have been half done), its open attempt row is
+# closed, so the history shows the lost run, and it waits the backoff a failed attempt waits:
+# taken again at once, a file that kills its worker (a loader out of memory on it) restarted
+# it in a tight loop. A lost run that was the job's last attempt sends it to the DLQ: such a
+# file was otherwise taken again after every restart, attempt 6, 7, ... of 5, for ever.
 LEASE_EXPIRED = "worker lease expired (worker stopped mid-job)"
 WORKER_GONE = "its worker stopped mid-job (that process is gone)"
 LOST_LAST_ATTEMPT = (
     "; that was its last attempt, so it is in the DLQ (a job that stops its worker every "
     "time: look at its source, then `enginelib jobs --retry-dlq`)"
 )
-_AFTER_LOST = (
-    "status = CASE WHEN attempts >= max_attempts THEN 'DLQ' ELSE 'PENDING' END, "
-    "lease_owner = NULL, lease_until = NULL, "
-    "last_error = ? || CASE WHEN attempts >= max_attempts THEN ? ELSE '' END, updated_at = ? "
-)
-EXPIRE_LEASES = (
-    "UPDATE jobs SET " + _AFTER_LOST + "WHERE status = 'RUNNING' "
-    # no lease at all (a row edited by hand) never ran out: the job stayed RUNNING for good
-    "AND (lease_until IS NULL OR lease_until < ?) RETURNING job_id, attempts"
-)
-CLOSE_LOST_ATTEMPT = (
-    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', error = ? "
-    "WHERE job_id = ? AND finished_at IS NULL"
+# no lease at all (a row edited by hand) never ran out: the job stayed RUNNING for good
+EXPIRED_RUNS = (
+    "SELECT job_id, lease_owner, attempts, max_attempts FROM jobs WHERE status = 'RUNNING' "
+    "AND (lease_until IS NULL OR lease_until < ?) ORDER BY job_id"
 )
 # The same for a job whose worker is known to be gone, before its lease runs out.
-RUNNING_OWNERS = "SELECT job_id, lease_owner FROM jobs WHERE status = 'RUNNING'"
-RECLAIM_ORPHAN = (
-    "UPDATE jobs SET " + _AFTER_LOST + "WHERE status = 'RUNNING' AND job_id = ? "
-    "AND lease_owner = ? RETURNING job_id"
+RUNNING_OWNERS = (
+    "SELECT job_id, lease_owner, attempts, max_attempts FROM jobs WHERE status = 'RUNNING' "
+    "ORDER BY job_id"
+)
+LOSE_RUN = (
+    "UPDATE jobs SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ?, "
+    "next_attempt_at = ?, updated_at = ? WHERE job_id = ? AND status = 'RUNNING' "
+    "AND lease_owner IS NOT DISTINCT FROM ? RETURNING job_id"
+)
+CLOSE_LOST_ATTEMPT = (
+    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', error = ?, next_attempt_at = ? "
+    "WHERE job_id = ? AND finished_at IS NULL"
 )
 
 NEXT_DUE = (
@@ -231,27 +231,24 @@ def insert_jobs(con: duckdb.DuckDBPyConnection, columns: Sequence[Sequence[Any]]
     return ids
 
 
-def expire_leases(con: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple[Any, ...]]:
-    """RUNNING jobs whose lease ran out before ``now`` back to PENDING (or the DLQ after
-    their last attempt), each open attempt closed as LOST."""
-    rows = con.execute(EXPIRE_LEASES, [LEASE_EXPIRED, LOST_LAST_ATTEMPT, now, now]).fetchall()
-    for job_id, _ in rows:
-        con.execute(CLOSE_LOST_ATTEMPT, [now, LEASE_EXPIRED, job_id])
-    return rows
+def expired_runs(con: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple[Any, ...]]:
+    """RUNNING jobs whose lease ran out before ``now``: (job_id, owner, attempts, max)."""
+    return con.execute(EXPIRED_RUNS, [now]).fetchall()
 
 
 def running_owners(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """Every RUNNING job: (job_id, owner, attempts, max)."""
     return con.execute(RUNNING_OWNERS).fetchall()
 
 
-def reclaim_orphan(con: duckdb.DuckDBPyConnection, now: datetime, job_id: int,
-                   owner: str) -> bool:
-    """Back to PENDING (or the DLQ after its last attempt) if still RUNNING under that
-    owner; closes its open attempt as LOST."""
-    params = [WORKER_GONE, LOST_LAST_ATTEMPT, now, job_id, owner]
-    if not con.execute(RECLAIM_ORPHAN, params).fetchall():
+def lose_run(con: duckdb.DuckDBPyConnection, now: datetime, job_id: int, owner: str | None,
+             status: str, error: str, next_at: datetime | None) -> bool:
+    """A RUNNING job (still under ``owner``) whose worker stopped: to ``status`` (FAILED until
+    ``next_at``, or DLQ), its open attempt closed as LOST. False if it was not running."""
+    params = [status, error, now if next_at is None else next_at, now, job_id, owner]
+    if not con.execute(LOSE_RUN, params).fetchall():
         return False
-    con.execute(CLOSE_LOST_ATTEMPT, [now, WORKER_GONE, job_id])
+    con.execute(CLOSE_LOST_ATTEMPT, [now, error, next_at, job_id])
     return True
 
 
