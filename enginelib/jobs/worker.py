@@ -28,7 +28,7 @@ from .. import faults
 from ..core import layout
 from ..errors import EngineError, InvalidInputError
 from ..text import shell_word
-from ..validation import check_float, check_new_document_id
+from ..validation import CONTROL_CHARS, check_float, check_new_document_id, check_text
 from . import inbox
 from . import table as t
 from .queue import MAX_POLL_S, JobQueue, NewJob
@@ -295,9 +295,29 @@ def jobs_for_paths(
                 continue  # a logo, a .json beside the documents: a direct ingest skips them too
             jobs.append(NewJob(str(path), relative, dict(options)))
     for job in jobs:  # a queued job fails later, in the DLQ, far from the one who queued it
-        check_new_document_id(job.document_id)
+        _check_queueable(job)
     _refuse_shared_ids(jobs)
     return jobs
+
+
+def _check_queueable(job: NewJob) -> None:
+    """A file whose path or id the jobs table cannot hold (a name that is not UTF-8, a
+    control character) refuses the enqueue naming that file: in a folder of thousands, the
+    bare reason (or DuckDB's encoding error, with advice to run `repair`) left it to be
+    found by hand."""
+    shown = CONTROL_CHARS.sub(lambda m: repr(m.group())[1:-1],  # a newline printed raw
+                              os.fsencode(job.source).decode("utf-8", "backslashreplace"))
+    try:
+        job.source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{shown}: its path is not valid UTF-8, and the jobs table holds text: rename it "
+            "(or leave it out with --exclude); nothing was queued") from exc
+    try:
+        check_text("its path", job.source)
+        check_new_document_id(job.document_id, "its document id")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{shown}: {exc}; nothing was queued") from exc
 
 
 def _refuse_shared_ids(jobs: Sequence[NewJob]) -> None:
