@@ -59,3 +59,56 @@ def test_a_file_whose_name_has_a_newline_is_named_on_one_line(tmp_path: Path) ->
     assert result.output == (
         f"Error: {src}/a\\nb.md: its document id contains a control character ('\\n' at "
         "position 1): rename the file, or give the record another id; nothing was queued\n")
+
+
+def test_a_delete_cancels_the_job_a_dead_worker_left_running(tmp_path: Path) -> None:
+    """A worker killed after ingesting left its job RUNNING; the document was then deleted,
+    and the job, taken back, ran again and brought the deleted document back: the delete
+    sent only waiting (PENDING, FAILED) jobs to the DLQ. No worker can be running a job
+    while the delete holds the store's one writer lock."""
+    from enginelib.jobs import DLQ, RUNNING, Worker
+    from enginelib.loaders import load_file
+    from tests.test_jobs_lost_runs import Clock
+
+    write(source := tmp_path / "brakes.md")
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        [job_id] = store.enqueue_paths(source)
+        queue = store.jobs(clock=clock, lease_s=10)
+        job = queue.claim("elsewhere:1:w")  # another machine's worker, killed mid-job
+        assert job is not None
+        store.ingest_documents(load_file(job["source"], doc_id=job["document_id"]))
+        store.delete_document("brakes.md")
+        [job] = queue.jobs()
+        assert (job["status"], job["lease_owner"]) == (DLQ, None)
+        assert "deleted after this job was queued" in job["last_error"]
+        assert [(a["outcome"], a["finished_at"] is not None) for a in queue.attempts(job_id)] == [
+            ("LOST", True)]
+        clock.advance(3600)
+        assert Worker(store, queue).run_until_idle() == []
+        assert store.list_documents() == [] and queue.counts()[RUNNING] == 0
+
+
+def test_a_newer_job_done_cancels_an_older_one_a_dead_worker_left_running(tmp_path: Path) -> None:
+    """The same for an older upload of the document whose worker died: once its lease ran
+    out it ran again, after the newer one, and put the replaced text back."""
+    from enginelib.jobs import DLQ, DONE, Worker
+    from tests.test_jobs_lost_runs import Clock
+
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    write(first := tmp_path / "v1" / "pads.md", "# Pads\n\nVersion one of the pads text.")
+    write(second := tmp_path / "v2" / "pads.md", "# Pads\n\nVersion two of the pads text.")
+    clock = Clock()
+    with open_test_store(tmp_path / "store") as store:
+        [old] = store.enqueue_paths(first)
+        queue = store.jobs(clock=clock, lease_s=10)
+        assert queue.claim("elsewhere:1:w") is not None  # another machine's, killed mid-job
+        [new] = store.enqueue_paths(second)
+        [outcome] = Worker(store, queue).run_until_idle()
+        assert (outcome.job_id, outcome.status) == (new, DONE)
+        clock.advance(3600)
+        assert Worker(store, queue).run_until_idle() == []
+        assert "Version two" in store.get_document("pads.md")["content"]
+        older = [j for j in queue.jobs() if j["job_id"] == old][0]
+        assert older["status"] == DLQ and f"job {new}" in older["last_error"]

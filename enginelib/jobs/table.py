@@ -145,16 +145,27 @@ RETRY_DLQ = (
     "WHERE status = 'DLQ' RETURNING job_id"
 )
 # A job still waiting for a document deleted since: run, it would bring the document back.
+# RUNNING counts as waiting: whoever deletes holds the store's one writer lock, so no worker
+# is running it; it was left by a dead one and would run again once taken back.
+_TO_DLQ = (
+    "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ?, "
+    "lease_owner = NULL, lease_until = NULL "
+)
 CANCEL_QUEUED = (
-    "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ? "
-    "WHERE document_id IN (SELECT unnest(?::VARCHAR[])) AND status IN ('PENDING', 'FAILED') "
-    "RETURNING job_id"
+    _TO_DLQ + "WHERE document_id IN (SELECT unnest(?::VARCHAR[])) "
+    "AND status IN ('PENDING', 'FAILED', 'RUNNING') RETURNING job_id"
 )
 # Older jobs of a document still waiting when a newer one is DONE: run later (a retry), they
-# would put back the content the newer job replaced.
+# would put back the content the newer job replaced. RUNNING ones too, as above: the worker
+# finishing the newer job is the store's one writer.
 SUPERSEDE_OLDER = (
-    "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ? "
-    "WHERE document_id = ? AND job_id < ? AND status IN ('PENDING', 'FAILED') RETURNING job_id"
+    _TO_DLQ + "WHERE document_id = ? AND job_id < ? "
+    "AND status IN ('PENDING', 'FAILED', 'RUNNING') RETURNING job_id"
+)
+# The open attempt of a job so sent to the DLQ while RUNNING: its run was lost.
+CLOSE_CANCELLED_ATTEMPTS = (
+    "UPDATE job_attempts SET finished_at = ?, outcome = 'LOST', error = ? "
+    "WHERE job_id IN (SELECT unnest(?::BIGINT[])) AND finished_at IS NULL"
 )
 # Columns named, not by position: a history table whose columns stand in another order (a
 # rebuilt or hand-made one) took each value into the wrong column, or failed on a type.
@@ -271,7 +282,16 @@ def finish_done(con: duckdb.DuckDBPyConnection, params: Params) -> None:
 
 
 def supersede_older(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
-    return [int(row[0]) for row in con.execute(SUPERSEDE_OLDER, list(params)).fetchall()]
+    """Params: reason, now, now, document id, the newer job's id."""
+    ids = [int(row[0]) for row in con.execute(SUPERSEDE_OLDER, list(params)).fetchall()]
+    _close_cancelled(con, ids, params[1], params[0])
+    return ids
+
+
+def _close_cancelled(con: duckdb.DuckDBPyConnection, ids: list[int], now: Any,
+                     reason: Any) -> None:
+    if ids:
+        con.execute(CLOSE_CANCELLED_ATTEMPTS, [now, reason, ids])
 
 
 def finish_failed(con: duckdb.DuckDBPyConnection, params: Params) -> None:
@@ -290,7 +310,9 @@ def cancel_queued(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
     """Params: reason, now, now, document ids. A store that never queued has no jobs table."""
     if not tables_exist(con):
         return []
-    return [int(row[0]) for row in con.execute(CANCEL_QUEUED, list(params)).fetchall()]
+    ids = [int(row[0]) for row in con.execute(CANCEL_QUEUED, list(params)).fetchall()]
+    _close_cancelled(con, ids, params[1], params[0])
+    return ids
 
 
 # Upload files a job may still read: its own, until the job is DONE.
