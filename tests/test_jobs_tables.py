@@ -153,3 +153,17 @@ def test_a_store_that_never_queued_has_nothing_to_report_or_mend(tmp_path: Path)
         store.ingest_documents([])
     assert maintenance.check(tmp_path / "s", snapshots=False).ok
     assert maintenance.repair(tmp_path / "s").facts["job_tables_mended"] == []
+
+
+def test_a_jobs_view_over_a_renamed_table_is_set_aside_and_its_rows_kept(queued: Path) -> None:
+    """The renamed table still draws its ids from the sequence: repair dropped the sequence
+    to restart it and failed on that dependency, though its next id was already past them."""
+    damage(queued, "DROP INDEX jobs_status", "ALTER TABLE jobs RENAME TO jobs_by_hand",
+           "CREATE VIEW jobs AS SELECT * FROM jobs_by_hand")
+    assert maintenance.check(queued, snapshots=False).problems[0].startswith(
+        "job table jobs is a view, not a table: run `enginelib repair")
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "(3 rows), created anew with 3 of them" in note
+    with open_test_store(queued) as store:
+        assert [j["status"] for j in store.jobs().jobs()] == [DONE, FAILED, PENDING]
+        assert store.enqueue_paths(store.jobs().jobs()[0]["source"]) == [4]

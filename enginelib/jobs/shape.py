@@ -311,8 +311,11 @@ def mend(con: duckdb.DuckDBPyConnection, now: datetime) -> list[str]:
 
 def _restart_sequence(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Found]) -> None:
     """Start the id sequence past every id any job table holds: a purged job's id reused by a
-    new job failed that job's purge on the history's key."""
-    following = max(_highest_id(con, tables) + 1, _next_id(con) or 1)
+    new job failed that job's purge on the history's key. A sequence already past them is
+    left as it is (a table set aside may still depend on it)."""
+    following, highest = _next_id(con), _highest_id(con, tables)
+    if following is not None and following > highest:
+        return
     con.execute(f"DROP SEQUENCE IF EXISTS {quote_ident(SEQUENCE)}")
     # DDL takes no parameters: the start is an int computed here, formatted as one.
-    con.execute(f"CREATE SEQUENCE {quote_ident(SEQUENCE)} START {int(following)}")
+    con.execute(f"CREATE SEQUENCE {quote_ident(SEQUENCE)} START {int(highest) + 1}")
