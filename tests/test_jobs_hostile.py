@@ -112,3 +112,36 @@ def test_a_newer_job_done_cancels_an_older_one_a_dead_worker_left_running(tmp_pa
         assert "Version two" in store.get_document("pads.md")["content"]
         older = [j for j in queue.jobs() if j["job_id"] == old][0]
         assert older["status"] == DLQ and f"job {new}" in older["last_error"]
+
+
+@pytest.mark.slow  # ~3 s: six ingests, each reopening the catalog
+def test_two_workers_on_one_store_in_two_threads_share_it_in_turn(tmp_path: Path) -> None:
+    """Each pass of the second worker used the store's one DuckDB connection while the first
+    was in it: DuckDB's raw "connection is busy" ended its run."""
+    import threading
+
+    from enginelib.jobs import DONE, Worker
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(6):
+        write(src / f"f{i}.md", f"# File {i}\n\nText of file {i} about brakes and pads.")
+    outcomes: list[object] = []
+    errors: list[BaseException] = []
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(src)
+        queue = store.jobs()
+
+        def work() -> None:
+            try:
+                outcomes.extend(Worker(store, queue).run_until_idle())
+            except BaseException as exc:  # noqa: BLE001 - the thread's failure is the finding
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert queue.counts()[DONE] == 6 and len(outcomes) == 6

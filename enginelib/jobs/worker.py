@@ -18,7 +18,6 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -72,7 +71,8 @@ class JobOutcome:
 
 
 class Worker:
-    """Processes a store's jobs. ``lock`` serializes store access with other threads (serve)."""
+    """Processes a store's jobs. ``lock`` serializes store access with other threads (serve's
+    requests); without one, the workers of one store object share a lock of their own."""
 
     def __init__(
         self, store: IngestTarget, queue: JobQueue, *, lock: threading.RLock | None = None,
@@ -80,7 +80,9 @@ class Worker:
     ) -> None:
         self.store = store
         self.queue = queue
-        self.lock = lock
+        # Two workers on one store in two threads shared its one DuckDB connection: the
+        # second failed on DuckDB's "connection is busy" in the middle of its pass.
+        self.lock = lock if lock is not None else _store_lock(store)
         self.owner = owner or _owner_name(self)
         # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
         self.wake = threading.Event()
@@ -91,8 +93,8 @@ class Worker:
         self._reclaimed = False
         _LIVE.add(self)
 
-    def _guard(self) -> Any:
-        return self.lock if self.lock is not None else nullcontext()
+    def _guard(self) -> threading.RLock:
+        return self.lock
 
     def run_once(self) -> JobOutcome | None:
         """Process one due job; None when nothing is due."""
@@ -215,6 +217,14 @@ class Worker:
 
 
 UPLOAD = "upload"
+
+_STORE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_STORE_LOCKS_GUARD = threading.Lock()
+
+
+def _store_lock(store: IngestTarget) -> threading.RLock:
+    with _STORE_LOCKS_GUARD:
+        return _STORE_LOCKS.setdefault(store, threading.RLock())
 
 
 def discard_upload(store_path: Path, source: Path) -> None:
