@@ -145,3 +145,25 @@ def test_two_workers_on_one_store_in_two_threads_share_it_in_turn(tmp_path: Path
             thread.join()
         assert errors == []
         assert queue.counts()[DONE] == 6 and len(outcomes) == 6
+
+
+def test_a_symbolic_link_named_directly_is_the_document_a_direct_ingest_makes(
+    tmp_path: Path,
+) -> None:
+    """Queued, a link was resolved first: the document was named and titled after the
+    target (real.md), a direct ingest of the same link after the link (link.md)."""
+    from enginelib.jobs import Worker
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "src").mkdir()
+    write(tmp_path / "data" / "real.md", "Real text about brakes and rotors.")
+    (link := tmp_path / "src" / "link.md").symlink_to(tmp_path / "data" / "real.md")
+    with open_test_store(tmp_path / "direct") as store:
+        store.ingest_path(link)
+        direct = [(d["document_id"], d["title"]) for d in store.list_documents()]
+    with open_test_store(tmp_path / "queued") as store:
+        store.enqueue_paths(link)
+        Worker(store, store.jobs()).run_until_idle()
+        queued = [(d["document_id"], d["title"]) for d in store.list_documents()]
+        assert store.jobs().jobs()[0]["source"] == str(link)
+    assert queued == direct == [("link.md", "link")]

@@ -293,7 +293,11 @@ def jobs_for_paths(
             if not root.is_file():  # the worker would wait on a pipe forever, holding the queue
                 raise fail(Path(given), "not a regular file (a pipe or device)")
             loader_for(Path(given))  # its job could only fail its attempts into the DLQ
-            jobs.append(NewJob(str(root), root.name, dict(options)))
+            # The path as given, made absolute, not resolved: a symbolic link named directly
+            # became a document named (and titled) after its target, where a direct ingest
+            # names it after the link, so the two made two documents of one file.
+            named = Path(given).absolute()
+            jobs.append(NewJob(str(named), named.name, dict(options)))
             continue
         for found in selected(root, include, exclude):
             if isinstance(found, SkippedInput):
