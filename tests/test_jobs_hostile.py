@@ -167,3 +167,25 @@ def test_a_symbolic_link_named_directly_is_the_document_a_direct_ingest_makes(
         queued = [(d["document_id"], d["title"]) for d in store.list_documents()]
         assert store.jobs().jobs()[0]["source"] == str(link)
     assert queued == direct == [("link.md", "link")]
+
+
+def test_an_inbox_entry_with_a_relative_source_is_kept_aside_not_read_from_the_workers_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`drop` writes absolute paths; a hand-made entry's relative one was read from wherever
+    the worker (serve) had been started: another file than meant, or five failed attempts."""
+    import json
+
+    from enginelib.jobs import Worker, inbox
+
+    write(source := tmp_path / "brakes.md")
+    monkeypatch.chdir(tmp_path)
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        folder.mkdir()
+        entry = {"source": source.name, "document_id": "a.md", "options": {}}
+        (folder / "hand.json").write_text(json.dumps([entry]), encoding="utf-8")
+        assert Worker(store, store.jobs()).run_until_idle() == []
+        [kept] = json.loads((folder / "hand.bad").read_text(encoding="utf-8"))
+        assert kept["error"] == "an entry's source 'brakes.md' is not an absolute path"
+        assert store.list_documents() == []

@@ -89,3 +89,4 @@ def test_the_help_of_ingest_names_max_attempts() -> None:
     words = " ".join(out.split())
     assert ("--max-attempts INTEGER RANGE With --queue: attempts of each job before it goes to "
             "the DLQ [default: 5]. [1<=x<=1000]") in words
+

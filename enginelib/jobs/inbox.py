@@ -122,8 +122,10 @@ def new_job(entry: Any) -> NewJob:
     attempts = entry.get("max_attempts")
     if attempts is not None:  # absent: the worker's own --max-attempts
         attempts = check_int("an entry's max_attempts", attempts, minimum=1, maximum=MAX_ATTEMPTS)
-    return NewJob(check_text("an entry's source", entry["source"], empty=False),
-                  check_new_document_id(entry["document_id"], "an entry's document id"),
+    source = check_text("an entry's source", entry["source"], empty=False)
+    if not Path(source).is_absolute():  # read from the worker's folder, whatever that is
+        raise InvalidInputError(f"an entry's source {source!r} is not an absolute path")
+    return NewJob(source, check_new_document_id(entry["document_id"], "an entry's document id"),
                   dict(options), kind, attempts)
 
 
