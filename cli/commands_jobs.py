@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -91,7 +93,8 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
             note_holder(store.path, "`enginelib worker --forever`",
                         "`enginelib ingest --queue` hands it files; stop it for other writes")
             try:
-                runner.run_forever(stop, poll_s)
+                with _stopped_by_sigterm(stop, runner.wake):
+                    runner.run_forever(stop, poll_s)
             except KeyboardInterrupt:
                 stop.set()
             finally:
@@ -177,6 +180,26 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
     if offset + len(rows) < total:  # the 1000 listed read as all the jobs there were
         click.echo(f"(jobs {offset + 1}-{offset + len(rows)} of {total}; the next ones: "
                    f"--offset {offset + len(rows)})")
+
+
+@contextmanager
+def _stopped_by_sigterm(stop: threading.Event, wake: threading.Event) -> Iterator[None]:
+    """SIGTERM (`docker stop`, systemd, kill) ends the loop after the job in hand, as Ctrl-C
+    does: by default it killed the worker mid-job, a lost run retried only after its
+    backoff, and left its holder note behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler (CliRunner in a thread, say)
+        return
+
+    def on_term(_signum: int, _frame: object) -> None:
+        stop.set()
+        wake.set()  # out of an idle wait at once
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _counts_line(counts: dict[str, int]) -> str:

@@ -212,3 +212,38 @@ def test_a_job_that_kills_every_worker_that_takes_it_ends_in_the_dlq(
     assert (jobs[1]["status"], jobs[1]["attempts"], jobs[2]["status"]) == ("DLQ", 5, "DONE")
     assert "that was its last attempt" in jobs[1]["last_error"]
     assert catalog_rows(store, "SELECT document_id FROM documents") == [("tyres.md",)]
+
+
+def test_sigterm_stops_a_forever_worker_cleanly(tmp_path: Path, sources: Path) -> None:
+    """`docker stop` and systemd send SIGTERM: it killed the worker where it stood (mid-job,
+    a lost run then retried only after its backoff) and left its holder note behind. It now
+    stops the loop as Ctrl-C does, after the job in hand."""
+    from enginelib.core.lock import HOLDER_NAME
+
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    env.pop("ENGINELIB_CRASH_AT", None)
+    forever = subprocess.Popen(
+        [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
+         "--poll", "5"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (store / HOLDER_NAME).exists() or catalog_done(store) < 1:
+            assert time.monotonic() < deadline and forever.poll() is None
+            time.sleep(0.1)
+        forever.send_signal(signal.SIGTERM)  # idle now, in a 5 s poll wait: out of it at once
+        _, errors = forever.communicate(timeout=30)
+    finally:
+        if forever.poll() is None:
+            forever.kill()
+    assert forever.returncode == 0, errors
+    assert not (store / HOLDER_NAME).exists()
+
+
+def catalog_done(store: Path) -> int:
+    try:
+        return int(catalog_rows(store, "SELECT count(*) FROM jobs WHERE status = 'DONE'")[0][0])
+    except duckdb.Error:  # the worker holds the file this moment
+        return 0
