@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -173,7 +174,7 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
             f"{len(refused)} inbox file(s) set aside, their jobs not queued (the worker logged "
             f"why; queue those files again, then delete these): {', '.join(refused)}"))
     for job in rows:
-        when = f" next {job['next_attempt_at']:%H:%M:%S}" if job["status"] == "FAILED" else ""
+        when = f" next {_utc_time(job['next_attempt_at'])}" if job["status"] == "FAILED" else ""
         error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
         click.echo(f"{job['job_id']:>5} {job['status']:<7} {job['attempts']}/{job['max_attempts']}"
                    f"{when}  {printable(job['source'] + error)}")
@@ -200,6 +201,13 @@ def _stopped_by_sigterm(stop: threading.Event, wake: threading.Event) -> Iterato
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _utc_time(moment: datetime) -> str:
+    """A retry time, said to be UTC (the catalog's times are): a bare "14:05:00" read as local
+    time was hours off, and past midnight the day was missing."""
+    today = datetime.now(UTC).date()
+    return f"{moment:%H:%M:%S} UTC" if moment.date() == today else f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def _counts_line(counts: dict[str, int]) -> str:

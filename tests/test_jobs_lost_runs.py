@@ -87,4 +87,21 @@ def test_the_job_list_says_when_a_lost_run_is_retried(tmp_path: Path) -> None:
         assert queue.counts()[RUNNING] == 0
         due = queue.jobs()[0]["next_attempt_at"]
     out = CliRunner().invoke(main, ["jobs", str(tmp_path / "store")]).output
-    assert f"    1 FAILED  1/5 next {due:%H:%M:%S}  {source}  worker lease expired" in out
+    when = f"{due:%H:%M:%S}" if due.date() == utcnow().date() else f"{due:%Y-%m-%d %H:%M:%S}"
+    assert f"    1 FAILED  1/5 next {when} UTC  {source}  worker lease expired" in out
+
+
+def test_a_retry_time_in_the_list_says_utc_and_its_day_when_not_today(tmp_path: Path) -> None:
+    """It said "next 14:05:00": read as local time, hours off; for a retry after midnight,
+    on the wrong day."""
+    (source := tmp_path / "a.md").write_text("# A\n\n" + paragraphs(2), encoding="utf-8")
+    clock = Clock()
+    clock.now = datetime(2031, 3, 4, 5, 6, 7)
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(source)
+        queue = store.jobs(clock=clock, rand=half, lease_s=10)
+        assert queue.claim("elsewhere:1:w") is not None
+        clock.advance(11)
+        queue.expire_leases()  # due 30 + 5 s after 05:06:18
+    out = CliRunner().invoke(main, ["jobs", str(tmp_path / "store")]).output
+    assert "    1 FAILED  1/5 next 2031-03-04 05:06:53 UTC  " in out
