@@ -70,7 +70,8 @@ def enqueue_paths(
 @store_argument
 @click.option("--forever", is_flag=True, help="Keep polling for jobs instead of stopping when idle.")
 @click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS,
-              show_default=True, help="Attempts before a job goes to the DLQ (new jobs).")
+              show_default=True, help="Attempts before the DLQ for the jobs it takes from the "
+              "inbox that name none; a job keeps the number it was queued with.")
 @click.option("--lease", "lease_s", type=FiniteRange(0.01, MAX_LEASE_S), default=DEFAULT_LEASE_S,
               show_default=True, help="Seconds a claimed job stays ours; a dead worker's job "
               "returns to PENDING after it.")

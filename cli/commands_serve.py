@@ -31,7 +31,8 @@ from .options import CommandError, FiniteRange, handle_errors, not_blank, open_s
 @click.option("--max-upload-mb", type=FiniteRange(0.001, 1024 * 1024), default=20.0,
               show_default=True, help="Largest file the upload accepts.")
 @click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=5, show_default=True,
-              help="Attempts before a job goes to the DLQ.")
+              help="Attempts before the DLQ for the jobs it queues (uploads, and `ingest "
+                   "--queue` without --max-attempts); a job keeps the number it was queued with.")
 @click.option("--poll", "poll_s", type=FiniteRange(0.01, MAX_POLL_S), default=0.5, hidden=True)
 @click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True)
 @handle_errors

@@ -90,3 +90,14 @@ def test_the_help_of_ingest_names_max_attempts() -> None:
     assert ("--max-attempts INTEGER RANGE With --queue: attempts of each job before it goes to "
             "the DLQ [default: 5]. [1<=x<=1000]") in words
 
+
+
+@pytest.mark.parametrize("command", ["worker", "serve"])
+def test_the_worker_and_serve_say_their_max_attempts_does_not_change_queued_jobs(
+    command: str,
+) -> None:
+    # "Attempts before a job goes to the DLQ" read as if `worker --max-attempts 10` gave
+    # every queued job ten attempts; each keeps the number it was queued with
+    code, out = run(command, "--help")
+    assert code == 0
+    assert "a job keeps the number it was queued with" in " ".join(out.split())
