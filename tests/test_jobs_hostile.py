@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,10 @@ from click.testing import CliRunner
 
 from enginelib.cli.main import main
 from enginelib.errors import InvalidInputError
+from enginelib.jobs import DLQ, DONE, RUNNING, Worker, inbox
+from enginelib.loaders import load_file
 from tests.helpers import open_test_store, paragraphs
+from tests.test_jobs_lost_runs import Clock
 
 ENV = {"ENGINELIB_EMBEDDER": "hashing"}
 
@@ -66,10 +71,6 @@ def test_a_delete_cancels_the_job_a_dead_worker_left_running(tmp_path: Path) -> 
     and the job, taken back, ran again and brought the deleted document back: the delete
     sent only waiting (PENDING, FAILED) jobs to the DLQ. No worker can be running a job
     while the delete holds the store's one writer lock."""
-    from enginelib.jobs import DLQ, RUNNING, Worker
-    from enginelib.loaders import load_file
-    from tests.test_jobs_lost_runs import Clock
-
     write(source := tmp_path / "brakes.md")
     clock = Clock()
     with open_test_store(tmp_path / "store") as store:
@@ -92,9 +93,6 @@ def test_a_delete_cancels_the_job_a_dead_worker_left_running(tmp_path: Path) -> 
 def test_a_newer_job_done_cancels_an_older_one_a_dead_worker_left_running(tmp_path: Path) -> None:
     """The same for an older upload of the document whose worker died: once its lease ran
     out it ran again, after the newer one, and put the replaced text back."""
-    from enginelib.jobs import DLQ, DONE, Worker
-    from tests.test_jobs_lost_runs import Clock
-
     (tmp_path / "v1").mkdir()
     (tmp_path / "v2").mkdir()
     write(first := tmp_path / "v1" / "pads.md", "# Pads\n\nVersion one of the pads text.")
@@ -118,10 +116,6 @@ def test_a_newer_job_done_cancels_an_older_one_a_dead_worker_left_running(tmp_pa
 def test_two_workers_on_one_store_in_two_threads_share_it_in_turn(tmp_path: Path) -> None:
     """Each pass of the second worker used the store's one DuckDB connection while the first
     was in it: DuckDB's raw "connection is busy" ended its run."""
-    import threading
-
-    from enginelib.jobs import DONE, Worker
-
     src = tmp_path / "src"
     src.mkdir()
     for i in range(6):
@@ -152,8 +146,6 @@ def test_a_symbolic_link_named_directly_is_the_document_a_direct_ingest_makes(
 ) -> None:
     """Queued, a link was resolved first: the document was named and titled after the
     target (real.md), a direct ingest of the same link after the link (link.md)."""
-    from enginelib.jobs import Worker
-
     (tmp_path / "data").mkdir()
     (tmp_path / "src").mkdir()
     write(tmp_path / "data" / "real.md", "Real text about brakes and rotors.")
@@ -174,10 +166,6 @@ def test_an_inbox_entry_with_a_relative_source_is_kept_aside_not_read_from_the_w
 ) -> None:
     """`drop` writes absolute paths; a hand-made entry's relative one was read from wherever
     the worker (serve) had been started: another file than meant, or five failed attempts."""
-    import json
-
-    from enginelib.jobs import Worker, inbox
-
     write(source := tmp_path / "brakes.md")
     monkeypatch.chdir(tmp_path)
     with open_test_store(tmp_path / "store") as store:
