@@ -63,7 +63,8 @@ from .jobs import shape as job_tables
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
-from .snapshots import OPTIONAL_TABLES, checksummed, damage, index_damage, load_catalog
+from .snapshot_integrity import OPTIONAL_TABLES, checksummed, damage, index_damage
+from .snapshots import load_catalog
 from .store_guard import MAX_LOCK_TIMEOUT_S, check_model_options
 from .store_target import StoreLike, takes_store
 from .text import shell_word

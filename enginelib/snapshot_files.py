@@ -4,7 +4,7 @@
 ``durable.file_sum64`` of its bytes) for every file the snapshot holds but itself, and
 ``info_crc32``, the CRC-32 of its own other keys, so that a damaged ``snapshot.json`` cannot
 pass for a sound one by naming other sums. Snapshots written before either key load as before:
-their tables are checked against ``table_crc32`` (``snapshots.damage``) and their index files
+their tables are checked against ``table_crc32`` (``snapshot_integrity.damage``) and their index files
 are "not checksummed".
 
 The sum runs at memory speed (a 1.5 GB vector file costs about 0.06 s), so a snapshot's

@@ -55,6 +55,8 @@ SNAPSHOT_TRASH_PREFIX = ".trash-"
 SNAPSHOT_TABLES: tuple[str, ...] = (
     "meta", "sources", "documents", "chunks", "document_versions", "search_config", "acronyms",
 )
+# Tables added after snapshots first shipped: an older snapshot without them still loads.
+SNAPSHOT_OPTIONAL_TABLES: frozenset[str] = frozenset({"acronyms"})
 
 
 def catalog_path(root: Path) -> Path:
