@@ -42,8 +42,8 @@ def delete_documents(store: StoreCore, document_ids: Sequence[str], *,
         # same commit, with the reason (Retry DLQ ingests it after all).
         jobs_table.cancel_queued(catalog.con, [CANCELLED, now, now, ids])
         faults.crash_point("before_catalog_commit")
-    with store.indexes_follow():
+    with store._indexes_follow():
         faults.crash_point("after_catalog_commit")
-        store.committed()
-        store.apply_commit(removed, [])
+        store._committed()
+        store._apply_commit(removed, [])
     store.persist()

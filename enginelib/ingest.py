@@ -387,9 +387,9 @@ class Ingestor:
         for item in prepared:
             (self.updated if item.status == "updated" else self.added).append(item.document.id)
             self.chunks_written += len(item.spans)
-        with store.indexes_follow():
+        with store._indexes_follow():
             faults.crash_point("after_catalog_commit")
-            store.committed()
+            store._committed()
             added: list[tuple[np.ndarray, np.ndarray, list[TextDocument]]] = []
             for item, row, lo, hi in zip(prepared, rows, bounds[:-1], bounds[1:], strict=True):
                 texts = [
@@ -399,7 +399,7 @@ class Ingestor:
                 ]
                 assert item.vectors is not None
                 added.append((labels[lo:hi], item.vectors, texts))
-            store.apply_commit(removed, added)
+            store._apply_commit(removed, added)
 
 
 def chunk_rows(spans: list[ChunkSpan], pages: tuple[tuple[int, int], ...]) -> list[ChunkRow]:

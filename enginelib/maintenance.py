@@ -536,7 +536,7 @@ def _reindex_store(
         faults.crash_point("reindex_before_catalog_commit")
     faults.crash_point("reindex_after_catalog_commit")
     manifest = finish_reindex(root, store.manifest, marker, index_version)
-    store.adopt_model(manifest, embedder)
+    store._adopt_model(manifest, embedder)
     return ReindexReport(
         documents=len(ids), chunks_before=chunks_before, chunks_after=count,
         chunks_embedded=embedded, generation=generation, index_version=index_version,

@@ -51,9 +51,9 @@ def restore_into(store: StoreCore, folder: Path, name: str) -> RestoreReport:
         cs.replace_documents_and_chunks(catalog, tables, versions, index_version, now, generation)
         counts = cs.restore_acronyms_labels_sources(catalog, tables)
         faults.crash_point("restore_before_catalog_commit")
-    with store.indexes_follow():
+    with store._indexes_follow():
         faults.crash_point("restore_after_catalog_commit")
-        store.committed()
+        store._committed()
         store.rebuild_indexes()
     return RestoreReport(
         name=name, generation=generation, index_version=index_version,

@@ -114,7 +114,7 @@ class Store(StoreCore):
 
         self.require_writable()
         upsert_source(self.catalog, source_id, **fields)
-        self.committed()
+        self._committed()
         self.persist()
 
     def save_search_preset(self, name: str, **values: Any) -> None:
@@ -130,7 +130,7 @@ class Store(StoreCore):
                 f"unknown preset field(s) {sorted(unknown)}; a preset holds "
                 f"{', '.join(sorted(PRESET_FIELDS))} (limit, filters and the like are per search)")
         save_preset(self.catalog, name, **values)
-        self.committed()
+        self._committed()
         self.persist()
 
     def set_default_search_preset(self, name: str) -> None:
@@ -139,7 +139,7 @@ class Store(StoreCore):
 
         self.require_writable()
         set_default_preset(self.catalog, name)
-        self.committed()
+        self._committed()
         self.persist()
 
     def update_document(
@@ -152,7 +152,7 @@ class Store(StoreCore):
         self.require_writable()
         doc = update_metadata(self.catalog, document_id, truth_level=truth_level, tags=tags,
                               metadata=metadata)
-        self.committed()
+        self._committed()
         self.persist()
         return doc
 

@@ -216,7 +216,7 @@ def test_an_open_that_fails_holds_nothing_open(tmp_path: Path,
     with monkeypatch.context() as patch:
         def fail(self: StoreCore) -> None:
             raise OSError(28, "No space left on device")
-        patch.setattr(StoreCore, "sync_indexes", fail)
+        patch.setattr(StoreCore, "_sync_indexes", fail)
         with pytest.raises(enginelib.EngineError, match="no space left"):
             enginelib.open(path)
     # the lock and the catalog were let go: the next open (here, or read-only) works

@@ -6,10 +6,15 @@ a folder (creating it, clearing what a dead writer left, finishing an interrupte
 follows a writer's generations as a reader, and runs the commit protocol:
 
 1. an operation writes the catalog in one transaction that bumps the generation, then calls
-   ``committed()`` (cached meta refreshed) and ``apply_commit()`` (in-memory indexes);
+   ``_committed()`` (cached meta refreshed) and ``_apply_commit()`` (in-memory indexes);
 2. ``persist()`` saves each index stamped with that generation, then the manifest;
-3. on open, ``sync_indexes()`` brings an index whose stamp lags up to the catalog (replay of
+3. on open, ``_sync_indexes()`` brings an index whose stamp lags up to the catalog (replay of
    tombstones and new chunks, or a rebuild), so a crash at any step loses nothing committed.
+
+The protocol's steps (and ``_adopt_model`` after a reindex) are underscore methods: the
+operations call them with what they just committed, and a user's ``Store`` does not offer
+them, since called from outside they put the indexes out of step with the catalog. Every
+public method is checked and guarded by ``store_guard``.
 
 The operations (ingest, search, maintenance, snapshots, export, jobs) take a ``StoreCore``;
 ``enginelib.store.Store`` is the public facade that adds their methods.
@@ -109,13 +114,13 @@ class StoreCore:
         self._presets: dict[str, dict[str, Any]] | None = None
         self._default_preset = "default"
         # True from a catalog commit that changes chunks until the in-memory indexes mirror
-        # it (``indexes_follow``): still True afterwards means something failed in between
+        # it (``_indexes_follow``): still True afterwards means something failed in between
         self._indexes_behind = False
         try:
             self.query_log = QueryLog(path, writable=not read_only)
             self._manifest_stamp = _stat(path / mf.MANIFEST_NAME)
             self._load_meta()
-            self.sync_indexes()
+            self._sync_indexes()
             if not read_only:
                 self.query_log.import_pending(self.catalog)
             self.catalog.release()
@@ -302,7 +307,7 @@ class StoreCore:
         self._generation = self.catalog.generation
         self._index_version = self.catalog.get_meta("index_version") or ""
 
-    def committed(self) -> None:
+    def _committed(self) -> None:
         """Called after every catalog commit by this process: refresh the cached meta."""
         self._load_meta()
         self._presets = None
@@ -387,7 +392,7 @@ class StoreCore:
 
     # -- index maintenance -----------------------------------------------------------------
 
-    def sync_indexes(self) -> None:
+    def _sync_indexes(self) -> None:
         """Bring both indexes up to the catalog's generation (replay, or rebuild if unknown)."""
         target = self._generation
         changed = False
@@ -424,9 +429,9 @@ class StoreCore:
                 )
 
     @contextmanager
-    def indexes_follow(self) -> Iterator[None]:
+    def _indexes_follow(self) -> Iterator[None]:
         """Around everything between a catalog commit that changes chunks and the end of its
-        ``apply_commit``. A failure in between (a full disk reported there, Ctrl-C) left the
+        ``_apply_commit``. A failure in between (a full disk reported there, Ctrl-C) left the
         indexes without that commit while this object went on: the next ``persist`` stamped
         them with the new generation, and the commit's documents stayed unsearchable (or a
         deleted one searchable) for good, reopens included."""
@@ -435,14 +440,14 @@ class StoreCore:
         self._indexes_behind = False
 
     def _catch_up_indexes(self) -> None:
-        """After an interrupted ``indexes_follow``: reload both indexes as last saved (their
+        """After an interrupted ``_indexes_follow``: reload both indexes as last saved (their
         stamps say exactly what they hold) and replay the catalog from there, as an open
         after a kill does."""
-        self.committed()  # the failure may have come before the generation was read
+        self._committed()  # the failure may have come before the generation was read
         self.vector_index, self.text_index = self._open_indexes()
         self.hit_token_cache.clear()
         self._indexes_behind = False
-        self.sync_indexes()
+        self._sync_indexes()
 
     def persist(self) -> None:
         """Save both indexes stamped with the catalog generation, then the manifest."""
@@ -492,7 +497,7 @@ class StoreCore:
             return ChunkView.load(self.catalog, index)
         return self._view.advance(self.catalog, index)
 
-    def apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
+    def _apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
         """Mirror a committed catalog change into the in-memory indexes."""
         if len(removed):
             self.vector_index.delete(removed)
@@ -536,16 +541,16 @@ class StoreCore:
             self._view = None
         self.vector_index, self.text_index = self._open_indexes()
         self.hit_token_cache.clear()
-        self.sync_indexes()
+        self._sync_indexes()
 
-    def adopt_model(self, manifest: mf.Manifest, embedder: Embedder) -> None:
+    def _adopt_model(self, manifest: mf.Manifest, embedder: Embedder) -> None:
         """After a reindex: switch to the new model, dimension and chunking in place."""
         self.manifest = manifest
         self.embedder = embedder
         self.catalog.dim = manifest.embedding_dim
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
-        self.committed()
+        self._committed()
         self.rebuild_indexes()
 
     @classmethod
