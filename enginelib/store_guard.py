@@ -249,6 +249,8 @@ CHECKS: dict[str, Callable[..., None] | None] = {
     "export_postgres": _export,
     "to_sql": _to_sql,
     "persist": None,
+    "refresh": None,
+    "view": None,
     "close": None,
 }
 

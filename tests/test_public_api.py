@@ -47,6 +47,20 @@ def test_store_methods_read_like_the_docs() -> None:
 # user's Store: store.apply_commit("x", []) or store.adopt_model(None, None) failed deep
 # inside, or put the indexes out of step with the catalog.
 INTERNAL = ("apply_commit", "adopt_model", "committed", "indexes_follow", "sync_indexes")
+# Public callables outside store_guard.CHECKS: the openers (wrapped by store_guard on their
+# own), two argument-free state checks, and the job queue (enginelib/jobs.py).
+UNCHECKED = {"open", "open_for_maintenance", "require_open", "require_writable", "jobs"}
+
+
+def test_every_public_store_method_is_checked_at_the_edge() -> None:
+    from enginelib.store_guard import CHECKS
+
+    public = {name for name in dir(enginelib.Store)
+              if not name.startswith("_") and callable(getattr(enginelib.Store, name))}
+    assert public - set(CHECKS) == UNCHECKED
+    for name in public & set(CHECKS):
+        assert hasattr(getattr(enginelib.Store, name), "__wrapped__"), name
+
 
 def test_a_store_offers_no_commit_plumbing(tmp_path: Path) -> None:
     store = enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(dim=16))
