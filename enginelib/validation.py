@@ -66,12 +66,12 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 def check_int(name: str, value: Any, *, minimum: int, maximum: int) -> int:
     """An int (not a bool) within ``minimum..maximum``; the error names the bound."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidInputError(f"{name} must be an integer, got {_show(value)}")
+        raise InvalidInputError(f"{name} must be an integer, got {show_value(value)}")
     number = int(value)
     if not minimum <= number <= maximum:
         raise InvalidInputError(
             f"{name} must be within {minimum}..{maximum} (the documented maximum is "
-            f"{maximum:,}), got {_show(number)}"
+            f"{maximum:,}), got {show_value(number)}"
         )
     return number
 
@@ -79,20 +79,20 @@ def check_int(name: str, value: Any, *, minimum: int, maximum: int) -> int:
 def check_float(name: str, value: Any, *, minimum: float, maximum: float) -> float:
     """A finite real number within ``minimum..maximum``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InvalidInputError(f"{name} must be a number, got {_show(value)}")
+        raise InvalidInputError(f"{name} must be a number, got {show_value(value)}")
     try:
         number = float(value)
     except OverflowError:  # an int of ~309+ digits (JSON has no size limit on numbers)
         number = math.inf if value > 0 else -math.inf
     if not math.isfinite(number) or not minimum <= number <= maximum:
         raise InvalidInputError(f"{name} must be a finite number within {minimum}..{maximum}, "
-                                f"got {_show(value)}")
+                                f"got {show_value(value)}")
     return number
 
 
 def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise InvalidInputError(f"{name} must be True or False, got {_show(value)}")
+        raise InvalidInputError(f"{name} must be True or False, got {show_value(value)}")
     return bool(value)
 
 
@@ -181,7 +181,7 @@ def as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
         match = CONTROL_CHARS.search(item)
         if match is not None:
             raise InvalidInputError(
-                f"a value of {what} ({_show(item)}) contains a control character "
+                f"a value of {what} ({show_value(item)}) contains a control character "
                 f"({match.group()!r} at position {match.start()}): remove it")
     return items
 
@@ -259,7 +259,7 @@ def check_globs(name: str, value: Any) -> tuple[str, ...]:
     """Include/exclude glob patterns: a list of strings (one string would be read as its
     characters, each a pattern)."""
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidInputError(f"{name} must be a list of glob patterns, got {_show(value)}")
+        raise InvalidInputError(f"{name} must be a list of glob patterns, got {show_value(value)}")
     return tuple(check_text(f"an {name} pattern", pattern, max_chars=MAX_ID_CHARS)
                  for pattern in value)
 
@@ -335,7 +335,7 @@ def check_search_options(options: Mapping[str, Any]) -> None:
     """Types and bounds of the search options a caller passed (None means the default)."""
     for name, value in options.items():
         if not isinstance(name, str):
-            raise InvalidInputError(f"search option names are strings, got {_show(name)}")
+            raise InvalidInputError(f"search option names are strings, got {show_value(name)}")
         if value is None and name in _NULLABLE_OPTIONS:
             continue
         if value is None:
@@ -371,7 +371,7 @@ def _check_weights(value: Any) -> None:
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
-        raise InvalidInputError(f"weights must be (vector, bm25) or a mapping, got {_show(value)}")
+        raise InvalidInputError(f"weights must be (vector, bm25) or a mapping, got {show_value(value)}")
     if isinstance(value, Mapping):
         keys = set(map(str, value))
         if not keys or keys - {"vector", "bm25", "fulltext"} or {"bm25", "fulltext"} <= keys:
@@ -391,21 +391,21 @@ def _check_truth_levels(value: Any) -> None:
         check_text("truth_levels", value, max_chars=MAX_NAME_CHARS)
         return
     if not isinstance(value, (list, tuple, set, frozenset)):
-        raise InvalidInputError(f"truth_levels must be a list like ['L1', 'L2'], got {_show(value)}")
+        raise InvalidInputError(f"truth_levels must be a list like ['L1', 'L2'], got {show_value(value)}")
     if len(value) > 16:
         raise InvalidInputError(f"truth_levels lists {len(value)} levels; there are 4 (L1..L4)")
     for item in value:
         if isinstance(item, str):
             check_text("a truth level", item, max_chars=16)
         elif isinstance(item, bool) or not isinstance(item, int):
-            raise InvalidInputError(f"a truth level is 'L1'..'L4' or 1..4, got {_show(item)}")
+            raise InvalidInputError(f"a truth level is 'L1'..'L4' or 1..4, got {show_value(item)}")
 
 
 def check_filters(value: Any) -> None:
     """Filters: a mapping of field -> value / list / operator mapping, all JSON-like."""
     if not isinstance(value, Mapping):
         raise InvalidFilterError(f"filters must be a mapping of field -> value (a JSON object), "
-                                 f"such as {{'domain': 'privacy'}}, got {_show(value)}")
+                                 f"such as {{'domain': 'privacy'}}, got {show_value(value)}")
     if len(value) > MAX_FILTER_FIELDS:
         raise InvalidFilterError(f"filters name {len(value):,} fields; the maximum is "
                                  f"{MAX_FILTER_FIELDS}")
@@ -443,7 +443,8 @@ def check_vectors(value: Any, name: str = "vectors", dim: int | None = None) -> 
     return array
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """``value`` as an error message shows it: its repr, cut to 60 characters."""
     try:
         text = repr(value)
     except ValueError:  # an int too long to write (or a container holding one)
@@ -479,13 +480,13 @@ def check_record(document: Any) -> None:
         value = metadata.get(column)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
             raise InvalidInputError(f"{column} must be a string, got {type(value).__name__} "
-                                    f"{_show(value)}")
+                                    f"{show_value(value)}")
     for column in ("tags", "entities"):
         value = metadata.get(column)
         if value is None or isinstance(value, str):
             continue
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise InvalidInputError(f"{column} must be a list of strings, got {_show(value)}")
+            raise InvalidInputError(f"{column} must be a list of strings, got {show_value(value)}")
     check_pages(document.pages, len(document.text))
 
 
@@ -495,17 +496,17 @@ def check_pages(pages: Any, text_chars: int) -> None:
     gave chunks the wrong page numbers without a word."""
     if not isinstance(pages, (list, tuple)):
         raise InvalidInputError(f"pages must be a list of (page number, start offset) pairs, "
-                                f"got {_show(pages)}")
+                                f"got {show_value(pages)}")
     last = 0
     for pair in pages:
         if (not isinstance(pair, (list, tuple)) or len(pair) != 2
                 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in pair)):
             raise InvalidInputError(f"pages must be (page number, start offset) pairs of "
-                                    f"integers, got {_show(pair)}")
+                                    f"integers, got {show_value(pair)}")
         number, start = pair
         if number < 1 or not last <= start <= text_chars:
             raise InvalidInputError(
-                f"pages pair {_show(pair)}: page numbers start at 1 and start offsets must rise "
+                f"pages pair {show_value(pair)}: page numbers start at 1 and start offsets must rise "
                 f"through the text (0..{text_chars})")
         last = start
 
@@ -522,7 +523,7 @@ def check_ingest_options(options: Mapping[str, Any]) -> None:
         elif name in ("tags", "entities"):
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, (list, tuple, set, frozenset)):
-                raise InvalidInputError(f"{name} must be a list of strings, got {_show(value)}")
+                raise InvalidInputError(f"{name} must be a list of strings, got {show_value(value)}")
             for item in items:
                 check_text(f"a value of {name}", item, max_chars=MAX_ID_CHARS)
         elif name == "keywords_limit":
