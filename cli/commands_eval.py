@@ -93,8 +93,9 @@ def eval_command(
     scores = evaluate_run(result.run, {qid: qrels[qid] for qid in judged})
     run_tag = tag or f"enginelib-{strategy}"
     if run_out is not None:
+        lines = trec_run_lines(result.run, run_tag)  # checks the tag before the file is opened
         with open(run_out, "w", encoding="utf-8") as handle:
-            for line in trec_run_lines(result.run, run_tag):
+            for line in lines:
                 handle.write(line + "\n")
     empty = sum(1 for ranked in result.run.values() if not ranked)
     data = {

@@ -11,6 +11,20 @@ The formulas, written down once (they match trec_eval / ir-measures, which the t
 
 A ranking is a sequence of document ids, best first; duplicates after their first occurrence
 are ignored (a document counts once, at its best rank).
+
+The empty cases, decided once:
+
+- an empty ranking scores 0 on every metric, and so does a judged query missing from
+  ``evaluate``'s rankings (an engine must not look better by returning nothing);
+- a query whose judgments hold no relevant document (grade >= 1) scores 0 from ``ndcg``,
+  ``recall`` and ``mrr``, and ``evaluate`` leaves it out of its means, as trec_eval does;
+- ``evaluate`` (and ``evaluate_run``) over judgments with no such query at all raises
+  InvalidInputError: a mean over no queries is undefined, and 0.0 would read as an engine
+  that found nothing;
+- ranked queries that have no judgments are ignored.
+
+Arguments are checked (evaluation_inputs.py): ids are str, grades integers, scores finite,
+cutoffs within 1..1,000,000; anything else is an InvalidInputError naming the argument.
 """
 
 from __future__ import annotations
@@ -18,12 +32,23 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import InvalidInputError
+from .evaluation_inputs import (
+    check_cutoff,
+    check_gains,
+    check_judged,
+    check_qrels,
+    check_ranking,
+    check_rankings,
+    check_run,
+    check_run_tag,
+    check_scored,
+)
 from .validation import MAX_LIMIT, check_int, check_path
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
@@ -38,25 +63,44 @@ def _dedupe(ranking: Iterable[str]) -> list[str]:
 
 
 def dcg(gains: Sequence[float]) -> float:
+    return _dcg(check_gains(gains))
+
+
+def _dcg(gains: Sequence[float]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains) if g > 0)
 
 
 def ndcg(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
-    top = _dedupe(ranking)[:k]
-    ideal = dcg(sorted((max(g, 0) for g in judged.values()), reverse=True)[:k])
-    if ideal == 0:
-        return 0.0
-    return dcg([max(judged.get(doc, 0), 0) for doc in top]) / ideal
+    return _ndcg(check_ranking(ranking), check_judged(judged), check_cutoff(k))
 
 
 def recall(ranking: Sequence[str], judged: Mapping[str, int], k: int = 100) -> float:
+    return _recall(check_ranking(ranking), check_judged(judged), check_cutoff(k))
+
+
+def mrr(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+    return _mrr(check_ranking(ranking), check_judged(judged), check_cutoff(k))
+
+
+# The formulas, over arguments already checked (``evaluate`` checks every query once).
+
+
+def _ndcg(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
+    top = _dedupe(ranking)[:k]
+    ideal = _dcg(sorted((max(g, 0) for g in judged.values()), reverse=True)[:k])
+    if ideal == 0:
+        return 0.0
+    return _dcg([max(judged.get(doc, 0), 0) for doc in top]) / ideal
+
+
+def _recall(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
     relevant = {doc for doc, grade in judged.items() if grade >= RELEVANT_GRADE}
     if not relevant:
         return 0.0
     return len(relevant.intersection(_dedupe(ranking)[:k])) / len(relevant)
 
 
-def mrr(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+def _mrr(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
     for rank, doc in enumerate(_dedupe(ranking)[:k], start=1):
         if judged.get(doc, 0) >= RELEVANT_GRADE:
             return 1.0 / rank
@@ -87,22 +131,30 @@ def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Qrels) -> Evaluation:
 
     A judged query missing from ``rankings`` scores 0 (an engine that returns nothing for a
     query must not look better by having it dropped from the mean). Queries whose judgments
-    hold no relevant document are skipped, as trec_eval does.
+    hold no relevant document are skipped, as trec_eval does; when that leaves none,
+    InvalidInputError (see the module docstring's empty cases).
     """
+    check_rankings(rankings)
+    check_qrels(qrels)
     per_query: dict[str, dict[str, float]] = {}
     for qid, judged in qrels.items():
         if not any(grade >= RELEVANT_GRADE for grade in judged.values()):
             continue
         ranking = rankings.get(qid, [])
         per_query[qid] = {
-            "ndcg@10": ndcg(ranking, judged, DEFAULT_CUTOFFS["ndcg"]),
-            "recall@100": recall(ranking, judged, DEFAULT_CUTOFFS["recall"]),
-            "mrr@10": mrr(ranking, judged, DEFAULT_CUTOFFS["mrr"]),
+            "ndcg@10": _ndcg(ranking, judged, DEFAULT_CUTOFFS["ndcg"]),
+            "recall@100": _recall(ranking, judged, DEFAULT_CUTOFFS["recall"]),
+            "mrr@10": _mrr(ranking, judged, DEFAULT_CUTOFFS["mrr"]),
         }
     n = len(per_query)
+    if not n:
+        raise InvalidInputError(
+            f"qrels hold no query with a relevant document (grade >= {RELEVANT_GRADE}) among "
+            f"their {len(qrels):,} queries: there is nothing to score; judge at least one "
+            f"document relevant")
 
     def mean(name: str) -> float:
-        return sum(v[name] for v in per_query.values()) / n if n else 0.0
+        return sum(v[name] for v in per_query.values()) / n
 
     return Evaluation(mean("ndcg@10"), mean("recall@100"), mean("mrr@10"), n, per_query)
 
@@ -110,9 +162,10 @@ def evaluate(rankings: Mapping[str, Sequence[str]], qrels: Qrels) -> Evaluation:
 def documents_by_best_chunk(hits: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
     """(document id, chunk score) pairs best first -> each document once, at its best chunk."""
     best: dict[str, float] = {}
-    for doc, score in hits:
+    for i, pair in enumerate(hits):
+        doc, _ = check_scored(pair, f"hits[{i}]")
         if doc not in best:
-            best[doc] = score
+            best[doc] = pair[1]
     return list(best.items())
 
 
@@ -204,8 +257,15 @@ def _query_text(text: str, path: str | Path, number: int) -> str:
     return text
 
 
-def trec_run_lines(run: Run, tag: str) -> Iterable[str]:
-    """TREC run format: ``qid Q0 docid rank score tag``, ranks from 1."""
+def trec_run_lines(run: Run, tag: str) -> Iterator[str]:
+    """TREC run format: ``qid Q0 docid rank score tag``, ranks from 1 (the run and the tag
+    are checked before the first line)."""
+    check_run(run)
+    check_run_tag(tag)
+    return _run_lines(run, tag)
+
+
+def _run_lines(run: Run, tag: str) -> Iterator[str]:
     for qid, ranked in run.items():
         for rank, (doc, score) in enumerate(ranked, start=1):
             yield f"{qid} Q0 {doc} {rank} {score:.6f} {tag}"
@@ -276,4 +336,6 @@ def rank_documents(
 
 
 def evaluate_run(run: Run, qrels: Qrels) -> Evaluation:
+    """``evaluate`` over a run's rankings (its scores are checked, then dropped)."""
+    check_run(run)
     return evaluate({qid: [doc for doc, _ in ranked] for qid, ranked in run.items()}, qrels)

@@ -16,8 +16,10 @@ from enginelib.cli.main import main
 from enginelib.embedder import HashingEmbedder
 from enginelib.errors import InvalidInputError
 from enginelib.evaluation import (
+    dcg,
     documents_by_best_chunk,
     evaluate,
+    evaluate_run,
     mrr,
     ndcg,
     rank_documents,
@@ -399,3 +401,90 @@ def test_readers_refuse_paths_that_are_not_paths(reader, tmp_path: Path) -> None
         os.fstat(held)  # still open: nobody else's descriptor was closed
     finally:
         os.close(held)
+
+
+# The metric helpers took anything: None, one string for a list of ids, float/NaN/str grades,
+# NaN scores, k=-1 (the ranking sliced from its end) failed as TypeError/AttributeError or
+# gave a number. Each is now an InvalidInputError naming the argument at fault.
+NAN = float("nan")
+BAD_METRIC_CALLS = [
+    ("ranking", lambda: ndcg(None, {"a": 1})),  # type: ignore[arg-type]
+    ("ranking", lambda: recall("ab", {"a": 1})),
+    ("ranking[1]", lambda: mrr(["a", 7], {"a": 1})),  # type: ignore[list-item]
+    ("judged", lambda: ndcg(["a"], None)),  # type: ignore[arg-type]
+    ("judged['a']", lambda: recall(["a"], {"a": 1.5})),  # type: ignore[dict-item]
+    ("judged['a']", lambda: mrr(["a"], {"a": NAN})),  # type: ignore[dict-item]
+    ("judged['a']", lambda: ndcg(["a"], {"a": "1"})),  # type: ignore[dict-item]
+    ("judged has the key 3", lambda: ndcg(["a"], {3: 1})),  # type: ignore[dict-item]
+    ("k must be within 1..", lambda: ndcg(["a", "b"], {"b": 1}, k=-1)),
+    ("k must be within 1..", lambda: recall(["a"], {"a": 1}, k=0)),
+    ("k must be an integer", lambda: mrr(["a"], {"a": 1}, k=None)),  # type: ignore[arg-type]
+    ("gains[0]", lambda: dcg([NAN])),
+    ("gains must be", lambda: dcg(None)),  # type: ignore[arg-type]
+    ("rankings must be", lambda: evaluate(None, QRELS)),  # type: ignore[arg-type]
+    ("rankings['q1']", lambda: evaluate({"q1": "a"}, QRELS)),  # type: ignore[dict-item]
+    ("qrels must be", lambda: evaluate(RANKINGS, None)),  # type: ignore[arg-type]
+    ("qrels['q1']['a']", lambda: evaluate(RANKINGS, {"q1": {"a": True}})),
+    ("run['q1'][0] has the score nan", lambda: evaluate_run({"q1": [("a", NAN)]}, QRELS)),
+    ("run['q1'][0] must be a (document id, score) pair",
+     lambda: evaluate_run({"q1": ["a"]}, QRELS)),  # type: ignore[list-item]
+    ("hits[1] has the score None",
+     lambda: documents_by_best_chunk([("a", 1.0), ("b", None)])),  # type: ignore[list-item]
+    ("run['q1'][0] has the score inf",
+     lambda: list(trec_run_lines({"q1": [("a", math.inf)]}, "t"))),
+    ("run tag must be one word", lambda: list(trec_run_lines({"q1": [("a", 1.0)]}, "my run"))),
+]
+
+
+@pytest.mark.parametrize(("named", "call"), BAD_METRIC_CALLS,
+                         ids=[f"{i}-{named}" for i, (named, _) in enumerate(BAD_METRIC_CALLS)])
+def test_metric_helpers_name_the_bad_argument(named: str, call) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInputError) as caught:
+        call()
+    assert named in str(caught.value)
+
+
+def test_metrics_still_take_numpy_grades_and_scores() -> None:
+    import numpy as np
+
+    assert ndcg(("a", "b"), {"b": np.int64(1)}, np.int32(10)) == pytest.approx(1 / math.log2(3))
+    run = {"q2": [("d", np.float32(0.5))]}
+    assert evaluate_run(run, {"q2": {"d": 1}}).mrr_at_10 == 1.0
+
+
+@pytest.mark.parametrize("qrels", [{}, {"q1": {}}, {"q1": {"a": 0, "b": -1}}])
+def test_evaluating_judgments_without_a_relevant_document_is_refused(
+        qrels: dict[str, dict[str, int]]) -> None:
+    # It returned means of 0.0 over 0 queries: read as an engine that found nothing.
+    with pytest.raises(InvalidInputError, match="nothing to score"):
+        evaluate(RANKINGS, qrels)
+    # one query's metrics on such judgments stay defined: 0
+    assert ndcg(["a"], qrels.get("q1", {})) == recall(["a"], {}) == mrr([], {"a": 0}) == 0.0
+
+
+def test_cli_eval_refuses_judgments_without_a_relevant_document(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, _ = judged_store
+    zeros = tmp_path / "zeros.tsv"
+    zeros.write_text("query-id\tcorpus-id\tscore\nq1\tbrakes\t0\n", encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(zeros),
+    ])
+    assert result.exit_code == 2 and "nothing to score" in result.output
+
+
+def test_cli_eval_refuses_a_run_tag_of_two_words_before_writing(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = judged_store
+    run_file = tmp_path / "run.txt"
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
+        "--run-out", str(run_file), "--tag", "my run",
+    ])
+    # a TREC line is split on white space: "my run" made every line 7 columns
+    assert result.exit_code == 2 and "run tag must be one word" in result.output
+    assert not run_file.exists()

@@ -1,0 +1,133 @@
+"""Checks of what the retrieval metrics take: rankings, judgments, runs, cutoffs.
+
+The metric functions of evaluation.py are plain arithmetic, and a wrong argument (None, one
+string for a list of ids, a float or NaN grade, a NaN score, k=-1) failed there as a
+TypeError, KeyError or ZeroDivisionError naming none of them, or gave a wrong number (a
+negative k sliced the ranking from its end). Each check raises InvalidInputError naming the
+argument and the entry at fault.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidInputError
+from .validation import check_int, show_value
+
+# A cutoff past any corpus a metric is run on here; a larger one is a mistake, not a depth.
+MAX_CUTOFF = 1_000_000
+
+
+def check_cutoff(k: Any, name: str = "k") -> int:
+    """A rank cutoff: an int within 1..MAX_CUTOFF."""
+    return check_int(name, k, minimum=1, maximum=MAX_CUTOFF)
+
+
+def check_ranking(ranking: Any, name: str = "ranking") -> Sequence[str]:
+    """Document ids best first: a list or tuple of str (one str would be its characters)."""
+    if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
+        raise InvalidInputError(f"{name} must be a list of document ids, best first, got "
+                                f"{show_value(ranking)}")
+    for i, doc in enumerate(ranking):
+        if not isinstance(doc, str):
+            raise InvalidInputError(f"{name}[{i}] must be a document id (str), got "
+                                    f"{show_value(doc)}")
+    return ranking
+
+
+def check_judged(judged: Any, name: str = "judged") -> Mapping[str, int]:
+    """One query's judgments: document id (str) -> integer grade (<= 0 not relevant)."""
+    if not isinstance(judged, Mapping):
+        raise InvalidInputError(f"{name} must be a mapping of document id -> integer grade, "
+                                f"got {show_value(judged)}")
+    for doc, grade in judged.items():
+        if not isinstance(doc, str):
+            raise InvalidInputError(f"{name} has the key {show_value(doc)}: document ids are "
+                                    f"str")
+        if isinstance(grade, (bool, np.bool_)) or not isinstance(grade, (int, np.integer)):
+            raise InvalidInputError(
+                f"{name}[{doc!r}] must be an integer grade (0 or less: not relevant, 1 or "
+                f"more: relevant), got {show_value(grade)}")
+    return judged
+
+
+def check_qrels(qrels: Any, name: str = "qrels") -> Mapping[str, Mapping[str, int]]:
+    """Judgments of every query: query id (str) -> ``check_judged``."""
+    _check_query_ids(qrels, name, "document id -> integer grade")
+    for qid, judged in qrels.items():
+        check_judged(judged, f"{name}[{qid!r}]")
+    return qrels
+
+
+def check_rankings(rankings: Any, name: str = "rankings") -> Mapping[str, Sequence[str]]:
+    """query id (str) -> ``check_ranking``."""
+    _check_query_ids(rankings, name, "document ids best first")
+    for qid, ranking in rankings.items():
+        check_ranking(ranking, f"{name}[{qid!r}]")
+    return rankings
+
+
+def check_run(run: Any, name: str = "run") -> Mapping[str, Sequence[tuple[str, float]]]:
+    """query id (str) -> (document id, finite score) pairs, best first."""
+    _check_query_ids(run, name, "(document id, score) pairs best first")
+    for qid, ranked in run.items():
+        where = f"{name}[{qid!r}]"
+        if isinstance(ranked, (str, bytes)) or not isinstance(ranked, Sequence):
+            raise InvalidInputError(f"{where} must be a list of (document id, score) pairs, "
+                                    f"got {show_value(ranked)}")
+        for i, pair in enumerate(ranked):
+            check_scored(pair, f"{where}[{i}]")
+    return run
+
+
+def check_scored(pair: Any, name: str) -> tuple[str, float]:
+    """One (document id, score) pair; the score a finite number (NaN sorts nowhere, and a
+    TREC run file with 'nan' in it is refused by trec_eval)."""
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise InvalidInputError(f"{name} must be a (document id, score) pair, got "
+                                f"{show_value(pair)}")
+    doc, score = pair
+    if not isinstance(doc, str):
+        raise InvalidInputError(f"{name} must start with a document id (str), got "
+                                f"{show_value(doc)}")
+    if (isinstance(score, (bool, np.bool_))
+            or not isinstance(score, (int, float, np.integer, np.floating))
+            or not math.isfinite(score)):
+        raise InvalidInputError(f"{name} has the score {show_value(score)}: a score must be a "
+                                f"finite number")
+    return doc, float(score)
+
+
+def check_gains(gains: Any, name: str = "gains") -> Sequence[float]:
+    """Gains by rank, best first: a list or tuple of finite numbers."""
+    if isinstance(gains, (str, bytes)) or not isinstance(gains, Sequence):
+        raise InvalidInputError(f"{name} must be a list of numbers, got {show_value(gains)}")
+    for i, gain in enumerate(gains):
+        if (isinstance(gain, (bool, np.bool_))
+                or not isinstance(gain, (int, float, np.integer, np.floating))
+                or not math.isfinite(gain)):
+            raise InvalidInputError(f"{name}[{i}] must be a finite number, got "
+                                    f"{show_value(gain)}")
+    return gains
+
+
+def check_run_tag(tag: Any) -> str:
+    """A TREC run tag: one word (the format's columns are split on white space)."""
+    if not isinstance(tag, str) or not tag or len(tag.split()) != 1 or tag != tag.strip():
+        raise InvalidInputError(f"the run tag must be one word without spaces, got "
+                                f"{show_value(tag)}")
+    return tag
+
+
+def _check_query_ids(value: Any, name: str, holds: str) -> None:
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{name} must be a mapping of query id -> {holds}, got "
+                                f"{show_value(value)}")
+    for qid in value:
+        if not isinstance(qid, str):
+            raise InvalidInputError(f"{name} has the query id {show_value(qid)}: query ids "
+                                    f"are str")
