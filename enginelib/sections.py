@@ -92,6 +92,15 @@ class Heading:
     numbered: bool  # names a numbered unit (article, recital, section...): cited on its own
 
 
+def fence_after(fence: str | None, marker: str) -> str | None:
+    """The code fence open after a fence line ``marker`` (the chunker's heading scan and
+    this one follow the same rule): it opens one when none is open and closes the open one
+    of the same kind; a ``~~~`` line inside a ``` block is part of the block."""
+    if fence is None:
+        return marker
+    return None if marker == fence else fence
+
+
 def heading_title(raw: str | None) -> str:
     """An ATX heading's title without its closing ``#`` marks ("Title ##" -> "Title").
 
@@ -123,7 +132,7 @@ def find_headings(text: str) -> list[Heading]:
     for match in _LINE.finditer(text):
         marker = match.group("fence")
         if marker is not None:
-            fence = marker if fence is None else (None if marker == fence else fence)
+            fence = fence_after(fence, marker)
             continue
         if fence is not None:
             continue
