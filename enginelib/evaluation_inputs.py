@@ -94,9 +94,7 @@ def check_scored(pair: Any, name: str) -> tuple[str, float]:
     if not isinstance(doc, str):
         raise InvalidInputError(f"{name} must start with a document id (str), got "
                                 f"{show_value(doc)}")
-    if (isinstance(score, (bool, np.bool_))
-            or not isinstance(score, (int, float, np.integer, np.floating))
-            or not math.isfinite(score)):
+    if not _finite(score):
         raise InvalidInputError(f"{name} has the score {show_value(score)}: a score must be a "
                                 f"finite number")
     return doc, float(score)
@@ -107,9 +105,7 @@ def check_gains(gains: Any, name: str = "gains") -> Sequence[float]:
     if isinstance(gains, (str, bytes)) or not isinstance(gains, Sequence):
         raise InvalidInputError(f"{name} must be a list of numbers, got {show_value(gains)}")
     for i, gain in enumerate(gains):
-        if (isinstance(gain, (bool, np.bool_))
-                or not isinstance(gain, (int, float, np.integer, np.floating))
-                or not math.isfinite(gain)):
+        if not _finite(gain):
             raise InvalidInputError(f"{name}[{i}] must be a finite number, got "
                                     f"{show_value(gain)}")
     return gains
@@ -121,6 +117,13 @@ def check_run_tag(tag: Any) -> str:
         raise InvalidInputError(f"the run tag must be one word without spaces, got "
                                 f"{show_value(tag)}")
     return tag
+
+
+def _finite(value: Any) -> bool:
+    """A real number (not a bool) that is neither NaN nor infinite."""
+    return (not isinstance(value, (bool, np.bool_))
+            and isinstance(value, (int, float, np.integer, np.floating))
+            and math.isfinite(value))
 
 
 def _check_query_ids(value: Any, name: str, holds: str) -> None:

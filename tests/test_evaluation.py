@@ -462,29 +462,28 @@ def test_evaluating_judgments_without_a_relevant_document_is_refused(
     assert ndcg(["a"], qrels.get("q1", {})) == recall(["a"], {}) == mrr([], {"a": 0}) == 0.0
 
 
+def _eval(monkeypatch: pytest.MonkeyPatch, files: tuple[Path, Path, Path], *options: str):  # type: ignore[no-untyped-def]
+    """`enginelib eval` over (store, queries, qrels) with the hashing embedder."""
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = files
+    return CliRunner().invoke(main, ["eval", "--store", str(store_path), "--queries",
+                                     str(queries), "--qrels", str(qrels), *options])
+
+
 def test_cli_eval_refuses_judgments_without_a_relevant_document(
     judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
-    store_path, queries, _ = judged_store
     zeros = tmp_path / "zeros.tsv"
     zeros.write_text("query-id\tcorpus-id\tscore\nq1\tbrakes\t0\n", encoding="utf-8")
-    result = CliRunner().invoke(main, [
-        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(zeros),
-    ])
+    result = _eval(monkeypatch, (*judged_store[:2], zeros))
     assert result.exit_code == 2 and "nothing to score" in result.output
 
 
 def test_cli_eval_refuses_a_run_tag_of_two_words_before_writing(
     judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
-    store_path, queries, qrels = judged_store
     run_file = tmp_path / "run.txt"
-    result = CliRunner().invoke(main, [
-        "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(qrels),
-        "--run-out", str(run_file), "--tag", "my run",
-    ])
+    result = _eval(monkeypatch, judged_store, "--run-out", str(run_file), "--tag", "my run")
     # a TREC line is split on white space: "my run" made every line 7 columns
     assert result.exit_code == 2 and "run tag must be one word" in result.output
     assert not run_file.exists()
