@@ -12,7 +12,8 @@ On disk, inside the store folder (only relative paths, so a copied folder still 
 A snapshot is written into ``snapshots/.tmp-*`` and renamed into place, so a crash
 leaves either no snapshot or a complete one; deletes rename to ``.trash-*`` first.
 Functions that change snapshots take a writable Store, or a path (then they open the
-store for maintenance themselves, without needing its embedding model).
+store for maintenance themselves, without needing its embedding model). Whether a
+snapshot's files are still the ones it wrote is judged by snapshot_integrity.py.
 """
 
 from __future__ import annotations
