@@ -56,7 +56,7 @@ from enginelib.indexes.graph_options import (
     one_row_per_label,
     rows_of_labels,
 )
-from enginelib.indexes.vector_rows import VectorRows, is_rows_file, load_npy
+from enginelib.indexes.vector_rows import VectorRows, drop_rows, is_rows_file, load_npy
 
 FORMAT_VERSION = 2
 _READABLE_FORMATS = (1, 2)
@@ -207,18 +207,7 @@ class HnswVectorIndex:
         gone, rows = wanted[rows >= 0], rows[rows >= 0]  # unknown labels: a no-op
         if not len(rows):
             return
-        # Keep the rows dense: the live rows past the new end move into the holes below it.
-        new_count = self._count - len(rows)
-        dead = np.zeros(self._count - new_count, dtype=bool)
-        tail_rows = rows[rows >= new_count]
-        dead[tail_rows - new_count] = True
-        movers = np.arange(new_count, self._count)[~dead]
-        holes = np.sort(rows[rows < new_count])
-        if len(holes):
-            self._rows.put(holes, self._rows.take(movers))
-            self._labels[holes] = self._labels[movers]
-        self._count = new_count
-        self._rows.truncate(new_count)
+        self._count = drop_rows(self._rows, self._labels, self._count, rows)
         self._lookup = None
         self._file_dead.append(gone)
         in_graph = gone

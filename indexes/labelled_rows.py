@@ -22,7 +22,7 @@ from enginelib.indexes.graph_options import (
     label_lookup,
     rows_of_labels,
 )
-from enginelib.indexes.vector_rows import VectorRows, load_npy
+from enginelib.indexes.vector_rows import VectorRows, drop_rows, load_npy
 
 
 class LabelledRows:
@@ -84,17 +84,7 @@ class LabelledRows:
         gone, rows = labels[rows >= 0], rows[rows >= 0]
         if not len(rows):
             return gone
-        # Keep the rows dense: the live rows past the new end move into the holes below it.
-        new_count = self._count - len(rows)
-        dead = np.zeros(self._count - new_count, dtype=bool)
-        dead[rows[rows >= new_count] - new_count] = True
-        movers = np.arange(new_count, self._count)[~dead]
-        holes = np.sort(rows[rows < new_count])
-        if len(holes):
-            self._rows.put(holes, self._rows.take(movers))
-            self._labels[holes] = self._labels[movers]
-        self._count = new_count
-        self._rows.truncate(new_count)
+        self._count = drop_rows(self._rows, self._labels, self._count, rows)
         self._lookup = None
         return gone
 

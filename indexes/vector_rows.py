@@ -239,6 +239,23 @@ class VectorRows:
         return np.concatenate([self._base, self._tail[: self._count - base]])
 
 
+def drop_rows(rows: VectorRows, labels: np.ndarray, count: int, doomed: np.ndarray) -> int:
+    """Remove rows ``doomed`` (distinct, each below ``count``) and keep the rows dense: the
+    live rows past the new end move into the holes below it, their ``labels`` (row -> label)
+    with them. Returns the new count. Shared by the hnswlib and USearch backends, whose
+    row numbers must stay 0..count-1 for the exact path's matrix slices."""
+    new_count = count - len(doomed)
+    dead = np.zeros(count - new_count, dtype=bool)
+    dead[doomed[doomed >= new_count] - new_count] = True
+    movers = np.arange(new_count, count)[~dead]
+    holes = np.sort(doomed[doomed < new_count])
+    if len(holes):
+        rows.put(holes, rows.take(movers))
+        labels[holes] = labels[movers]
+    rows.truncate(new_count)
+    return new_count
+
+
 def _map(path: Path, dim: int, count: int) -> np.ndarray:
     if count == 0:
         return np.zeros((0, dim), dtype=np.float32)
