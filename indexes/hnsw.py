@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import shutil
 import threading
 from collections.abc import Iterable
@@ -41,11 +40,16 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-from enginelib.durable import file_sum64, fsync_dir, fsync_file, write_atomic
+from enginelib.durable import file_sum64, write_atomic
 from enginelib.errors import InvalidInputError
-from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
 from enginelib.indexes.exact import exact_topk
+from enginelib.indexes.generation_folders import (
+    check_generation,
+    is_stale_generation,
+    new_generation,
+    publish_generation,
+)
 from enginelib.indexes.graph_options import (
     LabelLookup,
     appended_labels,
@@ -383,14 +387,11 @@ class HnswVectorIndex:
     # -- persistence ---------------------------------------------------------------
 
     def save(self, generation: int) -> None:
-        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-            raise InvalidInputError(f"generation must be a non-negative int, got {generation!r}")
+        check_generation(generation)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._writer = True
         rows_name = self._rows.save(self.directory)
-        folder = f"gen-{generation:08d}-{secrets.token_hex(4)}"
-        tmp = self.directory / f".tmp-{folder}"
-        tmp.mkdir()
+        folder, tmp = new_generation(self.directory, generation)
         missing, dead = self._graph_delta()
         deferred = self._graph is not None and self._defer_graph(len(missing) + len(dead))
         if deferred:
@@ -405,12 +406,7 @@ class HnswVectorIndex:
             self._graph.save_index(str(tmp / GRAPH_FILE))
             graph_checksum = file_sum64(tmp / GRAPH_FILE)
         np.save(tmp / LABELS_FILE, self._labels[: self._count])
-        for name in os.listdir(tmp):
-            fsync_file(tmp / name)
-        fsync_dir(tmp)
-        crash_point("mid_vector_save")
-        os.replace(tmp, self.directory / folder)
-        fsync_dir(self.directory)
+        publish_generation(self.directory, tmp, folder)
         stamp = {
             "format": FORMAT_VERSION,
             "generation": generation,
@@ -461,9 +457,7 @@ class HnswVectorIndex:
 
     def _remove_stale(self, keep: str, rows: str) -> None:
         for entry in self.directory.iterdir():
-            if entry.is_dir() and entry.name != keep and (
-                entry.name.startswith("gen-") or entry.name.startswith(".tmp-gen-")
-            ):
+            if is_stale_generation(entry, keep):
                 shutil.rmtree(entry, ignore_errors=True)
             elif entry.is_file() and is_rows_file(entry.name) and entry.name != rows:
                 # a reader mapping an older file keeps its pages (unlink, not truncate)

@@ -6,9 +6,7 @@ import shutil
 from pathlib import Path
 
 from enginelib.indexes import stamp_files
-
-# ``save`` writes a generation into ``.tmp-gen-*`` before renaming it into place.
-_UNFINISHED_GENERATION = ".tmp-gen-"
+from enginelib.indexes.generation_folders import UNFINISHED_PREFIX
 
 
 class HnswFiles:
@@ -19,7 +17,7 @@ class HnswFiles:
         removed: list[Path] = []
         if folder.is_dir():
             for entry in folder.iterdir():
-                if entry.name.startswith(_UNFINISHED_GENERATION):
+                if entry.name.startswith(UNFINISHED_PREFIX):
                     shutil.rmtree(entry, ignore_errors=True)
                     removed.append(entry)
         return removed + stamp_files.remove_temps(folder)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 import shutil
 import threading
 from collections.abc import Iterable
@@ -30,10 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from enginelib.durable import fsync_dir, fsync_file, write_atomic
+from enginelib.durable import write_atomic
 from enginelib.errors import InvalidInputError, MissingExtraError
-from enginelib.faults import crash_point
 from enginelib.indexes.base import Labels, Matrix, SearchResult
+from enginelib.indexes.generation_folders import (
+    check_generation,
+    is_stale_generation,
+    new_generation,
+    publish_generation,
+)
 from enginelib.indexes.graph_options import (
     check_graph_options,
     check_labels,
@@ -272,23 +276,15 @@ class UsearchVectorIndex:
         return str(self.directory / self._folder / GRAPH_FILE)
 
     def save(self, generation: int) -> None:
-        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
-            raise InvalidInputError(f"generation must be a non-negative int, got {generation!r}")
+        check_generation(generation)
         self.directory.mkdir(parents=True, exist_ok=True)
-        folder = f"gen-{generation:08d}-{secrets.token_hex(4)}"
-        tmp = self.directory / f".tmp-{folder}"
-        tmp.mkdir()
+        folder, tmp = new_generation(self.directory, generation)
         if self._viewed:  # unchanged since it was opened: copy the file it maps
             shutil.copyfile(self._graph_path, tmp / GRAPH_FILE)
         elif self._graph is not None:
             self._graph.save(str(tmp / GRAPH_FILE))
         self._rows.write(tmp, VECTORS_FILE, LABELS_FILE)
-        for name in os.listdir(tmp):
-            fsync_file(tmp / name)
-        fsync_dir(tmp)
-        crash_point("mid_vector_save")
-        os.replace(tmp, self.directory / folder)
-        fsync_dir(self.directory)
+        publish_generation(self.directory, tmp, folder)
         stamp = {
             "format": FORMAT_VERSION, "generation": generation, "folder": folder,
             "dim": self.dim, "count": len(self._rows), "space": "cosine", "dtype": self.dtype,
@@ -306,9 +302,7 @@ class UsearchVectorIndex:
 
     def _remove_stale(self, keep: str) -> None:
         for entry in self.directory.iterdir():
-            if entry.is_dir() and entry.name != keep and (
-                entry.name.startswith("gen-") or entry.name.startswith(".tmp-gen-")
-            ):
+            if is_stale_generation(entry, keep):
                 shutil.rmtree(entry, ignore_errors=True)
 
     def _load(self) -> None:
