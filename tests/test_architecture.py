@@ -197,7 +197,8 @@ def test_the_index_file_check_sees_a_stamp_in_code() -> None:
 # -- SQL ------------------------------------------------------------------------------------
 
 # The catalog layer: the DuckDB tables and every statement run on them.
-CATALOG_LAYER = ("enginelib.catalog", "enginelib.schema", "enginelib.jobs.table")
+# jobs.table holds the queue's statements, jobs.shape the check and mend of its tables' layout
+CATALOG_LAYER = ("enginelib.catalog", "enginelib.schema", "enginelib.jobs.table", "enginelib.jobs.shape")
 CATALOG_PREFIX = "enginelib.catalog_"  # catalog_maintenance, catalog_snapshots, ...
 SQL_ALLOWED = {
     # The Postgres exporter writes the *target* database's SQL (DDL, COPY, hybrid_search),
