@@ -515,10 +515,10 @@ def test_a_word_is_never_corrected_into_a_stop_word(tmp_path: Path) -> None:
 
 def test_common_words_of_a_language_are_never_corrected(tmp_path: Path) -> None:
     # A corpus of legal French never says "quand" or "nous" (it writes "lorsque" and "le
-    # responsable"), so they were "corrected" into "quant" and "sous": 19 of the 454
+    # responsable"), so they were "corrected" into "quant" and "sous": 28 of the 454
     # regulatory questions searched a word the user did not type. A word that is a stop
-    # word of some language (the Italian "sono") or a question word is spelled right by
-    # definition, whatever the corpus holds.
+    # word of some language (the Italian "sono"), a question word or a grammar word
+    # ("hors", "besides") is spelled right by definition, whatever the corpus holds.
     store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
     store.ingest_documents([LoadedDocument(id="art-17", language="fr", text=(
         "Quant aux données, le responsable du traitement a l'obligation d'effacer les données "
