@@ -11,6 +11,10 @@ ahead of the rest (``search/stages.py``, the boost stage).
 A chunk is inside the provisions its heading path's parts and its document's title each
 name first: "EU AI Act Article 7 — Amendments to Annex III" is Article 7, about Annex III.
 
+A number is ambiguous across documents (the GDPR and the AI Act both have a Recital 144):
+among the candidates inside a named provision, those whose title and heading path hold more
+of the question's other words ("GDPR", "AI Act") come first.
+
 A reference is (kind, number): the keyword's kind in any language ("Artikel", "art." and
 "Article" are all ``article``) and the number as written, normalised ("(26)" -> "26",
 "premier" -> "1", "iii" -> "III"). Sub-numbers are ignored: "Article 6(1)(f)" names
@@ -65,6 +69,24 @@ def provisions_of(heading_path: str, title: str) -> frozenset[tuple[str, str]]:
         if match is not None:
             found.add(_reference(match))
     return frozenset(found)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def other_words(text: str) -> frozenset[str]:
+    """The lower-cased words of ``text`` outside the references it names."""
+    return frozenset(_WORD.findall(_REFERENCE.sub(" ", text).lower()))
+
+
+@functools.lru_cache(maxsize=65536)
+def standing(named: frozenset[tuple[str, str]], words: frozenset[str], heading_path: str,
+             title: str) -> int:
+    """0 for a chunk outside every provision in ``named``; inside one, 1 + how many of
+    ``words`` its title and heading path hold."""
+    if not named & provisions_of(heading_path, title):
+        return 0
+    return 1 + len(words & frozenset(_WORD.findall(f"{heading_path} {title}".lower())))
 
 
 def _reference(match: re.Match[str]) -> tuple[str, str]:

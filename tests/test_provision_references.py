@@ -129,3 +129,22 @@ def test_pages_of_a_question_naming_a_provision_are_one_ranking(tmp_path: Path) 
     inside = [h.heading_path.endswith("Article 3 — Duties") for h in deep.hits]
     assert inside[: sum(inside)] == [True] * sum(inside)  # every hit inside Article 3 first
     store.close()
+
+
+def test_the_question_s_other_words_tell_two_laws_provisions_apart(tmp_path: Path) -> None:
+    # Both laws have a Recital 144; the question names its law. BM25 alone prefers the AI
+    # Act's short text (it says "recital 144" twice) even when the GDPR is asked for.
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64))
+    store.ingest_documents([
+        LoadedDocument(id="ai-144", title="EU AI Act Recital 144",
+                       text="Recital 144: innovation. This recital 144 supports sandboxes."),
+        LoadedDocument(id="gdpr-144", title="GDPR Recital 144",
+                       text="Where a court seised of proceedings against a decision by a "
+                            "supervisory authority has reason to believe that proceedings "
+                            "concerning the same processing are brought before a competent "
+                            "court in another Member State, it should contact that court."),
+    ] + [LoadedDocument(id=f"gdpr-{n}", title=f"GDPR Recital {n}",
+                        text=f"The GDPR sets rules on topic {n}.") for n in range(1, 30)])
+    assert store.search("GDPR recital (144)", log=False).hits[0].document_id == "gdpr-144"
+    assert store.search("recital 144 of the AI Act", log=False).hits[0].document_id == "ai-144"
+    store.close()

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import RerankerError
-from ..references import provisions_of, references
+from ..references import other_words, references, standing
 from . import answerability, fusion, fusion_evidence, gate, paging, post, rewrite
+from .highlights import is_function_word
 from .hits import Block, build_hits, context, empty_response
 from .request import GATE_TOP_N, SearchRequest
 from .results import OK, SearchResponse
@@ -214,22 +215,23 @@ def boost(view: ChunkView, request: SearchRequest, fused: Fused) -> Boosted:
     named = references(request.queries[0]) if PROVISION_REFERENCES else frozenset()
     if named:
         # the provisions the question names come first (references.py says why)
-        inside = _inside_provisions(view, fused.positions, named)
-        return Boosted(boosts, final, np.lexsort((fused.labels, -final, ~inside)))
+        standing = _standing(view, fused.positions, named, request.queries[0])
+        return Boosted(boosts, final, np.lexsort((fused.labels, -final, -standing)))
     return Boosted(boosts, final, np.lexsort((fused.labels, -final)))
 
 
-def _inside_provisions(
-    view: ChunkView, positions: np.ndarray, named: frozenset[tuple[str, str]]
+def _standing(
+    view: ChunkView, positions: np.ndarray, named: frozenset[tuple[str, str]], question: str
 ) -> np.ndarray:
-    """Per candidate, whether its heading path or its document's title names one of
-    ``named``."""
+    """Per candidate, ``references.standing``: 0 outside the named provisions; inside, more
+    for each of the question's content words its title and heading path hold."""
+    words = frozenset(w for w in other_words(question) if not is_function_word(w))
     titles = view.column("title")
     paths = view.texts_of(view.labels[positions].tolist())
     return np.fromiter(
-        (bool(named & provisions_of(path, titles[p] or ""))
+        (standing(named, words, path, titles[p] or "")
          for p, (_, path) in zip(positions.tolist(), paths, strict=True)),
-        dtype=bool, count=len(positions))
+        dtype=np.int64, count=len(positions))
 
 
 def rerank(view: ChunkView, request: SearchRequest, fused: Fused, order_idx: np.ndarray) -> Reranked:
