@@ -141,13 +141,18 @@ def pin(store_path: Path, name: str, unpin: bool) -> None:
 @snapshot.command("retention")
 @store_option
 @click.argument("keep", type=int, required=False)
+@json_option
 @handle_errors
-def retention(store_path: Path, keep: int | None) -> None:
+def retention(store_path: Path, keep: int | None, as_json: bool) -> None:
     """Show, or set to KEEP, how many newest unpinned snapshots are kept."""
+    removed: list[str] = []
     if keep is None:
-        click.echo(f"keep {snap.retention(store_path)} newest unpinned snapshots")
+        keep = snap.retention(store_path)
+    else:
+        removed = snap.set_retention(store_path, keep)
+    if as_json:
+        emit_json({"keep": keep, "removed": removed})
         return
-    removed = snap.set_retention(store_path, keep)
     click.echo(f"keep {keep} newest unpinned snapshots"
                + (f"; removed {', '.join(removed)}" if removed else ""))
 
