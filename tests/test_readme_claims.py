@@ -47,3 +47,35 @@ def test_snapshot_retention_prints_json(tmp_path: Path) -> None:
     changed = runner.invoke(main, ["snapshot", "retention", "1", "--store", store, "--json"])
     assert changed.exit_code == 0, changed.output
     assert json.loads(changed.output) == {"keep": 1, "removed": ["a"]}
+
+
+def test_every_command_takes_its_store_from_option_or_environment() -> None:
+    """README: "Every command takes its store as `--store S` (or `$ENGINELIB_STORE`; default
+    `./enginelib-store`). These six also accept it as their first argument"."""
+    takes_store = {}
+    for path, command in commands(main):
+        if isinstance(command, click.Group):
+            continue
+        option = next(p for p in command.params if "--store" in p.opts)
+        takes_store[path] = option.envvar
+    assert set(takes_store.values()) == {"ENGINELIB_STORE"}
+    first_argument = {path for path, command in commands(main)
+                      if any(p.name == "store_argument" for p in command.params)}
+    # update and delete read a first argument that is a store folder as the store (help text)
+    assert first_argument | {("update",), ("delete",)} == {
+        ("jobs",), ("list",), ("serve",), ("worker",), ("update",), ("delete",)}
+
+
+def test_the_default_store_is_enginelib_store_in_the_current_folder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner(env={"ENGINELIB_STORE": None})
+    assert runner.invoke(main, ["init", "--embedder", "hashing-32"]).exit_code == 0
+    assert (tmp_path / "enginelib-store" / "manifest.json").is_file()
+    for args in (["stats", "--json"], ["list", "--json"]):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, (args, result.output)
+    assert json.loads(runner.invoke(main, ["stats", "--json"]).output)["path"] == "enginelib-store"
+    other = str(tmp_path / "other")
+    assert runner.invoke(main, ["init", "--store", other, "--embedder", "hashing-32"]).exit_code == 0
+    named = CliRunner(env={"ENGINELIB_STORE": other}).invoke(main, ["stats", "--json"])
+    assert named.exit_code == 0 and json.loads(named.output)["path"] == other
