@@ -253,9 +253,13 @@ class Store(StoreCore):
         return rows
 
     def stats(self) -> dict[str, Any]:
+        counts = store_counts(self.catalog)
+        # Searches by read-only processes (every CLI search) wait in their log files until a
+        # writer imports them: counted as ``logged_queries`` lists them.
+        counts["queries_logged"] += len(self.query_log.pending())
         return {
             "path": str(self.path),
-            **store_counts(self.catalog),
+            **counts,
             "generation": self.catalog.generation,
             "index_version": self.index_version,
             "embedding_model": self.manifest.embedding_model,

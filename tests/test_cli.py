@@ -179,6 +179,20 @@ def test_query_log_lists_unanswered_questions(runner: CliRunner, tmp_path: Path)
     assert len(lines) == 2 and lines[0].endswith("zeppelin mooring") and lines[1].endswith("brake pads")
 
 
+def test_stats_counts_the_searches_queries_lists(runner: CliRunner, tmp_path: Path) -> None:
+    """`enginelib search` logs as a reader, and a writer imports that log later: `stats`
+    said queries_logged 0 after searches that `queries` listed."""
+    store = _pads_store(runner, tmp_path)
+    for query in ("brake pads", "zeppelin mooring"):
+        runner.invoke(main, ["search", query, "--store", store, "--strategy", "fulltext"])
+    listed = json.loads(runner.invoke(main, ["queries", "--store", store, "--json"]).output)
+    stats = json.loads(runner.invoke(main, ["stats", "--store", store, "--json"]).output)
+    assert len(listed) == stats["queries_logged"] == 2
+    runner.invoke(main, ["presets", "--store", store, "--set-default", "default"])  # a writer imports
+    stats = json.loads(runner.invoke(main, ["stats", "--store", store, "--json"]).output)
+    assert stats["queries_logged"] == 2
+
+
 def test_query_log_keeps_a_pasted_multi_line_question_on_one_line(runner: CliRunner,
                                                                   tmp_path: Path) -> None:
     """A question pasted with its line breaks was printed over two lines by `queries`: the
