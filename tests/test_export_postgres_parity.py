@@ -105,6 +105,18 @@ def test_filter_matrix_returns_the_same_chunks_on_both_sides(tmp_path: Path, pg_
     assert report.overlap["vector"] >= 0.9
 
 
+def test_verify_counts_equal_short_lists_as_full_overlap(tmp_path: Path, pg_dsn: str) -> None:
+    """Full text finds 9 chunks for "brake pads" (fewer than k) and none for "zeppelin" on
+    both sides: the overlap was divided by k, so `export verify` printed "fulltext mean
+    0.450 ... identical 2/2" for lists that were the same."""
+    store = matrix_store(tmp_path / "store")
+    export_postgres(store, pg_dsn)
+    report = verify_postgres(store, pg_dsn, ["brake pads", "zeppelin"], filters=[])
+    store.close()
+    assert report.identical["fulltext"] == 2
+    assert report.overlap["fulltext"] == report.minimum["fulltext"] == 1.0
+
+
 def test_filters_the_engine_rejects_are_rejected_by_the_server(tmp_path: Path, pg_dsn: str) -> None:
     store = matrix_store(tmp_path / "store")
     export_postgres(store, pg_dsn)

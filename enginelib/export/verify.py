@@ -92,7 +92,7 @@ def verify_postgres(
                 for strategy in STRATEGIES:
                     server = _server_ids(conn, names, strategy, query, vector, k, {"truth_level": ALL_LEVELS})
                     engine = _engine_ids(store, strategy, query, k, None, exact)
-                    per[strategy].append(len(set(server) & set(engine)) / k)
+                    per[strategy].append(top_overlap(server, engine))
                     same[strategy] += server == engine
             for strategy in STRATEGIES:
                 if per[strategy]:
@@ -109,6 +109,13 @@ def verify_postgres(
     except psycopg.Error as exc:
         raise ExportError(f"parity check against Postgres failed: {_server_message(exc)}") from exc
     return report
+
+
+def top_overlap(server: Sequence[int], engine: Sequence[int]) -> float:
+    """Share of the longer of the two top-k lists found in the other: 1.0 when both are the
+    same, also when both hold fewer than k ids or none (a query neither side matches)."""
+    longest = max(len(server), len(engine))
+    return len(set(server) & set(engine)) / longest if longest else 1.0
 
 
 def _require_export(conn: psycopg.Connection[Any], opts: ExportOptions) -> None:
