@@ -87,7 +87,9 @@ def search_command(
             raise click.UsageError(
                 f"--strategy {strategy} needs the query's words; without QUERY use --strategy vector"
             )
-        query = f"vector from {vector_file}"
+        # no words: the gate weighs the vector's similarity alone, and the quotes open the
+        # hits (a label such as "vector from q.json" was read as the user's words)
+        query = ""
     with open_store(store_path, read_only=True, snapshot=snapshot) as store:
         if vector is not None:
             from .vector_input import check_dimension

@@ -217,3 +217,39 @@ def test_a_document_with_vectors_beyond_float32_is_refused_by_name(tmp_path):
         with pytest.raises(InvalidVectorError, match="beyond float32's range"):
             store.ingest_documents([enginelib.LoadedDocument(id="x", text="brake pads", vectors=huge)])
         assert store.list_documents() == []
+
+
+def test_cli_search_by_a_vector_alone_has_no_words_and_keeps_the_gate(runner, tmp_path):
+    # Without QUERY the CLI searched the label "vector from q.json": the gate and the quotes
+    # read it as the user's words (a near-exact match was refused, "missing: vector, json").
+    # Now the query is empty: the gate weighs the similarity alone, in the default setup.
+    dim = 64  # random vectors of 8 dims lie so close that an exact match is no outlier
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(40, dim)).round(5)
+    records = [{"id": f"r{i}", "text": f"Record {i} about the vector of a json file, part {i}.",
+                "truth_level": "L1", "vector": vectors[i].tolist()} for i in range(40)]
+    corpus = tmp_path / "records.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    path = tmp_path / "store"
+    assert runner.invoke(main, ["init", "--store", str(path), "--vector-dim", str(dim)]).exit_code == 0
+    assert runner.invoke(main, ["ingest", "--store", str(path), str(corpus)]).exit_code == 0
+    query = tmp_path / "q.json"
+    query.write_text(json.dumps(vectors[17].tolist()))
+    result = runner.invoke(main, ["search", "--store", str(path), "--vector-file", str(query),
+                                  "--strategy", "vector", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["query"] == "" and data["hits"][0]["document_id"] == "r17"
+    assert data["gate"]["evidence"]["content_words"] == []
+    assert data["hits"][0]["citation"]["quote"] == records[17]["text"]
+
+
+def test_an_empty_query_needs_a_vector_and_the_vector_strategy(tmp_path):
+    vectors = _vectors()
+    with enginelib.memory(_records(), embedder=ExternalVectors(DIM)) as store:
+        assert store.search("", query_vector=vectors["bolts"], strategy="vector",
+                            **NO_GATE).hits[0].document_id == "bolts"
+        for options in ({"query_vector": vectors["bolts"]}, {"strategy": "vector"},
+                        {"query_vector": vectors["bolts"], "strategy": "fulltext"}):
+            with pytest.raises(enginelib.InvalidQueryError, match="the query is empty"):
+                store.search("  ", **options)

@@ -270,7 +270,10 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     filters) are applied here. None means the default, except for
     ``answerability_threshold``, where None turns the gate off.
     """
-    queries = _queries(query)
+    # A vector search with the query's vector given needs no words: "" is then the query
+    # (nothing for the gate's coverage, the quotes or the highlights to read).
+    wordless = options.get("query_vectors") is not None and options.get("strategy") == "vector"
+    queries = _queries(query, wordless=wordless)
     known = set(OPTIONS) | {"query_vectors"}
     unknown = set(options) - known
     if unknown:
@@ -328,7 +331,7 @@ def _weights(weights: Any) -> tuple[float, float]:
     return pair[0], pair[1]
 
 
-def _queries(query: str | Sequence[str]) -> tuple[str, ...]:
+def _queries(query: str | Sequence[str], *, wordless: bool = False) -> tuple[str, ...]:
     items = [query] if isinstance(query, str) else list(query)
     if not items:
         raise InvalidQueryError("no query given")
@@ -339,8 +342,10 @@ def _queries(query: str | Sequence[str]) -> tuple[str, ...]:
         # NFC, as every document is stored: "données" typed or pasted decomposed (macOS, PDF
         # text) is "donne" + U+0301 + "es", which no analyzer matched with the stored word
         text = unicodedata.normalize("NFC", item).strip()
-        if not text:
-            raise InvalidQueryError("the query is empty: type some words to search for")
+        if not text and not wordless:
+            raise InvalidQueryError(
+                "the query is empty: type some words to search for (or give query_vector= "
+                "with strategy='vector' to search by the vector alone)")
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidQueryError(
                 f"the query is {len(text)} characters; the limit is {MAX_QUERY_CHARS}: "
