@@ -8,6 +8,7 @@ from typing import TypeVar
 
 import click
 
+from enginelib.errors import InvalidInputError
 from enginelib.evaluation import (
     EVAL_DEPTH,
     RELEVANT_GRADE,
@@ -145,5 +146,7 @@ def _read(path: Path, what: str, read: Callable[[Path], T]) -> T:
     except UnicodeDecodeError as exc:
         raise CommandError(f"could not read the {what} in {path}: not UTF-8 text ({exc.reason} "
                            f"at byte {exc.start})") from exc
+    except InvalidInputError as exc:  # it names the file and line already
+        raise CommandError(f"could not read the {what}: {exc}") from exc
     except (ValueError, KeyError) as exc:
         raise CommandError(f"could not read the {what} in {path}: {exc}") from exc

@@ -201,13 +201,15 @@ def read_qrels(path: str | Path) -> Qrels:
             elif len(parts) == 3:
                 qid, doc, grade = parts
             else:
-                raise ValueError(f"{path}:{number}: expected 3 or 4 columns, got {len(parts)}")
+                raise _bad_line(path, number, f"expected 3 or 4 columns (BEIR `query-id corpus-id "
+                                f"score`, TREC `qid 0 docid grade`), got {len(parts)}")
             try:
                 value = int(float(grade))
             except (ValueError, OverflowError):  # "x", "nan", "inf"
                 if number == 1:
                     continue  # header
-                raise ValueError(f"{path}:{number}: grade {grade!r} is not a number") from None
+                raise _bad_line(path, number, f"grade {grade!r} is not a number: expected a "
+                                "whole-number relevance grade such as 0, 1 or 2") from None
             qrels.setdefault(qid, {})[doc] = value
     return qrels
 
@@ -222,8 +224,8 @@ def read_queries(path: str | Path) -> dict[str, str]:
         if qid in queries and queries[qid] != text:
             # the later line replaced the earlier one, and the judged query was searched
             # with other words, scoring 0 with nothing said
-            raise ValueError(f"{path}:{number}: query id {qid!r} again, with other text than "
-                             f"on line {first_line[qid]}: give each query its own id")
+            raise _bad_line(path, number, f"query id {qid!r} again, with other text than on "
+                            f"line {first_line[qid]}: expected each query under its own id")
         queries[qid] = text
         first_line.setdefault(qid, number)
 
@@ -242,10 +244,11 @@ def read_queries(path: str | Path) -> dict[str, str]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+                raise _bad_line(path, number, f'not JSON ({exc.msg}): expected one object a '
+                                'line, {"_id": ..., "text": "..."}') from None
             if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
-                raise ValueError(f'{path}:{number}: expected {{"_id": ..., "text": "..."}}, '
-                                 f"got {line.strip()[:80]}")
+                raise _bad_line(path, number, f'expected {{"_id": ..., "text": "..."}}, got '
+                                f"{line.strip()[:80]}")
             add(str(row["_id"]), row["text"], number)
     return queries
 
@@ -253,8 +256,14 @@ def read_queries(path: str | Path) -> dict[str, str]:
 def _query_text(text: str, path: str | Path, number: int) -> str:
     # an empty judged query would fail the whole run later, far from its line
     if not text.strip():
-        raise ValueError(f"{path}:{number}: the query text is empty")
+        raise _bad_line(path, number, "the query text is empty: expected the words to search "
+                        "for")
     return text
+
+
+def _bad_line(path: str | Path, number: int, what: str) -> InvalidInputError:
+    """A malformed line of an evaluation input, as ``file:line: what (expected ...)``."""
+    return InvalidInputError(f"{path}:{number}: {what}")
 
 
 def trec_run_lines(run: Run, tag: str) -> Iterator[str]:

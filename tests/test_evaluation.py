@@ -122,7 +122,7 @@ def test_readers_accept_beir_and_trec_layouts(tmp_path: Path) -> None:
     assert read_queries(queries) == {"q1": "brake pads"}
     bad = tmp_path / "bad.tsv"
     bad.write_text("q1 a\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="expected 3 or 4 columns"):
+    with pytest.raises(InvalidInputError, match="bad.tsv:1: expected 3 or 4 columns"):
         read_qrels(bad)
 
 
@@ -139,14 +139,16 @@ def test_a_bad_queries_line_is_named_with_its_number(
 ) -> None:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ValueError, match=message):
+    # an enginelib error (a plain ValueError was outside the error tree callers catch)
+    with pytest.raises(InvalidInputError, match=message):
         read_queries(path)
 
 
 def test_an_infinite_grade_is_refused_with_its_line(tmp_path: Path) -> None:
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 a 2\nq1 0 b inf\n", encoding="utf-8")  # int(inf) overflowed
-    with pytest.raises(ValueError, match="qrels.txt:2: grade 'inf' is not a number"):
+    with pytest.raises(InvalidInputError,
+                       match="qrels.txt:2: grade 'inf' is not a number: expected a whole-number"):
         read_qrels(qrels)
 
 
@@ -160,7 +162,7 @@ def test_a_query_id_given_twice_with_other_text_is_refused(tmp_path: Path, name:
     searched as 'engine oil' and scored 0, with nothing said."""
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ValueError, match=f"{name}:2: query id 'q1' again, .* line 1"):
+    with pytest.raises(InvalidInputError, match=f"{name}:2: query id 'q1' again, .* line 1"):
         read_queries(path)
     path.write_text(text.replace("engine oil", "brake fluid"), encoding="utf-8")
     assert read_queries(path) == {"q1": "brake fluid"}  # a repeated line says nothing new
@@ -302,6 +304,28 @@ def test_cli_eval_says_when_the_judgments_file_holds_none(
         "eval", "--store", str(store_path), "--queries", str(queries), "--qrels", str(empty),
     ])
     assert result.exit_code == 2 and "holds no judgments" in result.output
+
+
+@pytest.mark.parametrize(("option", "name", "text", "message"), [
+    ("--qrels", "bad.tsv", "q1 a\n", "bad.tsv:1: expected 3 or 4 columns"),
+    ("--queries", "bad.jsonl", "not json\n", 'bad.jsonl:1: not JSON .*expected one object'),
+])
+def test_cli_eval_prints_a_malformed_input_line_as_a_clean_error(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    option: str, name: str, text: str, message: str,
+) -> None:
+    import re
+
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, queries, qrels = judged_store
+    bad = tmp_path / name
+    bad.write_text(text, encoding="utf-8")
+    inputs = {"--queries": str(queries), "--qrels": str(qrels), option: str(bad)}
+    result = CliRunner().invoke(main, [
+        "eval", "--store", str(store_path), *[x for pair in inputs.items() for x in pair]])
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: ") and re.search(message, result.output)
+    assert "Traceback" not in result.output
 
 
 def test_cli_eval_rejects_disjoint_queries(
