@@ -130,11 +130,16 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.option("--limit", type=click.IntRange(1, MAX_LISTED), default=DEFAULT_LISTED,
               show_default=True, help="At most this many jobs, oldest first.")
 @click.option("--offset", type=click.IntRange(0, MAX_LIST_OFFSET), default=0, show_default=True,
-              help="Skip this many jobs first (the next page: --offset LIMIT).")
+              help="Skip this many jobs first (the next page: --offset LIMIT); a purge or a "
+              "job queued between two pages makes the next skip or repeat jobs: use --after.")
+@click.option("--after", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
+              metavar="JOB_ID", help="Only jobs with a larger id (the next page: --after the "
+              "last id listed, `next_after` in --json); stays right when jobs are purged or "
+              "queued between pages.")
 @json_option
 @handle_errors
 def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None, limit: int,
-         offset: int, as_json: bool) -> None:
+         offset: int, after: int | None, as_json: bool) -> None:
     """Job counts by status and the jobs; --retry-dlq and --purge-done act first."""
     actions: dict[str, int] = {}
     if retry_dlq or purge_done:
@@ -156,7 +161,8 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
     with open_store(store_path, read_only=True) as store:
         queue = JobQueue(store.catalog)
         counts, history = queue.counts(), queue.history_count()
-        rows = queue.jobs(status=status, limit=limit, offset=offset)
+        page = queue.page(status=status, limit=limit, offset=offset, after=after)
+        rows = page.jobs
     waiting = inbox.pending(store_path)
     # Jobs the worker could not queue from the inbox: nothing else tells whoever queued them.
     refused = [str(path) for path in inbox.set_aside(store_path)]
@@ -164,7 +170,7 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
     if as_json:
         emit_json({**actions, "counts": counts, "inbox": waiting, "inbox_set_aside": refused,
                    "history": history, "total": total, "limit": limit, "offset": offset,
-                   "jobs": rows})
+                   "after": after, "next_after": page.next_after, "jobs": rows})
         return
     for name, value in actions.items():
         click.echo(f"{name} {value}")
@@ -179,9 +185,9 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
         error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
         click.echo(f"{job['job_id']:>5} {job['status']:<7} {job['attempts']}/{job['max_attempts']}"
                    f"{when}  {printable(job['source'] + error)}")
-    if offset + len(rows) < total:  # the 1000 listed read as all the jobs there were
-        click.echo(f"(jobs {offset + 1}-{offset + len(rows)} of {total}; the next ones: "
-                   f"--offset {offset + len(rows)})")
+    if page.next_after is not None:  # the 1000 listed read as all the jobs there were
+        shown = "" if after is not None else f"jobs {offset + 1}-{offset + len(rows)} of {total}; "
+        click.echo(f"({shown}the next ones: --after {page.next_after})")
 
 
 @contextmanager

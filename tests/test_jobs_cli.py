@@ -125,7 +125,7 @@ def test_jobs_says_when_it_lists_a_page_of_them(tmp_path: Path) -> None:
     # `jobs` printed the first 1000 jobs and stopped, as if there were no others
     store = make(tmp_path)
     code, out = run("jobs", str(store), "--limit", "1")
-    assert code == 0 and out.splitlines()[-1] == "(jobs 1-1 of 2; the next ones: --offset 1)"
+    assert code == 0 and out.splitlines()[-1] == "(jobs 1-1 of 2; the next ones: --after 1)"
     code, out = run("jobs", str(store), "--limit", "1", "--offset", "1")
     assert code == 0 and "(jobs" not in out and out.splitlines()[-1].endswith("tyres.md")
     data = json.loads(run("jobs", str(store), "--json", "--offset", "1")[1])

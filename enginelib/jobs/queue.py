@@ -41,6 +41,14 @@ class NewJob:
     max_attempts: int | None = None
 
 
+@dataclass(frozen=True)
+class JobPage:
+    """A page of jobs; ``next_after`` is the ``after`` of the next page (None: none left)."""
+
+    jobs: list[dict[str, Any]]
+    next_after: int | None
+
+
 class JobQueue:
     """Jobs of one store. Writers only mutate; ``time_unit`` scales every delay (tests)."""
 
@@ -190,23 +198,38 @@ class JobQueue:
         return int(row[0]) if row else 0
 
     def jobs(self, *, status: str | None = None, limit: int = DEFAULT_LISTED, offset: int = 0,
-             statuses: Sequence[str] | None = None) -> list[dict[str, Any]]:
+             statuses: Sequence[str] | None = None,
+             after: int | None = None) -> list[dict[str, Any]]:
         """A page of the jobs in ``status`` (or any of ``statuses``; all when neither), oldest
         first; ``counts()`` says how many there are in all."""
+        return self.page(status=status, limit=limit, offset=offset, statuses=statuses,
+                         after=after).jobs
+
+    def page(self, *, status: str | None = None, limit: int = DEFAULT_LISTED, offset: int = 0,
+             statuses: Sequence[str] | None = None, after: int | None = None) -> JobPage:
+        """``jobs``, with the cursor of the next page: ``after`` a job id lists the jobs past
+        it, so a page stays right when jobs are purged or queued in between (``offset`` counts
+        rows, and skipped or repeated jobs then)."""
         wanted = statuses if statuses is not None else [status] if status is not None else None
         for name in wanted or ():
             if name not in t.STATUSES:
                 raise InvalidInputError(f"job status {name!r} is not one of {list(t.STATUSES)}")
         limit = check_int("limit", limit, minimum=1, maximum=MAX_LISTED)
         offset = check_int("offset", offset, minimum=0, maximum=MAX_LIST_OFFSET)
+        if after is not None:
+            after = check_int("after", after, minimum=-(2**63), maximum=2**63 - 1)
+            if offset:
+                raise InvalidInputError("give after (the next_after of the page before) or "
+                                        "offset, not both")
         if not self._exists():
-            return []
-        rows = t.list_jobs(self.catalog.con, [list(t.STATUSES if wanted is None else wanted),
-                                              limit, offset])
-        jobs = [t.job_row(r) for r in rows]
+            return JobPage([], None)
+        # one row more than asked: whether a next page exists, without a second query
+        rows = t.list_jobs(self.catalog.con, t.STATUSES if wanted is None else wanted, after,
+                           limit + 1, offset)
+        jobs = [t.job_row(r) for r in rows[:limit]]
         for job in jobs:
             job["options"] = json.loads(job["options"])
-        return jobs
+        return JobPage(jobs, int(jobs[-1]["job_id"]) if len(rows) > limit else None)
 
     def attempts(self, job_id: int) -> list[dict[str, Any]]:
         if not self._exists():

@@ -175,9 +175,12 @@ COPY_DONE_TO_HISTORY = (
 )
 DELETE_DONE = "DELETE FROM jobs WHERE status = 'DONE' RETURNING job_id"
 COUNTS = "SELECT status, count(*) FROM jobs GROUP BY status"
+# ``job_id > after`` is the keyset page: an offset counts rows, so a purge (or a job
+# queued) between two pages shifted every later row and the next page skipped or repeated.
 LIST_JOBS = (
     "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs "
-    "WHERE status IN (SELECT unnest(?::VARCHAR[])) ORDER BY job_id LIMIT ? OFFSET ?"
+    "WHERE status IN (SELECT unnest(?::VARCHAR[])) AND (?::BIGINT IS NULL OR job_id > ?) "
+    "ORDER BY job_id LIMIT ? OFFSET ?"
 )
 GET_JOB = "SELECT " + ", ".join(JOB_COLUMNS) + " FROM jobs WHERE job_id = ?"
 ATTEMPTS_OF = (
@@ -345,8 +348,11 @@ def history_count(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
-def list_jobs(con: duckdb.DuckDBPyConnection, params: Params) -> list[tuple[Any, ...]]:
-    return con.execute(LIST_JOBS, list(params)).fetchall()
+def list_jobs(con: duckdb.DuckDBPyConnection, statuses: Sequence[str], after: int | None,
+              limit: int, offset: int) -> list[tuple[Any, ...]]:
+    """Jobs in ``statuses`` by id: those past ``after`` (None: from the first), ``offset``
+    of them skipped, at most ``limit``."""
+    return con.execute(LIST_JOBS, [list(statuses), after, after, limit, offset]).fetchall()
 
 
 def attempts_of(con: duckdb.DuckDBPyConnection, job_id: int) -> list[dict[str, Any]]:

@@ -185,7 +185,7 @@ _DOCUMENT = {"type": "object", "required": ["document", "versions", "chunks"], "
     "chunks": {"type": "array", "items": {"type": "object", "required": [
         "chunk_index", "start_offset", "end_offset"]}}}}
 _JOBS = {"type": "object", "required": ["counts", "history", "active", "worker_error", "total",
-                                        "limit", "offset", "jobs"],
+                                        "limit", "offset", "after", "next_after", "jobs"],
          "properties": {
              "counts": {"type": "object", "properties": {s: _INT for s in STATUSES}},
              "history": _INT, "active": {"type": "boolean"}, "worker_error": _NULLABLE_STRING,
@@ -193,6 +193,9 @@ _JOBS = {"type": "object", "required": ["counts", "history", "active", "worker_e
                        "description": "jobs in the status asked for (all: every status); "
                                       "jobs holds those from offset, at most limit"},
              "limit": _INT, "offset": _INT,
+             "after": {"type": ["integer", "null"], "description": "the after asked for"},
+             "next_after": {"type": ["integer", "null"], "description": (
+                 "the after of the next page (the last job id listed); null: none left")},
              "jobs": {"type": "array", "items": {"type": "object", "required": [
                  "job_id", "status", "document_id"], "properties": {
                  "job_id": _INT, "status": {"enum": list(STATUSES)}}}}}}
@@ -312,7 +315,13 @@ OPENAPI: dict[str, Any] = {
                    "only the jobs in this status (empty: all)"),
             _query("limit", _number_text(1, MAX_LISTED, DEFAULT_LISTED),
                    "at most this many jobs, oldest first (total says how many there are)"),
-            _query("offset", _number_text(0, MAX_LIST_OFFSET, 0), "skip this many first")])},
+            _query("offset", _number_text(0, MAX_LIST_OFFSET, 0),
+                   "skip this many first (a purge between two pages shifts them: use after)"),
+            _query("after", {"anyOf": [
+                {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+                {"type": "string", "pattern": "^$"}]},
+                   "only jobs with a larger id: the next_after of the page before (keyset "
+                   "paging, which a purge or a new job between pages does not shift)")])},
         "/api/jobs/retry-dlq": {"post": _op("DLQ jobs back to PENDING", _count("retried"))},
         "/api/jobs/purge-done": {"post": _op("Move DONE jobs to history; returns the count",
                                              _count("purged"))},

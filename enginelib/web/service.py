@@ -57,7 +57,7 @@ API_OPTIONS: dict[str, str] = {
 }
 SEARCH_OPTIONS = ("query", *API_OPTIONS, "snapshot")
 DOCUMENT_LIST_PARAMS = LIST_FILTERS
-JOB_LIST_PARAMS = ("status", "limit", "offset")
+JOB_LIST_PARAMS = ("status", "limit", "offset", "after")
 # The console's sources table: documents, then jobs not done, each up to this many.
 MAX_SOURCE_ROWS = 10_000
 # About 50,000 words: far beyond an LLM's answer, well within what one check does in ~0.3 s.
@@ -243,24 +243,27 @@ class Service:
         return {"job_id": ids[0], "document_id": name, "bytes": len(data)}
 
     def jobs(self, status: str | None = None, limit: int = DEFAULT_LISTED,
-             offset: int = 0) -> dict[str, Any]:
+             offset: int = 0, after: int | None = None) -> dict[str, Any]:
         """The counts and a page of the jobs; ``total`` is how many jobs the page is taken
-        from (a client that gets fewer than ``total - offset`` asks for the next page)."""
+        from, ``next_after`` the ``after`` of the next page (null: this was the last)."""
         def read() -> dict[str, Any]:
             counts = self.queue.counts()
-            page = self.queue.jobs(status=status, limit=limit, offset=offset)
+            page = self.queue.page(status=status, limit=limit, offset=offset, after=after)
             return {"counts": counts, "history": self.queue.history_count(),
                     "active": self.queue.active(), "worker_error": self.worker.last_error,
                     "total": counts[status] if status else sum(counts.values()),
-                    "limit": limit, "offset": offset, "jobs": page}
+                    "limit": limit, "offset": offset, "after": after,
+                    "next_after": page.next_after, "jobs": page.jobs}
 
         return self._locked(read)  # type: ignore[no-any-return]
 
     def jobs_page(self, params: dict[str, Any]) -> dict[str, Any]:
         """``jobs`` for a query string's parameters."""
         check_known(params, JOB_LIST_PARAMS, "job list parameter")
+        after = params.get("after")
         return self.jobs(params.get("status") or None, _int_param(params, "limit", DEFAULT_LISTED),
-                         _int_param(params, "offset", 0))
+                         _int_param(params, "offset", 0),
+                         None if after in (None, "") else _as_int("after", after, text=True))
 
     def retry_dlq(self) -> int:
         retried: int = self._locked(self.queue.retry_dlq)
