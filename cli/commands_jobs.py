@@ -24,6 +24,7 @@ from enginelib.jobs import (
     jobs_for_paths,
 )
 from enginelib.jobs.queue import DEFAULT_LISTED, MAX_ATTEMPTS, MAX_LEASE_S, MAX_POLL_S
+from enginelib.jobs.times import with_utc_times
 from enginelib.validation import MAX_LIST_OFFSET, MAX_LISTED
 
 from .options import (
@@ -170,7 +171,8 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
     if as_json:
         emit_json({**actions, "counts": counts, "inbox": waiting, "inbox_set_aside": refused,
                    "history": history, "total": total, "limit": limit, "offset": offset,
-                   "after": after, "next_after": page.next_after, "jobs": rows})
+                   "after": after, "next_after": page.next_after,
+                   "jobs": [with_utc_times(job) for job in rows]})
         return
     for name, value in actions.items():
         click.echo(f"{name} {value}")

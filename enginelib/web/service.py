@@ -28,6 +28,7 @@ from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError, S
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..jobs.queue import DEFAULT_LISTED, MAX_POLL_S
+from ..jobs.times import with_utc_times
 from ..jobs.worker import UPLOAD
 from ..search import check_answer_citations
 from ..search.request import (
@@ -253,7 +254,8 @@ class Service:
                     "active": self.queue.active(), "worker_error": self.worker.last_error,
                     "total": counts[status] if status else sum(counts.values()),
                     "limit": limit, "offset": offset, "after": after,
-                    "next_after": page.next_after, "jobs": page.jobs}
+                    "next_after": page.next_after,
+                    "jobs": [with_utc_times(job) for job in page.jobs]}
 
         return self._locked(read)  # type: ignore[no-any-return]
 
@@ -297,7 +299,7 @@ class Service:
                     "evidence_level": None, "last_ingested": None, "error": job["last_error"],
                     "attempts": job["attempts"], "next_attempt_at": job["next_attempt_at"],
                 })
-            return rows
+            return [with_utc_times(row) for row in rows]
 
         return self._locked(read)  # type: ignore[no-any-return]
 

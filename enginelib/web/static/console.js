@@ -40,7 +40,7 @@ function renderSources(rows) {
     el("td", {}, row.status === "INDEXED" ? bar(row.authority_score) : "", " ",
        row.authority_score === null || row.authority_score === undefined ? "" : row.authority_score),
     el("td", {}, row.evidence_level || ""),
-    el("td", {}, row.last_ingested ? row.last_ingested.replace("T", " ").slice(0, 19) : ""))));
+    el("td", {}, row.last_ingested ? row.last_ingested.replace("T", " ").slice(0, 19) + " UTC" : ""))));
 }
 
 async function act(path, key, verb) {
