@@ -167,3 +167,28 @@ def test_a_jobs_view_over_a_renamed_table_is_set_aside_and_its_rows_kept(queued:
     with open_test_store(queued) as store:
         assert [j["status"] for j in store.jobs().jobs()] == [DONE, FAILED, PENDING]
         assert store.enqueue_paths(store.jobs().jobs()[0]["source"]) == [4]
+
+
+def test_a_job_id_both_queued_and_in_the_history_is_reported_and_the_history_renumbered(
+    queued: Path,
+) -> None:
+    """Only a hand edit of both tables makes one: purging that DONE job then failed on the
+    history's key (and with it every purge), and `check` said nothing."""
+    [(done,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'DONE'")
+    damage(queued, f"INSERT INTO jobs_history SELECT *, now() FROM jobs WHERE job_id = {done}")
+    report = maintenance.check(queued, snapshots=False)
+    assert [p.split(":")[0] for p in report.problems] == [
+        f"job id(s) {done} are both in jobs and in jobs_history"]
+    with pytest.raises(IntegrityError, match="run `enginelib repair"), \
+            open_test_store(queued) as store:
+        store.jobs().purge_done()
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert note.startswith(f"job id(s) {done} are both in jobs and in jobs_history") and \
+        "the history's rows renumbered 4 (the queued jobs keep their ids" in note
+    assert maintenance.check(queued, snapshots=False).ok
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        assert queue.purge_done() == 1
+        assert store.enqueue_paths(queue.jobs()[0]["source"]) == [5]
+    assert rows(queued, "SELECT job_id, status FROM jobs_history ORDER BY job_id") == [
+        (done, DONE), (4, DONE)]

@@ -136,7 +136,31 @@ def problems(con: duckdb.DuckDBPyConnection) -> list[str]:
             if (problem := _table_problem(name, table)) is not None]
     if not out and (behind := _sequence_problem(con, found)) is not None:
         out.append(behind)
+    if not out and (twice := _twice(con)):
+        out.append(_twice_problem(twice))
     return out
+
+
+# A job id both queued and in the history (only a hand edit of both tables makes one): the
+# purge of that job failed on the history's key, and with it every purge of DONE jobs.
+_IN_BOTH = ("SELECT h.job_id FROM jobs_history h JOIN jobs j ON j.job_id = h.job_id "
+            "ORDER BY h.job_id")
+# The history's copy takes a new id: the queued job keeps the id its attempts and its
+# enqueue's caller know it by.
+_RENUMBER_HISTORY = (
+    f"UPDATE jobs_history SET job_id = nextval('{SEQUENCE}') "
+    "WHERE job_id IN (SELECT job_id FROM jobs) RETURNING job_id"
+)
+
+
+def _twice(con: duckdb.DuckDBPyConnection) -> list[int]:
+    return [int(row[0]) for row in con.execute(_IN_BOTH).fetchall()]
+
+
+def _twice_problem(ids: list[int]) -> str:
+    shown = ", ".join(map(str, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return (f"job id(s) {shown} are both in jobs and in jobs_history: the purge of DONE jobs "
+            "fails on the history's key")
 
 
 def _sequence_problem(con: duckdb.DuckDBPyConnection, found: Mapping[str, Found]) -> str | None:
@@ -306,7 +330,21 @@ def mend(con: duckdb.DuckDBPyConnection, now: datetime) -> list[str]:
             note += (f"; {total - kept} row(s) lacked {' or '.join(_KEYS[name])} (or repeated an "
                      "id) and stay only in the table set aside")
         notes.append(note + f" (drop {aside} once you have looked at it)")
+    notes += _renumber_history(con)
     return notes
+
+
+def _renumber_history(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Give the history's copy of a job id also queued a new id (the tables are sound now)."""
+    twice = _twice(con)
+    if not twice:
+        return []
+    # nextval must hand out ids no table holds: past the history's and the queue's
+    _restart_sequence(con, _layout(con))
+    new = sorted(int(row[0]) for row in con.execute(_RENUMBER_HISTORY).fetchall())
+    return [f"{_twice_problem(twice)}: the history's rows renumbered "
+            f"{', '.join(map(str, new[:10]))}{' ...' if len(new) > 10 else ''} (the queued "
+            "jobs keep their ids, and the attempts listed under them)"]
 
 
 def _restart_sequence(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Found]) -> None:
