@@ -296,3 +296,33 @@ def test_the_upload_sweep_at_start_removes_only_folders_an_upload_made(store_pat
         pass
     assert sorted(p.name for p in elsewhere.iterdir()) == ["photos"]
     assert (elsewhere / "photos" / "cat.jpg").is_file()
+
+
+@pytest.mark.parametrize(("sent", "stored"), [
+    ("Übersicht.md", "Übersicht.md"),
+    ("re\u0301sume\u0301 (v2).md", "résumé (v2).md"),  # a Mac's decomposed name, composed
+    ("資料.txt", "資料.txt"),
+])
+def test_an_upload_named_in_another_script_is_queued_under_that_name(
+    tmp_path: Path, sent: str, stored: str,
+) -> None:
+    # only ASCII letters were taken: "Übersicht.md" was "not a plain file name"
+    build_store(tmp_path / "store", tmp_path / "src")
+    with make_client(tmp_path / "store", max_upload_bytes=4096) as client:
+        response = client.post("/api/upload", files={"file": (sent, b"# Bremsen\n\nBelag")})
+        assert response.status_code == 202, response.text
+        assert response.json()["document_id"] == stored
+    assert [p.name for p in (tmp_path / "store" / "uploads").glob("*/*")] in ([stored], [])
+
+
+@pytest.mark.parametrize("name", [
+    "a\u202egpj.md",  # right-to-left override: shows as another name
+    "a\u200bb.md",  # zero-width space
+    "é" * 130 + ".md",  # 263 bytes: more than a file system takes for one name
+    "_x.md", "a..b.md", "a\tb.md",
+])
+def test_an_upload_name_with_invisible_characters_or_too_long_is_refused(
+    client: TestClient, name: str,
+) -> None:
+    response = client.post("/api/upload", files={"file": (name, b"# A\n\ntext")})
+    assert response.status_code == 400 and "not a plain file name" in response.json()["error"]

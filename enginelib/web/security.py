@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-import re
+import unicodedata
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -15,8 +15,12 @@ from .origin_guard import binds_loopback
 ENV_TOKEN = "ENGINELIB_TOKEN"
 TOKEN_COOKIE = "enginelib_token"
 TOKEN_HEADER = "x-enginelib-token"
-# A plain file name: no folder part, no leading dot, no control characters.
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}$")
+# A plain file name: letters and digits of any script, a few marks, no folder part, no
+# leading dot, no control or invisible characters (isalnum is false for those). ASCII only
+# refused an ordinary "Übersicht.md" or "résumé.pdf" as "not a plain file name".
+_NAME_MARKS = frozenset("._ ()+-")
+MAX_NAME_CHARS = 200
+MAX_NAME_BYTES = 255  # what a Linux or macOS file system takes for one name, in UTF-8
 
 
 MIN_EXPOSED_TOKEN = 16  # characters; a guessable secret guards nothing on a network
@@ -43,11 +47,17 @@ def require_token_for(host: str, token: str | None) -> None:
 
 
 def safe_upload_name(name: str) -> str:
-    """The name an upload is stored under, or InvalidInputError if it names a path."""
-    if not name or "/" in name or "\\" in name or ".." in name or not _SAFE_NAME.match(name):
+    """The name an upload is stored under (NFC: a Mac sends "Ü" as U and a combining mark),
+    or InvalidInputError if it names a path or holds characters a file name should not."""
+    name = unicodedata.normalize("NFC", name)
+    plain = (0 < len(name) <= MAX_NAME_CHARS and len(name.encode()) <= MAX_NAME_BYTES
+             and name[0].isalnum() and ".." not in name
+             and all(ch.isalnum() or ch in _NAME_MARKS for ch in name))
+    if not plain:
         raise InvalidInputError(
             f"upload name {name!r} is not a plain file name: use letters, digits, '.', '-', "
-            "'_' and spaces, no folders and no '..'"
+            f"'_', '+', '()' and spaces, start with a letter or digit, at most "
+            f"{MAX_NAME_CHARS} characters, no folders and no '..'"
         )
     return name
 
