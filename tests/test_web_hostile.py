@@ -326,3 +326,25 @@ def test_an_upload_name_with_invisible_characters_or_too_long_is_refused(
 ) -> None:
     response = client.post("/api/upload", files={"file": (name, b"# A\n\ntext")})
     assert response.status_code == 400 and "not a plain file name" in response.json()["error"]
+
+
+@pytest.mark.parametrize(("name", "data", "reason"), [
+    ("bin.md", b"\x00\x01\x02binary", "bin.md: binary file (NUL bytes)"),
+    ("latin.txt", "Bremsbel\xe4ge".encode("latin-1"),
+     "latin.txt: not valid UTF-8 at byte 8: it reads as Windows-1252 (Latin-1): convert it "
+     "with `iconv -f WINDOWS-1252 -t UTF-8 'latin.txt'`"),
+    ("bad.pdf", b"%PDF-1.4 garbage", "bad.pdf: cannot read PDF"),
+    ("x.jsonl", b"not json\n", "x.jsonl line 1: invalid JSON"),
+])
+def test_an_upload_its_loader_cannot_read_is_refused_before_it_is_queued(
+    client: TestClient, store_path: Path, name: str, data: bytes, reason: str,
+) -> None:
+    # accepted with 202, then failed the same way on each attempt, into the DLQ minutes later
+    before = client.get("/api/jobs").json()["counts"]
+    response = client.post("/api/upload", files={"file": (name, data)})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error.startswith(f"upload cannot be indexed, not queued: {reason}")
+    assert str(store_path) not in error  # the server's own paths stay on the server
+    assert client.get("/api/jobs").json()["counts"] == before
+    assert not list((store_path / "uploads").glob(f"*/{name}"))

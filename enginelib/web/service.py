@@ -232,6 +232,7 @@ class Service:
         try:
             folder.mkdir(parents=True)
             target.write_bytes(data)
+            _require_loadable(target, name)
             ids = self._locked(lambda: self.queue.enqueue(
                 [NewJob(str(target), name, options, kind=UPLOAD)]))
         except BaseException as exc:
@@ -308,6 +309,21 @@ class Service:
 
     def presets(self) -> list[str]:
         return list(self._locked(self.store.search_presets))
+
+
+def _require_loadable(target: Path, name: str) -> None:
+    """Refuse an upload its loader cannot read (binary, not UTF-8, a broken PDF or JSONL line):
+    accepted with 202, its job failed the same way on every attempt, into the DLQ minutes
+    later, where the one who uploaded it no longer looked. Read outside the store's lock."""
+    from ..errors import LoaderError
+    from ..loaders import load_file
+
+    try:
+        load_file(target, doc_id=name)
+    except LoaderError as exc:
+        # the loader names the file by its path inside the store: the client sent a name
+        reason = str(exc).replace(str(target), name)
+        raise InvalidInputError(f"upload cannot be indexed, not queued: {reason}") from exc
 
 
 def _truth_level(options: Any) -> Any:
