@@ -94,6 +94,21 @@ def screenshot(page: Page, tmp_path: Path, name: str) -> None:
     assert (folder / name).stat().st_size > 1000
 
 
+def test_console_refresh_asks_for_the_counts_not_a_page_of_jobs(
+    served: tuple[str, Path], browser: Browser
+) -> None:
+    """The console shows only the counters from /api/jobs: it asked for the default page of
+    1000 job rows each refresh, read under the store's lock, every 5 s while jobs ran."""
+    base, _ = served
+    page = browser.new_page()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url)
+            if "/api/jobs" in request.url else None)
+    page.goto(base + "/")
+    expect(page.locator("#count-DONE")).to_have_text("1")
+    assert asked and all(url.endswith("/api/jobs?limit=1") for url in asked), asked
+
+
 def test_console_counters_follow_retry_dlq_and_purge_done(
     served: tuple[str, Path], browser: Browser, tmp_path: Path
 ) -> None:

@@ -11,7 +11,9 @@ function say(text, isError) {
 
 async function refresh() {
   try {
-    const [jobs, sources] = await Promise.all([api("/api/jobs"), api("/api/sources")]);
+    // Only the counts are shown (the sources table lists the jobs): the default page of 1000
+    // job rows was read under the store's lock and sent every 5 s, holding searches back.
+    const [jobs, sources] = await Promise.all([api("/api/jobs?limit=1"), api("/api/sources")]);
     for (const status of STATUSES) {
       document.getElementById("count-" + status).textContent = jobs.counts[status];
     }
