@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import enginelib
 from enginelib import ChunkingConfig, HashingEmbedder, Store
+from enginelib.catalog import utcnow
 from enginelib.chunker import Chunker
 from enginelib.types import LoadedDocument
 
@@ -76,3 +78,16 @@ def serve_in_thread(app: object, config: object = None) -> tuple[object, object,
         assert thread.is_alive(), "the server did not start"
         time.sleep(0.02)
     return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+class Clock:
+    """A settable clock (from now on): the job schedule is checked exactly without waiting."""
+
+    def __init__(self) -> None:
+        self.now = utcnow() + timedelta(seconds=60)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from enginelib.catalog import utcnow
 from enginelib.cli.main import main
 from enginelib.errors import InvalidInputError, LoaderError
 from enginelib.jobs import (
@@ -26,20 +24,7 @@ from enginelib.jobs import (
     inbox,
     retry_delay,
 )
-from tests.helpers import open_test_store, paragraphs
-
-
-class Clock:
-    """A settable clock (from now on): the schedule is checked exactly without waiting."""
-
-    def __init__(self) -> None:
-        self.now = utcnow() + timedelta(seconds=60)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+from tests.helpers import Clock, open_test_store, paragraphs
 
 
 @pytest.fixture()

@@ -14,8 +14,7 @@ from enginelib.cli.main import main
 from enginelib.errors import InvalidInputError
 from enginelib.jobs import DLQ, DONE, RUNNING, Worker, inbox
 from enginelib.loaders import load_file
-from tests.helpers import open_test_store, paragraphs
-from tests.test_jobs_lost_runs import Clock
+from tests.helpers import Clock, open_test_store, paragraphs
 
 ENV = {"ENGINELIB_EMBEDDER": "hashing"}
 

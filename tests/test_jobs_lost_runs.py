@@ -13,18 +13,7 @@ from click.testing import CliRunner
 from enginelib.catalog import utcnow
 from enginelib.cli.main import main
 from enginelib.jobs import DLQ, DONE, FAILED, RUNNING, Worker, retry_delay
-from tests.helpers import open_test_store, paragraphs
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = utcnow() + timedelta(seconds=60)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+from tests.helpers import Clock, open_test_store, paragraphs
 
 
 def half() -> float:

@@ -157,15 +157,20 @@ def test_a_restarted_worker_takes_back_a_dead_workers_job_at_once(
     assert docs == [("brakes.md", "1.0.0"), ("tyres.md", "1.0.0")]
 
 
+def _worker_forever(store: Path, *, poll: str) -> subprocess.Popen[str]:
+    """`enginelib worker --forever` in its own process, on the hashing embedder."""
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    env.pop("ENGINELIB_CRASH_AT", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
+         "--poll", poll], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+
+
 def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources: Path) -> None:
     store = tmp_path / "store"
     cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))
-    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
-    env.pop("ENGINELIB_CRASH_AT", None)
-    forever = subprocess.Popen(
-        [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
-         "--poll", "0.1"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+    forever = _worker_forever(store, poll="0.1")
     try:
         deadline = time.monotonic() + 60
         while jobs_json(store)["counts"]["DONE"] < 1:
@@ -222,12 +227,7 @@ def test_sigterm_stops_a_forever_worker_cleanly(tmp_path: Path, sources: Path) -
 
     store = tmp_path / "store"
     cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))
-    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
-    env.pop("ENGINELIB_CRASH_AT", None)
-    forever = subprocess.Popen(
-        [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
-         "--poll", "5"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+    forever = _worker_forever(store, poll="5")
     try:
         deadline = time.monotonic() + 60
         while not (store / HOLDER_NAME).exists() or catalog_done(store) < 1:
