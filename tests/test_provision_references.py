@@ -148,3 +148,11 @@ def test_the_question_s_other_words_tell_two_laws_provisions_apart(tmp_path: Pat
     assert store.search("GDPR recital (144)", log=False).hits[0].document_id == "gdpr-144"
     assert store.search("recital 144 of the AI Act", log=False).hits[0].document_id == "ai-144"
     store.close()
+
+
+def test_mmr_keeps_the_named_provision_first(store: enginelib.Store) -> None:
+    # MMR reorders by its own relevance (the final scores), not by the boost stage's order:
+    # Article 14 has the higher fused score. (The gate is off: MMR keeps two hits per
+    # source, too few to cover "(1)", which only Article 14 holds.)
+    response = store.search("Article 6(1)(f)", mmr=True, log=False, answerability_threshold=None)
+    assert response.hits[0].heading_path.endswith("Article 6 — Title 6")

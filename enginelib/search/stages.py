@@ -216,7 +216,10 @@ def boost(view: ChunkView, request: SearchRequest, fused: Fused) -> Boosted:
     if named:
         # the provisions the question names come first (references.py says why)
         standing = _standing(view, fused.positions, named, request.queries[0])
-        return Boosted(boosts, final, np.lexsort((fused.labels, -final, -standing)))
+        # Each step of standing lifts a candidate above every score below it, so the order
+        # holds in MMR's relevance too (MMR reads ``final``, not this order).
+        final = final + standing * (float(np.ptp(final)) + 1.0)
+        return Boosted(boosts, final, np.lexsort((fused.labels, -final)))
     return Boosted(boosts, final, np.lexsort((fused.labels, -final)))
 
 
