@@ -380,7 +380,6 @@ def test_a_reader_leaves_a_damaged_shared_text_index_to_the_writer(tmp_path: Pat
 
 
 def test_an_empty_usearch_graph_is_rebuilt_and_closes_no_other_file(tmp_path: Path) -> None:
-    pytest.importorskip("usearch")
     path = tmp_path / "s"
     with enginelib.open(path, embedder=HashingEmbedder(64), chunking=SMALL_CHUNKS,
                         index_options={"vector": {"backend": "usearch-i8"}}) as store:
