@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import re
 
+from .types import HEADING_SEPARATOR
+
 # keyword (lowercase) -> kind; the chunker's keywords, plus the bare "art" of typed queries
 _KINDS = {
     **dict.fromkeys(("article", "art.", "art", "artikel", "artículo", "articulo", "articolo",
@@ -47,10 +49,6 @@ _REFERENCE = re.compile(
     r"(?P<number>\((?P<paren>\d+)\)|(?P<arabic>\d+(?:\.\d+)*[a-z]?)(?!\w)|"
     r"(?P<roman>[IVXLCDM]+)\b|(?P<first>(?i:premier|1er))\b)"
 )
-
-
-# The separator of a heading path's parts (chunker).
-HEADING_SEPARATOR = " > "
 
 
 @functools.lru_cache(maxsize=4096)
@@ -79,7 +77,6 @@ def other_words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(_REFERENCE.sub(" ", text).lower()))
 
 
-@functools.lru_cache(maxsize=65536)
 def standing(named: frozenset[tuple[str, str]], words: frozenset[str], heading_path: str,
              title: str) -> int:
     """0 for a chunk outside every provision in ``named``; inside one, 1 + how many of

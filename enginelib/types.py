@@ -18,6 +18,9 @@ TRUTH_LEVEL_NAMES: tuple[str, ...] = get_args(TruthLevel)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 FUSION_METHODS: tuple[str, ...] = get_args(FusionMethod)
 
+# Between the headings of a chunk's heading path ("Chapter III > Article 17").
+HEADING_SEPARATOR = " > "
+
 
 @dataclass(frozen=True)
 class TruthLevelConfig:
@@ -96,7 +99,7 @@ class ChunkSpan:
 
     @property
     def heading_path(self) -> str:
-        return " > ".join(self.headings)
+        return HEADING_SEPARATOR.join(self.headings)
 
 
 @dataclass(frozen=True)
