@@ -11,15 +11,17 @@ from ..keywords import STOPWORDS as _STOP
 
 # Words a question is made of rather than what it asks about, in English and French, on
 # top of the corpus function words (``keywords.STOPWORDS``) and what the text index already
-# drops: highlighting "when" or "doit" marks half a passage and points at nothing.
+# drops: highlighting "when" or "doit" marks half a passage and points at nothing. The verbs
+# that ask what a text says ("say", "dit", "prévoit") are the question's frame too: the gate
+# must not count them missing from the provision asked about.
 _QUESTION_WORDS = frozenset(
     """about after again against before below between both did do does doing done during
     each few get gets got here how i'm it's just me my myself nor now off once out over own
-    same too under until up very whom whose why yes
-    avait avaient avez avoir comment combien doit doivent dois devrait
-    devraient faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
-    pourquoi quand quel quelle quels quelles quoi sera seront si soit sont suis tout tous
-    toute toutes très un une votre vos y ça""".split()
+    same say said says too under until up very whom whose why yes
+    avait avaient avez avoir comment combien dire disent dit doit doivent dois devrait
+    devraient énonce faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
+    pourquoi prévoit prévoient quand quel quelle quels quelles quoi sera seront si soit sont
+    suis tout tous toute toutes très un une votre vos y ça""".split()
 )
 
 
