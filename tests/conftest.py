@@ -8,6 +8,7 @@ that takes the Postgres fixture or the `integration` mark is tiered without anyo
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or KILLS.search(item.name)
         ):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def built_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store of the web tests' ``build_store`` per run: building it costs about 2 s,
+    copying it (``tests.test_web.copy_of``) a few ms."""
+    from tests.test_web import build_store
+
+    root = tmp_path_factory.mktemp("web-store")
+    build_store(root / "store", root / "src")
+    # its jobs name these sources: no test may change them under another's copy
+    for source in (root / "src").iterdir():
+        source.chmod(0o444)
+    return root / "store"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -47,10 +48,15 @@ def build_store(path: Path, src: Path) -> None:
         Worker(store, store.jobs()).run_until_idle()
 
 
-@pytest.fixture()
-def store_path(tmp_path: Path) -> Path:
-    build_store(tmp_path / "store", tmp_path / "src")
+def copy_of(built: Path, tmp_path: Path) -> Path:
+    """A test's own copy of the built store: a store folder is whole when copied closed."""
+    shutil.copytree(built, tmp_path / "store")
     return tmp_path / "store"
+
+
+@pytest.fixture()
+def store_path(built_store: Path, tmp_path: Path) -> Path:
+    return copy_of(built_store, tmp_path)
 
 
 def make_client(store_path: Path, **options: object) -> TestClient:

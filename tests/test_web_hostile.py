@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from tests.test_web import build_store, make_client, wait_for
+from tests.test_web import build_store, copy_of, make_client, wait_for
 
 
 @pytest.fixture()
-def store_path(tmp_path: Path) -> Path:
-    build_store(tmp_path / "store", tmp_path / "src")
-    return tmp_path / "store"
+def store_path(built_store: Path, tmp_path: Path) -> Path:
+    return copy_of(built_store, tmp_path)
 
 
 @pytest.fixture()
