@@ -2,22 +2,39 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
 from enginelib import InvalidVectorError, Store
+from enginelib.input_files import open_regular
+from enginelib.validation import MAX_DIM
+
+# One vector of at most MAX_DIM numbers, as JSON (about 25 bytes a number) or .npy: a larger
+# file is not a query vector, and reading it whole could take all the memory there is.
+MAX_VECTOR_FILE_BYTES = 64 * MAX_DIM + 4096
 
 
 def load_vector_file(path: Path) -> np.ndarray:
     """One query vector from a ``.npy`` file or a JSON list of numbers (``[[...]]`` too)."""
     try:
+        with open_regular(path) as handle:  # a pipe or device is refused, never waited on
+            data = handle.read(MAX_VECTOR_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InvalidVectorError(f"--vector-file {path}: cannot read it: "
+                                 f"{exc.strerror or exc}") from exc
+    if len(data) > MAX_VECTOR_FILE_BYTES:
+        raise InvalidVectorError(
+            f"--vector-file {path} is over {MAX_VECTOR_FILE_BYTES} bytes: a query vector has at "
+            f"most {MAX_DIM} numbers; give one vector")
+    try:
         if path.suffix.lower() == ".npy":
-            raw = np.load(path, allow_pickle=False)
+            raw = np.load(io.BytesIO(data), allow_pickle=False)
         else:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+            raw = json.loads(data.decode("utf-8"))
+    except ValueError as exc:
         raise InvalidVectorError(
             f"--vector-file {path}: cannot read a vector ({exc}); give a JSON list of numbers "
             "or a .npy array"

@@ -30,6 +30,7 @@ cutoffs within 1..1,000,000; anything else is an InvalidInputError naming the ar
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -49,6 +50,7 @@ from .evaluation_inputs import (
     check_run_tag,
     check_scored,
 )
+from .input_files import open_regular
 from .validation import MAX_LIMIT, check_int, check_path
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
@@ -182,7 +184,7 @@ def _open_text(path: Any, name: str) -> TextIO:
     file descriptor to open(), which then closed it)."""
     file = check_path(path, name)
     try:
-        return open(file, encoding=_ENCODING)
+        return io.TextIOWrapper(open_regular(file), encoding=_ENCODING)
     except OSError as exc:
         raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from exc
 

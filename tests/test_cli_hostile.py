@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections import Counter
@@ -124,11 +125,12 @@ def test_ingest_reports_bad_records_and_strict_is_all_or_nothing(tmp_path: Path)
     assert json.loads(output)["documents"] == 2  # the report's count is what was committed
 
 
-def _subprocess(args: list[bytes | str], debug: bool = False) -> subprocess.CompletedProcess[bytes]:
+def _subprocess(args: list[bytes | str], debug: bool = False,
+                timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
     cmd: list[bytes | str] = [sys.executable, "-m", "enginelib.cli.main"]
     if debug:
         cmd.append("--debug")
-    return subprocess.run([*cmd, *args], cwd=REPO, capture_output=True, timeout=120,
+    return subprocess.run([*cmd, *args], cwd=REPO, capture_output=True, timeout=timeout,
                           env={**os.environ, **ENV, "PYTHONPATH": str(REPO)})
 
 
@@ -149,11 +151,76 @@ def test_real_process_never_aborts_or_prints_a_traceback(store: Path) -> None:
     assert done.returncode != 0 and b"Traceback" in done.stderr  # --debug shows it
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_or_device_given_as_an_input_file_is_refused_not_waited_on(
+        store: Path, tmp_path: Path) -> None:
+    """`search --vector-file PIPE`, `eval --queries PIPE`, `export verify --queries PIPE` and
+    `ingest PIPE` opened the pipe and waited for a writer for good (`/dev/zero` read until
+    memory ran out). Real processes with a timeout, so a regression fails, not hangs."""
+    import numpy as np
+
+    fifo = {name: tmp_path / name for name in ("q.json", "q.npy", "q.jsonl", "qrels.tsv", "a.md")}
+    for path in fifo.values():
+        os.mkfifo(path)
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "q1", "text": "brake pads"}\n', encoding="utf-8")
+    qrels = tmp_path / "judged.tsv"
+    qrels.write_text("q1\tcorpus.md\t1\n", encoding="utf-8")
+    vector = tmp_path / "v.npy"
+    np.save(vector, np.ones(32, dtype=np.float32))
+    at = ["--store", str(store)]
+    cases: list[tuple[list[str], str]] = [
+        (["search", *at, "--strategy", "vector", "--vector-file", str(fifo["q.json"])],
+         f"--vector-file {fifo['q.json']}: cannot read it: a named pipe (FIFO)"),
+        (["search", *at, "--strategy", "vector", "--vector-file", str(fifo["q.npy"])],
+         f"--vector-file {fifo['q.npy']}: cannot read it: a named pipe (FIFO)"),
+        (["search", "brake", *at, "--vector-file", "/dev/zero"],
+         "--vector-file /dev/zero: cannot read it: a character device, not a regular file"),
+        (["eval", *at, "--queries", str(fifo["q.jsonl"]), "--qrels", str(qrels)],
+         f"cannot read {fifo['q.jsonl']}: a named pipe (FIFO), not a regular file"),
+        (["eval", *at, "--queries", str(queries), "--qrels", str(fifo["qrels.tsv"])],
+         f"cannot read {fifo['qrels.tsv']}: a named pipe (FIFO), not a regular file"),
+        (["export", "verify", *at, "--dsn", "postgresql://nowhere", "--queries",
+          str(fifo["q.jsonl"])],
+         f"cannot read the queries file {fifo['q.jsonl']}: a named pipe (FIFO)"),
+        (["ingest", str(queries), str(fifo["a.md"]), *at, "--no-progress"],
+         f"{fifo['a.md']}: a named pipe (FIFO), not a file or folder"),
+    ]
+    for args, says in cases:
+        done = _subprocess(args, timeout=60)
+        stderr = done.stderr.decode()
+        assert done.returncode == 2 and stderr.startswith("Error: ") and says in stderr, (
+            args, stderr[-2000:])
+        assert "Traceback" not in stderr
+    # inside a folder the pipe is skipped, said in the summary, and the rest is ingested
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.md")
+    (folder / "real.md").write_text("# Pads\n\nBrake pads wear.\n", encoding="utf-8")
+    done = _subprocess(["ingest", str(folder), "--store", str(tmp_path / "s2"), "--json"],
+                       timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["added"] == 1 and report["skipped_inputs"] == [{
+        "path": str(folder / "pipe.md"),
+        "reason": f"{folder / 'pipe.md'}: a named pipe (FIFO), not a regular file: left unread"}]
+    assert all(stat.S_ISFIFO(os.stat(path).st_mode) for path in fifo.values())
+
+
+def test_a_vector_file_bigger_than_any_vector_is_refused_unread(store: Path, tmp_path: Path) -> None:
+    from enginelib.cli.vector_input import MAX_VECTOR_FILE_BYTES
+
+    huge = tmp_path / "q.json"
+    huge.write_text("[" + "0.5, " * (MAX_VECTOR_FILE_BYTES // 5) + "0.5]", encoding="utf-8")
+    code, output = run_cli(["search", "--store", str(store), "--strategy", "vector",
+                            "--vector-file", str(huge)])
+    assert code == 2 and output.startswith(f"Error: --vector-file {huge} is over "), output
+
+
 def test_a_sql_export_into_a_pipe_is_written_into_it_and_leaves_it_a_pipe(store: Path,
                                                                           tmp_path: Path) -> None:
     """The export wrote beside its target and renamed over it: `--sql-file /dev/null` (or
     /dev/full, or a FIFO) was replaced by a regular file, the device node itself as root."""
-    import stat
     import threading
 
     fifo = tmp_path / "out.sql"

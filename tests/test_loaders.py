@@ -6,6 +6,7 @@ import gzip
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -742,14 +743,14 @@ def test_read_errors_become_skips_naming_the_file(
     # Works as root too (where chmod 0 does not stop reads): the OS error is simulated.
     locked = write(tmp_path / "locked.md", "secret")
     write(tmp_path / "open.md", "public")
-    real_open = Path.open
+    real_open = os.open
 
-    def guarded_open(self: Path, *args: object, **kwargs: object) -> object:
-        if self.name == "locked.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+    def guarded_open(path: str | Path, *args: int, **kwargs: int) -> int:
+        if Path(path).name == "locked.md":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", guarded_open)
+    monkeypatch.setattr(os, "open", guarded_open)  # files are opened by os.open (input_files)
     documents, skipped = split(iter_load(tmp_path))
     assert [d.id for d in documents] == ["open.md"]
     assert [s.reason for s in skipped] == [f"{locked}: cannot read: Permission denied"]
@@ -762,7 +763,39 @@ def test_special_files_are_skipped_not_read(tmp_path: Path) -> None:
     documents, skipped = split(iter_load(tmp_path))
     assert [d.id for d in documents] == ["real.md"]
     assert [s.path for s in skipped] == [str(tmp_path / "pipe.md")]
-    assert "not a regular file" in skipped[0].reason
+    assert skipped[0].reason == f"{tmp_path / 'pipe.md'}: a named pipe (FIFO), not a regular file: left unread"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_or_device_named_directly_is_refused_unopened(tmp_path: Path) -> None:
+    # Named directly (`enginelib ingest pipe.md`, ingest_path("/dev/zero")) it was opened
+    # and read: a FIFO waited for a writer forever, a device read until memory ran out.
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(fifo)
+    real = write(tmp_path / "real.md", "text")
+    for path, kind in ((fifo, "a named pipe (FIFO)"), (link, "a named pipe (FIFO)"),
+                       (Path("/dev/zero"), "a character device")):
+        with pytest.raises(LoaderError, match=rf"{path}: {re.escape(kind)}, not a file or folder"):
+            iter_load([real, path])  # refused as a whole, before anything is read
+        with pytest.raises(LoaderError, match=rf"{re.escape(kind)}, not a regular file"):
+            load_file(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_swapped_in_after_the_check_is_refused_without_waiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The walker looks at each path before it loads it; a pipe put in its place in between
+    # is refused by the open itself (non-blocking, then checked on the descriptor).
+    from enginelib import input_files
+
+    fifo = tmp_path / "notes.jsonl"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(input_files, "check_regular", lambda path: None)  # the race lost
+    for loader in (loaders.LOADERS[".jsonl"], loaders.LOADERS[".md"]):
+        with pytest.raises(LoaderError, match=r"cannot read: a named pipe \(FIFO\)"):
+            list(loader(fifo, "notes", DEFAULT_MAX_BYTES))
 
 
 def test_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog_export import sample_contents
 from ..errors import InvalidFilterError, InvalidInputError
+from ..input_files import open_regular
 
 if TYPE_CHECKING:
     from ..core.store_core import StoreCore as Store
@@ -16,7 +18,12 @@ if TYPE_CHECKING:
 def read_queries(path: Path, limit: int) -> list[str]:
     """Queries from a text file (one per line) or a BEIR queries.jsonl ("text" field)."""
     queries: list[str] = []
-    with path.open(encoding="utf-8") as handle:
+    try:
+        handle = io.TextIOWrapper(open_regular(path), encoding="utf-8")
+    except OSError as exc:  # a pipe or device is refused unopened: it could wait forever
+        raise InvalidInputError(f"cannot read the queries file {path}: "
+                                f"{exc.strerror or exc}") from exc
+    with handle:
         for number, line in enumerate(handle, 1):
             line = line.strip()
             if not line:

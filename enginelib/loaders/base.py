@@ -12,12 +12,14 @@ offsets refer to, so nothing may change it afterwards.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeAlias
 
 from ..errors import LoaderError
+from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
 
@@ -63,13 +65,14 @@ def too_big(path: str | Path, size: int, max_bytes: int, what: str = "file") -> 
 
 
 def read_bytes(path: Path, max_bytes: int) -> bytes:
-    """The file's bytes, refusing files over ``max_bytes`` before reading them whole."""
+    """The file's bytes, refusing files over ``max_bytes`` before reading them whole, and
+    anything that is not a regular file (a pipe or device) before opening it."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise too_big(path, size, max_bytes)
-        with path.open("rb") as handle:
-            data = handle.read(max_bytes + 1)  # the file may have grown since stat()
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise too_big(path, size, max_bytes)
+            data = handle.read(max_bytes + 1)  # the file may have grown since fstat()
     except OSError as exc:
         raise fail(path, f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:

@@ -22,6 +22,7 @@ import json
 import sys
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, cast
@@ -29,6 +30,7 @@ from typing import IO, Any, cast
 import numpy as np
 
 from ..errors import LoaderError
+from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
 from ..validation import as_float32
@@ -49,13 +51,19 @@ class BadRecord(Exception):
 _BadLine = BadRecord
 
 
-def _open(path: Path) -> IO[bytes]:
+@contextmanager
+def _open(path: Path) -> Iterator[IO[bytes]]:
+    """The file's lines as bytes, gunzipped for ``.gz``; a pipe or device is refused unread."""
     try:
-        if path.name.lower().endswith(".gz"):
-            return cast(IO[bytes], gzip.open(path, "rb"))
-        return path.open("rb")
+        raw = open_regular(path)
     except OSError as exc:
         raise fail(path, f"cannot read: {exc.strerror or exc}") from exc
+    with raw:
+        if path.name.lower().endswith(".gz"):
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                yield cast(IO[bytes], unzipped)
+        else:
+            yield raw
 
 
 def _extension(path: Path) -> str:

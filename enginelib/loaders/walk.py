@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InvalidInputError, LoaderError
+from ..input_files import special_kind
 from ..types import LoadedDocument, SkippedInput
 from ..validation import check_globs, check_path
 from .base import DEFAULT_MAX_BYTES, LoadItem, fail
@@ -98,14 +99,10 @@ def _load(path: Path, doc_id: str, max_bytes: int, source: Path) -> Iterator[Loa
     """One file's documents, recorded as coming from ``source`` (its absolute path);
     whatever is wrong with the file comes out as a SkippedInput naming ``path`` as given."""
     try:
+        kind = _kind(path)
+        if kind is not None:  # never opened: a pipe waits for a writer, a device never ends
+            raise fail(path, f"{kind}, not a regular file: left unread")
         loader = loader_for(path)
-        if not path.is_file():
-            if path.is_symlink() and not path.exists():
-                raise fail(path, f"a symbolic link to {os.readlink(path)!r}, which does not exist")
-            if not os.path.lexists(path):  # files are read lazily, after the folder is listed
-                raise fail(path, "no longer exists (removed or renamed while the folder was "
-                                 "read): ingest the folder again to take it as it is now")
-            raise fail(path, "not a regular file")
         for item in loader(path, doc_id, max_bytes):
             if isinstance(item, LoadedDocument) and item.source_path == str(path):
                 item = replace(item, source_path=str(source))
@@ -157,7 +154,27 @@ def iter_load(
     for root in roots:
         if not _exists(root):
             raise fail(root, "no such file or folder")
+        kind = _kind(root)
+        if kind not in (None, "a folder"):  # named by the caller: the whole command is wrong
+            raise fail(root, f"{kind}, not a file or folder: name the files or folders to "
+                             "ingest (reading it could wait forever or never end)")
     return _items(roots, globs["include"], globs["exclude"], max_bytes)
+
+
+def _kind(path: Path) -> str | None:
+    """What a path found or named is when it is no regular file ("a named pipe (FIFO)", "a
+    folder"), or None for a regular file; a path that is gone or a dangling link raises the
+    LoaderError that says so."""
+    try:
+        return special_kind(path.stat().st_mode)
+    except OSError as exc:
+        if path.is_symlink() and not path.exists():
+            raise fail(path, f"a symbolic link to {os.readlink(path)!r}, which does not "
+                             "exist") from exc
+        if not os.path.lexists(path):  # files are read lazily, after the folder is listed
+            raise fail(path, "no longer exists (removed or renamed while the folder was "
+                             "read): ingest the folder again to take it as it is now") from exc
+        raise fail(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def _exists(path: Path) -> bool:
@@ -179,10 +196,11 @@ def load_file(
     file = check_path(path)
     if not _exists(file):
         raise fail(file, "no such file")
-    if file.is_dir():
+    kind = _kind(file)
+    if kind == "a folder":
         raise fail(file, "is a folder: use iter_load() or Store.ingest_path() for folders")
-    if not file.is_file():  # a pipe or device: reading it could wait forever (a queued job did)
-        raise fail(file, "not a regular file (a pipe or device)")
+    if kind is not None:  # a pipe or device: reading it could wait forever (a queued job did)
+        raise fail(file, f"{kind}, not a regular file: give a regular file")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise InvalidInputError(f"max_bytes must be a positive int, got {max_bytes!r}")
     documents: list[LoadedDocument] = []
