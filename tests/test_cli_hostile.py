@@ -266,6 +266,16 @@ def test_eval_names_the_file_it_cannot_read(store: Path, tmp_path: Path) -> None
     assert code == 2 and f"could not read the queries in {queries}" in output
 
 
+def test_export_verify_names_a_queries_file_that_is_not_utf8(store: Path, tmp_path: Path) -> None:
+    # "unexpected UnicodeDecodeError ... (this is a bug in enginelib)"
+    queries = tmp_path / "queries.txt"
+    queries.write_bytes(b"brake pads\n\xff\xfe rotors\n")
+    code, output = run_cli(["export", "verify", "--store", str(store), "--dsn",
+                            "postgresql://nowhere", "--queries", str(queries)])
+    assert code == 2 and output.startswith(f"Error: {queries} is not UTF-8 text"), output
+    assert "bug" not in output
+
+
 # ESC and C1 bytes a document brings through the Python API (files lose them at load):
 # printed raw, OSC 0 retitles the terminal, OSC 52 writes the clipboard, CSI 2J clears the
 # screen, and a newline in a title forges a line of its own (a fake citation).

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..catalog_export import sample_contents
 from ..errors import InvalidFilterError, InvalidInputError
@@ -24,7 +25,7 @@ def read_queries(path: Path, limit: int) -> list[str]:
         raise InvalidInputError(f"cannot read the queries file {path}: "
                                 f"{exc.strerror or exc}") from exc
     with handle:
-        for number, line in enumerate(handle, 1):
+        for number, line in _lines(handle, path):
             line = line.strip()
             if not line:
                 continue
@@ -41,6 +42,16 @@ def read_queries(path: Path, limit: int) -> list[str]:
     if not queries:
         raise InvalidInputError(f"{path} holds no queries")
     return queries
+
+
+def _lines(handle: TextIO, path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a UTF-8 text file; other bytes are an InvalidInputError, not
+    a UnicodeDecodeError out of the command."""
+    try:
+        yield from enumerate(handle, 1)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not UTF-8 text ({exc.reason}): save the queries "
+                                "file as UTF-8") from exc
 
 
 def sample_queries(store: Store, limit: int) -> list[str]:
