@@ -34,7 +34,7 @@ def load_vector_file(path: Path) -> np.ndarray:
             raw = np.load(io.BytesIO(data), allow_pickle=False)
         else:
             raw = json.loads(data.decode("utf-8"))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: [[[[... nested too deeply
         raise InvalidVectorError(
             f"--vector-file {path}: cannot read a vector ({exc}); give a JSON list of numbers "
             "or a .npy array"

@@ -248,6 +248,9 @@ def read_queries(path: str | Path) -> dict[str, str]:
             except json.JSONDecodeError as exc:
                 raise _bad_line(path, number, f'not JSON ({exc.msg}): expected one object a '
                                 'line, {"_id": ..., "text": "..."}') from None
+            except (ValueError, RecursionError) as exc:  # a 5,000-digit number, [[[[...
+                raise _bad_line(path, number, f"not JSON that Python reads ({exc}): expected "
+                                'one object a line, {"_id": ..., "text": "..."}') from None
             if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
                 raise _bad_line(path, number, f'expected {{"_id": ..., "text": "..."}}, got '
                                 f"{line.strip()[:80]}")

@@ -276,6 +276,35 @@ def test_export_verify_names_a_queries_file_that_is_not_utf8(store: Path, tmp_pa
     assert "bug" not in output
 
 
+def test_json_nested_too_deeply_in_an_input_is_a_usage_error(store: Path, tmp_path: Path) -> None:
+    # json's parser recurses once per level: "unexpected RecursionError ... this is a bug"
+    deep = "[" * 5000 + "]" * 5000
+    vector = tmp_path / "q.json"
+    vector.write_text(deep, encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"_id": "q1", "text": "brake"}\n{"_id": "q2", "text": %s}\n' % deep,
+                       encoding="utf-8")
+    verify_queries = tmp_path / "verify.jsonl"
+    verify_queries.write_text('{"text": %s}\n' % deep, encoding="utf-8")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q1\tcorpus.md\t1\n", encoding="utf-8")
+    at = ["--store", str(store)]
+    cases = [
+        (["search", *at, "--strategy", "vector", "--vector-file", str(vector)],
+         f"--vector-file {vector}: cannot read a vector (maximum recursion depth"),
+        (["eval", *at, "--queries", str(queries), "--qrels", str(qrels)],
+         f"{queries}:2: not JSON that Python reads (maximum recursion depth"),
+        (["export", "verify", *at, "--dsn", "postgresql://nowhere", "--filter", deep],
+         "is not JSON that Python reads: maximum recursion depth"),
+        (["export", "verify", *at, "--dsn", "postgresql://nowhere", "--queries",
+          str(verify_queries)], f'{verify_queries}:1: expected a JSON object with a "text"'),
+    ]
+    for args, says in cases:
+        code, output = run_cli(args)
+        assert code == 2 and output.startswith("Error: ") and says in output, (args, output)
+        assert "bug" not in output
+
+
 # ESC and C1 bytes a document brings through the Python API (files lose them at load):
 # printed raw, OSC 0 retitles the terminal, OSC 52 writes the clipboard, CSI 2J clears the
 # screen, and a newline in a title forges a line of its own (a fake citation).

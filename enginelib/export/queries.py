@@ -32,7 +32,7 @@ def read_queries(path: Path, limit: int) -> list[str]:
             if path.suffix == ".jsonl":
                 try:
                     text = json.loads(line)["text"]
-                except (ValueError, KeyError, TypeError) as exc:
+                except (ValueError, KeyError, TypeError, RecursionError) as exc:
                     raise InvalidInputError(f"{path}:{number}: expected a JSON object with a \"text\" field") from exc
                 queries.append(str(text))
             else:
@@ -65,8 +65,9 @@ def sample_queries(store: Store, limit: int) -> list[str]:
 def parse_filter(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidFilterError(f"--filter {text!r} is not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply ([[[[...)
+        raise InvalidFilterError(f"--filter {text[:80]!r} is not JSON that Python reads: "
+                                 f"{exc}") from exc
     if not isinstance(value, dict):
         raise InvalidFilterError(f"--filter {text!r} must be a JSON object")
     return value
