@@ -507,7 +507,7 @@ def test_a_pdf_whose_page_expands_a_thousand_times_is_refused_before_it_is_parse
     line = b"BT /F1 12 Tf 72 700 Td (Hello brake pads world) Tj ET\n"
     path = write(tmp_path / "bomb.pdf", _one_page_pdf(line * (8_000_000 // len(line))))
     assert path.stat().st_size < 40_000
-    with pytest.raises(LoaderError, match=r"expand more than 20 times by page 1 of 1 .*pdftotext"):
+    with pytest.raises(LoaderError, match=r"expand past [0-9.]+ KiB by page 1 of 1 .*pdftotext"):
         load_file(path)
 
 
@@ -522,8 +522,36 @@ def test_a_form_drawn_over_and_over_stops_as_its_text_passes_the_budget(
     few = write(tmp_path / "few.pdf", _one_page_pdf(b"q /Fm6 Do Q\n" * 500, {6: form}))
     assert only(few).text.count("brake pads") == 500 * 8
     many = write(tmp_path / "many.pdf", _one_page_pdf(b"q /Fm6 Do Q\n" * 20_000, {6: form}))
-    with pytest.raises(LoaderError, match=r"expand more than 20 times by page 1 of 1"):
+    with pytest.raises(LoaderError, match=r"expand past 128.0 KiB by page 1 of 1"):
         load_file(many)
+
+
+def test_a_small_pdf_expands_by_its_pages_not_to_two_megabytes(tmp_path: Path) -> None:
+    # A one-page file of 2 KB gave up to 2 MB of text (every small file had that floor):
+    # 15 s of extraction and a thousand chunks from one page. The floor is per page now.
+    line = b"BT /F1 6 Tf 20 780 Td (brake pads wear out quickly under heat and load) Tj ET\n"
+    dense = write(tmp_path / "dense.pdf", _one_page_pdf(line * 400))  # a 6-point table: 32 KB
+    assert len(only(dense).text) > 15_000
+    bomb = write(tmp_path / "bomb.pdf", _one_page_pdf(line * 4_000))  # 320 KB of operators
+    assert bomb.stat().st_size < 3_000
+    with pytest.raises(LoaderError) as info:
+        load_file(bomb)
+    assert str(info.value) == (
+        f"{bomb}: a PDF of {bomb.stat().st_size / 1024:.1f} KiB whose pages expand past 128.0 "
+        "KiB by page 1 of 1 (the bound is 20 times the file's size, or 128.0 KiB a page up to "
+        "2.0 MiB for a small file: a compression bomb, or one stream drawn over and over); "
+        "nothing of it is loaded. Extract its text with another tool (e.g. `pdftotext`) and "
+        "load the .txt file")
+    documents, skipped = split(iter_load(tmp_path))  # in a folder: skipped with that reason
+    assert [d.id for d in documents] == ["dense.pdf"] and skipped[0].reason == str(info.value)
+
+
+def test_the_pdf_expansion_bound() -> None:
+    budget = pdf_loader.expansion_budget
+    assert budget(2_000, 1) == 128 * 1024  # a page's room, not 2 MB
+    assert budget(2_000, 8) == 8 * 128 * 1024
+    assert budget(2_000, 500) == 2 * 1024 * 1024  # pages cost ~100 bytes: the room is capped
+    assert budget(1_000_000, 3) == 20_000_000  # past that, the file's own size counts
 
 
 # -- JSONL ---------------------------------------------------------------------------------
