@@ -53,6 +53,36 @@ def test_twenty_pages_equal_one_deep_request(big_store: enginelib.Store, strateg
     assert all(enough for enough, _ in totals)
 
 
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+def test_fused_scores_never_rise_along_the_ranking(big_store: enginelib.Store, fusion: str) -> None:
+    # Each rung of the depth ladder fuses its own candidates: RRF at depth 200 adds terms
+    # depth 100 cut off, weighted fusion normalizes each depth anew. Rank 101 showed 0.0145
+    # under rank 100's 0.0095 (weighted: 1.0 under 0.5), at every rung boundary.
+    query = "brake rotor caliper noise"
+    options = dict(strategy="hybrid", fusion=fusion, answerability_threshold=None, log=False)
+    deep = big_store.search(query, limit=1000, **options)
+    scores = [h.scores.fused for h in deep.hits]
+    assert len(scores) == 1000
+    assert all(a >= b for a, b in zip(scores, scores[1:])), [
+        (rank, a, b) for rank, (a, b) in enumerate(zip(scores, scores[1:]), start=1) if b > a]
+    assert all(h.scores.sibling <= h.scores.fused for h in deep.hits)
+    # a page shows the scores the deep request shows at its ranks, across each boundary
+    for offset in (95, 195, 395, 795):
+        page = big_store.search(query, limit=10, offset=offset, **options)
+        assert [h.label for h in page.hits] == [h.label for h in deep.hits[offset:offset + 10]]
+        assert [h.scores.fused for h in page.hits] == scores[offset:offset + 10]
+
+
+def test_a_deeper_rung_is_capped_at_the_lowest_score_above_it() -> None:
+    import numpy as np
+
+    from enginelib.search.paging import caps
+
+    rungs = [np.array([0.9, 0.5, 0.7]), np.array([0.8, 0.4]), np.array([]), np.array([0.6])]
+    assert caps(rungs) == [None, 0.5, 0.4, 0.4]
+    assert caps([np.array([0.3])]) == [None]
+
+
 def test_total_is_exact_once_every_candidate_is_ranked(big_store: enginelib.Store) -> None:
     # "item 5" documents: 1200 / 37 of them, all ranked by full text in one rung
     response = big_store.search('"item 5."', strategy="fulltext", limit=10, log=False,

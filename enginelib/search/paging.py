@@ -16,6 +16,14 @@ defined once, whatever page is asked:
 
 A page ending at rank ``offset + limit <= d0`` (the usual case) costs exactly what a
 single search at depth ``d0`` costs; deeper pages pay one search per rung.
+
+Fused scores are per rung: RRF over deeper lists adds the terms a shallower depth cut off,
+and weighted fusion normalizes each depth's candidates on their own, so the first hit a
+deeper rung places often scored higher there than the last hit of the rung above (rank
+101 above rank 100). The order is the one ranking; the score a hit shows follows it
+(``caps``): a hit placed from a deeper rung shows its score there, capped at the lowest
+score placed by the rungs above it, so fused scores never rise along the ranking where
+each rung is ordered by them (no MMR, reranker, boosts or grouping reordering a rung).
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+import numpy as np
 
 from ..errors import InvalidInputError
 from ..validation import MAX_DEPTH
@@ -49,6 +59,20 @@ def deeper(depth: int, candidates: int, window: int = MAX_RESULT_WINDOW) -> int 
     ``max(window, candidates)``; None at the top."""
     top = max(window, candidates)
     return None if depth >= top else min(depth * 2, top)
+
+
+def caps(rungs: Sequence[np.ndarray]) -> list[float | None]:
+    """The cap on each rung's fused scores, from the scores of the items each rung placed,
+    in ranking order: None for the first rung, then the lowest score placed by the rungs
+    above (``min(cap_j-1, min(rung j-1))``)."""
+    out: list[float | None] = []
+    lowest: float | None = None
+    for scores in rungs:
+        out.append(lowest)
+        if len(scores):
+            low = float(np.min(scores))
+            lowest = low if lowest is None else min(lowest, low)
+    return out
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ Each stage is a function of typed values; ``rank`` runs retrieve..diversify at o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -318,10 +319,40 @@ def page(
         depth = paging.deeper(depths[-1], request.candidates)
         if (len(ranking.items) >= end or blocks[-1].exhausted or depth is None
                 or len(ranking.items) == placed):
-            return ranking
+            return _capped(ranking)
         placed = len(ranking.items)
         blocks.append(rank(store, view, request, strategy, qvec, allowed, depth))
         depths.append(depth)
+
+
+def _capped(ranking: paging.Stitched[Item]) -> paging.Stitched[Item]:
+    """The stitched ranking with each deeper rung's fused scores capped (``paging.caps``):
+    its items point into copies of their blocks whose scores are capped."""
+    runs: list[tuple[Block, list[int]]] = []
+    for block, i in ranking.items:
+        if not runs or runs[-1][0] is not block:
+            runs.append((block, []))
+        runs[-1][1].append(i)
+    if len(runs) < 2:
+        return ranking
+    caps = paging.caps([block.fused_scores[idx] for block, idx in runs])
+    items: list[Item] = []
+    for (block, idx), cap in zip(runs, caps, strict=True):
+        shown = block if cap is None else _cap_block(block, cap)
+        items += [(shown, i) for i in idx]
+    return paging.Stitched(items, ranking.total_is_lower_bound)
+
+
+def _cap_block(block: Block, cap: float) -> Block:
+    """``block`` with its fused scores at most ``cap``; the sibling share a fused score
+    includes shrinks with it, in proportion."""
+    fused = np.minimum(block.fused_scores, cap)
+    sibling = block.sibling
+    if sibling is not None:
+        raw = block.fused_scores
+        sibling = np.where(raw > fused, sibling * np.divide(fused, raw, out=np.zeros_like(raw),
+                                                           where=raw != 0), sibling)
+    return dataclasses.replace(block, fused_scores=fused, sibling=sibling)
 
 
 def top_similarity(
