@@ -43,7 +43,7 @@ def _reader(path: str, count: int) -> float:
                                          "latency_ms": 1.0}, [0, 1, 2, 3, 4])]
     entry, labels = rows[-1]
     for _ in range(count - real):
-        store.query_log.record(dict(entry), list(labels), store.catalog)
+        store.query_log.record(dict(entry), list(labels), store._catalog)
     store.close()
     return time.perf_counter() - started
 
@@ -56,8 +56,8 @@ def _open_writer(path: str) -> dict[str, Any]:
     started = time.perf_counter()
     store = enginelib.open(path, embedder=HashingEmbedder(DIM))
     opened = time.perf_counter() - started
-    logged = store.catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
-    dropped = store.catalog.get_meta("query_log_dropped")
+    logged = store._catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
+    dropped = store._catalog.get_meta("query_log_dropped")
     store.close()
     return {"open_s": opened, "pending_bytes_before": pending, "query_log_rows": logged[0] if logged else 0,
             "dropped_total": int(dropped or 0)}

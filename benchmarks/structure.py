@@ -87,7 +87,7 @@ def quotes(root: Path) -> dict[str, float]:
         store.ingest_path(*(root / name for name in ACTS), truth_level="L1")
         exact, new_share, old_share, new_none, old_none, lengths = 0, [], [], 0, 0, []
         for query in QUERIES:
-            terms = store.text_index.highlight_terms(query)
+            terms = store._text_index.highlight_terms(query)
             words = [w for w in re.findall(r"\w[\w-]*", query.lower()) if w in terms]
             response = store.search(query, strategy="fulltext", limit=10, log=False,
                                     answerability_threshold=None)

@@ -18,7 +18,6 @@ from enginelib.core.lock import clear_holder, note_holder
 from enginelib.jobs import (
     DEFAULT_LEASE_S,
     DEFAULT_MAX_ATTEMPTS,
-    JobQueue,
     Worker,
     inbox,
     jobs_for_paths,
@@ -160,7 +159,7 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
             if purge_done:
                 actions["purged"] = queue.purge_done()
     with open_store(store_path, read_only=True) as store:
-        queue = JobQueue(store.catalog)
+        queue = store.jobs()
         counts, history = queue.counts(), queue.history_count()
         page = queue.page(status=status, limit=limit, offset=offset, after=after)
         rows = page.jobs

@@ -31,7 +31,7 @@ def delete_documents(store: StoreCore, document_ids: Sequence[str], *,
         return
     from .jobs import table as jobs_table
 
-    catalog = store.catalog
+    catalog = store._catalog
     now = utcnow()
     with catalog.transaction():
         generation = catalog.bump_generation()

@@ -205,7 +205,7 @@ class Ingestor:
     # -- one batch -------------------------------------------------------------------------
 
     def _commit(self, documents: list[LoadedDocument], bar: IngestProgress) -> None:
-        catalog = self.store.catalog
+        catalog = self.store._catalog
         states = catalog.document_states([d.id for d in documents])
         # A new version comes after every version the id had (kept in its history), never
         # one it had: an id deleted and ingested again restarted at "1.0.0", so a citation
@@ -329,14 +329,14 @@ class Ingestor:
         texts = [t for item in prepared for t in item.embed_texts]
 
         def before_embedding(count: int) -> None:
-            store.catalog.release()  # embedding is the slow part: don't hold the file meanwhile
+            store._catalog.release()  # embedding is the slow part: don't hold the file meanwhile
             bar.start_embedding(count)
 
         vectors, fresh = vectors_with_cache(
-            store.embedder, texts, store.catalog.cached_embeddings,
+            store.embedder, texts, store._catalog.cached_embeddings,
             before_embedding=before_embedding, progress=bar.advance_chunks)
         if fresh:
-            store.catalog.cache_embeddings(list(fresh), np.vstack(list(fresh.values())))
+            store._catalog.cache_embeddings(list(fresh), np.vstack(list(fresh.values())))
         self.embedded += len(fresh)
         self.cached += len(texts) - len(fresh)
         start = 0
@@ -348,7 +348,7 @@ class Ingestor:
         """One transaction for the whole batch: a handful of statements, not a few per
         document (each DuckDB statement costs about a millisecond)."""
         store = self.store
-        catalog = store.catalog
+        catalog = store._catalog
         updated = [item.document.id for item in prepared if item.status == "updated"]
         changed = [item.document.id for item in prepared
                    if item.status == "updated" and item.content_changed]

@@ -107,7 +107,7 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     """
     check_float("lock_timeout", lock_timeout, minimum=0.0, maximum=MAX_LOCK_TIMEOUT_S)
     if isinstance(target, StoreCore) and not target.read_only:
-        return _check(target.path, target.catalog, snapshots)
+        return _check(target.path, target._catalog, snapshots)
     root = target.path if isinstance(target, StoreCore) else Path(target)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
@@ -411,7 +411,7 @@ def _mend_job_tables(store: StoreCore) -> list[str]:
     """Job tables of another layout set aside and made anew with the rows they still hold:
     the queue refuses to run on them, saying to run `repair`."""
     store.require_writable()
-    with store.catalog.transaction() as con:
+    with store._catalog.transaction() as con:
         return job_tables.mend(con, utcnow())
 
 
@@ -500,7 +500,7 @@ def _reindex_store(
     )
     config.validate()
     chunker, dim = Chunker(config), int(embedder.dim)
-    catalog = store.catalog
+    catalog = store._catalog
     reuse_cache = dim == store.manifest.embedding_dim
     cm.create_staging(catalog, dim)
     ids = cm.document_ids(catalog)
@@ -550,7 +550,7 @@ def _stage_batch(
     docs: list[tuple[str, int, list[str]]], reuse_cache: bool, bar: IngestProgress,
 ) -> int:
     """Embed one batch (cache hits skipped when the dimension is unchanged) into staging."""
-    catalog = store.catalog
+    catalog = store._catalog
     texts = [t for _, _, row_texts in staged for t in row_texts]
     lookup = catalog.cached_embeddings if reuse_cache else (lambda _keys: {})
     flat_vectors, fresh = vectors_with_cache(

@@ -107,7 +107,7 @@ class MemoryStore(Store):
                 path=target,
             )
         self.persist()  # indexes and manifest stamped with the catalog's generation
-        self.catalog.release()
+        self._catalog.release()
         # Copied beside the target and renamed into place: a kill or a full disk half-way
         # left a folder with a manifest and part of a catalog that no open could use.
         with guard("save the in-memory store", target):

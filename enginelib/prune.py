@@ -79,8 +79,8 @@ def prune_missing(store: StoreCore, folders: Sequence[Path], *,
     """
     if not folders:
         return ()
-    stale = stale_documents(source_paths(store.catalog), folders, keep=keep)
-    store.catalog.release()
+    stale = stale_documents(source_paths(store._catalog), folders, keep=keep)
+    store._catalog.release()
     for folder in folders:
         _refuse_unless_listable(folder, stale.get(folder, []))
     ids = sorted({i for found in stale.values() for i in found})

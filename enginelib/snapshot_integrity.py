@@ -110,8 +110,8 @@ def check_sealable(store: StoreCore) -> None:
     """Raise unless the live index files hold what the catalog says: a snapshot copies them
     and records their checksums, so damage copied in would pass every later check, and stay
     after `repair` mended the live store."""
-    catalog = store.catalog
-    bad, compared = wrong_vectors(catalog, store.vector_index, catalog.all_labels())
+    catalog = store._catalog
+    bad, compared = wrong_vectors(catalog, store._vector_index, catalog.all_labels())
     catalog.release()
     problems = [f"{len(bad)} of {compared} sampled chunks hold other vectors than the "
                 f"catalog's"] if len(bad) else []
@@ -147,7 +147,7 @@ def wrong_older_vectors(folder: Path, store: StoreCore) -> bool:
     wrongly); named in a RuntimeWarning when it does."""
     if checksummed(folder):
         return False
-    bad, compared = wrong_vectors(store.catalog, store.vector_index, store.catalog.all_labels())
+    bad, compared = wrong_vectors(store._catalog, store._vector_index, store._catalog.all_labels())
     if not len(bad):
         return False
     _warn_rebuilt(folder, layout.VECTOR_DIR, f"{len(bad)} of {compared} sampled chunks of its "

@@ -39,7 +39,7 @@ class RestoreReport:
 
 def restore_into(store: StoreCore, folder: Path, name: str) -> RestoreReport:
     """Replace the live documents and chunks with the snapshot's (caller checked compatibility)."""
-    catalog = store.catalog
+    catalog = store._catalog
     tables = folder / TABLES_DIR
     with catalog.transaction():
         generation = catalog.bump_generation()

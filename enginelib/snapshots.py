@@ -357,8 +357,8 @@ def create_snapshot(
 def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
     tables = tmp / TABLES_DIR
     tables.mkdir(parents=True)
-    documents, chunks = cs.export_tables(store.catalog, TABLES, tables)
-    store.catalog.release()
+    documents, chunks = cs.export_tables(store._catalog, TABLES, tables)
+    store._catalog.release()
     # Each backend copies its saved files (leaving out those of an unfinished save).
     manifest = store.manifest
     live, copy = layout.index_root(store.path), layout.index_root(tmp)
@@ -514,8 +514,8 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, tuple[Any, 
         finally:
             catalog.close()
     elif isinstance(target, StoreCore) and target.snapshot is None:
-        rows = cs.diff_rows(target.catalog)
-        target.catalog.release()
+        rows = cs.diff_rows(target._catalog)
+        target._catalog.release()
     else:
         manifest = mf.read_manifest(root)
         if manifest is None:

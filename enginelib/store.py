@@ -105,7 +105,7 @@ class Store(StoreCore):
         from .deletion import delete_documents
 
         self.require_writable()
-        self.catalog.require_document(document_id)
+        self._catalog.require_document(document_id)
         delete_documents(self, [document_id])
 
     def add_source(self, source_id: str, **fields: Any) -> None:
@@ -113,7 +113,7 @@ class Store(StoreCore):
         from .sources import upsert_source
 
         self.require_writable()
-        upsert_source(self.catalog, source_id, **fields)
+        upsert_source(self._catalog, source_id, **fields)
         self._committed()
         self.persist()
 
@@ -129,7 +129,7 @@ class Store(StoreCore):
             raise InvalidInputError(
                 f"unknown preset field(s) {sorted(unknown)}; a preset holds "
                 f"{', '.join(sorted(PRESET_FIELDS))} (limit, filters and the like are per search)")
-        save_preset(self.catalog, name, **values)
+        save_preset(self._catalog, name, **values)
         self._committed()
         self.persist()
 
@@ -138,7 +138,7 @@ class Store(StoreCore):
         from .search.presets import set_default_preset
 
         self.require_writable()
-        set_default_preset(self.catalog, name)
+        set_default_preset(self._catalog, name)
         self._committed()
         self.persist()
 
@@ -150,7 +150,7 @@ class Store(StoreCore):
         from .documents import update_metadata
 
         self.require_writable()
-        doc = update_metadata(self.catalog, document_id, truth_level=truth_level, tags=tags,
+        doc = update_metadata(self._catalog, document_id, truth_level=truth_level, tags=tags,
                               metadata=metadata)
         self._committed()
         self.persist()
@@ -162,7 +162,7 @@ class Store(StoreCore):
         """This store's ingestion job queue (max_attempts, lease_s, time_unit, clock)."""
         from .jobs import JobQueue
 
-        return JobQueue(self.catalog, **options)
+        return JobQueue(self._catalog, **options)
 
     def enqueue_paths(self, *paths: str | Path, include: Sequence[str] = (),
                       exclude: Sequence[str] = (), max_attempts: int | None = None,
@@ -174,7 +174,7 @@ class Store(StoreCore):
         # `or` made 0 (and False) mean the default 5, where -1 was refused
         queue = self.jobs(max_attempts=DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts)
         ids = queue.enqueue(jobs_for_paths(paths, options, include=include, exclude=exclude))
-        self.catalog.release()
+        self._catalog.release()
         return ids
 
     # -- reading ---------------------------------------------------------------------------
@@ -184,12 +184,12 @@ class Store(StoreCore):
         source_type, tag, prefix, limit, offset)."""
         from .documents import list_documents
 
-        rows = list_documents(self.catalog, **filters)
-        self.catalog.release()
+        rows = list_documents(self._catalog, **filters)
+        self._catalog.release()
         return rows
 
     def get_document(self, document_id: str) -> dict[str, Any]:
-        return self.catalog.require_document(document_id)
+        return self._catalog.require_document(document_id)
 
     def present_documents(self, document_ids: Iterable[str]) -> set[str]:
         """The ids among ``document_ids`` that are documents of the store now (a deleted
@@ -199,21 +199,21 @@ class Store(StoreCore):
             check_document_id(document_id)
         found: set[str] = set()
         for start in range(0, len(ids), 10_000):
-            found.update(self.catalog.document_states(ids[start : start + 10_000]))
-        self.catalog.release()
+            found.update(self._catalog.document_states(ids[start : start + 10_000]))
+        self._catalog.release()
         return found
 
     def show(self, document_id: str) -> dict[str, Any]:
-        doc = self.catalog.require_document(document_id)
+        doc = self._catalog.require_document(document_id)
         return {
             "document": doc,
-            "versions": self.catalog.versions(document_id),
-            "chunks": self.catalog.chunks_of(document_id),
+            "versions": self._catalog.versions(document_id),
+            "chunks": self._catalog.chunks_of(document_id),
         }
 
     def history(self, document_id: str) -> list[dict[str, Any]]:
-        doc = self.catalog.require_document(document_id) if self.catalog.get_document(document_id) else None
-        versions = self.catalog.versions(document_id)
+        doc = self._catalog.require_document(document_id) if self._catalog.get_document(document_id) else None
+        versions = self._catalog.versions(document_id)
         if doc is None and not versions:
             from .errors import DocumentNotFoundError
 
@@ -229,10 +229,10 @@ class Store(StoreCore):
         return [{**v, "current": False} for v in versions] + current
 
     def version_text(self, document_id: str, version: str) -> str:
-        doc = self.catalog.get_document(document_id)
+        doc = self._catalog.get_document(document_id)
         if doc is not None and doc["version"] == version:
             return str(doc["content"])
-        text = self.catalog.version_text(document_id, version)
+        text = self._catalog.version_text(document_id, version)
         if text is None:
             from .errors import DocumentNotFoundError
 
@@ -244,29 +244,29 @@ class Store(StoreCore):
         if limit < 1:
             raise InvalidInputError(f"limit must be >= 1, got {limit}")
         if not self.read_only:
-            self.query_log.flush(self.catalog)
-        rows = self.catalog.logged_queries(limit=limit, zero_results=zero_results)
-        self.catalog.release()
+            self.query_log.flush(self._catalog)
+        rows = self._catalog.logged_queries(limit=limit, zero_results=zero_results)
+        self._catalog.release()
         pending = [r for r in self.query_log.pending() if not zero_results or r["result_count"] == 0]
         if pending:  # logged by readers, not yet imported by a writer
             rows = sorted(rows + pending, key=lambda r: r["created_at"], reverse=True)[:limit]
         return rows
 
     def stats(self) -> dict[str, Any]:
-        counts = store_counts(self.catalog)
+        counts = store_counts(self._catalog)
         # Searches by read-only processes (every CLI search) wait in their log files until a
         # writer imports them: counted as ``logged_queries`` lists them.
         counts["queries_logged"] += len(self.query_log.pending())
         return {
             "path": str(self.path),
             **counts,
-            "generation": self.catalog.generation,
+            "generation": self._catalog.generation,
             "index_version": self.index_version,
             "embedding_model": self.manifest.embedding_model,
             "embedding_dim": self.manifest.embedding_dim,
             "chunking": self.manifest.chunking,
-            "vector_index_size": len(self.vector_index),
-            "text_index_size": len(self.text_index),
+            "vector_index_size": len(self._vector_index),
+            "text_index_size": len(self._text_index),
             "disk_bytes": _disk_usage(self.path),
             "snapshot": self.snapshot,
             **cache_stats(self),

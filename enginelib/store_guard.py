@@ -279,7 +279,7 @@ def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | No
                 self._edge_depth = depth
                 if depth == 0 and self.read_only and name != "close":
                     # The outermost call of a reader lets go of the catalog (see module doc).
-                    self.catalog.release()
+                    self._catalog.release()
 
     return wrapper
 

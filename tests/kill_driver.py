@@ -93,7 +93,7 @@ def run_operation(path: Path, ledger: Path, op: str, seed: int) -> None:
                                "ids": sorted(set(report.added) | set(report.updated)
                                              | set(report.unchanged))})
     elif op == "delete":
-        existing = [d["document_id"] for d in store.catalog.list_documents()]
+        existing = [d["document_id"] for d in store._catalog.list_documents()]
         if existing:
             victim = rng.choice(existing)
             ledger_append(ledger, {"event": "delete-intent", "ids": [victim]})
@@ -122,13 +122,13 @@ def verify(path: Path, ledger: Path, result_file: Path) -> None:
             result["repaired"] = True
             store = open_store(path)
         must, _unsure = read_ledger(ledger)
-        documents = {d["document_id"] for d in store.catalog.list_documents()}
+        documents = {d["document_id"] for d in store._catalog.list_documents()}
         result["lost"] = sorted(must - documents)
         report = store.check()
         result["problems"] = list(report.problems)
         for document_id in sorted(documents)[:3]:  # whole documents, searchable
             document = store.get_document(document_id)
-            chunks = store.catalog.chunks_of(document_id)
+            chunks = store._catalog.chunks_of(document_id)
             if len(chunks) != document["total_chunks"]:
                 result["problems"].append(f"{document_id}: chunk count")
         response = store.search("pads rotor", strategy="fulltext", answerability_threshold=None,

@@ -165,8 +165,8 @@ def test_store_records_the_compact_form_and_reopens_with_it(tmp_path: Path, back
     assert manifest["vector_backend"] == backend
     assert manifest["index_options"]["vector"] == {"M": 8}
     reopened = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64))
-    assert isinstance(reopened.vector_index, UsearchVectorIndex)
-    assert reopened.vector_index.dtype == backend.split("-")[1] and reopened.vector_index.M == 8
+    assert isinstance(reopened._vector_index, UsearchVectorIndex)
+    assert reopened._vector_index.dtype == backend.split("-")[1] and reopened._vector_index.M == 8
     again = reopened.search("rotor torque", strategy="vector", answerability_threshold=None)
     assert [h.label for h in again.hits] == [h.label for h in first.hits]
     reopened.ingest_documents([doc("extra", paragraphs(3, topic="clutch"), title="Extra")])
@@ -221,7 +221,7 @@ def test_a_writer_killed_while_saving_loses_nothing(tmp_path: Path, step: str) -
     store = enginelib.open(path, embedder=HashingEmbedder(64))
     assert store.manifest.vector_backend == "usearch-i8"
     assert not [p for p in (tmp_path / "s").rglob(".tmp-gen-*")]
-    assert len(store.vector_index) == store.catalog.con.execute(
+    assert len(store._vector_index) == store._catalog.con.execute(
         "SELECT count(*) FROM chunks").fetchone()[0]
     found = store.search("beta", strategy="hybrid", answerability_threshold=None)
     assert {h.document_id for h in found.hits} >= {"beta"}
@@ -232,13 +232,13 @@ def test_reindex_and_snapshots_keep_the_compact_form(tmp_path: Path) -> None:
     store = _compact_store(tmp_path / "s")
     store.ingest_documents([doc("manual", paragraphs(6), title="Manual")])
     store.reindex(embedder=HashingEmbedder(32))
-    assert isinstance(store.vector_index, UsearchVectorIndex)
+    assert isinstance(store._vector_index, UsearchVectorIndex)
     assert store.search("rotor", strategy="vector", answerability_threshold=None).hits
     store.create_snapshot("2026.11.0")
     store.close()
     assert json.loads((tmp_path / "s" / "manifest.json").read_text())["vector_backend"] == (
         "usearch-i8")
     snap = enginelib.open(tmp_path / "s", snapshot="2026.11.0", embedder=HashingEmbedder(32))
-    assert isinstance(snap.vector_index, UsearchVectorIndex)
+    assert isinstance(snap._vector_index, UsearchVectorIndex)
     assert snap.search("rotor", strategy="hybrid", answerability_threshold=None).hits
     snap.close()

@@ -140,11 +140,11 @@ def test_ingest_reindex_and_queries_share_one_embedding_path(tmp_path: Path) -> 
     store = enginelib.open(tmp_path / "s", embedder=model, chunking=SMALL_CHUNKS)
     store.ingest_documents(DOCS)
     expected = [passage_text(title, heading, content)
-                for title, heading, content in store.catalog.con.execute(
+                for title, heading, content in store._catalog.con.execute(
                     "SELECT d.title, c.heading_path, c.content FROM chunks c JOIN documents d "
                     "USING (document_id) ORDER BY c.document_id, c.chunk_index").fetchall()]
     assert sorted(model.passages) == sorted(expected) and model.queries == []
-    keys = {k for (k,) in store.catalog.con.execute("SELECT cache_key FROM embedding_cache").fetchall()}
+    keys = {k for (k,) in store._catalog.con.execute("SELECT cache_key FROM embedding_cache").fetchall()}
     assert keys == {cache_key("recording-32", t) for t in expected}
 
     store.search("erasure of personal data", strategy="hybrid", answerability_threshold=None)

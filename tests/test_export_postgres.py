@@ -83,7 +83,7 @@ def server_chunk_ids(dsn: str, table: str = "chunks", schema: str = "enginelib")
 
 
 def store_chunk_ids(store: Store) -> list[int]:
-    return [int(x) for x in store.catalog.all_labels()]
+    return [int(x) for x in store._catalog.all_labels()]
 
 
 def same_ranking(a: Sequence[tuple[int, float]], b: Sequence[tuple[int, float]], tol: float = 1e-5) -> bool:
@@ -117,10 +117,10 @@ def scifact_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 
 def _catalog_documents(store: Store) -> dict[str, dict[str, Any]]:
-    cursor = store.catalog.con.execute("SELECT * FROM documents")
+    cursor = store._catalog.con.execute("SELECT * FROM documents")
     names = [d[0] for d in cursor.description]
     rows = {r[0]: dict(zip(names, r, strict=True)) for r in cursor.fetchall()}
-    store.catalog.release()
+    store._catalog.release()
     return rows
 
 
@@ -170,13 +170,13 @@ def test_scifact_round_trip_counts_offsets_metadata(scifact_store: Store, pg_dsn
                 expected = json.loads(expected)
             assert _norm(server[column]) == expected, (doc_id, column)
 
-    con = scifact_store.catalog.con
+    con = scifact_store._catalog.con
     rows = con.execute(
         "SELECT c.label, c.document_id, c.chunk_index, c.content, c.heading_path, c.start_offset, "
         "c.end_offset, c.token_count, c.content_hash, c.embedding, d.truth_level, d.language "
         "FROM chunks c JOIN documents d USING (document_id)"
     ).fetchall()
-    scifact_store.catalog.release()
+    scifact_store._catalog.release()
     assert len(rows) == len(server_chunks)
     for label, *fields, embedding, level, language in rows:
         server = server_chunks[label]
@@ -404,7 +404,7 @@ def test_reexport_replaces_changed_document_without_zombies(tmp_path: Path, pg_d
     before = set(server_chunk_ids(pg_dsn))
     with connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM hybrid_search('zeppelins', NULL, 10)").fetchone() == (5,)
-    old_change = set(int(x) for x in store.catalog.labels_of("change"))
+    old_change = set(int(x) for x in store._catalog.labels_of("change"))
     store.ingest_documents([doc("change", text_with_chunks(2, topic="calipers"), title="Change")])
     store.delete_document("remove")
     report = store.export_postgres(pg_dsn)

@@ -336,7 +336,7 @@ def test_an_older_catalogs_versions_get_the_tenant_of_their_document(
     store = tenant_store(tmp_path / "store")
     store.ingest_documents([doc("a-doc", "brake pads for tenant a, revised",
                                 metadata={"tenant_id": "A"})])
-    store.catalog.con.execute("ALTER TABLE document_versions DROP COLUMN tenant_id")
+    store._catalog.con.execute("ALTER TABLE document_versions DROP COLUMN tenant_id")
     store.close()
     reader = enginelib.open(tmp_path / "store", embedder=HashingEmbedder(64), read_only=True)
     export_postgres(reader, supabase_dsn)  # a reader cannot add the column: read either shape
@@ -344,7 +344,7 @@ def test_an_older_catalogs_versions_get_the_tenant_of_their_document(
     assert _versions_seen(supabase_dsn, "A") == [("a-doc", "brake pads for tenant a")]
     assert _versions_seen(supabase_dsn, "B") == []
     store = open_test_store(tmp_path / "store")  # a writer's open adds and fills the column
-    assert store.catalog.con.execute(
+    assert store._catalog.con.execute(
         "SELECT document_id, tenant_id FROM document_versions").fetchall() == [("a-doc", "A")]
     store.close()
 

@@ -45,13 +45,13 @@ def test_kill_at_each_commit_step(tmp_path: Path, step: str) -> None:
     killed = result.returncode == -9
 
     store = open_test_store(path)
-    catalog_labels = set(store.catalog.all_labels().tolist())
-    assert set(store.vector_index.labels().tolist()) == catalog_labels
-    assert set(store.text_index.labels().tolist()) == catalog_labels
-    assert store.vector_index.generation == store.text_index.generation == store.generation
+    catalog_labels = set(store._catalog.all_labels().tolist())
+    assert set(store._vector_index.labels().tolist()) == catalog_labels
+    assert set(store._text_index.labels().tolist()) == catalog_labels
+    assert store._vector_index.generation == store._text_index.generation == store.generation
     assert store.manifest.generation == store.generation
 
-    documents = {d["document_id"] for d in store.catalog.list_documents()}
+    documents = {d["document_id"] for d in store._catalog.list_documents()}
     assert {f"keep{i}" for i in range(5)} <= documents
     committed = step not in ("before_catalog_commit",) or not killed
     replaced = store.get_document("replaced")["content"]
@@ -60,7 +60,7 @@ def test_kill_at_each_commit_step(tmp_path: Path, step: str) -> None:
     else:
         assert "added" not in documents and replaced == old_replaced
     for document_id in documents:  # whole documents only
-        chunks = store.catalog.chunks_of(document_id)
+        chunks = store._catalog.chunks_of(document_id)
         document = store.get_document(document_id)
         assert len(chunks) == document["total_chunks"]
         assert chunks[-1]["end_offset"] == len(document["content"])

@@ -162,7 +162,7 @@ def test_disk_full_at_each_commit_step(tmp_path: Path, step: str,
         except DiskFullError:
             pass
     store = open_test_store(path)
-    stored = {d["document_id"] for d in store.catalog.list_documents()}
+    stored = {d["document_id"] for d in store._catalog.list_documents()}
     assert {d for d in stored if d.startswith("new")} == committed
     assert store.check().ok
     assert not list((path / "indexes" / "vectors").glob(".tmp-gen-*"))
@@ -206,7 +206,7 @@ def test_real_disk_full_on_a_tiny_file_system(tiny_disk: Path | None,
             pass
         (tiny_disk / "filler").unlink(missing_ok=True)
         store = enginelib.open(tiny_disk / "s", embedder=HashingEmbedder(32))
-        stored = {d["document_id"] for d in store.catalog.list_documents()}
+        stored = {d["document_id"] for d in store._catalog.list_documents()}
         assert {d for d in stored if d.startswith("new")} == committed, free_kb
         assert store.check().ok
         store.close()
@@ -254,7 +254,7 @@ def test_idle_reader_in_another_process_does_not_block_a_writer(tmp_path: Path) 
         store = open_test_store(path)
         # The writer gives the catalog 1 s: a reader holding it would make this raise
         # StoreLockedError instead of committing.
-        store.catalog.lock_timeout = 1.0
+        store._catalog.lock_timeout = 1.0
         try:
             report = store.ingest_documents([doc("new", paragraphs(2))])
             store.delete_document("d0")
@@ -352,7 +352,7 @@ def test_reader_query_logs_stay_bounded(tmp_path: Path) -> None:
     assert sum(f.stat().st_size for f in files) <= 2 * MAX_PENDING_BYTES + 256 * 1024
     store = open_test_store(path)  # imports at most MAX_IMPORT_BYTES, drops the rest
     assert not list((path / "querylog").glob("pending-*"))
-    logged = store.catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
+    logged = store._catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
     assert logged is not None and 0 < logged[0] <= MAX_IMPORT_BYTES // 100
     store.close()
 
@@ -370,7 +370,7 @@ def test_foreign_things_in_the_query_log_folder_do_not_stop_a_writer(tmp_path: P
     (folder / "pending-2.importing").mkdir()
     for _ in range(2):
         with open_test_store(path) as store:
-            logged = store.catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
+            logged = store._catalog.con.execute("SELECT count(*) FROM query_log").fetchone()
             assert logged is not None and logged[0] >= 1  # the reader's entry came in
     assert (folder / "pending-1.jsonl").is_dir() and (folder / "pending-2.importing").is_dir()
 
@@ -410,7 +410,7 @@ def test_odd_lines_in_a_readers_query_log_are_skipped(tmp_path: Path) -> None:
     assert len(json.loads(shown.output)) == 1
     for _ in range(2):
         with open_test_store(path) as store:
-            logged = store.catalog.con.execute("SELECT query_text FROM query_log").fetchall()
+            logged = store._catalog.con.execute("SELECT query_text FROM query_log").fetchall()
             assert logged == [("pads",)]
     assert not list((path / "querylog").glob("pending-*"))
 

@@ -94,7 +94,7 @@ def test_across_languages_bm25_counts_as_much_as_it_covered(french: Store) -> No
     weight, doc_id = _bm25_weight(french, "Can tourist information be erased?")
     assert doc_id == "tourisme"
     view = french.view()
-    text = french.text_index.search(["Can tourist information be erased?"], 10)[0]
+    text = french._text_index.search(["Can tourist information be erased?"], 10)[0]
     coverage = fusion_evidence.bm25_coverage(french, view, "Can tourist information be erased?", text)
     assert coverage is not None and 0.0 < coverage < 0.6
     assert weight == pytest.approx(coverage, abs=1e-6)

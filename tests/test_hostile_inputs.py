@@ -247,10 +247,10 @@ def test_records_bad_ones_skipped_counts_exact(store: Store,
     prefix = f"e{next(_EXAMPLE)}-"  # ids unique to this example in the shared store
     docs = [LoadedDocument(id=prefix + i if isinstance(i, str) else i, text=t, metadata=m)
             for i, t, m in records]
-    before = {d["document_id"] for d in store.catalog.list_documents()}
+    before = {d["document_id"] for d in store._catalog.list_documents()}
     report = _call(store.ingest_documents, docs)
     assert not isinstance(report, EngineError), report
-    after = {d["document_id"] for d in store.catalog.list_documents()}
+    after = {d["document_id"] for d in store._catalog.list_documents()}
     # Exactly what the report says was committed is new in the store, and nothing else;
     # every record has exactly one outcome.
     assert after - before == set(report.added) and not set(report.updated) - after
@@ -318,7 +318,7 @@ def test_strict_ingest_is_all_or_nothing(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="L9") as caught:
         store.ingest_documents(docs, strict=True, batch_size=1)
     assert "nothing was ingested" in str(caught.value)
-    assert store.catalog.list_documents() == []
+    assert store._catalog.list_documents() == []
     report = store.ingest_documents(docs, batch_size=1)
     assert report.added == ("good1", "good2") and "'bad'" in report.skipped[0].reason
     store.close()

@@ -62,10 +62,10 @@ def test_reindex_with_new_chunking_on_an_open_store(tmp_path: Path) -> None:
     _make_store(path)
     bigger = ChunkingConfig(max_tokens=200, overlap_tokens=10, min_tokens=20)
     with open_test_store(path) as store:
-        before = store.catalog.chunk_count()
+        before = store._catalog.chunk_count()
         report = store.reindex(embedder=HashingEmbedder(64), chunking=bigger)
         assert report.chunks_after < before == report.chunks_before
-        assert store.catalog.chunk_count() == len(store.vector_index) == len(store.text_index)
+        assert store._catalog.chunk_count() == len(store._vector_index) == len(store._text_index)
         assert store.search("caliper", limit=2, answerability_threshold=None).hits
         assert store.check().ok
     with pytest.raises(IncompatibleStoreError, match="chunked with"):
@@ -95,7 +95,7 @@ def test_reindex_killed_around_its_commit(tmp_path: Path, step: str) -> None:
     dim = 32 if committed else 64
     with enginelib.open(path, embedder=HashingEmbedder(dim)) as store:
         assert store.manifest.embedding_dim == dim and store.check().ok
-        assert len(store.catalog.list_documents()) == 5
+        assert len(store._catalog.list_documents()) == 5
     assert not (path / maintenance.REINDEX_MARKER).exists()
 
 

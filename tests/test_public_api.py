@@ -62,6 +62,27 @@ def test_every_public_store_method_is_checked_at_the_edge() -> None:
         assert hasattr(getattr(enginelib.Store, name), "__wrapped__"), name
 
 
+def test_a_store_keeps_its_catalog_and_indexes_to_itself(tmp_path: Path) -> None:
+    # store.vector_index.clear() then store.persist() saved an empty index stamped as
+    # current: every search missed until `enginelib repair`. They are the core's own now.
+    import pytest
+
+    store = enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(dim=16))
+    try:
+        store.ingest_documents([enginelib.LoadedDocument(id="a", text="brake pads " * 20)])
+        for name in ("vector_index", "text_index"):
+            assert not hasattr(store, name), name
+        catalog = store.catalog  # read by enginelib.jobs and enginelib.web only
+        with pytest.raises(AttributeError, match="cannot be replaced"):
+            store.catalog = None  # type: ignore[assignment]
+        assert store.catalog is catalog
+        assert store.stats()["vector_index_size"] == store.stats()["text_index_size"] == 1
+        hits = store.search("brake pads", answerability_threshold=None).hits
+        assert [h.document_id for h in hits] == ["a"]
+    finally:
+        store.close()
+
+
 def test_a_store_offers_no_commit_plumbing(tmp_path: Path) -> None:
     store = enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(dim=16))
     try:

@@ -137,7 +137,7 @@ def test_a_pasted_page_checks_a_bounded_number_of_words_for_typos(regulatory: St
     # each unknown word scans the vocabulary: 2,700 of them cost 1.3 s of one search
     from enginelib.indexes.tantivy_query import MAX_LOOKED_UP
 
-    lexicon = regulatory.text_index._get_lexicon()  # type: ignore[attr-defined]
+    lexicon = regulatory._text_index._get_lexicon()  # type: ignore[attr-defined]
     asked: list[str] = []
     original = lexicon.correct
 
@@ -160,7 +160,7 @@ def test_a_known_word_is_never_corrected_and_a_code_never_guessed(regulatory: St
     for query in ("supervisory authority", "1K0615301N brake pads", "Article 17"):
         assert regulatory.search(query, answerability_threshold=None).corrections == {}
     # Negated words are excluded as typed: excluding a guessed word would surprise.
-    assert regulatory.text_index.corrections("erasure -gpdr") == {}
+    assert regulatory._text_index.corrections("erasure -gpdr") == {}
 
 
 def test_rewrite_false_searches_the_words_as_typed(regulatory: Store) -> None:
@@ -197,7 +197,7 @@ def test_strict_syntax_stays_correct_with_corrections_and_prefixes(regulatory: S
     excluded = _top(regulatory, "erasure -sandbox", n=20)
     assert excluded and not {"euaiact-art-57", "euaiact-art-58"} & set(excluded)
     # A phrase is matched as written: no correction inside quotes.
-    assert regulatory.text_index.corrections('"right to erasre"') == {}
+    assert regulatory._text_index.corrections('"right to erasre"') == {}
     for malformed in ('erasure AND "right', "(erasure OR portability", "erasure AND"):
         with pytest.raises(InvalidQueryError):
             regulatory.search(malformed, strategy="fulltext")
@@ -285,8 +285,8 @@ def test_an_acronym_the_corpus_writes_everywhere_gets_no_twin(
 ) -> None:
     # "AI" is written in over half of the regulatory chunks (the AI Act's subject): its
     # twin would add no evidence. "DPIA" is in one glossary note.
-    assert bm25_idf(*regulatory.text_index.document_frequency("AI")) < rewrite.MIN_ACRONYM_IDF
-    df, total = regulatory.text_index.document_frequency("DPIA")
+    assert bm25_idf(*regulatory._text_index.document_frequency("AI")) < rewrite.MIN_ACRONYM_IDF
+    df, total = regulatory._text_index.document_frequency("DPIA")
     assert df == 1 and bm25_idf(df, total) > rewrite.MIN_ACRONYM_IDF
     options = {"strategy": "fulltext", "answerability_threshold": None, "cache": False}
     assert regulatory.search("Which AI practices are prohibited?", **options).expansions == {}
@@ -328,22 +328,22 @@ def test_an_acronym_finds_the_article_of_its_expansion(
 def test_pairs_follow_documents_snapshots_and_reindex(tmp_path: Path) -> None:
     store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32))
     store.ingest_documents([GLOSSARY])
-    assert ("DPIA", "data protection impact assessment", 1) in store.catalog.acronym_counts()
+    assert ("DPIA", "data protection impact assessment", 1) in store._catalog.acronym_counts()
     store.create_snapshot("v1")
     store.ingest_documents([LoadedDocument(id=GLOSSARY.id, text="Glossary: nothing here.")])
-    assert store.catalog.acronym_counts() == []
+    assert store._catalog.acronym_counts() == []
     assert store.search("DPIA", strategy="fulltext", answerability_threshold=None).expansions == {}
     frozen = enginelib.open(tmp_path / "s", snapshot="v1", embedder=HashingEmbedder(32))
     assert frozen.search("DPIA", strategy="fulltext", answerability_threshold=None).expansions \
         == {"DPIA": "data protection impact assessment"}
     frozen.close()
     store.restore_snapshot("v1")
-    assert store.catalog.acronym_counts() == [("DPIA", "data protection impact assessment", 1)]
-    store.catalog.con.execute("DELETE FROM acronyms")  # a store from before acronyms
+    assert store._catalog.acronym_counts() == [("DPIA", "data protection impact assessment", 1)]
+    store._catalog.con.execute("DELETE FROM acronyms")  # a store from before acronyms
     store.reindex(embedder=HashingEmbedder(32))
-    assert store.catalog.acronym_counts() == [("DPIA", "data protection impact assessment", 1)]
+    assert store._catalog.acronym_counts() == [("DPIA", "data protection impact assessment", 1)]
     store.delete_document(GLOSSARY.id)
-    assert store.catalog.acronym_counts() == []
+    assert store._catalog.acronym_counts() == []
     store.close()
 
 

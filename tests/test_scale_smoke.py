@@ -56,7 +56,7 @@ def test_a_10k_store_counts_finds_and_cites_its_chunks(big: Path) -> None:
             assert hit.citation.quote and hit.citation.quote in hit.content
         # Vectors are read from the vector index, not copied into the view.
         view = store.view()
-        assert np.shares_memory(np.asarray(view.vectors), store.vector_index.rows_in_order()[1])
+        assert np.shares_memory(np.asarray(view.vectors), store._vector_index.rows_in_order()[1])
 
 
 @pytest.mark.slow

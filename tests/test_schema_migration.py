@@ -48,7 +48,7 @@ def test_older_store_is_migrated_on_a_writable_open(tmp_path: Path, schema_v2: N
         enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(64), read_only=True)
 
     s = open_test_store(tmp_path / "s")
-    assert s.catalog.get_meta("schema_version") == "2"
+    assert s._catalog.get_meta("schema_version") == "2"
     hits = s.search("brake pads", strategy="fulltext", answerability_threshold=None)
     assert [h.document_id for h in hits] == ["a"]  # nothing lost in the migration
     s.close()
@@ -59,7 +59,7 @@ def test_older_store_is_migrated_on_a_writable_open(tmp_path: Path, schema_v2: N
 
 def test_newer_store_is_refused(tmp_path: Path) -> None:
     s = open_test_store(tmp_path / "s")
-    s.catalog.set_meta("schema_version", "99")
+    s._catalog.set_meta("schema_version", "99")
     s.close()
     with pytest.raises(IncompatibleStoreError, match="newer than this enginelib"):
         open_test_store(tmp_path / "s")

@@ -318,7 +318,7 @@ def test_exact_and_ann_agree_on_a_tiny_filter(tmp_path: Path) -> None:
     filters = {"tags": ["rare"]}
     ann = search(store, "q", strategy="vector", query_vector=query, filters=filters, limit=5)
     view = store.view()
-    allowed = store.catalog.con.execute(
+    allowed = store._catalog.con.execute(
         "SELECT label FROM chunks c JOIN documents d USING (document_id) "
         "WHERE list_has_any(d.tags, ['rare']) ORDER BY label"
     ).fetchnumpy()["label"]
@@ -335,13 +335,13 @@ def test_query_log_and_retrieval_counts(tmp_path: Path) -> None:
     store.search("workshop", answerability_threshold=None)
     store.search("zzzq", strategy="fulltext")
     store.persist()  # the log is buffered; persist (or close) flushes it
-    rows = store.catalog.con.execute(
+    rows = store._catalog.con.execute(
         "SELECT query_text, strategy, result_count, status, latency_ms FROM query_log ORDER BY id"
     ).fetchall()
     assert [(r[0], r[2], r[3]) for r in rows] == [
         ("workshop", len(rows) and rows[0][2], "ok"), ("zzzq", 0, NO_RELEVANT_SOURCES)]
     assert rows[0][2] > 0 and all(r[4] >= 0 for r in rows)
-    counts = store.catalog.con.execute("SELECT sum(retrieval_count) FROM chunks").fetchall()[0][0]
+    counts = store._catalog.con.execute("SELECT sum(retrieval_count) FROM chunks").fetchall()[0][0]
     assert counts == rows[0][2]
     store.close()
 

@@ -418,7 +418,7 @@ def test_deleted_and_replaced_documents_never_come_back(
                 for copy in (store, reader):
                     # DuckDB refuses a read-only connection beside a read-write one of the
                     # same process: the writer lets go first, as it does for other processes
-                    store.catalog.release()
+                    store._catalog.release()
                     for response in (search(copy, options, limit=5),
                                      search(copy, options, limit=1000)):
                         assert not {h.document_id for h in response.hits} & deleted

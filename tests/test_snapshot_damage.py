@@ -211,7 +211,7 @@ def _damage(target: Path, how: str, twin: Path) -> None:
 
 def _live_documents(path: Path) -> list[dict[str, object]]:
     with enginelib.open(path, read_only=True) as reader:
-        return sorted(reader.catalog.list_documents(), key=lambda d: str(d["document_id"]))
+        return sorted(reader._catalog.list_documents(), key=lambda d: str(d["document_id"]))
 
 
 @pytest.mark.slow

@@ -211,7 +211,7 @@ def test_restore_makes_live_equal_to_the_snapshot_as_a_new_generation(store: Sto
     store.create_snapshot("good")
     with _open_snapshot(store.path, "good") as snap:
         expected = _results(snap)
-        expected_chunks = {d: snap.catalog.chunks_of(d) for d in (f"d{i}" for i in range(6))}
+        expected_chunks = {d: snap._catalog.chunks_of(d) for d in (f"d{i}" for i in range(6))}
     store.ingest_documents([doc("d0", paragraphs(3, "broken")), doc("junk", paragraphs(4))])
     store.delete_document("d1")
     generation = store.generation
@@ -219,9 +219,9 @@ def test_restore_makes_live_equal_to_the_snapshot_as_a_new_generation(store: Sto
     report = store.restore_snapshot("good")
     assert report.generation == store.generation == generation + 1
     assert (report.documents, report.archived) == (6, 2)  # d0 replaced, junk deleted
-    assert {d["document_id"] for d in store.catalog.list_documents()} == {f"d{i}" for i in range(6)}
+    assert {d["document_id"] for d in store._catalog.list_documents()} == {f"d{i}" for i in range(6)}
     for doc_id, chunks in expected_chunks.items():
-        got = store.catalog.chunks_of(doc_id)
+        got = store._catalog.chunks_of(doc_id)
         assert [(c["content"], c["start_offset"], c["end_offset"]) for c in got] == [
             (c["content"], c["start_offset"], c["end_offset"]) for c in chunks]
     restored = [[hit[:5] for hit in query] for query in _results(store)]
@@ -274,7 +274,7 @@ _SNAPSHOT_WRITER = textwrap.dedent(
 def test_kill_during_snapshot_create_or_restore(store: Store, step: str) -> None:
     store.create_snapshot("base")
     store.ingest_documents([doc("d0", paragraphs(2, "changed")), doc("added", paragraphs(3))])
-    live_ids = {d["document_id"] for d in store.catalog.list_documents()}
+    live_ids = {d["document_id"] for d in store._catalog.list_documents()}
     store.close()
     action = "create" if step.startswith("snapshot") else "restore"
     result = subprocess.run(
@@ -286,7 +286,7 @@ def test_kill_during_snapshot_create_or_restore(store: Store, step: str) -> None
     reopened = open_test_store(store.path)
     try:
         assert reopened.check().ok, reopened.check().problems
-        ids = {d["document_id"] for d in reopened.catalog.list_documents()}
+        ids = {d["document_id"] for d in reopened._catalog.list_documents()}
         names = [s.name for s in reopened.list_snapshots()]
         if step == "snapshot_before_rename":
             assert names == ["base"] and ids == live_ids

@@ -116,7 +116,7 @@ def test_a_damaged_snapshot_table_is_named_with_the_way_out(store: Store, how: s
 
     reopened = open_test_store(path)  # the live store is untouched, and the way out works
     try:
-        assert {d["document_id"] for d in reopened.catalog.list_documents()} == {"a", "b", "c"}
+        assert {d["document_id"] for d in reopened._catalog.list_documents()} == {"a", "b", "c"}
         reopened.delete_snapshot("s0")
         assert reopened.restore_snapshot("s1").documents == 2
     finally:

@@ -40,13 +40,13 @@ class CountingEmbedder(HashingEmbedder):
 
 
 def chunk_rows(store: enginelib.Store, document_id: str) -> int:
-    return store.catalog.con.execute(
+    return store._catalog.con.execute(
         "SELECT count(*) FROM chunks WHERE document_id = ?", [document_id]
     ).fetchall()[0][0]
 
 
 def searchable_labels(store: enginelib.Store) -> tuple[set[int], set[int]]:
-    return set(store.vector_index.labels().tolist()), set(store.text_index.labels().tolist())
+    return set(store._vector_index.labels().tolist()), set(store._text_index.labels().tolist())
 
 
 def test_zombie_chunks_10_then_15_then_3_leaves_exactly_3(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_zombie_chunks_10_then_15_then_3_leaves_exactly_3(tmp_path: Path) -> Non
         report = store.ingest_documents([doc("manual", text, title="Manual")])
         assert report.chunks_written == target
         assert chunk_rows(store, "manual") == target
-    labels = set(store.catalog.labels_of("manual").tolist())
+    labels = set(store._catalog.labels_of("manual").tolist())
     vector_labels, text_labels = searchable_labels(store)
     assert vector_labels == labels and text_labels == labels
     assert len(labels) == 3
@@ -66,7 +66,7 @@ def test_zombie_chunks_10_then_15_then_3_leaves_exactly_3(tmp_path: Path) -> Non
                                 answerability_threshold=None)
         assert {h.label for h in response.hits} <= labels
         assert len(response.hits) == 3
-    history = store.catalog.versions("manual")
+    history = store._catalog.versions("manual")
     assert [v["version"] for v in history] == ["1.0.0", "1.1.0"]
     assert [v["total_chunks"] for v in history] == [10, 15]
     assert store.get_document("manual")["version"] == "1.2.0"
@@ -84,7 +84,7 @@ def test_unchanged_reingest_is_a_noop(tmp_path: Path) -> None:
     report = store.ingest_documents([doc("a", paragraphs(5), title="A")])
     assert report.unchanged == ("a",) and not report.added and not report.updated
     assert store.generation == generation
-    assert store.catalog.versions("a") == []
+    assert store._catalog.versions("a") == []
     store.close()
 
 
@@ -96,7 +96,7 @@ def test_metadata_change_bumps_patch_and_archives_its_predecessor(tmp_path: Path
     assert document["domain"] == "suspension"
     assert document["version"] == "1.0.1"
     # as `update` does: a citation naming 1.0.0 still reads its text
-    assert [v["version"] for v in store.catalog.versions("a")] == ["1.0.0"]
+    assert [v["version"] for v in store._catalog.versions("a")] == ["1.0.0"]
     store.close()
 
 
@@ -122,7 +122,7 @@ def test_offsets_are_exact_and_cover_the_document(tmp_path: Path) -> None:
     text = "# Titre\r\n\r\nCafe\u0301 cr\u00e8me 🚗 " + paragraphs(12) + "\n## Fin\nDernier mot."
     store.ingest_documents([doc("x", enginelib.text.normalize_text(text), title="X")])
     stored = store.get_document("x")["content"]
-    chunks = store.catalog.chunks_of("x")
+    chunks = store._catalog.chunks_of("x")
     assert chunks[0]["start_offset"] == 0 and chunks[-1]["end_offset"] == len(stored)
     covered = 0
     for chunk in chunks:
@@ -178,7 +178,7 @@ def test_unknown_ingest_option_is_a_clear_error(tmp_path: Path) -> None:
 def test_reopen_rebuilds_missing_indexes_from_catalog(tmp_path: Path) -> None:
     store = open_test_store(tmp_path / "s")
     store.ingest_documents([doc(f"d{i}", paragraphs(4, f"topic{i}")) for i in range(5)])
-    labels = set(store.catalog.all_labels().tolist())
+    labels = set(store._catalog.all_labels().tolist())
     store.close()
     import shutil
 
@@ -209,10 +209,10 @@ def test_delete_document_removes_it_everywhere(tmp_path: Path) -> None:
     store.ingest_documents([doc("a", paragraphs(4)), doc("b", paragraphs(4, "gdpr"))])
     store.delete_document("a")
     vector_labels, text_labels = searchable_labels(store)
-    assert vector_labels == text_labels == set(store.catalog.labels_of("b").tolist())
+    assert vector_labels == text_labels == set(store._catalog.labels_of("b").tolist())
     with pytest.raises(enginelib.DocumentNotFoundError):
         store.get_document("a")
-    assert [v["change_summary"] for v in store.catalog.versions("a")] == ["deleted"]
+    assert [v["change_summary"] for v in store._catalog.versions("a")] == ["deleted"]
     store.close()
 
 
@@ -239,14 +239,14 @@ def test_sigkill_during_batch_ingest_keeps_committed_documents(tmp_path: Path, s
     )
     assert result.returncode == -9, result.stderr
     store = open_test_store(path)
-    committed = sorted(r["document_id"] for r in store.catalog.list_documents())
+    committed = sorted(r["document_id"] for r in store._catalog.list_documents())
     batches = int(step.split(":")[1]) - (1 if step.startswith("before") else 0)
     assert committed == [f"doc{i:03d}" for i in range(5 * batches)]
-    labels = set(store.catalog.all_labels().tolist())
+    labels = set(store._catalog.all_labels().tolist())
     assert searchable_labels(store) == (labels, labels)
     for document_id in committed:  # whole documents only, offsets intact
         document = store.get_document(document_id)
-        chunks = store.catalog.chunks_of(document_id)
+        chunks = store._catalog.chunks_of(document_id)
         assert len(chunks) == document["total_chunks"]
         assert chunks[-1]["end_offset"] == len(document["content"])
     hits = store.search("workshop manual", strategy="fulltext", limit=200, answerability_threshold=None)
@@ -257,7 +257,7 @@ def test_sigkill_during_batch_ingest_keeps_committed_documents(tmp_path: Path, s
 def test_vectors_in_catalog_match_the_embedder(tmp_path: Path) -> None:
     store = open_test_store(tmp_path / "s")
     store.ingest_documents([doc("a", paragraphs(3), title="T")])
-    rows = store.catalog.con.execute(
+    rows = store._catalog.con.execute(
         "SELECT c.content, c.heading_path, c.embedding FROM chunks c ORDER BY chunk_index"
     ).fetchall()
     expected = store.embedder.embed(["\n".join(p for p in ("T", r[1], r[0]) if p) for r in rows])
@@ -272,7 +272,7 @@ def test_search_time_index_options_apply_to_an_existing_store(tmp_path: Path) ->
     manifest_before = (tmp_path / "s" / "manifest.json").read_text()
     tuned = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True,
                            index_options={"vector": {"ef_search": 400}, "text": {"lenient": True}})
-    assert tuned.vector_index.ef_search == 400
+    assert tuned._vector_index.ef_search == 400
     # Lenient text parsing for this session: an unbalanced quote is searched as words.
     assert tuned.search('"brake pads', strategy="fulltext", answerability_threshold=None).ok
     tuned.close()
@@ -280,7 +280,7 @@ def test_search_time_index_options_apply_to_an_existing_store(tmp_path: Path) ->
     with pytest.raises(InvalidInputError, match=r"\['M'\] are fixed when a store is created"):
         enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), index_options={"vector": {"M": 32}})
     plain = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True)
-    assert plain.vector_index.ef_search != 400
+    assert plain._vector_index.ef_search != 400
     plain.close()
 
 

@@ -40,7 +40,7 @@ def test_regulatory_chunks_lie_inside_one_article_with_its_heading_path(tmp_path
     report = store.ingest_path(*(REGULATORY / name for name in ACTS), truth_level="L1")
     assert len(report.added) == len(ACTS)
     total = inside = named = 0
-    doc_ids = [r[0] for r in store.catalog.con.execute("SELECT document_id FROM documents").fetchall()]
+    doc_ids = [r[0] for r in store._catalog.con.execute("SELECT document_id FROM documents").fetchall()]
     for doc_id in doc_ids:
         shown = store.show(doc_id)
         text = shown["document"]["content"]

@@ -52,7 +52,7 @@ class Surfaces:
     def cli(self, *args: str) -> Any:
         # The serve store holds the catalog open for writing; the CLI opens it read-only,
         # which DuckDB refuses in the same process while the other connection is open.
-        self.store.catalog.release()
+        self.store._catalog.release()
         return self.runner.invoke(main, [*args, "--store", str(self.path)])
 
 

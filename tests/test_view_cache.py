@@ -57,7 +57,7 @@ def test_open_maps_the_saved_columns_and_catches_up(tmp_path: Path, small_thresh
     with enginelib.open(path, read_only=True) as reader:
         caught_up = reader.view()
         assert "d3" not in {caught_up.record(p).document_id for p in range(len(caught_up))}
-        full = ChunkView.load(reader.catalog, reader.vector_index, use_saved=False)
+        full = ChunkView.load(reader._catalog, reader._vector_index, use_saved=False)
         _same(caught_up, full)
     with enginelib.open(path) as store:
         store.ingest_documents(_docs(400, 40))  # past STALE_ROWS: saved again
@@ -78,4 +78,4 @@ def test_a_torn_or_foreign_folder_is_ignored(tmp_path: Path, small_thresholds: N
     (folder / "label.npy").write_bytes(damage)
     with enginelib.open(path, read_only=True) as reader:
         assert len(reader.view()) == 30
-        _same(reader.view(), ChunkView.load(reader.catalog, reader.vector_index, use_saved=False))
+        _same(reader.view(), ChunkView.load(reader._catalog, reader._vector_index, use_saved=False))

@@ -13,7 +13,10 @@ follows a writer's generations as a reader, and runs the commit protocol:
 
 The protocol's steps (and ``_adopt_model`` after a reindex) are underscore methods: the
 operations call them with what they just committed, and a user's ``Store`` does not offer
-them, since called from outside they put the indexes out of step with the catalog. Every
+them, since called from outside they put the indexes out of step with the catalog. The
+catalog and the indexes themselves are underscore attributes for the same reason
+(``_catalog``, ``_vector_index``, ``_text_index``): a user who closed or wrote to them
+behind the store's back left indexes that disagree with the catalog, saved as current. Every
 public method is checked and guarded by ``store_guard``.
 
 The operations (ingest, search, maintenance, snapshots, export, jobs) take a ``StoreCore``;
@@ -82,7 +85,7 @@ class StoreCore:
     ) -> None:
         self.path = path
         self.manifest = manifest
-        self.catalog = catalog
+        self._catalog = catalog
         self.embedder = embedder
         self.read_only = read_only
         self.snapshot = snapshot
@@ -97,7 +100,7 @@ class StoreCore:
         self.response_cache = ResponseCache()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         try:
-            self.vector_index, self.text_index = self._open_indexes()
+            self._vector_index, self._text_index = self._open_indexes()
         except BaseException:
             catalog.close()
             if lock is not None:
@@ -122,13 +125,31 @@ class StoreCore:
             self._load_meta()
             self._sync_indexes()
             if not read_only:
-                self.query_log.import_pending(self.catalog)
-            self.catalog.release()
+                self.query_log.import_pending(self._catalog)
+            self._catalog.release()
         except BaseException:
             # A failed open kept the catalog connection and the writer lock: every later
             # open in this process said the store was open already ("another way").
             self._abandon()
             raise
+
+    @property
+    def catalog(self) -> Catalog:
+        """The DuckDB catalog, only for enginelib's job queue and web console, which still
+        read it here (``enginelib.jobs.worker``, ``enginelib.web.service``): not public API.
+
+        The catalog and both indexes are the core's own (``_catalog``, ``_vector_index``,
+        ``_text_index``): written or closed outside an operation they fall out of step with
+        each other. It cannot be replaced either (the setter refuses: it exists only so
+        that the jobs package's ``IngestTarget`` Protocol, which declares a plain
+        attribute, is met); it goes once those two modules take the queue from
+        ``Store.jobs()``.
+        """
+        return self._catalog
+
+    @catalog.setter
+    def catalog(self, value: Catalog) -> None:
+        raise AttributeError("a store's catalog cannot be replaced: open the store again")
 
     def _abandon(self) -> None:
         self._let_go()
@@ -137,10 +158,10 @@ class StoreCore:
     def _let_go(self) -> None:
         """Give back what an open took: tantivy's writer lock (a failed save must not keep
         it), the catalog, the scratch folder, the writer lock."""
-        release = getattr(self.text_index, "release", None)
+        release = getattr(self._text_index, "release", None)
         if release is not None:
             release()
-        self.catalog.close()
+        self._catalog.close()
         if self._scratch is not None:
             self._scratch.cleanup()
         if self._lock is not None:
@@ -255,7 +276,7 @@ class StoreCore:
             return
         self._closed = True
         try:
-            self.query_log.flush(self.catalog)
+            self.query_log.flush(self._catalog)
             if not self.read_only:
                 self.persist()
         finally:
@@ -304,8 +325,8 @@ class StoreCore:
         return self._index_version
 
     def _load_meta(self) -> None:
-        self._generation = self.catalog.generation
-        self._index_version = self.catalog.get_meta("index_version") or ""
+        self._generation = self._catalog.generation
+        self._index_version = self._catalog.get_meta("index_version") or ""
 
     def _committed(self) -> None:
         """Called after every catalog commit by this process: refresh the cached meta."""
@@ -329,20 +350,20 @@ class StoreCore:
             if manifest is None or manifest.generation == self._generation:
                 self._manifest_stamp = stamp
                 return False
-            generation = self.catalog.generation
+            generation = self._catalog.generation
             vector, text = self._open_indexes()
             if not generation == manifest.generation == vector.generation == text.generation:
                 # The writer is between its catalog commit and its index save: try later.
                 self._refresh_after = time.monotonic() + 0.2
                 return False
-            index_version = self.catalog.get_meta("index_version") or ""
+            index_version = self._catalog.get_meta("index_version") or ""
             view = self._next_view(vector)
         except StoreLockedError:
             self._refresh_after = time.monotonic() + 0.2
             return False
         finally:
-            self.catalog.release()
-        self.vector_index, self.text_index = vector, text
+            self._catalog.release()
+        self._vector_index, self._text_index = vector, text
         self._generation, self._index_version = generation, index_version
         self.manifest = manifest
         self._manifest_stamp = stamp
@@ -396,25 +417,25 @@ class StoreCore:
         """Bring both indexes up to the catalog's generation (replay, or rebuild if unknown)."""
         target = self._generation
         changed = False
-        for index in (self.vector_index, self.text_index):
+        for index in (self._vector_index, self._text_index):
             stamp = index.generation
             if stamp == target:
                 continue
             changed = True
             if self.read_only and isinstance(index, TextIndex):
-                index = self.text_index = self._scratch_text_index()
+                index = self._text_index = self._scratch_text_index()
                 stamp = None
             if stamp is None or stamp > target:
                 index.clear()
                 self._replay(index, since=None)
             else:
-                index.delete(self.catalog.tombstones_since(stamp))
+                index.delete(self._catalog.tombstones_since(stamp))
                 self._replay(index, since=stamp)
         if (changed or self.manifest.generation != target) and not self.read_only:
             self._save()
 
     def _replay(self, index: VectorIndex | TextIndex, since: int | None) -> None:
-        for batch in self.catalog.chunk_batches(since_generation=since):
+        for batch in self._catalog.chunk_batches(since_generation=since):
             if isinstance(index, VectorIndex):
                 index.add(batch.labels, batch.vectors)
             else:
@@ -444,7 +465,7 @@ class StoreCore:
         stamps say exactly what they hold) and replay the catalog from there, as an open
         after a kill does."""
         self._committed()  # the failure may have come before the generation was read
-        self.vector_index, self.text_index = self._open_indexes()
+        self._vector_index, self._text_index = self._open_indexes()
         self.hit_token_cache.clear()
         self._indexes_behind = False
         self._sync_indexes()
@@ -457,13 +478,13 @@ class StoreCore:
         self._save()
 
     def _save(self) -> None:
-        self.query_log.flush(self.catalog)
+        self.query_log.flush(self._catalog)
         generation = self._generation
-        if self.vector_index.generation != generation:
-            self.vector_index.save(generation)
+        if self._vector_index.generation != generation:
+            self._vector_index.save(generation)
             faults.crash_point("after_vector_save")
-        if self.text_index.generation != generation:
-            self.text_index.save(generation)
+        if self._text_index.generation != generation:
+            self._text_index.save(generation)
             faults.crash_point("after_text_save")
         if (self.manifest.generation, self.manifest.index_version) != (generation, self._index_version):
             self.manifest = mf.Manifest.from_dict(
@@ -473,7 +494,7 @@ class StoreCore:
             faults.crash_point("before_manifest_rename")
             mf.write_manifest(self.path, self.manifest)
             faults.crash_point("after_manifest")
-        self.catalog.release()
+        self._catalog.release()
 
     def view(self) -> ChunkView:
         """The chunk view searches read; reloaded only after a commit."""
@@ -484,7 +505,7 @@ class StoreCore:
             self._catch_up_indexes()
         if self._view is None or self._view.generation != self._generation:
             view = self._next_view()
-            self.catalog.release()
+            self._catalog.release()
             self._swap_view(view)
         assert self._view is not None
         return self._view
@@ -492,24 +513,24 @@ class StoreCore:
     def _next_view(self, vector_index: VectorIndex | None = None) -> ChunkView:
         """The view at the catalog's generation: the current one plus what changed, so a
         commit costs what it changed, not a reload of every chunk."""
-        index = vector_index if vector_index is not None else self.vector_index
+        index = vector_index if vector_index is not None else self._vector_index
         if self._view is None:
-            return ChunkView.load(self.catalog, index)
-        return self._view.advance(self.catalog, index)
+            return ChunkView.load(self._catalog, index)
+        return self._view.advance(self._catalog, index)
 
     def _apply_commit(self, removed: np.ndarray, added: Sequence[tuple[np.ndarray, np.ndarray, list[TextDocument]]]) -> None:
         """Mirror a committed catalog change into the in-memory indexes."""
         if len(removed):
-            self.vector_index.delete(removed)
-            self.text_index.delete(removed)
+            self._vector_index.delete(removed)
+            self._text_index.delete(removed)
         added = [batch for batch in added if len(batch[0])]
         if added:
             # One call per index for the whole batch: both backends have a per-call cost.
-            self.vector_index.add(
+            self._vector_index.add(
                 np.concatenate([labels for labels, _, _ in added]),
                 np.vstack([vectors for _, vectors, _ in added]),
             )
-            self.text_index.add([text for _, _, texts in added for text in texts])
+            self._text_index.add([text for _, _, texts in added for text in texts])
 
     def search_presets(self) -> dict[str, dict[str, Any]]:
         """Named presets for ``search(..., preset=NAME)``: default, balanced, semantic, keyword..."""
@@ -526,9 +547,9 @@ class StoreCore:
     def _load_presets(self) -> None:
         from ..search.presets import default_preset, load_presets
 
-        self._presets = load_presets(self.catalog)
-        self._default_preset = default_preset(self.catalog)
-        self.catalog.release()
+        self._presets = load_presets(self._catalog)
+        self._default_preset = default_preset(self._catalog)
+        self._catalog.release()
 
     def rebuild_indexes(self) -> None:
         """Throw both derived indexes away and rebuild them from the catalog, then persist."""
@@ -539,7 +560,7 @@ class StoreCore:
         if self._view is not None:
             self._view.close()
             self._view = None
-        self.vector_index, self.text_index = self._open_indexes()
+        self._vector_index, self._text_index = self._open_indexes()
         self.hit_token_cache.clear()
         self._sync_indexes()
 
@@ -547,7 +568,7 @@ class StoreCore:
         """After a reindex: switch to the new model, dimension and chunking in place."""
         self.manifest = manifest
         self.embedder = embedder
-        self.catalog.dim = manifest.embedding_dim
+        self._catalog.dim = manifest.embedding_dim
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self._committed()

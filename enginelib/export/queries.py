@@ -56,7 +56,7 @@ def _lines(handle: TextIO, path: Path) -> Iterator[tuple[int, str]]:
 
 def sample_queries(store: Store, limit: int) -> list[str]:
     """The first words of chunks spread over the store: queries that have answers."""
-    queries = [" ".join(text.split()[:12]) for text in sample_contents(store.catalog, limit)]
+    queries = [" ".join(text.split()[:12]) for text in sample_contents(store._catalog, limit)]
     if not queries:
         raise InvalidInputError("the store has no chunks to sample queries from; pass --queries")
     return queries

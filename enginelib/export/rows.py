@@ -98,7 +98,7 @@ def path_shaper(mode: str, folders: list[str]) -> Callable[[str | None], str | N
 @contextmanager
 def read_store(store: Store) -> Iterator[CatalogReader]:
     """A reader over the store's catalog inside one read transaction; releases the file after."""
-    with ce.read_transaction(store.catalog) as con:
+    with ce.read_transaction(store._catalog) as con:
         yield CatalogReader(con, _meta(store, con))
 
 

@@ -180,12 +180,12 @@ def _check_filter(store: Store, conn: psycopg.Connection[Any], names: Names,
 def engine_allowed(store: Store, spec: Mapping[str, Any]) -> set[int]:
     """Chunk labels the engine's filter lets through (every truth level unless the spec says)."""
     compiled = compile_filters(dict(spec) if spec else None)
-    return ce.labels_matching(store.catalog, compiled.where, tuple(compiled.params))
+    return ce.labels_matching(store._catalog, compiled.where, tuple(compiled.params))
 
 
 def filter_matrix(store: Store) -> list[dict[str, Any]]:
     """Filters over values the store really holds: each kind the engine supports."""
-    held = ce.filter_probe_values(store.catalog, _COMMON_COLUMNS)
+    held = ce.filter_probe_values(store._catalog, _COMMON_COLUMNS)
     matrix: list[dict[str, Any]] = [{}]
     matrix += [{"truth_level": level} for level in held.common["truth_level"]]
     for name in _COMMON_COLUMNS[1:]:

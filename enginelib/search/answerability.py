@@ -98,7 +98,7 @@ def _hit_tokens(store: Store, view: ChunkView, position: int) -> frozenset[str]:
     tokens = cache.get(label)
     if tokens is None:
         text = " ".join(part for part in (record.title, record.heading_path, record.content) if part)
-        tokens = frozenset(store.text_index.text_tokens(text))
+        tokens = frozenset(store._text_index.text_tokens(text))
         if len(cache) >= HIT_TOKEN_CACHE_SIZE:
             cache.pop(next(iter(cache)))  # oldest first: dicts keep insertion order
         cache[label] = tokens
@@ -108,7 +108,7 @@ def _hit_tokens(store: Store, view: ChunkView, position: int) -> frozenset[str]:
 def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
     """Content words of the user's own query (its rewrites are the engine's words, not the
     user's: they must not make a query look covered)."""
-    terms = store.text_index.query_terms(queries[0])
+    terms = store._text_index.query_terms(queries[0])
     # Question words ("when", "must", "doit") are not what a question asks about: the same
     # list the quotes and highlights skip, beyond the index's own stop words.
     kept = set(content_terms([t.word for t in terms]))

@@ -116,7 +116,7 @@ def log(store: Store, asked: str, request: SearchRequest, response: SearchRespon
             "status": response.status,
         },
         [h.label for h in response.hits],
-        store.catalog,
+        store._catalog,
     )
 
 

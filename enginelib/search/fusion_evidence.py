@@ -46,7 +46,7 @@ def bm25_coverage(store: Store, view: ChunkView, query: str, text: Ranking) -> f
     position = _position(view, text[0][0])
     if position < 0:
         return None
-    terms = store.text_index.query_terms(query)
+    terms = store._text_index.query_terms(query)
     kept = set(content_terms([t.word for t in terms]))
     share, _missing = gate.coverage([t for t in terms if t.word in kept],
                                     set(_hit_tokens(store, view, position)))

@@ -180,7 +180,7 @@ _QUOTE_TERMS: GenerationMemo[tuple[str, ...]] = GenerationMemo()
 def quote_terms_of(store: Store, view: ChunkView, query: str) -> tuple[str, ...]:
     """The query's content words and their stems, as quotes and highlights look for them."""
     return _QUOTE_TERMS.get(store, (view.generation, store.index_version), query,
-                            lambda: content_terms(store.text_index.highlight_terms(query)))
+                            lambda: content_terms(store._text_index.highlight_terms(query)))
 
 
 def _ranks(ranking: Ranking) -> dict[int, int]:

@@ -186,7 +186,7 @@ def _vector_rankings(
                 matrix, labels = view.vectors[pos], view.labels[pos]
             rankings.append(exact_topk(matrix, labels, vec.reshape(1, -1), depth)[0])
         else:
-            rankings.append(store.vector_index.search(vec.reshape(1, -1), depth, allowed)[0])
+            rankings.append(store._vector_index.search(vec.reshape(1, -1), depth, allowed)[0])
     return rankings
 
 
@@ -198,5 +198,5 @@ def _text_rankings(
     options: dict[str, bool] = {"lenient": True} if request.lenient else {}
     if not request.rewrite:  # words as typed: the index must not correct them either
         options["correct"] = False
-    return store.text_index.search(list(request.queries), depth, allowed,
+    return store._text_index.search(list(request.queries), depth, allowed,
                                    **options)  # type: ignore[call-arg]

@@ -183,7 +183,7 @@ def as_words(sub_query: str) -> str:
 
 
 def _corrections(store: Store, query: str) -> dict[str, str]:
-    corrections = getattr(store.text_index, "corrections", None)
+    corrections = getattr(store._text_index, "corrections", None)
     return dict(corrections(query)) if corrections is not None else {}
 
 
@@ -215,10 +215,10 @@ def acronym_table(store: Store, generation: int) -> AcronymTable:
     acronyms too frequent to be worth a twin (``MIN_ACRONYM_IDF``)."""
     cached = _TABLES.get(store)
     if cached is None or cached[0] != generation:
-        rows = store.catalog.acronym_counts()
-        store.catalog.release()
+        rows = store._catalog.acronym_counts()
+        store._catalog.release()
         table = AcronymTable.build(rows)
-        frequency = getattr(store.text_index, "document_frequency", None)
+        frequency = getattr(store._text_index, "document_frequency", None)
         if frequency is not None and table:
             table = table.without([a for a in table.expansion_of if _frequent(*frequency(a))])
         cached = (generation, table)
