@@ -283,6 +283,8 @@ def list_snapshots(target: StoreLike) -> list[SnapshotInfo]:
     """Snapshots oldest first; unreadable folders are skipped here and reported by check."""
     root = _root(target)
     folder = root / SNAPSHOTS_DIR
+    if not root.exists():  # a mistyped --store said "no snapshots"
+        raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
     if not folder.exists():
         return []
     pinned = set(_read_settings(root)["pinned"])

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from .core.store_core import StoreCore
+from .core.store_core import StoreCore, require_folder
 from .edge import guard
 from .validation import check_store_path
 
@@ -35,6 +35,7 @@ def takes_store(func: Callable[P, R]) -> Callable[P, R]:
         target, *rest = args
         if not isinstance(target, StoreCore):
             target = check_store_path(target)
+            require_folder(target)
         where = target.path if isinstance(target, StoreCore) else target
         with guard(operation, where):
             return func(target, *rest, **kwargs)  # type: ignore[arg-type]

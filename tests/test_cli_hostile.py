@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import enginelib
 from enginelib.cli.main import main
 from tests.reporting import say
 
@@ -89,6 +90,33 @@ def test_store_path_with_backslash(tmp_path: Path) -> None:
     code, output = run_cli(["init", "--store", str(tmp_path / "a\\b")])
     assert code == 2 and "backslash" in output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_path_that_is_not_a_folder_is_named_as_what_it_is(tmp_path: Path) -> None:
+    # A file as --store: search said "no enginelib store here: create it with `enginelib
+    # init`", init then "open store failed: Not a directory"; `snapshot list` of it, or of a
+    # mistyped path, said "no snapshots" and exit 0.
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a store", encoding="utf-8")
+    document = tmp_path / "a.md"
+    document.write_text("# Pads\n\nBrake pads wear.\n", encoding="utf-8")
+    targets = {a_file: "a file", Path("/dev/null"): "a character device"}
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe")
+        targets[tmp_path / "pipe"] = "a named pipe (FIFO)"
+    for target, kind in targets.items():
+        for args in (["init"], ["search", "brake"], ["ingest", str(document), "--no-progress"],
+                     ["snapshot", "list"], ["check"], ["stats"]):
+            command = args[:2] if args[0] == "snapshot" else args[:1]
+            code, output = run_cli([*command, "--store", str(target), *args[len(command):]])
+            assert code == 2 and output == (f"Error: the store path {target} is {kind}, not a "
+                                            "folder: a store is a folder (created if missing): "
+                                            "give another path\n"), (args, output)
+    assert a_file.read_text(encoding="utf-8") == "not a store"
+    code, output = run_cli(["snapshot", "list", "--store", str(tmp_path / "typo")])
+    assert code == 2 and output == f"Error: no enginelib store at {tmp_path / 'typo'}\n"
+    with pytest.raises(enginelib.StoreError, match="is a file, not a folder"):
+        enginelib.open(a_file)
 
 
 def test_ingest_reports_bad_records_and_strict_is_all_or_nothing(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ The operations (ingest, search, maintenance, snapshots, export, jobs) take a ``S
 from __future__ import annotations
 
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -56,6 +57,7 @@ from ..errors import (
 )
 from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS, split_vector_backend
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
+from ..input_files import special_kind
 from ..querylog import QueryLog
 from ..search.cache import ResponseCache
 from ..validation import MAX_DIM, check_int
@@ -182,6 +184,7 @@ class StoreCore:
         index_options: dict[str, Any] | None = None,
     ) -> Self:
         root = Path(path)
+        require_folder(root)
         existing = mf.read_manifest(root) if root.exists() else None
         if existing is None:
             if layout.catalog_path(root).is_file():
@@ -604,6 +607,20 @@ def _start_unfinished_catalog_again(path: Path, read_only: bool) -> None:
                          f"starts it again", path=path)
     path.unlink()
     path.with_name(path.name + ".wal").unlink(missing_ok=True)
+
+
+def require_folder(root: Path) -> None:
+    """A store path that names a file, a pipe or a device is refused saying so: a search
+    said "no enginelib store here: create it with `enginelib init`", which then failed with
+    "Not a directory"."""
+    try:
+        info = root.stat()
+    except OSError:
+        return  # missing (created, or StoreNotFoundError below) or unreadable: said there
+    if not stat.S_ISDIR(info.st_mode):
+        kind = special_kind(info.st_mode) or "a file"
+        raise StoreError(f"the store path {root} is {kind}, not a folder: a store is a folder "
+                         "(created if missing): give another path", path=root)
 
 
 def _open_catalog(root: Path, dim: int, read_only: bool) -> Catalog:
