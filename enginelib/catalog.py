@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from .errors import (
     StoreError,
     StoreLockedError,
 )
+from .input_files import special_kind
 from .schema import (
     ACRONYMS_DDL,
     CHUNK_COLUMNS,
@@ -104,6 +106,8 @@ class Catalog:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         # DuckDB lets one process hold a file read-write, or many hold it read-only. Writers
         # and readers therefore hold it only briefly and retry while another process has it.
+        if not self.in_memory_db:
+            _require_file(self.path)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         while True:
@@ -613,6 +617,21 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
         f"DuckDB was rewriting and loses nothing. If it cannot: {snapshot_advice(path)}",
         path=path,
     )
+
+
+def _require_file(path: Path) -> None:
+    """DuckDB opens whatever the path names: a pipe in the catalog's place blocked every
+    command on the store for good, waiting for a writer."""
+    try:
+        kind = special_kind(os.stat(path).st_mode)
+    except OSError:
+        return  # missing (a new catalog) or unreadable: DuckDB says so
+    if kind is not None:  # not CorruptStoreError: there are no blocks to mend
+        store = shell_word(path.parent)
+        raise StoreError(
+            f"the catalog {path} is {kind}, not a file: remove it and put catalog.duckdb back "
+            f"from a copy of the folder, or start the store again from a snapshot "
+            f"(`enginelib snapshot list --store {store}`)", path=path)
 
 
 def snapshot_advice(path: Path) -> str:

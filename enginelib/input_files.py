@@ -30,7 +30,10 @@ _KINDS = (
 
 
 class NotRegularFileError(OSError):
-    """A path that names a folder, a pipe, a device or a socket where a file is read."""
+    """A path that names a folder, a pipe, a device or a socket where a file is read;
+    ``kind`` says which ("a named pipe (FIFO)")."""
+
+    kind = "not a regular file"
 
 
 def special_kind(mode: int) -> str | None:
@@ -50,7 +53,9 @@ def not_regular(path: str | Path, kind: str) -> NotRegularFileError:
     why = (f"{kind}, not a regular file" if kind != "not a regular file" else kind)
     if kind != "a folder":
         why += " (reading it could wait forever or never end): give a regular file"
-    return NotRegularFileError(code, why, str(path))
+    error = NotRegularFileError(code, why, str(path))
+    error.kind = kind
+    return error
 
 
 def check_regular(path: str | Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from .core.layout import MANIFEST_NAME, SNAPSHOTS_DIR
 from .durable import write_atomic
 from .errors import IncompatibleStoreError, StoreError
+from .input_files import NotRegularFileError, open_regular
 
 FORMAT_VERSION = 1
 
@@ -64,7 +65,10 @@ def read_manifest(directory: Path) -> Manifest | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path) as handle:  # a pipe put in its place would wait forever
+            data = json.loads(handle.read().decode("utf-8"))
+    except NotRegularFileError as exc:
+        raise _damaged(path, f"it is {exc.kind}, not a file") from exc
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc}", path=path) from exc
     except ValueError as exc:

@@ -235,6 +235,30 @@ def test_a_pipe_or_device_given_as_an_input_file_is_refused_not_waited_on(
     assert all(stat.S_ISFIFO(os.stat(path).st_mode) for path in fifo.values())
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_in_place_of_the_manifest_or_the_catalog_is_named_not_waited_on(
+        store: Path, tmp_path: Path) -> None:
+    # Every command on the store blocked for good: the manifest was read with read_text,
+    # DuckDB opened the catalog's path as it was, and a writer's open tried to mend it.
+    import shutil
+
+    document = tmp_path / "a.md"
+    document.write_text("# Pads\n\nBrake pads wear.\n", encoding="utf-8")
+    for name, says in (("manifest.json", "is damaged: it is a named pipe (FIFO), not a file"),
+                       ("catalog.duckdb", "is a named pipe (FIFO), not a file: remove it")):
+        copy = tmp_path / name.split(".")[0]
+        shutil.copytree(store, copy)
+        (copy / name).unlink()
+        os.mkfifo(copy / name)
+        for args in (["search", "brake"], ["ingest", str(document), "--no-progress"],
+                     ["repair"]):
+            done = _subprocess([*args, "--store", str(copy)], timeout=60)
+            stderr = done.stderr.decode()
+            assert done.returncode == 2 and stderr.startswith("Error: ") and says in stderr, (
+                name, args, stderr[-2000:])
+        assert stat.S_ISFIFO(os.stat(copy / name).st_mode)
+
+
 def test_a_vector_file_bigger_than_any_vector_is_refused_unread(store: Path, tmp_path: Path) -> None:
     from enginelib.cli.vector_input import MAX_VECTOR_FILE_BYTES
 
