@@ -66,6 +66,13 @@ def check_regular(path: str | Path) -> None:
         raise not_regular(path, kind)
 
 
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file (``open_regular``), whole: for the
+    small files a store keeps (stamps, index metadata)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
 def open_regular(path: str | Path) -> BinaryIO:
     """``path`` opened for reading in binary, if it is a regular file.
 

@@ -61,6 +61,7 @@ from enginelib.indexes.graph_options import (
     rows_of_labels,
 )
 from enginelib.indexes.vector_rows import VectorRows, drop_rows, is_rows_file, load_npy
+from enginelib.input_files import read_regular
 
 FORMAT_VERSION = 2
 _READABLE_FORMATS = (1, 2)
@@ -466,7 +467,7 @@ class HnswVectorIndex:
     def _load(self) -> None:
         """Load the stamped generation; anything unreadable leaves an empty index."""
         try:
-            stamp = json.loads((self.directory / STAMP).read_text(encoding="utf-8"))
+            stamp = json.loads(read_regular(self.directory / STAMP).decode("utf-8"))
             if stamp.get("format") not in _READABLE_FORMATS or stamp.get("dim") != self.dim:
                 return
             folder = self.directory / str(stamp["folder"])

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from enginelib.durable import remove_unfinished
+from enginelib.input_files import read_regular
 
 STAMP = "stamp.json"
 # Temp files of durable writes and of an index save in progress: never part of a copy.
@@ -17,7 +18,7 @@ def read_stamp(folder: Path) -> dict[str, object] | None:
     path = folder / STAMP
     if not path.is_file():
         return None
-    stamp = json.loads(path.read_text(encoding="utf-8"))
+    stamp = json.loads(read_regular(path).decode("utf-8"))
     if not isinstance(stamp, dict):
         raise ValueError(f"{path} does not hold a JSON object")
     return stamp

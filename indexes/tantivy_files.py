@@ -9,6 +9,7 @@ expect them: the next commit that reaches the same opstamp fails with
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import zlib
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from enginelib.indexes import stamp_files
+from enginelib.input_files import open_regular, read_regular, special_kind
 
 # Tantivy's own folder inside the backend's (tantivy_text.INDEX_DIR; not imported so that
 # reading files never loads tantivy itself).
@@ -64,7 +66,7 @@ def _published_segments(directory: Path) -> dict[str, Any] | None:
     """Segment id -> the opstamp of its published deletes, from ``meta.json``; None
     without a readable one."""
     try:
-        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads(read_regular(directory / "meta.json").decode("utf-8"))
         return {
             str(seg["segment_id"]).replace("-", ""): (seg.get("deletes") or {}).get("opstamp")
             for seg in meta["segments"]
@@ -104,6 +106,16 @@ def footer_checksums(directory: Path) -> dict[str, int | None]:
     return {path.name: _footer_crc(path) for path in published_files(directory) or []}
 
 
+def only_regular_files(directory: Path) -> bool:
+    """Whether every entry of the index folder is a regular file: tantivy opens its own
+    (``.managed.json``, its lock files, the segments) whatever they are, and a pipe among
+    them blocked every open of the store for good."""
+    try:
+        return all(special_kind(os.stat(entry).st_mode) is None for entry in directory.iterdir())
+    except OSError:
+        return False
+
+
 def files_match(directory: Path, named: object) -> bool:
     """Whether the published segment files are those a stamp's ``files`` names (a stamp
     without them, written by an older release, matches anything)."""
@@ -115,7 +127,7 @@ def files_match(directory: Path, named: object) -> bool:
 def _footer(path: Path) -> tuple[int, int] | None:
     """(CRC, body length) from a segment file's footer; None when it has none."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = f.seek(0, 2)
             if size < _FOOTER_TAIL.size:
                 return None
@@ -143,7 +155,7 @@ def _body_matches_footer(path: Path) -> bool:
         return False
     crc, remaining = 0, footer[1]
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             while remaining > 0:
                 block = f.read(min(remaining, 1 << 20))
                 if not block:

@@ -75,6 +75,7 @@ from enginelib.indexes.base import Labels, SearchResult, TextDocument
 from enginelib.indexes.lru import Lru
 from enginelib.indexes.tantivy_lexicon import TantivyLexicon
 from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
+from enginelib.input_files import read_regular
 from enginelib.search.gate import QueryTerm, bm25_idf
 from enginelib.search.highlights import is_function_word
 
@@ -191,6 +192,8 @@ class TantivyTextIndex:
         # postings without an error. Derived data: rebuild (a reader, in memory).
         sound = not (same_config and path.exists()) or tantivy_files.files_match(
             path, stamp.get("files") if stamp is not None else None)
+        # A pipe or device among its files (tantivy would wait on it): rebuild, the same.
+        sound = sound and (not path.exists() or tantivy_files.only_regular_files(path))
         if self.read_only and not (same_config and path.exists() and sound):
             self._index = self._make_index(None)  # in memory: the files stay as they are
             return
@@ -255,14 +258,14 @@ class TantivyTextIndex:
 
     def _read_stamp(self) -> dict[str, object] | None:
         try:
-            stamp = json.loads((self.directory / STAMP).read_text(encoding="utf-8"))
+            stamp = json.loads(read_regular(self.directory / STAMP).decode("utf-8"))
         except (OSError, ValueError):
             return None
         return stamp if isinstance(stamp, dict) else None
 
     def _disk_opstamp(self) -> int | None:
         try:
-            meta = json.loads((self.directory / INDEX_DIR / "meta.json").read_text("utf-8"))
+            meta = json.loads(read_regular(self.directory / INDEX_DIR / "meta.json").decode("utf-8"))
             return int(meta["opstamp"])
         except (OSError, ValueError, KeyError, TypeError):
             return None

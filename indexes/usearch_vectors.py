@@ -45,6 +45,7 @@ from enginelib.indexes.graph_options import (
     one_row_per_label,
 )
 from enginelib.indexes.labelled_rows import LabelledRows
+from enginelib.input_files import read_regular
 
 FORMAT_VERSION = 1
 STAMP = "stamp.json"
@@ -309,7 +310,7 @@ class UsearchVectorIndex:
         """Open the stamped generation; anything unreadable leaves an empty index (which the
         store then rebuilds from the catalog)."""
         try:
-            stamp = json.loads((self.directory / STAMP).read_text(encoding="utf-8"))
+            stamp = json.loads(read_regular(self.directory / STAMP).decode("utf-8"))
             if (stamp.get("format") != FORMAT_VERSION or stamp.get("dim") != self.dim
                     or stamp.get("dtype") != self.dtype):
                 return

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from enginelib.durable import fsync_dir, fsync_file
+from enginelib.input_files import check_regular
 
 _INITIAL_TAIL = 1_024
 # Rows copied per block when writing a file: bounded memory whatever the index size.
@@ -42,6 +43,7 @@ def load_npy(path: Path, **options: Any) -> np.ndarray:
     """``np.load`` of a file an index wrote (never pickles). A damaged file raises
     ValueError: numpy's header parser raises tokenize.TokenError or SyntaxError on
     garbage, which callers that rebuild from the catalog on bad files would not expect."""
+    check_regular(path)  # np.load opens whatever the path names: a pipe would block
     try:
         return np.load(path, allow_pickle=False, **options)  # type: ignore[no-any-return]
     except (OSError, ValueError):

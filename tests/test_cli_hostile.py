@@ -259,6 +259,39 @@ def test_a_pipe_in_place_of_the_manifest_or_the_catalog_is_named_not_waited_on(
         assert stat.S_ISFIFO(os.stat(copy / name).st_mode)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_among_the_index_files_is_rebuilt_over_not_waited_on(
+        store: Path, tmp_path: Path) -> None:
+    # The index files are derived: a damaged one is rebuilt from the catalog. A pipe in
+    # the place of a stamp, tantivy's meta.json or .managed.json, a segment or the labels
+    # blocked every command on the store instead (the readers opened it, then tantivy did).
+    import shutil
+
+    document = tmp_path / "a.md"
+    document.write_text("# Rotors\n\nRotors warp under heat.\n", encoding="utf-8")
+    spots = ["indexes/vectors/stamp.json", "indexes/text/stamp.json",
+             "indexes/text/tantivy/meta.json", "indexes/text/tantivy/.managed.json",
+             next(p.relative_to(store).as_posix() for p in store.glob("indexes/text/tantivy/*.term")),
+             next(p.relative_to(store).as_posix() for p in store.glob("indexes/vectors/*/labels.npy"))]
+    for n, spot in enumerate(spots):
+        copy = tmp_path / f"s{n}"
+        shutil.copytree(store, copy)
+        (copy / spot).unlink()
+        os.mkfifo(copy / spot)
+        runs = [["search", "brake fluid", "--no-gate"],  # a reader: rebuilt in memory
+                ["ingest", str(document), "--no-progress"],  # the writer: rebuilt on disk
+                ["check"]]
+        outputs = []
+        for args in runs:
+            done = _subprocess([*args, "--store", str(copy)], timeout=60)
+            assert done.returncode == 0, (spot, args, done.stderr.decode()[-2000:])
+            outputs.append(done.stdout.decode())
+        assert "Brake fluid absorbs water" in outputs[0], (spot, outputs[0])
+        assert "healthy" in outputs[2], (spot, outputs[2])
+        left = [p for p in (copy / "indexes").rglob("*") if stat.S_ISFIFO(p.lstat().st_mode)]
+        assert left == [], spot  # the writer rebuilt the index over it
+
+
 def test_a_vector_file_bigger_than_any_vector_is_refused_unread(store: Path, tmp_path: Path) -> None:
     from enginelib.cli.vector_input import MAX_VECTOR_FILE_BYTES
 
