@@ -47,6 +47,20 @@ def special_kind(mode: int) -> str | None:
     return "not a regular file"
 
 
+def broken_link(path: str | Path) -> str | None:
+    """What a symbolic link that leads nowhere is ("a symbolic link to 'x', which does not
+    exist", "a loop of symbolic links"); None for anything else. Python's ``exists()`` is
+    False for both, which read as "no such file" beside a link the user can see."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links"
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+    return None
+
+
 def not_regular(path: str | Path, kind: str) -> NotRegularFileError:
     """The refusal of ``path``, which is ``kind`` (see ``special_kind``)."""
     code = errno.EISDIR if kind == "a folder" else errno.EINVAL

@@ -119,6 +119,23 @@ def test_a_store_path_that_is_not_a_folder_is_named_as_what_it_is(tmp_path: Path
         enginelib.open(a_file)
 
 
+def test_a_store_path_that_is_a_broken_link_says_so(tmp_path: Path) -> None:
+    # `init` said "open store failed: File exists", a search "no enginelib store here:
+    # create it with `enginelib init`" (which then failed the same way)
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    cases = {tmp_path / "loop1": "a loop of symbolic links",
+             tmp_path / "dangling": f"a symbolic link to '{tmp_path / 'nowhere'}', which does "
+                                    "not exist"}
+    for target, says in cases.items():
+        for args in (["init"], ["search", "brake"], ["check"]):
+            code, output = run_cli([args[0], "--store", str(target), *args[1:]])
+            assert code == 2 and output == (f"Error: the store path {target} is {says}: give "
+                                            "the folder itself, or another path\n"), (args, output)
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_ingest_reports_bad_records_and_strict_is_all_or_nothing(tmp_path: Path) -> None:
     records = tmp_path / "records.jsonl"
     lines = [

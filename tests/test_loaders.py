@@ -834,6 +834,27 @@ def test_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:
     assert "a symbolic link to" in skipped[0].reason and "moved-away.md" in skipped[0].reason
 
 
+def test_links_that_lead_nowhere_are_named_as_links(tmp_path: Path) -> None:
+    # Named directly they were "no such file or folder" beside a link `ls` shows; a loop
+    # in a folder read as "a symbolic link to 'l2', which does not exist".
+    folder = tmp_path / "docs"
+    write(folder / "real.md", "text")
+    (folder / "l1").symlink_to("l2")
+    (folder / "l2").symlink_to("l1")
+    (tmp_path / "gone").symlink_to(tmp_path / "moved-away")
+    documents, skipped = split(iter_load(folder))
+    assert [d.id for d in documents] == ["real.md"]
+    assert [s.reason for s in skipped] == [f"{folder / 'l1'}: a loop of symbolic links",
+                                           f"{folder / 'l2'}: a loop of symbolic links"]
+    with pytest.raises(LoaderError, match=r"l1: a loop of symbolic links$"):
+        iter_load(folder / "l1")
+    with pytest.raises(LoaderError, match=r"gone: a symbolic link to '.*moved-away', which does "
+                                          r"not exist$"):
+        iter_load(tmp_path / "gone")
+    with pytest.raises(LoaderError, match=r"nothing-here: no such file or folder$"):
+        iter_load(tmp_path / "nothing-here")
+
+
 def test_a_file_removed_while_the_folder_is_read_says_so(tmp_path: Path) -> None:
     # It was "not a regular file": the user looked for a pipe or device that was never there
     write(tmp_path / "a.md", "first")

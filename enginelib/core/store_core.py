@@ -57,7 +57,7 @@ from ..errors import (
 )
 from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS, split_vector_backend
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
-from ..input_files import special_kind
+from ..input_files import broken_link, special_kind
 from ..querylog import QueryLog
 from ..search.cache import ResponseCache
 from ..validation import MAX_DIM, check_int
@@ -616,6 +616,10 @@ def require_folder(root: Path) -> None:
     try:
         info = root.stat()
     except OSError:
+        link = broken_link(root)  # `init` said "File exists", a search "no store here"
+        if link is not None:
+            raise StoreError(f"the store path {root} is {link}: give the folder itself, or "
+                             "another path", path=root) from None
         return  # missing (created, or StoreNotFoundError below) or unreadable: said there
     if not stat.S_ISDIR(info.st_mode):
         kind = special_kind(info.st_mode) or "a file"

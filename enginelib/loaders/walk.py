@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InvalidInputError, LoaderError
-from ..input_files import special_kind
+from ..input_files import broken_link, special_kind
 from ..types import LoadedDocument, SkippedInput
 from ..validation import check_globs, check_path
 from .base import DEFAULT_MAX_BYTES, LoadItem, fail
@@ -168,9 +168,9 @@ def _kind(path: Path) -> str | None:
     try:
         return special_kind(path.stat().st_mode)
     except OSError as exc:
-        if path.is_symlink() and not path.exists():
-            raise fail(path, f"a symbolic link to {os.readlink(path)!r}, which does not "
-                             "exist") from exc
+        link = broken_link(path)
+        if link is not None:
+            raise fail(path, link) from exc
         if not os.path.lexists(path):  # files are read lazily, after the folder is listed
             raise fail(path, "no longer exists (removed or renamed while the folder was "
                              "read): ingest the folder again to take it as it is now") from exc
@@ -179,9 +179,14 @@ def _kind(path: Path) -> str | None:
 
 def _exists(path: Path) -> bool:
     try:
-        return path.exists()
-    except OSError as exc:  # a name too long, a loop of links
+        if path.exists():
+            return True
+    except OSError as exc:  # a name too long
         raise fail(path, exc.strerror or str(exc)) from exc
+    link = broken_link(path)  # "no such file" beside a link the user sees in `ls`
+    if link is not None:
+        raise fail(path, link)
+    return False
 
 
 def load_file(
