@@ -66,7 +66,7 @@ def not_regular(path: str | Path, kind: str) -> NotRegularFileError:
     code = errno.EISDIR if kind == "a folder" else errno.EINVAL
     why = (f"{kind}, not a regular file" if kind != "not a regular file" else kind)
     if kind != "a folder":
-        why += " (reading it could wait forever or never end): give a regular file"
+        why += " (reading it could wait forever or never end)"
     error = NotRegularFileError(code, why, str(path))
     error.kind = kind
     return error

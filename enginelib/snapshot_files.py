@@ -21,6 +21,7 @@ from typing import Any
 
 from .core.layout import INDEX_DIR, SNAPSHOT_INFO_NAME
 from .durable import file_sum64
+from .input_files import read_regular
 
 SUMS_KEY = "file_sum64"
 INFO_CRC_KEY = "info_crc32"
@@ -71,7 +72,7 @@ def seal(info: dict[str, Any]) -> dict[str, Any]:
 def read_info(folder: Path) -> dict[str, Any]:
     """A snapshot's ``snapshot.json``; ValueError when it is not JSON, not an object or fails
     its own CRC-32, OSError when it cannot be read."""
-    text = (folder / SNAPSHOT_INFO_NAME).read_bytes()
+    text = read_regular(folder / SNAPSHOT_INFO_NAME)  # a pipe there: refused, not waited on
     try:
         data = json.loads(text)
     except ValueError as exc:  # also bytes that are not UTF-8

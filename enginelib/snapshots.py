@@ -54,6 +54,7 @@ from .errors import (
     StoreNotFoundError,
 )
 from .indexes import TEXT_FILES, VECTOR_FILES
+from .input_files import read_regular
 
 # The integrity checks moved to snapshot_integrity.py; their names stay importable here.
 from .snapshot_integrity import (
@@ -199,11 +200,13 @@ def _sound(root: Path, name: str) -> Path:
 def _read_settings(root: Path) -> dict[str, Any]:
     path = root / SNAPSHOTS_DIR / SETTINGS_NAME
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))  # a pipe: refused, not waited on
     except FileNotFoundError:
         return {"keep": DEFAULT_KEEP, "pinned": []}
     except (OSError, ValueError) as exc:
-        raise SnapshotError(f"cannot read {path}: {exc}", path=path) from exc
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise SnapshotError(f"cannot read {path}: {why}: fix it, or delete it to return to the "
+                            "default retention", path=path) from exc
     keep = data.get("keep", DEFAULT_KEEP) if isinstance(data, dict) else None
     pinned = data.get("pinned", []) if isinstance(data, dict) else None
     if (isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= MAX_KEEP

@@ -309,6 +309,36 @@ def test_a_pipe_among_the_index_files_is_rebuilt_over_not_waited_on(
         assert left == [], spot  # the writer rebuilt the index over it
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_among_the_snapshot_files_is_named_not_waited_on(
+        store: Path, tmp_path: Path) -> None:
+    # snapshots/settings.json as a pipe blocked snapshot create, list and delete for good;
+    # a snapshot's snapshot.json as a pipe blocked check.
+    import shutil
+
+    copy = tmp_path / "s"
+    shutil.copytree(store, copy)
+    code, output = run_cli(["snapshot", "create", "s1", "--store", str(copy)])
+    assert code == 0, output
+    info = copy / "snapshots" / "s1" / "snapshot.json"
+    info.unlink()
+    os.mkfifo(info)
+    done = _subprocess(["check", "--store", str(copy)], timeout=60)
+    assert done.returncode == 1, done.stderr.decode()[-2000:]
+    assert ("snapshot 's1' snapshot.json cannot be read (a named pipe (FIFO), not a regular "
+            "file") in done.stdout.decode()
+    settings = copy / "snapshots" / "settings.json"
+    settings.unlink(missing_ok=True)
+    os.mkfifo(settings)
+    for args in (["snapshot", "create", "s2"], ["snapshot", "list"], ["snapshot", "delete", "s1"]):
+        done = _subprocess([*args, "--store", str(copy)], timeout=60)
+        stderr = done.stderr.decode()
+        assert done.returncode == 2 and stderr.startswith(
+            f"Error: cannot read {settings}: a named pipe (FIFO), not a regular file"), (
+            args, stderr[-2000:])
+        assert "delete it to return to the default retention" in stderr
+
+
 def test_a_vector_file_bigger_than_any_vector_is_refused_unread(store: Path, tmp_path: Path) -> None:
     from enginelib.cli.vector_input import MAX_VECTOR_FILE_BYTES
 
