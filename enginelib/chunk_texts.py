@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .durable import fsync_dir, fsync_file
+from .input_files import open_regular
 
 FOLDER = "texts"
 _PREFIX = "seg-"
@@ -70,7 +71,7 @@ class _Segment:
         self.generation = generation
         # Memory-mapped: the texts are paged in when read, never loaded whole. The map
         # outlives a deletion of the file (Linux), so a merge never breaks a reader.
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a pipe in its place: unreadable, not waited on
             size = os.fstat(f.fileno()).st_size
             if size < _HEADER.size:
                 raise SegmentError(f"{path}: {size} bytes, shorter than a header")

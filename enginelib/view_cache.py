@@ -28,6 +28,7 @@ import numpy as np
 
 from .durable import file_crc32, fsync_dir, fsync_file
 from .indexes.vector_rows import load_npy
+from .input_files import read_regular
 
 FOLDER = "view"
 _PREFIX = "cols-"
@@ -87,7 +88,7 @@ def load(folder: Path, max_generation: int) -> tuple[int, Columns] | None:
         return None
     for path in reversed(saved):
         try:
-            meta = json.loads((path / "columns.json").read_text(encoding="utf-8"))
+            meta = json.loads(read_regular(path / "columns.json").decode("utf-8"))
             generation = int(meta["generation"])
             if meta.get("format") != _FORMAT or generation > max_generation:
                 continue

@@ -339,6 +339,48 @@ def test_a_pipe_among_the_snapshot_files_is_named_not_waited_on(
         assert "delete it to return to the default retention" in stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_among_the_stores_own_notes_is_unreadable_not_waited_on(
+        store: Path, tmp_path: Path) -> None:
+    # A pipe as the reindex marker blocked every open; as the writer lock's holder note,
+    # every writer that found the store busy; as a saved view column or a text segment,
+    # the open that read them. Each is a note the store can do without: read as unreadable.
+    import shutil
+    import textwrap
+
+    import enginelib
+
+    marked = tmp_path / "marked"
+    shutil.copytree(store, marked)
+    os.mkfifo(marked / ".reindex.json")
+    for args in (["search", "brake fluid", "--no-gate"], ["stats"]):
+        done = _subprocess([*args, "--store", str(marked)], timeout=60)
+        assert done.returncode == 0, (args, done.stderr.decode()[-2000:])
+    busy = tmp_path / "busy"
+    shutil.copytree(store, busy)
+    os.mkfifo(busy / ".writer.holder.json")
+    with enginelib.open(busy, embedder=enginelib.HashingEmbedder(32)):  # holds the writer lock
+        done = _subprocess(["ingest", str(busy / "manifest.json"), "--store", str(busy)],
+                           timeout=60)
+    assert done.returncode == 2 and "another process is writing" in done.stderr.decode(), (
+        done.stderr.decode()[-2000:])
+    notes = tmp_path / "notes"
+    (notes / "cols-1-abcdefgh").mkdir(parents=True)
+    os.mkfifo(notes / "cols-1-abcdefgh" / "columns.json")
+    os.mkfifo(notes / "seg-1-abcdefgh.txts")
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from enginelib import view_cache
+        from enginelib.chunk_texts import TextSegments
+        print(view_cache.load(Path({str(notes)!r}), 5))
+        print(len(TextSegments(Path({str(notes)!r}), writable=False, generation=5)._segments))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.decode().split() == ["None", "0"], (
+        done.stderr.decode()[-2000:])
+
+
 def test_a_vector_file_bigger_than_any_vector_is_refused_unread(store: Path, tmp_path: Path) -> None:
     from enginelib.cli.vector_input import MAX_VECTOR_FILE_BYTES
 

@@ -15,6 +15,7 @@ from typing import Any
 from .. import manifest as mf
 from ..catalog import Catalog
 from ..errors import StoreError
+from ..input_files import read_regular
 from . import layout
 
 
@@ -43,7 +44,7 @@ def finish_interrupted_reindex(root: Path, manifest: mf.Manifest, *, writable: b
                          f"progress: remove it (it holds nothing of the store) and open again",
                          path=path)
     try:
-        marker = json.loads(path.read_text(encoding="utf-8"))
+        marker = json.loads(read_regular(path).decode("utf-8"))  # a pipe: unreadable, not waited on
     except (OSError, ValueError):
         marker = None
     if not _is_marker(marker):

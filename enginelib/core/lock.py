@@ -14,6 +14,7 @@ from filelock import FileLock, Timeout
 from ..durable import write_atomic
 from ..edge import os_error
 from ..errors import StoreError, StoreLockedError
+from ..input_files import read_regular
 from .layout import HOLDER_NAME, LOCK_NAME
 
 # The least any writer lock of this process waits (seconds). The command line sets it from
@@ -87,7 +88,7 @@ def clear_holder(root: Path) -> None:
 
 def _holder(root: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((root / HOLDER_NAME).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(root / HOLDER_NAME).decode("utf-8"))
         pid = int(data["pid"])
         what, instead = str(data["what"]), str(data["instead"])
     except (OSError, ValueError, KeyError, TypeError):
