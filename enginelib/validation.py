@@ -252,6 +252,9 @@ def check_path(value: Any, name: str = "path") -> Path:
         raise InvalidInputError(f"{name} must be a str or Path, got a bytes path")
     if not text:
         raise InvalidInputError(f"{name} is empty: give a file or folder (. for the current one)")
+    if "\x00" in text:  # os.stat's "embedded null byte", a bare ValueError
+        raise InvalidInputError(f"{name} contains a NUL character (\\x00): no file has one in "
+                                "its name; remove it")
     return Path(text)
 
 

@@ -241,6 +241,17 @@ def test_open_for_maintenance_answers_bad_paths_and_waits_with_enginelib_errors(
         open_for_maintenance(tmp_path, lock_timeout=float("nan"))
 
 
+def test_a_file_path_with_a_nul_is_an_input_error_not_a_bare_value_error() -> None:
+    # load_file("a\x00b") and read_qrels("a\x00b") raised os.stat's bare ValueError
+    # ("embedded null byte"), outside the error tree
+    from enginelib import evaluation, loaders
+
+    for function in (loaders.load_file, loaders.iter_load, loaders.loader_for,
+                     evaluation.read_qrels, evaluation.read_queries):
+        with pytest.raises(InvalidInputError, match=r"contains a NUL character"):
+            function("notes\x00.md")
+
+
 def test_module_functions_taking_a_store_check_it_first(tmp_path: Path) -> None:
     # maintenance.check(None) was a TypeError from pathlib, snapshots.list_snapshots of an
     # over-long name a raw OSError, maintenance.reindex(embedder=-1) an AttributeError
