@@ -15,6 +15,8 @@
      |    +-- BackendError               DuckDB / Tantivy / hnswlib failed inside an operation
      +-- IngestError                   a document could not be ingested  (.path)
      |    +-- LoaderError                unreadable, empty, binary, no text layer, bad JSONL line
+     |    |    +-- SourceMissingError        the file named is gone (deleted or moved since)
+     |    |    +-- SourceTooLargeError       a file or record over the size limit  (.size, .limit)
      |    +-- UnsupportedFormatError     no loader for this file type
      |    +-- PruneRefusedError          ingest --prune would empty a folder that looks unmounted
      +-- DocumentNotFoundError         (also KeyError)
@@ -127,6 +129,21 @@ class LoaderError(IngestError):
 
 class UnsupportedFormatError(LoaderError):
     pass
+
+
+class SourceMissingError(LoaderError):
+    """The file named is not there: deleted or moved since it was named (a queued job's)."""
+
+
+class SourceTooLargeError(LoaderError):
+    """A file (or one JSONL record) over the size limit a loader reads: ``.size`` bytes of
+    ``.limit``."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None, size: int = 0,
+                 limit: int = 0) -> None:
+        super().__init__(message, path=path)
+        self.size = size
+        self.limit = limit
 
 
 class PruneRefusedError(IngestError):

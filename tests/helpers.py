@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -91,3 +93,21 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
+
+
+@contextmanager
+def disk_full() -> Iterator[None]:
+    """Meanwhile every ingest's catalog commit fails on a full disk (ENOSPC, through the fault
+    hook): a transient failure, which a job retries on its schedule, where a file that cannot
+    be read goes to the DLQ at once."""
+    from enginelib import faults
+
+    before = os.environ.get(faults.ENOSPC_VAR)
+    os.environ[faults.ENOSPC_VAR] = "before_catalog_commit"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[faults.ENOSPC_VAR]
+        else:
+            os.environ[faults.ENOSPC_VAR] = before

@@ -24,7 +24,8 @@ from enginelib.jobs import (
     inbox,
     retry_delay,
 )
-from tests.helpers import Clock, open_test_store, paragraphs
+from enginelib.jobs.failures import BAD_INPUT, SOURCE_MISSING, SOURCE_TOO_LARGE, TRANSIENT
+from tests.helpers import Clock, disk_full, open_test_store, paragraphs
 
 
 @pytest.fixture()
@@ -74,26 +75,28 @@ def test_bad_options_and_missing_paths_are_refused_at_enqueue(tmp_path: Path, co
 def test_failures_follow_the_schedule_then_dlq_then_retry(tmp_path: Path, corpus: Path) -> None:
     clock = Clock()
     with open_test_store(tmp_path / "store") as store:
-        store.enqueue_paths(corpus / "broken.pdf", max_attempts=4)
+        store.enqueue_paths(corpus / "tyres.txt", max_attempts=4)
         queue = store.jobs(clock=clock)
         worker = Worker(store, queue, owner="w1")
         statuses = []
-        for attempt in range(1, 5):
-            outcome = worker.run_once()
-            assert outcome is not None and outcome.attempts == attempt
-            statuses.append(outcome.status)
-            job = queue.jobs()[0]
-            if outcome.status == FAILED:
-                # Not due before its time, due exactly at it.
-                delay = (job["next_attempt_at"] - clock.now).total_seconds()
-                low, high = delay_bounds(attempt)
-                assert low <= delay <= high
-                clock.advance(delay - 1)
-                assert worker.run_once() is None
-                clock.advance(1)
+        with disk_full():  # a transient failure: each attempt may be the one that works
+            for attempt in range(1, 5):
+                outcome = worker.run_once()
+                assert outcome is not None and outcome.attempts == attempt
+                assert outcome.reason == TRANSIENT
+                statuses.append(outcome.status)
+                job = queue.jobs()[0]
+                if outcome.status == FAILED:
+                    # Not due before its time, due exactly at it.
+                    delay = (job["next_attempt_at"] - clock.now).total_seconds()
+                    low, high = delay_bounds(attempt)
+                    assert low <= delay <= high
+                    clock.advance(delay - 1)
+                    assert worker.run_once() is None
+                    clock.advance(1)
         assert statuses == [FAILED, FAILED, FAILED, DLQ]
         job = queue.jobs()[0]
-        assert job["status"] == DLQ and "cannot read PDF" in job["last_error"]
+        assert job["status"] == DLQ and "no space left" in job["last_error"]
         history = queue.attempts(job["job_id"])
         assert [a["outcome"] for a in history] == [FAILED, FAILED, FAILED, DLQ]
         for before, after in itertools.pairwise(history):
@@ -106,7 +109,28 @@ def test_failures_follow_the_schedule_then_dlq_then_retry(tmp_path: Path, corpus
         assert queue.retry_dlq() == 1
         job = queue.jobs()[0]
         assert (job["status"], job["attempts"]) == (PENDING, 0)
-        (corpus / "broken.pdf").unlink()
+        outcome = worker.run_once()
+        assert outcome is not None and outcome.status == DONE
+        assert store.get_document("tyres.txt")["total_chunks"] >= 1
+
+
+def test_a_file_that_cannot_be_read_goes_to_the_dlq_at_once_and_back_once_mended(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """A broken PDF failed the same way at each of its five attempts, minutes apart, before
+    it reached the DLQ: bad input is now failed for good at its first attempt, saying so."""
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "broken.pdf")
+        queue = store.jobs(clock=Clock())
+        worker = Worker(store, queue, owner="w1")
+        outcome = worker.run_once()
+        assert outcome is not None
+        assert (outcome.status, outcome.attempts, outcome.reason) == (DLQ, 1, BAD_INPUT)
+        job = queue.jobs()[0]
+        assert "cannot read PDF" in job["last_error"] and "not retried" in job["last_error"]
+        assert [a["outcome"] for a in queue.attempts(job["job_id"])] == [DLQ]
+
+        assert queue.retry_dlq() == 1
         from tests.test_loaders import pdf_bytes
 
         (corpus / "broken.pdf").write_bytes(pdf_bytes([["Brake fluid boils at 230 degrees."]]))
@@ -120,11 +144,11 @@ def test_purge_done_moves_rows_to_history_and_counts(tmp_path: Path, corpus: Pat
         store.enqueue_paths(corpus)
         queue = store.jobs()
         Worker(store, queue).run_until_idle()
-        assert queue.counts() == {PENDING: 0, RUNNING: 0, DONE: 2, FAILED: 1, DLQ: 0}
+        assert queue.counts() == {PENDING: 0, RUNNING: 0, DONE: 2, FAILED: 0, DLQ: 1}
         assert queue.purge_done() == 2
         assert queue.purge_done() == 0
         assert queue.counts()[DONE] == 0 and queue.history_count() == 2
-        assert [j["status"] for j in queue.jobs()] == [FAILED]
+        assert [j["status"] for j in queue.jobs()] == [DLQ]
         rows = store.catalog.con.execute(
             "SELECT document_id, status FROM jobs_history ORDER BY job_id").fetchall()
     assert rows == [("guides/brakes.md", DONE), ("tyres.txt", DONE)]
@@ -363,18 +387,55 @@ def test_update_reads_tags_and_metadata_as_ingest_does(tmp_path: Path, corpus: P
         assert store.get_document("tyres.txt")["tags"] == ["winter", "snow"]  # unchanged
 
 
-def test_a_source_gone_before_its_turn_fails_with_the_reason(tmp_path: Path, corpus: Path) -> None:
+def test_a_source_gone_before_its_turn_fails_once_for_good_saying_so(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """Deleted between its queue and its turn, a file failed "no such file" five times over
+    eight minutes into the DLQ: it cannot come back by waiting, so its one attempt says so."""
     clock = Clock()
     with open_test_store(tmp_path / "store") as store:
         store.enqueue_paths(corpus / "tyres.txt")
         (corpus / "tyres.txt").unlink()
         queue = store.jobs(clock=clock)
         outcome = Worker(store, queue).run_once()
-        assert outcome is not None and outcome.status == FAILED
-        assert "no such file" in (outcome.error or "")
+        assert outcome is not None
+        assert (outcome.status, outcome.attempts, outcome.reason) == (DLQ, 1, SOURCE_MISSING)
         job = queue.jobs()[0]
-        low, high = delay_bounds(1)
-        assert low <= (job["next_attempt_at"] - clock.now).total_seconds() <= high
+        assert job["last_error"].startswith(
+            f"source {corpus / 'tyres.txt'} no longer exists; re-add it and run "
+            "`enginelib jobs --retry-dlq`")
+        assert [a["outcome"] for a in queue.attempts(job["job_id"])] == [DLQ]
+        clock.advance(10_000)
+        assert Worker(store, queue).run_once() is None
+
+
+def test_a_file_over_the_size_a_job_reads_is_refused_named_and_failed_once_in_a_folder(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """A file over the loader's 64 MiB was read, failed and retried five times into the DLQ,
+    its advice a flag (--max-file-mb) that `ingest --queue` refuses."""
+    import os
+
+    from enginelib.errors import SourceTooLargeError
+    from enginelib.loaders import DEFAULT_MAX_BYTES
+
+    big = corpus / "big.txt"
+    big.write_text("brake pads " * 10, encoding="utf-8")
+    with open_test_store(tmp_path / "store") as store:
+        os.truncate(big, DEFAULT_MAX_BYTES + 1)  # sparse: nothing is written
+        with pytest.raises(SourceTooLargeError, match=r"without --queue.*--max-file-mb 65"):
+            store.enqueue_paths(big)  # named, it is refused at once, nothing queued
+        assert store.jobs().counts()[PENDING] == 0
+        big.write_text("brake pads " * 10, encoding="utf-8")
+        store.enqueue_paths(corpus / "big.txt")
+        os.truncate(big, DEFAULT_MAX_BYTES + 1)  # grew past the limit before its turn
+        queue = store.jobs(clock=Clock())
+        outcome = Worker(store, queue).run_once()
+        assert outcome is not None
+        assert (outcome.status, outcome.attempts, outcome.reason) == (DLQ, 1, SOURCE_TOO_LARGE)
+        error = queue.jobs()[0]["last_error"]
+        assert "over the 64.0 MiB a queued job reads" in error
+        assert f"`enginelib ingest --max-file-mb 65 {big}`" in error
 
 
 def test_a_pipe_is_never_queued_and_a_file_turned_pipe_fails_its_job(tmp_path: Path,
@@ -399,7 +460,7 @@ def test_a_pipe_is_never_queued_and_a_file_turned_pipe_fails_its_job(tmp_path: P
         worker.start()
         worker.join(timeout=30)
         assert not worker.is_alive(), "the worker is blocked on a pipe"
-        assert [o.status for o in outcomes] == [FAILED]
+        assert [o.status for o in outcomes] == [DLQ]  # a pipe is not read by waiting
         assert "not a regular file" in (store.jobs().jobs()[0]["last_error"] or "")
 
 
@@ -412,7 +473,7 @@ def test_a_queued_file_that_became_a_folder_fails_saying_to_queue_the_folder(
         swapped.unlink()
         swapped.mkdir()
         outcomes = Worker(store, store.jobs()).run_until_idle()
-        assert [o.status for o in outcomes] == [FAILED]
+        assert [o.status for o in outcomes] == [DLQ]
         error = store.jobs().jobs()[0]["last_error"] or ""
         assert "is a folder now" in error and "ingest --queue" in error and "iter_load" not in error
 
@@ -483,15 +544,16 @@ def test_an_older_job_waiting_for_its_retry_does_not_undo_a_newer_one(tmp_path: 
     first, second = tmp_path / "v1" / "pads.md", tmp_path / "v2" / "pads.md"
     for path in (first, second):
         path.parent.mkdir()
-    first.write_bytes(b"\xff\xfe\x00")  # not text yet: its job fails and is retried later
+    first.write_text("# Pads\n\nVersion one: replace under 2 mm.", encoding="utf-8")
     second.write_text("# Pads\n\nVersion two: replace under 3 mm.", encoding="utf-8")
     with open_test_store(tmp_path / "store") as store:
         queue = store.jobs(clock=clock)
         old, new = queue.enqueue([NewJob(str(first), "pads.md", {}, kind="upload"),
                                   NewJob(str(second), "pads.md", {}, kind="upload")])
         worker = Worker(store, queue, owner="w1")
-        assert [o.status for o in worker.run_until_idle()] == [FAILED, DONE]
-        first.write_text("# Pads\n\nVersion one: replace under 2 mm.", encoding="utf-8")
+        with disk_full():  # v1 fails, and is retried later
+            assert [o.status for o in [worker.run_once()] if o] == [FAILED]
+        assert [o.status for o in worker.run_until_idle()] == [DONE]
         clock.advance(10_000)
         assert worker.run_until_idle() == []
         assert "Version two" in store.get_document("pads.md")["content"]
@@ -666,10 +728,11 @@ def test_a_job_row_with_a_negative_attempt_count_fails_as_its_first_attempt(
     tmp_path: Path, corpus: Path
 ) -> None:
     with open_test_store(tmp_path / "store") as store:
-        store.enqueue_paths(corpus / "broken.pdf")
+        store.enqueue_paths(corpus / "tyres.txt")
         with store.catalog.transaction() as con:  # edited by hand
             con.execute("UPDATE jobs SET attempts = -3")
-        outcome = Worker(store, store.jobs()).run_once()
+        with disk_full():
+            outcome = Worker(store, store.jobs()).run_once()
         assert outcome is not None and (outcome.status, outcome.attempts) == (FAILED, 1)
         assert store.jobs().counts()[RUNNING] == 0
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from enginelib.cli.main import main
 from enginelib.jobs import DLQ, FAILED, NewJob, Worker, inbox
-from tests.helpers import open_test_store, paragraphs
+from tests.helpers import disk_full, open_test_store, paragraphs
 
 ENV = {"ENGINELIB_EMBEDDER": "hashing"}
 
@@ -37,19 +37,19 @@ def test_queued_jobs_take_the_attempts_asked_for(tmp_path: Path, source: Path) -
 
 
 def test_a_job_queued_through_the_inbox_keeps_its_attempts_and_fails_into_the_dlq_by_them(
-    tmp_path: Path,
+    tmp_path: Path, source: Path,
 ) -> None:
-    (broken := tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a pdf")
     with open_test_store(tmp_path / "store") as holder:  # the writer lock, as serve holds it
         code, out = run("ingest", "--store", str(holder.path), "--queue", "--max-attempts", "1",
-                        str(broken))
+                        str(source))
         assert (code, out) == (0, "queued 1 job(s) (inbox)\n")
         queue = holder.jobs(max_attempts=7)  # the worker's own setting: for jobs that do not say
-        [outcome] = Worker(holder, queue).run_until_idle()
-        assert (outcome.status, outcome.attempts) == (DLQ, 1)
-        inbox.drop(holder.path, [NewJob(str(broken), "other.pdf", {})])
-        [outcome] = Worker(holder, queue).run_until_idle()
-        assert outcome.status == FAILED
+        with disk_full():  # a failure worth retrying, as many times as the job may
+            [outcome] = Worker(holder, queue).run_until_idle()
+            assert (outcome.status, outcome.attempts) == (DLQ, 1)
+            inbox.drop(holder.path, [NewJob(str(source), "other.md", {})])
+            [outcome] = Worker(holder, queue).run_until_idle()
+            assert outcome.status == FAILED
         assert [j["max_attempts"] for j in queue.jobs()] == [1, 7]
 
 

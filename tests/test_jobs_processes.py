@@ -72,11 +72,12 @@ def sources(tmp_path: Path) -> Path:
 
 def test_failing_source_retried_on_schedule_then_dlq_then_back(tmp_path: Path, sources: Path) -> None:
     store = tmp_path / "store"
-    cli("ingest", "--store", str(store), "--queue", str(sources / "broken.pdf"))
+    cli("ingest", "--store", str(store), "--queue", str(sources / "brakes.md"))
+    full = {"ENGINELIB_ENOSPC_AT": "before_catalog_commit"}  # a disk full at each commit
     deadline = time.monotonic() + 120
     while jobs_json(store)["counts"]["DLQ"] == 0:
         assert time.monotonic() < deadline, "the job never reached the DLQ"
-        ran = cli("worker", str(store), "--time-unit", str(UNIT), check=False)
+        ran = cli("worker", str(store), "--time-unit", str(UNIT), env=full, check=False)
         # a run whose job failed exits 1 (a cron line must see it); one with nothing due, 0
         failed = "FAILED (attempt" in ran.stdout or "DLQ (attempt" in ran.stdout
         assert ran.returncode == (1 if failed else 0), ran.stdout + ran.stderr
@@ -85,7 +86,7 @@ def test_failing_source_retried_on_schedule_then_dlq_then_back(tmp_path: Path, s
     attempts = catalog_rows(store, "SELECT attempt, started_at, finished_at, outcome, "
                                    "next_attempt_at, error FROM job_attempts ORDER BY seq")
     assert [a[3] for a in attempts] == ["FAILED"] * 4 + ["DLQ"]
-    assert all("cannot read PDF" in a[5] for a in attempts)
+    assert all("no space left" in a[5] for a in attempts)
     for before, after in itertools.pairwise(attempts):
         low, high = delay_bounds(before[0])
         waited = before[4] - before[2]
@@ -96,12 +97,25 @@ def test_failing_source_retried_on_schedule_then_dlq_then_back(tmp_path: Path, s
 
     data = jobs_json(store, "--retry-dlq")
     assert data["retried"] == 1 and data["counts"]["PENDING"] == 1
-    (sources / "broken.pdf").write_bytes(pdf_bytes([["Brake fluid boils at 230 degrees."]]))
     out = cli("worker", str(store), "--time-unit", str(UNIT)).stdout
     assert "DONE" in out
     data = jobs_json(store, "--purge-done")
     assert data["purged"] == 1 and data["history"] == 1 and data["counts"]["DONE"] == 0
     assert catalog_rows(store, "SELECT count(*) FROM documents") == [(1,)]
+
+
+def test_a_broken_source_goes_to_the_dlq_at_its_first_attempt(tmp_path: Path,
+                                                               sources: Path) -> None:
+    store = tmp_path / "store"
+    cli("ingest", "--store", str(store), "--queue", str(sources / "broken.pdf"))
+    ran = cli("worker", str(store), "--json", check=False)
+    assert ran.returncode == 1
+    [outcome] = json.loads(ran.stdout)["processed"]
+    assert (outcome["status"], outcome["attempts"], outcome["reason"]) == ("DLQ", 1, "bad_input")
+    assert "cannot read PDF" in outcome["error"] and "not retried" in outcome["error"]
+    (sources / "broken.pdf").write_bytes(pdf_bytes([["Brake fluid boils at 230 degrees."]]))
+    jobs_json(store, "--retry-dlq")
+    assert "DONE" in cli("worker", str(store)).stdout
 
 
 @pytest.mark.parametrize("crash_at", ["before_catalog_commit", "after_catalog_commit",

@@ -13,21 +13,24 @@ from enginelib.cli.main import main
 from enginelib.core import layout
 from enginelib.jobs import DLQ, DONE, FAILED, PENDING, Worker
 from enginelib.jobs.shape import LOST_STATUS
-from tests.helpers import open_test_store, paragraphs
+from tests.helpers import disk_full, open_test_store, paragraphs
 
 
 @pytest.fixture()
 def queued(tmp_path: Path) -> Path:
-    """A store with three jobs: one DONE, one FAILED (an unreadable PDF), one PENDING."""
+    """A store with three jobs: one DONE, one FAILED (on a full disk), one PENDING."""
     src = tmp_path / "src"
     src.mkdir()
     (src / "brakes.md").write_text("# Brakes\n\n" + paragraphs(3), encoding="utf-8")
-    (src / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a pdf")
+    (src / "pads.md").write_text("# Pads\n\n" + paragraphs(2, "pads"), encoding="utf-8")
     (src / "tyres.txt").write_text(paragraphs(2, "tyres"), encoding="utf-8")
     root = tmp_path / "store"
     with open_test_store(root) as store:
-        store.enqueue_paths(src / "brakes.md", src / "broken.pdf")
-        Worker(store, store.jobs()).run_until_idle()
+        store.enqueue_paths(src / "brakes.md", src / "pads.md")
+        worker = Worker(store, store.jobs())
+        worker.run_once()
+        with disk_full():
+            worker.run_once()
         store.enqueue_paths(src / "tyres.txt")
     return root
 
@@ -72,7 +75,7 @@ def test_a_jobs_table_that_lost_a_column_is_reported_refused_and_mended_keeping_
     aside = note.split("set aside as ")[1].split(" ")[0]
     assert rows(queued, f'SELECT count(*) FROM "{aside}"') == [(3,)]  # kept whole
     assert rows(queued, "SELECT document_id, status, attempts FROM jobs ORDER BY job_id") == [
-        ("brakes.md", DONE, 1), ("broken.pdf", FAILED, 1), ("tyres.txt", PENDING, 0)]
+        ("brakes.md", DONE, 1), ("pads.md", FAILED, 1), ("tyres.txt", PENDING, 0)]
     assert maintenance.check(queued, snapshots=False).ok
     with open_test_store(queued) as store:
         queue = store.jobs()
@@ -97,7 +100,7 @@ def test_a_job_whose_status_was_lost_waits_in_the_dlq_and_rows_without_a_source_
         jobs = queue.jobs()
         # Run again unasked, a job already DONE could bring back a document deleted since.
         assert [(j["document_id"], j["status"], j["last_error"]) for j in jobs] == [
-            ("broken.pdf", DLQ, LOST_STATUS), ("tyres.txt", DLQ, LOST_STATUS)]
+            ("pads.md", DLQ, LOST_STATUS), ("tyres.txt", DLQ, LOST_STATUS)]
         assert queue.retry_dlq() == 2
 
 

@@ -152,11 +152,13 @@ class JobQueue:
                 "done (Retry DLQ ingests this one after all)", now, now, job["document_id"],
                 job["job_id"]])
 
-    def fail(self, job: dict[str, Any], owner: str, error: str) -> str:
+    def fail(self, job: dict[str, Any], owner: str, error: str, *, permanent: bool = False) -> str:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
-        job has used its attempts. Returns the new status."""
+        job has used its attempts or the failure is ``permanent`` (a retry would fail the
+        same way: see ``failures``). Returns the new status."""
         now = self.clock()
-        status, next_at = self._after_failure(now, int(job["attempts"]), int(job["max_attempts"]))
+        status, next_at = (t.DLQ, now) if permanent else self._after_failure(
+            now, int(job["attempts"]), int(job["max_attempts"]))
         with self.catalog.transaction() as con:
             t.finish_failed(con, [status, error, next_at, now, now, job["job_id"], owner])
             t.close_attempt(con, [

@@ -17,6 +17,8 @@ import duckdb
 # Statuses, in the order the console shows their counters.
 PENDING, RUNNING, DONE, FAILED, DLQ = "PENDING", "RUNNING", "DONE", "FAILED", "DLQ"
 STATUSES: tuple[str, ...] = (PENDING, RUNNING, DONE, FAILED, DLQ)
+# Kinds: a file the user named, or a file uploaded through `serve` (kept in the store).
+FILE, UPLOAD = "file", "upload"
 
 JOB_COLUMNS = (
     "job_id", "kind", "source", "document_id", "options", "status", "attempts",

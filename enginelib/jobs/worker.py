@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..core import layout
-from ..errors import EngineError, InvalidInputError
+from ..errors import IngestError, InvalidInputError, SourceTooLargeError
 from ..text import shell_word
 from ..validation import CONTROL_CHARS, check_float, check_new_document_id, check_text
 from . import inbox
 from . import table as t
+from .failures import classify
 from .queue import MAX_POLL_S, JobQueue, NewJob
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class JobOutcome:
     status: str  # DONE | FAILED | DLQ
     attempts: int
     error: str | None = None
+    # Why it failed (failures.SOURCE_MISSING, ...; TRANSIENT: retried); None when DONE.
+    reason: str | None = None
 
 
 class Worker:
@@ -123,11 +126,13 @@ class Worker:
         """Ingest a claimed job and record how it ended."""
         try:
             documents = self._process(job)
-        except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded, retried
-            error = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
-            status = self.queue.fail(job, self.owner, error)
+        except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded
+            failure = classify(exc, job)
+            status = self.queue.fail(job, self.owner, failure.message,
+                                     permanent=failure.permanent)
             self.store.catalog.release()
-            return JobOutcome(job["job_id"], job["source"], status, job["attempts"], error)
+            return JobOutcome(job["job_id"], job["source"], status, job["attempts"],
+                              failure.message, failure.reason)
         faults.crash_point("after_job_ingest")
         self.queue.complete(job, self.owner, documents)
         self.store.catalog.release()
@@ -211,12 +216,12 @@ class Worker:
                 f"itself (`enginelib ingest --queue {shell_word(job['source'])}`)")
         documents = load_file(job["source"], doc_id=job["document_id"])
         report = self.store.ingest_documents(documents, **options)
-        if report.skipped:
-            raise EngineError("; ".join(s.reason for s in report.skipped))
+        if report.skipped:  # a document of the file the ingest refused: the input's fault
+            raise IngestError("; ".join(s.reason for s in report.skipped), path=job["source"])
         return [*report.added, *report.updated, *report.unchanged]
 
 
-UPLOAD = "upload"
+UPLOAD = t.UPLOAD
 
 _STORE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
 _STORE_LOCKS_GUARD = threading.Lock()
@@ -293,6 +298,7 @@ def jobs_for_paths(
             if not root.is_file():  # the worker would wait on a pipe forever, holding the queue
                 raise fail(Path(given), "not a regular file (a pipe or device)")
             loader_for(Path(given))  # its job could only fail its attempts into the DLQ
+            _check_size(Path(given), root.stat().st_size)
             # The path as given, made absolute, not resolved: a symbolic link named directly
             # became a document named (and titled) after its target, where a direct ingest
             # names it after the link, so the two made two documents of one file.
@@ -312,6 +318,20 @@ def jobs_for_paths(
         _check_queueable(job)
     _refuse_shared_ids(jobs)
     return jobs
+
+
+def _check_size(given: Path, size: int) -> None:
+    """A file named directly that is over the size a job reads: its job could only fail."""
+    from ..loaders import DEFAULT_MAX_BYTES
+    from ..loaders.base import human_size
+
+    if size > DEFAULT_MAX_BYTES:
+        raise SourceTooLargeError(
+            f"{given}: file is {human_size(size)}, over the {human_size(DEFAULT_MAX_BYTES)} a "
+            f"queued job reads: ingest it directly, without --queue, with a larger limit "
+            f"(`enginelib ingest --max-file-mb {-(-size // (1024 * 1024))} "
+            f"{shell_word(str(given))}`); nothing was queued",
+            path=given, size=size, limit=DEFAULT_MAX_BYTES)
 
 
 def _check_queueable(job: NewJob) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeAlias
 
-from ..errors import LoaderError
+from ..errors import LoaderError, SourceMissingError, SourceTooLargeError
 from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
@@ -56,12 +56,17 @@ def human_size(size: int) -> str:
 
 
 def too_big(path: str | Path, size: int, max_bytes: int, what: str = "file") -> LoaderError:
-    return fail(
-        path,
-        f"{what} is {human_size(size)} ({size} bytes), over the limit of "
+    return SourceTooLargeError(
+        f"{path}: {what} is {human_size(size)} ({size} bytes), over the limit of "
         f"{human_size(max_bytes)} (max_bytes={max_bytes}); raise the limit to load it "
         f"(`enginelib ingest --max-file-mb {-(-size // (1024 * 1024))}`, or max_bytes= in Python)",
+        path=path, size=size, limit=max_bytes,
     )
+
+
+def missing(path: str | Path, why: str = "no such file") -> LoaderError:
+    """The file named is not there (deleted or moved since it was named)."""
+    return SourceMissingError(f"{path}: {why}", path=path)
 
 
 def read_bytes(path: Path, max_bytes: int) -> bytes:
@@ -73,6 +78,8 @@ def read_bytes(path: Path, max_bytes: int) -> bytes:
             if size > max_bytes:
                 raise too_big(path, size, max_bytes)
             data = handle.read(max_bytes + 1)  # the file may have grown since fstat()
+    except (FileNotFoundError, NotADirectoryError) as exc:  # gone since it was named
+        raise missing(path) from exc
     except OSError as exc:
         raise fail(path, f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:

@@ -34,7 +34,7 @@ from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
 from ..validation import as_float32
-from .base import SNIFF_BYTES, LoadItem, fail, too_big
+from .base import SNIFF_BYTES, LoadItem, fail, missing, too_big
 
 TEXT_FIELDS = ("text", "content")
 ID_FIELDS = ("id", "_id")
@@ -56,6 +56,8 @@ def _open(path: Path) -> Iterator[IO[bytes]]:
     """The file's lines as bytes, gunzipped for ``.gz``; a pipe or device is refused unread."""
     try:
         raw = open_regular(path)
+    except (FileNotFoundError, NotADirectoryError) as exc:  # gone since it was named
+        raise missing(path) from exc
     except OSError as exc:
         raise fail(path, f"cannot read: {exc.strerror or exc}") from exc
     with raw:

@@ -31,7 +31,7 @@ from ..errors import InvalidInputError, LoaderError
 from ..input_files import broken_link, special_kind
 from ..types import LoadedDocument, SkippedInput
 from ..validation import check_globs, check_path
-from .base import DEFAULT_MAX_BYTES, LoadItem, fail
+from .base import DEFAULT_MAX_BYTES, LoadItem, fail, missing
 from .formats import loader_for
 
 PathLike = str | os.PathLike[str]
@@ -200,7 +200,7 @@ def load_file(
     """
     file = check_path(path)
     if not _exists(file):
-        raise fail(file, "no such file")
+        raise missing(file)
     kind = _kind(file)
     if kind == "a folder":
         raise fail(file, "is a folder: use iter_load() or Store.ingest_path() for folders")
