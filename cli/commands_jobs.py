@@ -22,7 +22,17 @@ from enginelib.jobs import (
     inbox,
     jobs_for_paths,
 )
-from enginelib.jobs.queue import DEFAULT_LISTED, MAX_ATTEMPTS, MAX_LEASE_S, MAX_POLL_S
+from enginelib.jobs.queue import (
+    DEFAULT_KEEP_DAYS,
+    DEFAULT_KEEP_ROWS,
+    DEFAULT_LISTED,
+    MAX_ATTEMPTS,
+    MAX_KEEP_DAYS,
+    MAX_KEEP_ROWS,
+    MAX_LEASE_S,
+    MAX_POLL_S,
+    Retention,
+)
 from enginelib.jobs.times import with_utc_times
 from enginelib.validation import MAX_LIST_OFFSET, MAX_LISTED
 
@@ -41,6 +51,17 @@ from .options import (
 def store_argument(func: Any) -> Any:
     """``--store PATH`` or the store as first argument (see ``store_option_or_argument``)."""
     return store_option_or_argument(func)
+
+
+def retention_options(func: Any) -> Any:
+    """``--keep-days`` and ``--keep-rows``: what the prune of finished jobs keeps."""
+    func = click.option(
+        "--keep-rows", type=click.IntRange(0, MAX_KEEP_ROWS), default=DEFAULT_KEEP_ROWS,
+        show_default=True, help="Rows of the jobs history the prune keeps (the newest).")(func)
+    return click.option(
+        "--keep-days", type=FiniteRange(0, MAX_KEEP_DAYS), default=DEFAULT_KEEP_DAYS,
+        show_default=True, help="Days a DONE job is kept after it finished, queued or in the "
+        "history, before the prune deletes it (DLQ and waiting jobs are never pruned).")(func)
 
 
 def enqueue_paths(
@@ -79,16 +100,19 @@ def enqueue_paths(
               help="Seconds between polls when idle (--forever).")
 @click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True,
               help="Length of one backoff second (tests shrink it).")
+@retention_options
 @json_option
 @handle_errors
 def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, poll_s: float,
-           time_unit: float, as_json: bool) -> None:
+           time_unit: float, keep_days: float, keep_rows: int, as_json: bool) -> None:
     """Process queued ingestion jobs (until none is due, or --forever).
 
+    When nothing is due it prunes old finished jobs (at most hourly; see --keep-days).
     Exits 1 when a job of this run failed (to be retried later, or moved to the DLQ), so a
     cron line or a script sees it; 0 when every job it took is done."""
     with open_store(store_path) as store:
-        queue = store.jobs(max_attempts=max_attempts, lease_s=lease_s, time_unit=time_unit)
+        queue = store.jobs(max_attempts=max_attempts, lease_s=lease_s, time_unit=time_unit,
+                           retention=Retention(keep_days, keep_rows))
         runner = Worker(store, queue)
         if forever:
             stop = threading.Event()
@@ -125,6 +149,9 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @store_argument
 @click.option("--retry-dlq", is_flag=True, help="Put DLQ jobs back to PENDING (fresh attempts).")
 @click.option("--purge-done", is_flag=True, help="Move DONE jobs to the history table.")
+@click.option("--prune", is_flag=True, help="Delete the DONE jobs older than --keep-days "
+              "(queued or in the history) and history rows past --keep-rows, with their "
+              "attempts; the worker does it by itself when idle.")
 @click.option("--status", type=click.Choice(["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"]),
               default=None, help="Only jobs with this status.")
 @click.option("--limit", type=click.IntRange(1, MAX_LISTED), default=DEFAULT_LISTED,
@@ -136,13 +163,15 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
               metavar="JOB_ID", help="Only jobs with a larger id (the next page: --after the "
               "last id listed, `next_after` in --json); stays right when jobs are purged or "
               "queued between pages.")
+@retention_options
 @json_option
 @handle_errors
-def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None, limit: int,
-         offset: int, after: int | None, as_json: bool) -> None:
-    """Job counts by status and the jobs; --retry-dlq and --purge-done act first."""
+def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, prune: bool, status: str | None,
+         limit: int, offset: int, after: int | None, keep_days: float, keep_rows: int,
+         as_json: bool) -> None:
+    """Job counts by status and the jobs; --retry-dlq, --purge-done and --prune act first."""
     actions: dict[str, int] = {}
-    if retry_dlq or purge_done:
+    if retry_dlq or purge_done or prune:
         try:
             store = open_store(store_path)
         except StoreLockedError as exc:
@@ -150,14 +179,17 @@ def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, status: str | None
                 raise CommandError(str(exc)) from exc
             raise CommandError(
                 f"{exc}; while `enginelib serve` runs, use its console buttons or "
-                "POST /api/jobs/retry-dlq and /api/jobs/purge-done"
+                "POST /api/jobs/retry-dlq and /api/jobs/purge-done (serve prunes by itself)"
             ) from exc
         with store:
-            queue = store.jobs()
+            queue = store.jobs(retention=Retention(keep_days, keep_rows))
             if retry_dlq:
                 actions["retried"] = queue.retry_dlq()
             if purge_done:
                 actions["purged"] = queue.purge_done()
+            if prune:
+                pruned = queue.prune()
+                actions["pruned_jobs"], actions["pruned_history"] = pruned.jobs, pruned.history
     with open_store(store_path, read_only=True) as store:
         queue = store.jobs()
         counts, history = queue.counts(), queue.history_count()

@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 
 from enginelib.core.lock import clear_holder, note_holder
-from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_POLL_S
+from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_POLL_S, Retention
 
-from .commands_jobs import store_argument
+from .commands_jobs import retention_options, store_argument
 from .options import CommandError, FiniteRange, handle_errors, not_blank, open_store
 
 
@@ -35,9 +35,11 @@ from .options import CommandError, FiniteRange, handle_errors, not_blank, open_s
                    "--queue` without --max-attempts); a job keeps the number it was queued with.")
 @click.option("--poll", "poll_s", type=FiniteRange(0.01, MAX_POLL_S), default=0.5, hidden=True)
 @click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True)
+@retention_options
 @handle_errors
 def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...],
-          max_upload_mb: float, max_attempts: int, poll_s: float, time_unit: float) -> None:
+          max_upload_mb: float, max_attempts: int, poll_s: float, time_unit: float,
+          keep_days: float, keep_rows: int) -> None:
     """Serve the store: JSON API under /api/, ingestion console at /, inspector at /inspect."""
     import uvicorn
 
@@ -66,7 +68,8 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
         click.echo(f"no store at {store_path}: created an empty one (upload files at / or run "
                    "`enginelib ingest`)", err=True)
     service = Service(store, max_attempts=max_attempts, poll_s=poll_s, time_unit=time_unit,
-                      max_upload_bytes=int(max_upload_mb * 1024 * 1024))
+                      max_upload_bytes=int(max_upload_mb * 1024 * 1024),
+                      retention=Retention(keep_days, keep_rows))
     app = create_app(service, token=token, on_stop=lambda: clear_holder(store.path),
                      check_host=loopback, allow_hosts=allow_hosts)
     shown_host = f"[{host}]" if ":" in host else host

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,6 +27,36 @@ MAX_LEASE_S = 30 * 86_400.0
 MAX_POLL_S = 3_600.0
 # A page of the job list when none is asked for; the answer's counts tell what is beyond it.
 DEFAULT_LISTED = 1000
+# How long finished jobs are kept (see Retention), and how often a worker prunes them.
+DEFAULT_KEEP_DAYS = 30.0
+DEFAULT_KEEP_ROWS = 10_000
+MAX_KEEP_DAYS = 100 * 365.0
+MAX_KEEP_ROWS = 2**31 - 1
+PRUNE_EVERY_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Retention:
+    """What the jobs tables keep of finished work: a DONE job for ``keep_days`` after it
+    finished (in the queue or the history), and at most the newest ``keep_rows`` rows of
+    the history; a job's attempts go with it. A job in the DLQ, or still waiting or running,
+    is never pruned: it stays until a person retries it (or it runs)."""
+
+    keep_days: float = DEFAULT_KEEP_DAYS
+    keep_rows: int = DEFAULT_KEEP_ROWS
+
+    def __post_init__(self) -> None:
+        check_float("keep_days", self.keep_days, minimum=0.0, maximum=MAX_KEEP_DAYS)
+        check_int("keep_rows", self.keep_rows, minimum=0, maximum=MAX_KEEP_ROWS)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one prune deleted: DONE jobs of the queue, history rows, attempt rows."""
+
+    jobs: int
+    history: int
+    attempts: int
 
 
 @dataclass(frozen=True)
@@ -61,6 +92,7 @@ class JobQueue:
         time_unit: float = 1.0,
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
+        retention: Retention | None = None,
     ) -> None:
         max_attempts = check_int("max_attempts", max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
         lease_s = check_float("lease_s", lease_s, minimum=1e-6, maximum=MAX_LEASE_S)
@@ -71,6 +103,8 @@ class JobQueue:
         self.time_unit = time_unit
         self.clock = clock
         self.rand = rand
+        self.retention = retention if retention is not None else Retention()
+        self._pruned_at: float | None = None  # monotonic time of this queue's last prune
         if not catalog.read_only:
             with catalog.transaction() as con:
                 t.create_tables(con)
@@ -173,10 +207,33 @@ class JobQueue:
             return t.retry_dlq(con, [now, now])
 
     def purge_done(self) -> int:
-        """Move DONE jobs to ``jobs_history``; returns how many moved."""
+        """Move DONE jobs to ``jobs_history``, then hold the history to the retention (in the
+        same transaction); returns how many moved."""
         now = self.clock()
         with self.catalog.transaction() as con:
-            return t.purge_done(con, [now])
+            moved = t.purge_done(con, [now])
+            self._prune(con, now)
+        return moved
+
+    def prune(self) -> Pruned:
+        """Delete what the retention no longer keeps, in one transaction: a kill halfway
+        leaves every row as it was."""
+        now = self.clock()
+        with self.catalog.transaction() as con:
+            pruned = self._prune(con, now)
+        self._pruned_at = time.monotonic()
+        return pruned
+
+    def prune_if_due(self) -> Pruned | None:
+        """``prune`` at most once every ``PRUNE_EVERY_S`` (the worker calls it when idle)."""
+        if self._pruned_at is not None and time.monotonic() - self._pruned_at < PRUNE_EVERY_S:
+            return None
+        self._pruned_at = time.monotonic()  # a prune that fails is tried again in an hour
+        return self.prune()
+
+    def _prune(self, con: duckdb.DuckDBPyConnection, now: datetime) -> Pruned:
+        before = now - timedelta(days=self.retention.keep_days)
+        return Pruned(*t.prune(con, before, self.retention.keep_rows))
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import duckdb
 
+from .. import faults
+
 # Statuses, in the order the console shows their counters.
 PENDING, RUNNING, DONE, FAILED, DLQ = "PENDING", "RUNNING", "DONE", "FAILED", "DLQ"
 STATUSES: tuple[str, ...] = (PENDING, RUNNING, DONE, FAILED, DLQ)
@@ -176,6 +178,26 @@ COPY_DONE_TO_HISTORY = (
     + ", ".join(JOB_COLUMNS) + ", ? FROM jobs WHERE status = 'DONE'"
 )
 DELETE_DONE = "DELETE FROM jobs WHERE status = 'DONE' RETURNING job_id"
+# Retention (queue.Retention): a finished job is kept ``keep_days`` after it finished, in the
+# queue or the history, and the history keeps its newest ``keep_rows``. Only DONE jobs go:
+# a job in the DLQ (or still waiting) stays until a person acts on it. A row without its
+# finish time (a hand edit) counts from its last change, or from its purge.
+PRUNE_DONE = (
+    "DELETE FROM jobs WHERE status = 'DONE' AND coalesce(finished_at, updated_at) < ? "
+    "RETURNING job_id"
+)
+PRUNE_OLD_HISTORY = (
+    "DELETE FROM jobs_history WHERE coalesce(finished_at, purged_at) < ? RETURNING job_id"
+)
+PRUNE_HISTORY_BEYOND = (
+    "DELETE FROM jobs_history WHERE job_id IN (SELECT job_id FROM jobs_history "
+    "ORDER BY coalesce(finished_at, purged_at) DESC, job_id DESC OFFSET ?) RETURNING job_id"
+)
+# The attempts of jobs no table holds any more: they went with their job.
+PRUNE_ORPHAN_ATTEMPTS = (
+    "DELETE FROM job_attempts WHERE job_id NOT IN (SELECT job_id FROM jobs) "
+    "AND job_id NOT IN (SELECT job_id FROM jobs_history) RETURNING job_id"
+)
 COUNTS = "SELECT status, count(*) FROM jobs GROUP BY status"
 # ``job_id > after`` is the keyset page: an offset counts rows, so a purge (or a job
 # queued) between two pages shifted every later row and the next page skipped or repeated.
@@ -334,6 +356,18 @@ def purge_done(con: duckdb.DuckDBPyConnection, params: Params) -> int:
     """Copy DONE jobs to the history, then delete them; returns how many moved."""
     con.execute(COPY_DONE_TO_HISTORY, list(params))
     return len(con.execute(DELETE_DONE).fetchall())
+
+
+def prune(con: duckdb.DuckDBPyConnection, before: datetime, keep_rows: int) -> tuple[int, int, int]:
+    """Delete the DONE jobs finished before ``before`` (queued or in the history), the history
+    past its newest ``keep_rows``, and the attempts of every job so deleted; inside the
+    caller's transaction. Returns how many (jobs, history rows, attempt rows) went."""
+    done = len(con.execute(PRUNE_DONE, [before]).fetchall())
+    history = len(con.execute(PRUNE_OLD_HISTORY, [before]).fetchall())
+    faults.crash_point("mid_job_prune")
+    history += len(con.execute(PRUNE_HISTORY_BEYOND, [keep_rows]).fetchall())
+    attempts = len(con.execute(PRUNE_ORPHAN_ATTEMPTS).fetchall())
+    return done, history, attempts
 
 
 def status_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

@@ -111,6 +111,7 @@ class Worker:
             self.queue.expire_leases()
             job = self.queue.claim(self.owner)
             if job is None:
+                self._prune()
                 self._sleep_until(self.queue.next_wake())
                 self.store.catalog.release()  # let readers in while idle
                 return None
@@ -139,6 +140,14 @@ class Worker:
         if job["kind"] == UPLOAD:
             discard_upload(self.store.path, Path(job["source"]))
         return JobOutcome(job["job_id"], job["source"], t.DONE, job["attempts"])
+
+    def _prune(self) -> None:
+        """Nothing is due: the moment to delete the finished jobs the retention no longer
+        keeps. Housekeeping: its failure (a full disk) is logged and never stops the pass."""
+        try:
+            self.queue.prune_if_due()
+        except Exception as exc:  # noqa: BLE001 - the prune's transaction rolled back whole
+            _log.warning("enginelib worker: pruning old finished jobs failed: %s", exc)
 
     def _hand_back(self) -> None:
         """The end of a claimed job could not be written (a full disk, the catalog gone): it

@@ -27,7 +27,7 @@ from ..edge import os_error
 from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError, SnapshotError
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
-from ..jobs.queue import DEFAULT_LISTED, MAX_POLL_S
+from ..jobs.queue import DEFAULT_LISTED, MAX_POLL_S, Retention
 from ..jobs.times import with_utc_times
 from ..jobs.worker import UPLOAD
 from ..search import check_answer_citations
@@ -69,7 +69,7 @@ class Service:
     def __init__(
         self, store: Store, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, poll_s: float = 0.5,
         max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES, time_unit: float = 1.0,
-        lease_s: float = 300.0,
+        lease_s: float = 300.0, retention: Retention | None = None,
     ) -> None:
         self.store = store
         self.lock = threading.RLock()
@@ -78,7 +78,7 @@ class Service:
         self.poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
         with self.lock:
             self.queue = JobQueue(store.catalog, max_attempts=max_attempts, time_unit=time_unit,
-                                  lease_s=lease_s)
+                                  lease_s=lease_s, retention=retention)
             if not store.read_only:
                 sweep_uploads(store.path / UPLOAD_DIR, self.queue.upload_sources_in_use())
             store.catalog.release()
