@@ -45,6 +45,10 @@ MAX_LISTED = 1_000_000
 MAX_LIST_OFFSET = 1_000_000_000
 MAX_NAME_CHARS = 100
 MAX_KEY_CHARS = 256
+# Tags of one document (or one ingest call, one upload, one update), each up to MAX_ID_CHARS:
+# every tag is stored with the document and in each job's options, and an upload with
+# 20,000 of them was taken.
+MAX_TAGS = 100
 # Fields one filter may name: the dozen built-in ones and metadata.<key>s. 50,000 keys cost
 # the exported hybrid_search about 3 s of server CPU per call, for any API caller.
 MAX_FILTER_FIELDS = 64
@@ -176,6 +180,7 @@ def as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple, set, frozenset)):
         raise InvalidInputError(f"{what} must be a list of strings, got {type(value).__name__}")
     items = tuple(str(v) for v in value if str(v).strip())
+    check_tag_count(what, len(items))
     for item in items:
         check_text(f"a value of {what}", item, max_chars=MAX_ID_CHARS)
         match = CONTROL_CHARS.search(item)
@@ -184,6 +189,14 @@ def as_str_tuple(value: Any, what: str) -> tuple[str, ...]:
                 f"a value of {what} ({show_value(item)}) contains a control character "
                 f"({match.group()!r} at position {match.start()}): remove it")
     return items
+
+
+def check_tag_count(what: str, count: int) -> None:
+    """At most MAX_TAGS tags (other lists, such as entities, are not counted here)."""
+    if what == "tags" and count > MAX_TAGS:
+        raise InvalidInputError(
+            f"{count:,} tags given; a document takes at most {MAX_TAGS} (each up to "
+            f"{MAX_ID_CHARS:,} characters): keep the ones searches filter on")
 
 
 def too_many_digits(value: int) -> bool:
@@ -527,6 +540,7 @@ def check_ingest_options(options: Mapping[str, Any]) -> None:
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, (list, tuple, set, frozenset)):
                 raise InvalidInputError(f"{name} must be a list of strings, got {show_value(value)}")
+            check_tag_count(name, len(items))
             for item in items:
                 check_text(f"a value of {name}", item, max_chars=MAX_ID_CHARS)
         elif name == "keywords_limit":

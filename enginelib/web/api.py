@@ -29,6 +29,7 @@ from ..errors import (
     StoreLockedError,
     UnsupportedFormatError,
 )
+from ..validation import MAX_ID_CHARS, MAX_TAGS
 from .security import safe_upload_name
 from .service import Service, check_known
 
@@ -154,7 +155,8 @@ async def upload(request: Request) -> Response:
         if "multipart/form-data" not in request.headers.get("content-type", ""):
             raise InvalidInputError("upload with multipart/form-data: a 'file' field "
                                     "(and optional truth_level, domain, source_type, tags)")
-        async with request.form(max_files=1, max_fields=20) as form:
+        async with request.form(max_files=1, max_fields=20,
+                                max_part_size=MAX_UPLOAD_FIELD_BYTES) as form:
             item = form.get("file")
             if item is None or isinstance(item, str):
                 raise InvalidInputError("the form has no 'file' field with a file in it")
@@ -181,12 +183,19 @@ async def upload(request: Request) -> Response:
 
 
 UPLOAD_FIELDS = ("file", "truth_level", "domain", "source_type", "tags")
+# The largest form field beside the file: the tags, MAX_TAGS of MAX_ID_CHARS characters of up
+# to 4 UTF-8 bytes, and their commas. Starlette's own 1 MiB took a field of 20,000 tags.
+MAX_UPLOAD_FIELD_BYTES = MAX_TAGS * (MAX_ID_CHARS * 4 + 1)
 
 
 def _form_error(exc: HTTPException) -> InvalidInputError:
     """The multipart parser's words are about its limits and the wire format: add what to send."""
     if str(exc.detail).startswith("Too many files"):
         return InvalidInputError("upload one file per request, in the 'file' field")
+    if str(exc.detail).startswith(("Part exceeded", "Field exceeded")):
+        return PayloadTooLargeError(
+            f"a form field beside the file is over {MAX_UPLOAD_FIELD_BYTES:,} bytes: tags take at "
+            f"most {MAX_TAGS} of at most {MAX_ID_CHARS:,} characters each, comma-separated")
     return InvalidInputError(
         f"the upload is not a valid multipart/form-data body ({exc.detail}): send the file in "
         "a 'file' field, as `curl -F file=@notes.md http://HOST:PORT/api/upload` does")

@@ -17,7 +17,7 @@ from ..jobs.queue import DEFAULT_LISTED
 from ..jobs.table import STATUSES
 from ..search.request import DEFAULTS, OPTIONS, is_flag, option_spec
 from ..types import TRUTH_LEVELS
-from ..validation import _FLOAT_OPTIONS, _INT_OPTIONS, MAX_ID_CHARS, MAX_QUERY_CHARS
+from ..validation import _FLOAT_OPTIONS, _INT_OPTIONS, MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_TAGS
 from .service import MAX_ANSWER_CHARS
 
 _ERROR_CODES = (
@@ -253,7 +253,9 @@ _UPLOAD = {"type": "object", "required": ["file"], "additionalProperties": False
                                        "'_', spaces); its extension picks the loader"},
                "truth_level": {"type": "string", "description": "L1..L4 (default L2)"},
                "domain": _STRING, "source_type": _STRING,
-               "tags": {"type": "string", "description": "comma-separated"}}}
+               "tags": {"type": "string", "description": (
+                   f"comma-separated: at most {MAX_TAGS} tags of at most {MAX_ID_CHARS} "
+                   "characters each (more: 400; a field too big to parse: 413)")}}}
 
 OPENAPI: dict[str, Any] = {
     "openapi": "3.1.0",
