@@ -57,3 +57,69 @@ def test_the_tag_bound_holds_for_every_way_in(tmp_path: Path) -> None:
                                     env={"ENGINELIB_EMBEDDER": "hashing"})
         assert result.exit_code == 2
         assert f"{MAX_TAGS + 1} tags given; a document takes at most {MAX_TAGS}" in result.output
+
+
+def test_no_answer_of_the_api_names_a_server_path(tmp_path: Path) -> None:
+    """/api/sources, /api/jobs, the documents, the citations of a search and the stats named
+    the server's absolute paths (its user's home, its store); the console showed them."""
+    from tests.helpers import open_test_store
+
+    folder = tmp_path / "private" / "docs"
+    (folder / "guides").mkdir(parents=True)
+    (folder / "guides" / "brakes.md").write_text("# Brakes\n\nReplace the brake pads under "
+                                                 "3 mm.", encoding="utf-8")
+    (gone := folder / "gone.md").write_text("# Gone\n\nbrake pads soon gone", encoding="utf-8")
+    store = tmp_path / "private" / "store"
+    with open_test_store(store) as opened:
+        opened.ingest_path(folder)
+        opened.enqueue_paths(gone)
+    gone.unlink()
+    with make_client(store) as client:
+        assert client.post("/api/upload", files=FILE).status_code == 202
+        wait_for(client, lambda d: d["counts"]["DONE"] == 1 and d["counts"]["DLQ"] == 1)
+        answers = {url: client.get(url) for url in (
+            "/api/sources", "/api/jobs", "/api/documents", "/api/documents/guides/brakes.md",
+            "/api/search?q=brake+pads&no_gate=1", "/api/stats")}
+        answers["check"] = client.post("/api/check-answer", json={
+            "answer": "Replace the pads under 3 mm [1].", "search": {"query": "brake pads",
+                                                                    "no_gate": True}})
+        for url, answer in answers.items():
+            assert answer.status_code == 200, url
+            assert str(tmp_path) not in answer.text, url
+        sources = {(row["document_id"], row["status"]): row for row in answers["/api/sources"].json()}
+        assert sources[("guides/brakes.md", "INDEXED")]["source"] == "guides/brakes.md"
+        assert sources[("pads.md", "INDEXED")]["source"].startswith("uploads/")
+        assert sources[("gone.md", "DLQ")]["source"] == "gone.md"
+        assert sources[("gone.md", "DLQ")]["error"].startswith("source gone.md no longer exists")
+        [job] = client.get("/api/jobs", params={"status": "DLQ"}).json()["jobs"]
+        assert (job["source"], job["document_id"]) == ("gone.md", "gone.md")
+        assert answers["/api/stats"].json()["path"] == "<store>"
+        hit = answers["/api/search?q=brake+pads&no_gate=1"].json()["hits"][0]
+        assert not hit["citation"]["source_path"].startswith("/")
+        page = client.get("/").text + client.get("/static/console.js").text
+        assert str(tmp_path) not in page
+    # The CLI is its own user's: it keeps the whole path.
+    listed = CliRunner().invoke(main, ["jobs", "--store", str(store)])
+    assert str(gone) in listed.output
+
+
+def test_an_error_reply_and_a_running_job_name_no_server_path_host_or_pid(tmp_path: Path) -> None:
+    import json
+
+    from enginelib.errors import StorageError
+    from enginelib.web.api import error_reply
+    from enginelib.web.public import Paths
+
+    store = tmp_path / "store"
+    paths = Paths(store)
+    answer = error_reply(StorageError(f"cannot write {store.resolve()}/catalog.duckdb: read-only "
+                                      f"file system (see `enginelib repair --store {store}`)"),
+                         paths)
+    assert json.loads(bytes(answer.body))["error"] == (
+        "cannot write <store>/catalog.duckdb: read-only file system (see `enginelib repair "
+        "--store <store>`)")
+    job = {"job_id": 1, "document_id": "a.md", "source": "/home/someone/a.md",
+           "lease_owner": "build-host:4242:7f00.abc123", "last_error": "/home/someone/a.md: busy"}
+    assert paths.view({"jobs": [job]})["jobs"][0] == {
+        "job_id": 1, "document_id": "a.md", "source": "a.md", "lease_owner": "7f00.abc123",
+        "last_error": "a.md: busy"}

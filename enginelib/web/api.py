@@ -30,6 +30,7 @@ from ..errors import (
     UnsupportedFormatError,
 )
 from ..validation import MAX_ID_CHARS, MAX_TAGS
+from .public import Paths
 from .security import safe_upload_name
 from .service import Service, check_known
 
@@ -49,7 +50,9 @@ def reply(data: Any, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
-def error_reply(exc: Exception) -> Response:
+def error_reply(exc: Exception, paths: Paths | None = None) -> Response:
+    """The error as JSON with its HTTP status; ``paths``: the server's paths in its message
+    are replaced by the names a client is shown (``public``)."""
     status = 400
     if isinstance(exc, DocumentNotFoundError):
         status = 404
@@ -68,7 +71,8 @@ def error_reply(exc: Exception) -> Response:
         status = 503  # the server cannot serve this now; the request itself was fine
     elif not isinstance(exc, (InvalidInputError, EngineError)):
         status = 500
-    return JSONResponse({"error": str(exc), "type": type(exc).__name__}, status_code=status)
+    message = str(exc) if paths is None else paths.text(str(exc))
+    return JSONResponse({"error": message, "type": type(exc).__name__}, status_code=status)
 
 
 def client_gone() -> Response:
@@ -101,10 +105,10 @@ def endpoint(action: Callable[[Service, Request], Any], status: int = 200, *,
             request.state.body = body
             data = await run_in_threadpool(action, service, request)
         except (EngineError, ValueError) as exc:
-            return error_reply(exc)
+            return error_reply(exc, service.paths)
         except ClientDisconnect:
             return client_gone()
-        return reply(data, status)
+        return reply(service.paths.view(data), status)
 
     return handle
 
@@ -174,7 +178,7 @@ async def upload(request: Request) -> Response:
                 options["tags"] = [t.strip() for t in str(form.get("tags")).split(",") if t.strip()]
         result = await run_in_threadpool(service.upload, name, data, options)
     except (EngineError, ValueError) as exc:
-        return error_reply(exc)
+        return error_reply(exc, service.paths)
     except HTTPException as exc:  # what Starlette raises for a body its form parser refuses
         return error_reply(_form_error(exc))
     except ClientDisconnect:

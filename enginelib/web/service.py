@@ -43,6 +43,7 @@ from ..search.request import (
 from ..store import Store
 from ..validation import check_float, check_int, check_text
 from .claims import claim_map
+from .public import Paths
 
 UPLOAD_DIR = layout.UPLOADS_DIR
 # Each upload gets a folder of this many hex digits; the sweep at start removes no other.
@@ -72,6 +73,7 @@ class Service:
         lease_s: float = 300.0, retention: Retention | None = None,
     ) -> None:
         self.store = store
+        self.paths = Paths(store.path)  # what the API shows of the server's paths
         self.lock = threading.RLock()
         self.max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, minimum=1,
                                           maximum=2**40)
