@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -18,6 +19,7 @@ from click.core import ParameterSource
 from enginelib import EngineError, Store
 from enginelib.embedder import Embedder
 from enginelib.errors import StoreLockedError
+from enginelib.jobs.times import utc_iso
 from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
 from enginelib.types import validate_truth_level
 from enginelib.validation import CONTROL_CHARS
@@ -320,6 +322,9 @@ def emit_mapping(data: dict[str, Any], as_json: bool) -> None:
 
 
 def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        # the catalog's times are naive UTC: said so, as `serve`'s API says them
+        return utc_iso(value)
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if hasattr(value, "tolist"):

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -452,9 +452,15 @@ def _bump(version: str, *, major: bool, content: bool) -> str:
 
 
 def _as_datetime(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
+    """A document's ``created_at`` as the catalog keeps times: naive UTC. One with an offset
+    went into DuckDB's TIMESTAMP in the server's own zone (10:00+02:00 kept as 03:00 in New
+    York), then was shown as UTC; one without is taken as UTC."""
+    if value is None:
+        return None
     try:
-        return datetime.fromisoformat(str(value))
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     except ValueError as exc:
         raise InvalidInputError(f"created_at {value!r} is not an ISO date/time") from exc
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment

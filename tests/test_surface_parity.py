@@ -14,6 +14,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -162,9 +163,13 @@ HTTP_HIT_EXTRAS = {"authority", "document_url"}
 
 
 def as_json(data: Any) -> Any:
-    """``data`` as a surface writes it in JSON (dates in ISO form)."""
+    """``data`` as a surface writes it in JSON (dates in ISO form, times with their UTC
+    offset: the catalog keeps naive UTC)."""
+    from enginelib.jobs.times import utc_iso
+
     return json.loads(json.dumps(
-        data, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v)))
+        data, default=lambda v: utc_iso(v) if isinstance(v, datetime) else
+        v.isoformat() if hasattr(v, "isoformat") else str(v)))
 
 
 def comparable(data: dict[str, Any]) -> dict[str, Any]:

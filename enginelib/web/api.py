@@ -29,6 +29,7 @@ from ..errors import (
     StoreLockedError,
     UnsupportedFormatError,
 )
+from ..jobs.times import utc_iso
 from ..validation import MAX_ID_CHARS, MAX_TAGS
 from .public import Paths
 from .security import safe_upload_name
@@ -38,8 +39,13 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
+    if isinstance(value, datetime):
+        # Every time the API answers says its offset: the catalog keeps naive UTC, and a bare
+        # time was read as local time by whoever parsed it (a document's dates were, while a
+        # job's carried +00:00).
+        return utc_iso(value)
+    if isinstance(value, date):
+        return value.isoformat()  # a day has no time of day to put in a zone
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)

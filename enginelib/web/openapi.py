@@ -265,7 +265,10 @@ OPENAPI: dict[str, Any] = {
         "NAME admits a proxy's name). Clients that send no Origin are unaffected. A "
         "parameter or body field a route does not list is refused (400), as is a JSON value "
         "of another type than the one listed (\"limit\": \"10\"). A server started with "
-        "--token lists it under security and refuses a request without it (401).")},
+        "--token lists it under security and refuses a request without it (401). Every "
+        "time an answer holds is ISO 8601 in UTC with its offset said "
+        "(2026-03-29T01:30:05.250000+00:00). No answer names a path of the server: a file "
+        "inside the store is named relative to it, any other by its document's id.")},
     "components": {
         "schemas": {"Error": {"type": "object", "required": ["error", "type"], "properties": {
             "error": {"type": "string", "description": "what went wrong and what to do"},
