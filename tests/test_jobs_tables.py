@@ -176,7 +176,8 @@ def test_a_job_id_both_queued_and_in_the_history_is_reported_and_the_history_ren
     queued: Path,
 ) -> None:
     """Only a hand edit of both tables makes one: purging that DONE job then failed on the
-    history's key (and with it every purge), and `check` said nothing."""
+    history's key (and with it every purge), and `check` said nothing. The history's copy of
+    the same DONE job was kept under a new id, so the history held that job twice."""
     [(done,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'DONE'")
     damage(queued, f"INSERT INTO jobs_history SELECT *, now() FROM jobs WHERE job_id = {done}")
     report = maintenance.check(queued, snapshots=False)
@@ -187,11 +188,116 @@ def test_a_job_id_both_queued_and_in_the_history_is_reported_and_the_history_ren
         store.jobs().purge_done()
     [note] = maintenance.repair(queued).facts["job_tables_mended"]
     assert note.startswith(f"job id(s) {done} are both in jobs and in jobs_history") and \
-        "the history's rows renumbered 4 (the queued jobs keep their ids" in note
+        f"the history's copies of {done}, the same DONE jobs as queued, dropped" in note
     assert maintenance.check(queued, snapshots=False).ok
     with open_test_store(queued) as store:
         queue = store.jobs()
         assert queue.purge_done() == 1
-        assert store.enqueue_paths(queue.jobs()[0]["source"]) == [5]
+        assert store.enqueue_paths(queue.jobs()[0]["source"]) == [4]
     assert rows(queued, "SELECT job_id, status FROM jobs_history ORDER BY job_id") == [
-        (done, DONE), (4, DONE)]
+        (done, DONE)]  # once
+    assert rows(queued, "SELECT job_id, outcome FROM job_attempts WHERE job_id = 1") == [
+        (1, DONE)]
+
+
+def test_a_queued_job_the_history_holds_as_done_waits_in_the_dlq_not_run_again(
+    queued: Path,
+) -> None:
+    """The same job (same file, queued at the same time) DONE in the history and PENDING in
+    the queue: repair kept both, and the worker ingested it a second time."""
+    [(waiting,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'PENDING'")
+    damage(queued, "INSERT INTO jobs_history SELECT * REPLACE ('DONE' AS status), now() FROM "
+                   f"jobs WHERE job_id = {waiting}")
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "the history's rows renumbered 4" in note and f"job(s) {waiting}, DONE in the " \
+        "history already, sent to the DLQ rather than run again" in note
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        job = next(j for j in queue.jobs() if j["job_id"] == waiting)
+        assert job["status"] == DLQ and "under job 4" in job["last_error"]
+        assert Worker(store, queue).run_until_idle() == []  # pads.md waits its backoff
+    assert rows(queued, "SELECT job_id, document_id, status FROM jobs_history") == [
+        (4, "tyres.txt", DONE)]
+
+
+def test_two_jobs_that_shared_an_id_with_the_history_keep_their_own_attempts(
+    queued: Path,
+) -> None:
+    """An id sequence that restarted behind the history's ids gave a new job the id of a
+    purged one: repair renumbered the history's row but left it no attempts, the queued job
+    listing the old job's as its own."""
+    [(waiting,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'PENDING'")
+    damage(queued,
+           f"INSERT INTO jobs_history (job_id, kind, source, document_id, options, status, "
+           f"attempts, max_attempts, next_attempt_at, created_at, updated_at, finished_at, "
+           f"purged_at) VALUES ({waiting}, 'file', '/gone/old.md', 'old.md', '{{}}', 'DONE', 1, "
+           f"5, TIMESTAMP '2020-01-01', TIMESTAMP '2020-01-01', TIMESTAMP '2020-01-01', "
+           f"TIMESTAMP '2020-01-01', TIMESTAMP '2020-01-02')",
+           f"INSERT INTO job_attempts VALUES ({waiting}, 1, 1, 'w', TIMESTAMP '2020-01-01', "
+           f"TIMESTAMP '2020-01-01', 'DONE', NULL, NULL)")
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "the history's rows renumbered 4" in note
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        assert [a["started_at"].year for a in queue.attempts(4)] == [2020]
+        assert queue.attempts(waiting) == []
+        [outcome] = Worker(store, queue).run_until_idle()
+        assert (outcome.job_id, outcome.status) == (waiting, DONE)
+        assert [a["attempt"] for a in queue.attempts(waiting)] == [1]
+
+
+def _without_key(root: Path, *statements: str) -> None:
+    """The jobs table rebuilt by hand without its primary key (CREATE TABLE AS)."""
+    damage(root, "DROP INDEX jobs_status", "CREATE TABLE jobs_copy AS SELECT * FROM jobs",
+           *statements, "DROP TABLE jobs", "ALTER TABLE jobs_copy RENAME TO jobs")
+
+
+def test_a_job_held_twice_by_a_table_without_its_key_is_reported_and_run_once(
+    queued: Path,
+) -> None:
+    """A row inserted twice: check saw nothing, the worker took both rows as one job, and
+    every purge then failed on the history's key with a raw DuckDB ConstraintException."""
+    _without_key(queued, "INSERT INTO jobs_copy SELECT * FROM jobs WHERE status = 'PENDING'",
+                 "INSERT INTO jobs_copy SELECT * REPLACE ('PENDING' AS status) FROM jobs "
+                 "WHERE status = 'DONE'")
+    report = maintenance.check(queued, snapshots=False)
+    assert [p.split(" (")[0] for p in report.problems] == [
+        "job id(s) 1, 3 are each held by more than one row of jobs"]
+    with pytest.raises(IntegrityError, match="more than one row of jobs"), \
+            open_test_store(queued) as store:
+        store.jobs()
+    [note] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "(5 rows), created anew with 3 of them" in note
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        # the DONE copy of brakes.md is kept: it is not ingested again
+        assert [(j["job_id"], j["status"]) for j in queue.jobs()] == [
+            (1, DONE), (2, FAILED), (3, PENDING)]
+        assert [o.job_id for o in Worker(store, queue).run_until_idle()] == [3]
+        assert queue.purge_done() == 2
+        assert [len(queue.attempts(i)) for i in (1, 2, 3)] == [1, 1, 1]
+
+
+def test_two_jobs_sharing_an_id_in_the_queue_are_parted_each_with_its_attempts(
+    queued: Path,
+) -> None:
+    [(failed,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'FAILED'")
+    _without_key(
+        queued,
+        f"INSERT INTO jobs_copy SELECT * REPLACE ('/elsewhere/other.md' AS source, 'other.md' AS "
+        f"document_id, created_at + INTERVAL 1 HOUR AS created_at, 'DLQ' AS status) FROM jobs "
+        f"WHERE job_id = {failed}",
+        f"INSERT INTO job_attempts SELECT job_id, 2, 1, 'w', started_at + INTERVAL 2 HOUR, "
+        f"finished_at + INTERVAL 2 HOUR, 'DLQ', 'gone', NULL FROM job_attempts "
+        f"WHERE job_id = {failed}")
+    [note, moved] = maintenance.repair(queued).facts["job_tables_mended"]
+    assert "created anew with 4 of them" in note
+    assert moved.startswith("jobs that shared an id were given new ones: 1 attempt row(s)")
+    with open_test_store(queued) as store:
+        queue = store.jobs()
+        jobs = {j["document_id"]: j for j in queue.jobs()}
+        assert jobs["pads.md"]["job_id"] == failed  # queued first, it keeps its id
+        other = jobs["other.md"]["job_id"]
+        assert other == 4 and jobs["other.md"]["status"] == DLQ
+        assert [a["outcome"] for a in queue.attempts(failed)] == [FAILED]
+        assert [(a["seq"], a["outcome"]) for a in queue.attempts(other)] == [(2, DLQ)]

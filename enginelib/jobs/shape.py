@@ -136,20 +136,43 @@ def problems(con: duckdb.DuckDBPyConnection) -> list[str]:
             if (problem := _table_problem(name, table)) is not None]
     if not out and (behind := _sequence_problem(con, found)) is not None:
         out.append(behind)
+    if not out and (repeated := _repeated(con)):
+        out.append(_repeated_problem(repeated))
     if not out and (twice := _twice(con)):
         out.append(_twice_problem(twice))
     return out
 
 
-# A job id both queued and in the history (only a hand edit of both tables makes one): the
-# purge of that job failed on the history's key, and with it every purge of DONE jobs.
+# A job id both queued and in the history (a hand edit of both tables, or a sequence that
+# restarted behind the ids): the purge of that job failed on the history's key, and with it
+# every purge of DONE jobs.
 _IN_BOTH = ("SELECT h.job_id FROM jobs_history h JOIN jobs j ON j.job_id = h.job_id "
             "ORDER BY h.job_id")
-# The history's copy takes a new id: the queued job keeps the id its attempts and its
-# enqueue's caller know it by.
-_RENUMBER_HISTORY = (
-    f"UPDATE jobs_history SET job_id = nextval('{SEQUENCE}') "
-    "WHERE job_id IN (SELECT job_id FROM jobs) RETURNING job_id"
+# Each side of one such id: what the job is (kind, source, document, when it was queued) and
+# how far it got.
+_BOTH_SIDES = (
+    "SELECT j.kind, j.source, j.document_id, j.created_at, j.status, h.kind, h.source, "
+    "h.document_id, h.created_at FROM jobs j JOIN jobs_history h ON h.job_id = j.job_id "
+    "WHERE j.job_id = ?"
+)
+# The history's copy takes a new id: the queued job keeps the id its enqueue's caller knows.
+_RENUMBER_HISTORY_ROW = (
+    f"UPDATE jobs_history SET job_id = nextval('{SEQUENCE}') WHERE job_id = ? RETURNING job_id"
+)
+_DROP_HISTORY_ROW = "DELETE FROM jobs_history WHERE job_id = ?"
+# Attempts rows carry only the id: those of another job that had it are told by their time.
+_MOVE_ATTEMPTS_BEFORE = (
+    "UPDATE job_attempts SET job_id = ? WHERE job_id = ? AND started_at < ?"
+)
+_MOVE_ATTEMPTS_FROM = (
+    "UPDATE job_attempts SET job_id = ? WHERE job_id = ? AND started_at >= ?"
+)
+# A job id held by more than one row of jobs (a table rebuilt by hand, without its key): a
+# claim took every row of it at once, and the purge of them failed on the history's key.
+_REPEATED = "SELECT job_id FROM jobs GROUP BY job_id HAVING count(*) > 1 ORDER BY job_id"
+ALREADY_DONE = (
+    "not run again: the history holds this job (same file, queued at the same time) as DONE "
+    "under job {done} (`enginelib repair` found both under one id); Retry DLQ runs it again"
 )
 
 
@@ -157,10 +180,23 @@ def _twice(con: duckdb.DuckDBPyConnection) -> list[int]:
     return [int(row[0]) for row in con.execute(_IN_BOTH).fetchall()]
 
 
+def _repeated(con: duckdb.DuckDBPyConnection) -> list[int]:
+    return [int(row[0]) for row in con.execute(_REPEATED).fetchall()]
+
+
+def _shown(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+
+
+def _repeated_problem(ids: list[int]) -> str:
+    return (f"job id(s) {_shown(ids)} are each held by more than one row of jobs (a table "
+            "without its primary key): a worker takes such rows as one job, and the purge of "
+            "DONE jobs fails on the history's key")
+
+
 def _twice_problem(ids: list[int]) -> str:
-    shown = ", ".join(map(str, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-    return (f"job id(s) {shown} are both in jobs and in jobs_history: the purge of DONE jobs "
-            "fails on the history's key")
+    return (f"job id(s) {_shown(ids)} are both in jobs and in jobs_history: the purge of DONE "
+            "jobs fails on the history's key")
 
 
 def _sequence_problem(con: duckdb.DuckDBPyConnection, found: Mapping[str, Found]) -> str | None:
@@ -223,8 +259,11 @@ def _job_columns(values: Mapping[str, str]) -> dict[str, tuple[str, list[Any]]]:
         "status": (f"CASE WHEN {status} IN {valid} THEN {status} ELSE 'DLQ' END", [statuses]),
         "last_error": (f"CASE WHEN {status} IN {valid} THEN {values['last_error']} ELSE ? END",
                        [statuses, LOST_STATUS]),
+        # Of distinct jobs sharing an id, the one queued first keeps it (its attempts
+        # rows are told apart by their time: see _move_attempts).
         "job_id": (f"CASE WHEN {job_id} IS NULL OR row_number() OVER (PARTITION BY {job_id} "
-                   f"ORDER BY {job_id}) > 1 THEN nextval('{SEQUENCE}') ELSE {job_id} END", []),
+                   f"ORDER BY {values['created_at']} NULLS LAST, {values['document_id']}, "
+                   f"{values['source']}) > 1 THEN nextval('{SEQUENCE}') ELSE {job_id} END", []),
         "max_attempts": (f"CASE WHEN {values['max_attempts']} >= 1 THEN "
                          f"{values['max_attempts']} ELSE ? END", [DEFAULT_MAX_ATTEMPTS]),
     }
@@ -260,9 +299,63 @@ def _copy_sql(name: str, aside: str, old: Found, now: datetime) -> tuple[str, li
     if (unique := _UNIQUE.get(name)) and all(k in old.columns for k in unique):
         key_list = ", ".join(values[k] for k in unique)
         dedupe = f" QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY {key_list}) = 1"
+    source = quote_ident(aside)
+    if name == "jobs":
+        source = f"({_one_row_per_job(aside, values)}) AS copies"
     sql = (f"INSERT INTO {quote_ident(name)} ({', '.join(targets)}) SELECT {', '.join(exprs)} "
-           f"FROM {quote_ident(aside)} WHERE {keep}{dedupe}")
+           f"FROM {source} WHERE {keep}{dedupe}")
     return sql, params
+
+
+# How far a job got, best first: of two rows of one job, the one that got further is kept (a
+# DONE copy beside a PENDING one ran both: the ingest twice, its purge failing).
+_PROGRESS = ("CASE {status} WHEN 'DONE' THEN 0 WHEN 'DLQ' THEN 1 WHEN 'RUNNING' THEN 2 "
+             "WHEN 'FAILED' THEN 3 ELSE 4 END")
+# What makes two rows one job: its id, kind, file, document and when it was queued.
+_IDENTITY = ("job_id", "kind", "source", "document_id", "created_at")
+
+
+def _one_row_per_job(aside: str, values: Mapping[str, str]) -> str:
+    """The rows of the table set aside, one per job: copies of one job (a row inserted twice)
+    collapse into the one furthest along, the most attempts and latest change among equals."""
+    same = ", ".join(values[column] for column in _IDENTITY)
+    progress = _PROGRESS.format(status=values["status"])
+    return (f"SELECT * FROM {quote_ident(aside)} QUALIFY row_number() OVER (PARTITION BY {same} "
+            f"ORDER BY {progress}, {values['attempts']} DESC NULLS LAST, "
+            f"{values['updated_at']} DESC NULLS LAST) = 1")
+
+
+def _renumbered_sql(aside: str, values: Mapping[str, str]) -> str:
+    """(old id, new id, queued at) of each job the copy gave a new id: a job that shared its
+    id with another, older one."""
+    old = {column: values[column] for column in _IDENTITY}
+    return (
+        f"SELECT DISTINCT o.old_id, j.job_id, j.created_at FROM jobs j JOIN (SELECT "
+        f"{old['job_id']} AS old_id, {old['kind']} AS kind, {old['source']} AS source, "
+        f"{old['document_id']} AS document_id, {old['created_at']} AS created_at FROM "
+        f"{quote_ident(aside)}) o ON o.source = j.source AND o.document_id = j.document_id "
+        "AND o.kind IS NOT DISTINCT FROM j.kind AND o.created_at IS NOT DISTINCT FROM "
+        "j.created_at WHERE o.old_id IS NOT NULL AND o.old_id <> j.job_id "
+        "ORDER BY j.created_at DESC")
+
+
+def _move_attempts(con: duckdb.DuckDBPyConnection, aside: str, old: Found) -> int:
+    """Give each job the copy renumbered the attempts rows that are its own: those that
+    started once it was queued (the job that kept the id was queued before it)."""
+    if "job_attempts" not in _layout(con, ("job_attempts",)):
+        return 0
+    want = expected()["jobs"].columns
+    values = {column: "NULL" if column not in old.columns
+              else quote_ident(column) if old.columns[column].type == kind.type
+              else f"TRY_CAST({quote_ident(column)} AS {kind.type})"
+              for column, kind in want.items()}
+    moved = 0
+    for old_id, new_id, queued in con.execute(_renumbered_sql(aside, values)).fetchall():
+        if queued is None:
+            continue
+        rows = con.execute(_MOVE_ATTEMPTS_FROM + " RETURNING seq", [new_id, old_id, queued])
+        moved += len(rows.fetchall())
+    return moved
 
 
 def _aside_name(con: duckdb.DuckDBPyConnection, name: str, now: datetime) -> str:
@@ -297,6 +390,8 @@ def mend(con: duckdb.DuckDBPyConnection, now: datetime) -> list[str]:
               if (problem := _table_problem(name, table)) is not None}
     notes: list[str] = []
     behind = None if broken else _sequence_problem(con, found)
+    if behind is None and not broken and "jobs" in found and (repeated := _repeated(con)):
+        behind = _repeated_problem(repeated)
     rebuild = set(broken) | ({"jobs"} if behind and "jobs" in found else set())
     asides: dict[str, tuple[str, Found]] = {}
     for name in TABLES:
@@ -327,24 +422,60 @@ def mend(con: duckdb.DuckDBPyConnection, now: datetime) -> list[str]:
             note += (f"; column(s) {', '.join(lost)} could not be kept (left empty, or a default "
                      "where a job needs a value)")
         if kept < total:
-            note += (f"; {total - kept} row(s) lacked {' or '.join(_KEYS[name])} (or repeated an "
-                     "id) and stay only in the table set aside")
+            note += (f"; {total - kept} row(s) lacked {' or '.join(_KEYS[name])} (or repeated a "
+                     "row of the same job) and stay only in the table set aside")
         notes.append(note + f" (drop {aside} once you have looked at it)")
-    notes += _renumber_history(con)
+    # after every copy: job_attempts, rebuilt too, is filled after jobs
+    if "jobs" in asides and (moved := _move_attempts(con, *asides["jobs"])):
+        notes.append(f"jobs that shared an id were given new ones: {moved} attempt row(s) "
+                     "moved to the job each belongs to (those that started once it was queued)")
+    notes += _renumber_history(con, now)
     return notes
 
 
-def _renumber_history(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Give the history's copy of a job id also queued a new id (the tables are sound now)."""
+def _renumber_history(con: duckdb.DuckDBPyConnection, now: datetime) -> list[str]:
+    """Part each job id both queued and in the history (the tables are sound now). The same
+    job (same kind, file, document, time queued) twice: a DONE queued row is the record, and
+    the history's copy goes (the next purge moves the queued one); a queued row not DONE is
+    not run again unasked (to the DLQ, saying so) and the history keeps its DONE record under
+    a new id. Two jobs that shared an id: the history's takes a new one, with the attempts
+    that started before the queued job was queued."""
     twice = _twice(con)
     if not twice:
         return []
-    # nextval must hand out ids no table holds: past the history's and the queue's
+    # nextval must hand out ids no table holds: past the history's and the queued jobs'
     _restart_sequence(con, _layout(con))
-    new = sorted(int(row[0]) for row in con.execute(_RENUMBER_HISTORY).fetchall())
-    return [f"{_twice_problem(twice)}: the history's rows renumbered "
-            f"{', '.join(map(str, new[:10]))}{' ...' if len(new) > 10 else ''} (the queued "
-            "jobs keep their ids, and the attempts listed under them)"]
+    renumbered, dropped, held = [], [], []
+    for job_id in twice:
+        row = con.execute(_BOTH_SIDES, [job_id]).fetchone()
+        if row is None:
+            continue
+        queued, history, status = row[0:4], row[5:9], row[4]
+        if queued == history and status == t.DONE:
+            con.execute(_DROP_HISTORY_ROW, [job_id])
+            dropped.append(job_id)
+            continue
+        [(new_id,)] = con.execute(_RENUMBER_HISTORY_ROW, [job_id]).fetchall()
+        renumbered.append(int(new_id))
+        if queued == history:
+            if status != t.DLQ:
+                reason = ALREADY_DONE.format(done=int(new_id))
+                t.hold(con, [reason, now, now, [job_id]])
+                held.append(job_id)
+        elif queued[3] is not None:
+            con.execute(_MOVE_ATTEMPTS_BEFORE, [new_id, job_id, queued[3]])
+    note = f"{_twice_problem(twice)}:"
+    if dropped:
+        note += (f" the history's copies of {_shown(dropped)}, the same DONE jobs as queued, "
+                 "dropped (the next purge moves the queued ones);")
+    if renumbered:
+        note += (f" the history's rows renumbered {', '.join(map(str, renumbered[:10]))}"
+                 f"{' ...' if len(renumbered) > 10 else ''} (the queued jobs keep their ids, "
+                 "and the attempts that started once they were queued);")
+    if held:
+        note += (f" job(s) {_shown(held)}, DONE in the history already, sent to the DLQ rather "
+                 "than run again;")
+    return [note.rstrip(";")]
 
 
 def _restart_sequence(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Found]) -> None:

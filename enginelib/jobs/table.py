@@ -155,6 +155,11 @@ _TO_DLQ = (
     "UPDATE jobs SET status = 'DLQ', last_error = ?, next_attempt_at = ?, updated_at = ?, "
     "lease_owner = NULL, lease_until = NULL "
 )
+# Jobs a person must look at before they run (see shape._renumber_history).
+HOLD = (
+    _TO_DLQ + "WHERE job_id IN (SELECT unnest(?::BIGINT[])) "
+    "AND status IN ('PENDING', 'FAILED', 'RUNNING') RETURNING job_id"
+)
 CANCEL_QUEUED = (
     _TO_DLQ + "WHERE document_id IN (SELECT unnest(?::VARCHAR[])) "
     "AND status IN ('PENDING', 'FAILED', 'RUNNING') RETURNING job_id"
@@ -331,6 +336,14 @@ def close_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
 
 def retry_dlq(con: duckdb.DuckDBPyConnection, params: Params) -> int:
     return len(con.execute(RETRY_DLQ, list(params)).fetchall())
+
+
+def hold(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
+    """Params: reason, now, now, job ids. Those still waiting (or left RUNNING) go to the DLQ
+    with the reason, an open attempt closed as lost."""
+    ids = [int(row[0]) for row in con.execute(HOLD, list(params)).fetchall()]
+    _close_cancelled(con, ids, params[1], params[0])
+    return ids
 
 
 def cancel_queued(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
