@@ -33,13 +33,20 @@ from .options import CommandError, FiniteRange, handle_errors, not_blank, open_s
 @click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=5, show_default=True,
               help="Attempts before the DLQ for the jobs it queues (uploads, and `ingest "
                    "--queue` without --max-attempts); a job keeps the number it was queued with.")
+@click.option("--max-waiting-uploads", type=click.IntRange(1, 2**31 - 1), default=1000,
+              show_default=True, help="Uploads waiting for the worker before more are refused "
+              "(429) until it catches up.")
+@click.option("--max-waiting-upload-mb", type=FiniteRange(0.001, 1024 * 1024), default=1024.0,
+              show_default=True, help="Bytes of the uploads waiting for the worker, in MiB, "
+              "before more are refused (429).")
 @click.option("--poll", "poll_s", type=FiniteRange(0.01, MAX_POLL_S), default=0.5, hidden=True)
 @click.option("--time-unit", type=FiniteRange(1e-6, 1e3), default=1.0, hidden=True)
 @retention_options
 @handle_errors
 def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...],
-          max_upload_mb: float, max_attempts: int, poll_s: float, time_unit: float,
-          keep_days: float, keep_rows: int) -> None:
+          max_upload_mb: float, max_attempts: int, max_waiting_uploads: int,
+          max_waiting_upload_mb: float, poll_s: float, time_unit: float, keep_days: float,
+          keep_rows: int) -> None:
     """Serve the store: JSON API under /api/, ingestion console at /, inspector at /inspect."""
     import uvicorn
 
@@ -69,7 +76,9 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
                    "`enginelib ingest`)", err=True)
     service = Service(store, max_attempts=max_attempts, poll_s=poll_s, time_unit=time_unit,
                       max_upload_bytes=int(max_upload_mb * 1024 * 1024),
-                      retention=Retention(keep_days, keep_rows))
+                      retention=Retention(keep_days, keep_rows),
+                      max_waiting_uploads=max_waiting_uploads,
+                      max_waiting_upload_bytes=int(max_waiting_upload_mb * 1024 * 1024))
     app = create_app(service, token=token, on_stop=lambda: clear_holder(store.path),
                      check_host=loopback, allow_hosts=allow_hosts)
     shown_host = f"[{host}]" if ":" in host else host

@@ -29,7 +29,8 @@
      |    +-- LengthRequiredError        an upload of unknown length (HTTP 411)
      |    +-- UnsafeBindError            `serve` on a public address without a token
      |    +-- UnknownEmbedderError       no built-in embedder by that name
-     +-- EmbeddingError                the embedding model could not be loaded or run
+     +-- QueueFullError                `serve` holds as many waiting uploads as it takes (HTTP 429)
+ +-- EmbeddingError                the embedding model could not be loaded or run
      +-- RewriterError                 the caller's query rewriter hook failed or returned garbage
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
      +-- ExportError                   the Postgres export failed (server message attached)
@@ -209,6 +210,12 @@ class UnsafeBindError(InvalidInputError):
 
 class UnknownEmbedderError(InvalidInputError):
     pass
+
+
+class QueueFullError(EngineError):
+    """`serve` already holds as many uploads waiting for the worker (or their bytes) as it
+    takes: a flood of uploads filled the disk, and with it the store. Sent again once the
+    worker has caught up, the upload is taken (HTTP 429)."""
 
 
 class EmbeddingError(EngineError):

@@ -123,3 +123,33 @@ def test_an_error_reply_and_a_running_job_name_no_server_path_host_or_pid(tmp_pa
     assert paths.view({"jobs": [job]})["jobs"][0] == {
         "job_id": 1, "document_id": "a.md", "source": "a.md", "lease_owner": "7f00.abc123",
         "last_error": "a.md: busy"}
+
+
+def test_uploads_faster_than_the_worker_are_refused_past_the_waiting_limits(
+    tmp_path: Path,
+) -> None:
+    """Each waiting upload is a file in the store: 300 uploads sent while the worker was busy
+    were all taken (300 MB on disk), and more would have filled the disk and wedged the store."""
+    from enginelib.web.app import create_app
+    from enginelib.web.service import Service
+    from tests.helpers import open_test_store
+
+    body = b"# Pads\n\n" + b"brake pads " * 100
+    service = Service(open_test_store(tmp_path / "store"), max_waiting_uploads=3,
+                      max_waiting_upload_bytes=5 * len(body))
+    with TestClient(create_app(service, worker=False),  # the worker far behind
+                    base_url="http://127.0.0.1:8765") as client:
+        codes = [client.post("/api/upload", files={"file": (f"f{i}.md", body)}).status_code
+                 for i in range(3)]
+        assert codes == [202, 202, 202]
+        refused = client.post("/api/upload", files={"file": ("f3.md", body)})
+        assert refused.status_code == 429
+        assert refused.json()["error"].startswith(
+            "3 uploads are waiting for the worker, the most this server takes (serve "
+            "--max-waiting-uploads 3)")
+        assert len(list((tmp_path / "store" / "uploads").iterdir())) == 3  # its file is gone
+        assert [o.status for o in service.worker.run_until_idle()] == ["DONE"] * 3
+        big = b"# Pads\n\n" + b"brake pads " * 600  # over the waiting bytes alone
+        refused = client.post("/api/upload", files={"file": ("big.md", big)})
+        assert refused.status_code == 429 and "would pass the" in refused.json()["error"]
+        assert client.post("/api/upload", files={"file": ("f3.md", body)}).status_code == 202

@@ -300,6 +300,10 @@ class JobQueue:
         where Retry DLQ reads them again)."""
         return t.upload_sources_in_use(self.catalog.con)
 
+    def waiting_uploads(self) -> list[str]:
+        """The files of upload jobs the worker has yet to finish (not DONE, not in the DLQ)."""
+        return t.waiting_uploads(self.catalog.con)
+
     def active(self) -> bool:
         counts = self.counts()
         return bool(counts[t.PENDING] or counts[t.RUNNING] or counts[t.FAILED])

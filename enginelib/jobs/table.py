@@ -359,6 +359,18 @@ def cancel_queued(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:
 UPLOAD_SOURCES_IN_USE = "SELECT source FROM jobs WHERE kind = 'upload' AND status <> 'DONE'"
 
 
+# Upload files waiting for the worker: queued, running, or failed and waiting for a retry.
+WAITING_UPLOADS = (
+    "SELECT source FROM jobs WHERE kind = 'upload' AND status IN ('PENDING', 'FAILED', 'RUNNING')"
+)
+
+
+def waiting_uploads(con: duckdb.DuckDBPyConnection) -> list[str]:
+    if not tables_exist(con):
+        return []
+    return [str(row[0]) for row in con.execute(WAITING_UPLOADS).fetchall()]
+
+
 def upload_sources_in_use(con: duckdb.DuckDBPyConnection) -> set[str]:
     if not tables_exist(con):
         return set()

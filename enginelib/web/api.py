@@ -24,6 +24,7 @@ from ..errors import (
     InvalidInputError,
     LengthRequiredError,
     PayloadTooLargeError,
+    QueueFullError,
     ReadOnlyStoreError,
     StorageError,
     StoreLockedError,
@@ -68,6 +69,8 @@ def error_reply(exc: Exception, paths: Paths | None = None) -> Response:
         status = 411
     elif isinstance(exc, UnsupportedFormatError):
         status = 415
+    elif isinstance(exc, QueueFullError):
+        status = 429  # Too Many Requests: the same upload is taken later
     elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError)):
         status = 409
     elif isinstance(exc, DiskFullError):

@@ -25,7 +25,8 @@ _ERROR_CODES = (
     "server started with --token); 403 a write from a page on another origin, or a Host that "
     "is not this machine; 404 no such document or route; 405 a method the route does not "
     "take (Allow lists those it does); 409 the store is locked or read-only; 411 an upload "
-    "without Content-Length; 413 a body over its limit; 415 a file type no loader reads")
+    "without Content-Length; 413 a body over its limit; 415 a file type no loader reads; 429 "
+    "an upload while as many as the server takes wait for its worker (send it again later)")
 _ERROR = {"description": _ERROR_CODES,
           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _SERVER_ERROR = {

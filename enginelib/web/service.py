@@ -12,6 +12,7 @@ search in another process gets its turn.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import threading
@@ -24,7 +25,13 @@ from typing import Any
 from ..core import layout
 from ..documents import LIST_FILTERS
 from ..edge import os_error
-from ..errors import InvalidFilterError, InvalidInputError, InvalidQueryError, SnapshotError
+from ..errors import (
+    InvalidFilterError,
+    InvalidInputError,
+    InvalidQueryError,
+    QueueFullError,
+    SnapshotError,
+)
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..jobs.queue import DEFAULT_LISTED, MAX_POLL_S, Retention
@@ -51,6 +58,11 @@ UPLOAD_FOLDER_CHARS = 12
 _UPLOAD_FOLDER = re.compile(f"[0-9a-f]{{{UPLOAD_FOLDER_CHARS}}}")
 RELEASE_AFTER_S = 2.0
 DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+# Uploads waiting for the worker, and their bytes: each is a file in the store until its job
+# is done, so a client sending faster than the worker ingests filled the disk (and the store
+# with it: every write then failed). Past either, an upload is refused (429) until it catches up.
+DEFAULT_MAX_WAITING_UPLOADS = 1000
+DEFAULT_MAX_WAITING_UPLOAD_BYTES = 1024 * 1024 * 1024
 
 # The API's search parameters: the request's options that have an API name (search/
 # request.py), plus the query and the snapshot to read.
@@ -71,8 +83,14 @@ class Service:
         self, store: Store, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, poll_s: float = 0.5,
         max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES, time_unit: float = 1.0,
         lease_s: float = 300.0, retention: Retention | None = None,
+        max_waiting_uploads: int = DEFAULT_MAX_WAITING_UPLOADS,
+        max_waiting_upload_bytes: int = DEFAULT_MAX_WAITING_UPLOAD_BYTES,
     ) -> None:
         self.store = store
+        self.max_waiting_uploads = check_int("max_waiting_uploads", max_waiting_uploads,
+                                             minimum=1, maximum=2**31 - 1)
+        self.max_waiting_upload_bytes = check_int(
+            "max_waiting_upload_bytes", max_waiting_upload_bytes, minimum=1, maximum=2**50)
         self.paths = Paths(store.path)  # what the API shows of the server's paths
         self.lock = threading.RLock()
         self.max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, minimum=1,
@@ -235,8 +253,12 @@ class Service:
             folder.mkdir(parents=True)
             target.write_bytes(data)
             _require_loadable(target, name)
-            ids = self._locked(lambda: self.queue.enqueue(
-                [NewJob(str(target), name, options, kind=UPLOAD)]))
+
+            def enqueue() -> list[int]:
+                self._require_room(len(data))  # under the lock: uploads in parallel count
+                return self.queue.enqueue([NewJob(str(target), name, options, kind=UPLOAD)])
+
+            ids = self._locked(enqueue)
         except BaseException as exc:
             # Not queued: a half-written file would lie in the store with no job to take it.
             shutil.rmtree(folder, ignore_errors=True)
@@ -245,6 +267,21 @@ class Service:
             raise
         self.worker.wake.set()
         return {"job_id": ids[0], "document_id": name, "bytes": len(data)}
+
+    def _require_room(self, size: int) -> None:
+        """Refuse an upload of ``size`` bytes while the waiting ones are at either limit."""
+        waiting = self.queue.waiting_uploads()
+        if len(waiting) >= self.max_waiting_uploads:
+            raise QueueFullError(
+                f"{len(waiting):,} uploads are waiting for the worker, the most this server "
+                f"takes (serve --max-waiting-uploads {self.max_waiting_uploads}): send it again "
+                "once they are ingested (GET /api/jobs counts them)")
+        held = sum(_size(source) for source in waiting)
+        if held + size > self.max_waiting_upload_bytes:
+            raise QueueFullError(
+                f"the uploads waiting for the worker hold {held:,} bytes; this one's {size:,} "
+                f"would pass the {self.max_waiting_upload_bytes:,} this server takes (serve "
+                "--max-waiting-upload-mb): send it again once they are ingested")
 
     def jobs(self, status: str | None = None, limit: int = DEFAULT_LISTED,
              offset: int = 0, after: int | None = None) -> dict[str, Any]:
@@ -326,6 +363,14 @@ def _require_loadable(target: Path, name: str) -> None:
         # the loader names the file by its path inside the store: the client sent a name
         reason = str(exc).replace(str(target), name)
         raise InvalidInputError(f"upload cannot be indexed, not queued: {reason}") from exc
+
+
+def _size(source: str) -> int:
+    """An upload's bytes on disk; 0 once it is gone (its job will say so)."""
+    try:
+        return os.stat(source).st_size
+    except OSError:
+        return 0
 
 
 def _truth_level(options: Any) -> Any:
