@@ -153,3 +153,32 @@ def test_uploads_faster_than_the_worker_are_refused_past_the_waiting_limits(
         refused = client.post("/api/upload", files={"file": ("big.md", big)})
         assert refused.status_code == 429 and "would pass the" in refused.json()["error"]
         assert client.post("/api/upload", files={"file": ("f3.md", body)}).status_code == 202
+
+
+def test_an_upload_that_inflates_past_the_limit_or_holds_too_many_documents_is_refused(
+    client: TestClient,
+) -> None:
+    """A gzipped JSONL upload was read whole by the check before it is queued (every record
+    held in memory), then by the worker: 20 MB of gzip can hold 20 GB of records, enough to
+    kill the server. An upload now inflates to at most 64 MiB and holds at most 10,000
+    documents."""
+    import gzip
+
+    from enginelib.loaders import DEFAULT_MAX_BYTES
+    from enginelib.web.service import MAX_UPLOAD_DOCUMENTS
+
+    line = b'{"text": "brake pads wear down and must be replaced"}\n'
+    bomb = gzip.compress(line * (DEFAULT_MAX_BYTES // len(line) + 1), compresslevel=9)
+    assert len(bomb) < 1024 * 1024
+    response = client.post("/api/upload", files={"file": ("corpus.jsonl.gz", bomb)})
+    assert response.status_code == 413
+    assert response.json()["error"].startswith(
+        "upload corpus.jsonl.gz inflates past 64.0 MiB, the most an upload may hold")
+    many = gzip.compress(line * (MAX_UPLOAD_DOCUMENTS + 1))
+    response = client.post("/api/upload", files={"file": ("corpus.jsonl.gz", many)})
+    assert response.status_code == 413
+    assert f"more than {MAX_UPLOAD_DOCUMENTS:,} documents" in response.json()["error"]
+    assert client.get("/api/jobs").json()["total"] == 0
+    assert not list((client.app.state.service.store.path / "uploads").iterdir())  # type: ignore[attr-defined]
+    fine = gzip.compress(line * 3)
+    assert client.post("/api/upload", files={"file": ("corpus.jsonl.gz", fine)}).status_code == 202
