@@ -19,7 +19,7 @@ from starlette.testclient import TestClient
 
 from enginelib.jobs import NewJob
 from enginelib.web import Service, create_app
-from tests.helpers import doc, open_test_store, paragraphs
+from tests.helpers import disk_full, doc, open_test_store, paragraphs
 
 ROOT = Path(__file__).resolve().parents[1]
 GDPR = ("Article 17. Right to erasure. The data subject shall have the right to obtain from "
@@ -265,16 +265,15 @@ def test_uploads_are_size_limited_plain_named_and_stay_in_the_store(
 def test_serve_sweeps_the_upload_folders_no_job_needs_at_start(store_path: Path) -> None:
     """A kill between a job's DONE and its file's removal (or a store served before uploads
     were removed) left folders nobody reads; a file a job may still read stays."""
-    # an upload that failed into the DLQ (serve now refuses one its loader cannot read, so
-    # it is queued as an older serve queued it)
-    kept = store_path / "uploads" / "fedcba987654" / "broken.pdf"
+    # an upload that failed into the DLQ on a full disk: Retry DLQ may ingest it later
+    kept = store_path / "uploads" / "fedcba987654" / "kept.md"
     kept.parent.mkdir(parents=True)
-    kept.write_bytes(b"%PDF-1.4 cut")
+    kept.write_text("# Kept\n\nAn upload the disk had no room for.", encoding="utf-8")
     kept = kept.resolve()
     with open_test_store(store_path) as store:
-        [job_id] = store.jobs().enqueue([NewJob(str(kept), "broken.pdf", {}, kind="upload",
+        [job_id] = store.jobs().enqueue([NewJob(str(kept), "kept.md", {}, kind="upload",
                                                 max_attempts=1)])
-    with make_client(store_path, max_upload_bytes=4096) as client:
+    with disk_full(), make_client(store_path, max_upload_bytes=4096) as client:
         wait_for(client, lambda d: any(j["job_id"] == job_id and j["status"] == "DLQ"
                                        for j in d["jobs"]), timeout=60)
     left = store_path / "uploads" / "0123456789ab"

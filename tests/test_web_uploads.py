@@ -182,3 +182,22 @@ def test_an_upload_that_inflates_past_the_limit_or_holds_too_many_documents_is_r
     assert not list((client.app.state.service.store.path / "uploads").iterdir())  # type: ignore[attr-defined]
     fine = gzip.compress(line * 3)
     assert client.post("/api/upload", files={"file": ("corpus.jsonl.gz", fine)}).status_code == 202
+
+
+def test_an_upload_that_fails_for_good_leaves_no_file_behind(client: TestClient) -> None:
+    """An upload whose records the ingest refuses (the loader reads them) went to the DLQ
+    keeping its file for Retry DLQ, which could only fail the same way: a client could fill
+    the disk with such uploads, none counted as waiting."""
+    body = b'{"text": "brake pads", "created_at": "yesterday"}\n' + b" " * 10_000
+    for i in range(3):
+        assert client.post("/api/upload",
+                           files={"file": (f"c{i}.jsonl", body)}).status_code == 202
+    done = wait_for(client, lambda d: d["counts"]["DLQ"] == 3)
+    assert all("the uploaded file is removed: upload a corrected one" in job["last_error"]
+               for job in done["jobs"])
+    uploads = client.app.state.service.store.path / "uploads"  # type: ignore[attr-defined]
+    assert not [p for p in uploads.rglob("*") if p.is_file()]
+    assert client.post("/api/jobs/retry-dlq").json() == {"retried": 3}
+    again = wait_for(client, lambda d: d["counts"]["DLQ"] == 3 and d["counts"]["PENDING"] == 0)
+    assert all("no longer exists in the store: upload it again" in job["last_error"]
+               for job in again["jobs"])

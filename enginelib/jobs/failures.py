@@ -74,12 +74,15 @@ def classify(exc: BaseException, job: dict[str, Any]) -> Failure:
             f"--max-file-mb {-(-exc.size // (1024 * 1024))} {shell_word(source)}`), or split it "
             f"({NOT_RETRIED})", True, SOURCE_TOO_LARGE)
     text = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+    # An upload that failed for good is removed (the worker's discard): nothing to retry.
+    removed = "; the uploaded file is removed: upload a corrected one" if job.get(
+        "kind") == UPLOAD else ""
     if isinstance(exc, UnsupportedFormatError):
-        return Failure(f"{text} ({NOT_RETRIED})", True, UNSUPPORTED_FORMAT)
+        return Failure(f"{text} ({NOT_RETRIED}{removed})", True, UNSUPPORTED_FORMAT)
     if isinstance(exc, LoaderError) and _transient_os_cause(exc):
         return Failure(text, False, TRANSIENT)
     if isinstance(exc, (IngestError, InvalidInputError)):
-        return Failure(f"{text} ({NOT_RETRIED})", True, BAD_INPUT)
+        return Failure(f"{text} ({NOT_RETRIED}{removed})", True, BAD_INPUT)
     return Failure(text, False, TRANSIENT)
 
 

@@ -132,6 +132,10 @@ class Worker:
             status = self.queue.fail(job, self.owner, failure.message,
                                      permanent=failure.permanent)
             self.store.catalog.release()
+            if job["kind"] == UPLOAD and failure.permanent:
+                # Retry DLQ would read the same bytes and fail the same way: kept, each such
+                # upload stayed on disk for good (a client could fill it with them).
+                discard_upload(self.store.path, Path(job["source"]))
             return JobOutcome(job["job_id"], job["source"], status, job["attempts"],
                               failure.message, failure.reason)
         faults.crash_point("after_job_ingest")
