@@ -173,12 +173,26 @@ def test_a_restarted_worker_takes_back_a_dead_workers_job_at_once(
 
 def _worker_forever(store: Path, *, poll: str) -> subprocess.Popen[str]:
     """`enginelib worker --forever` in its own process, on the hashing embedder."""
-    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT)}
+    # PYTHONFAULTHANDLER: a worker that does not stop is made to print every thread's
+    # stack (``_stopped``), so the failure says where it waits
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(ROOT),
+           "PYTHONFAULTHANDLER": "1"}
     env.pop("ENGINELIB_CRASH_AT", None)
     return subprocess.Popen(
         [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
          "--poll", poll], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True)
+
+
+def _stopped(worker: subprocess.Popen[str], timeout: float = 30) -> str:
+    """The stderr of a worker sent SIGINT or SIGTERM once it has exited; one still running
+    after ``timeout`` is aborted (its stack printed by the fault handler) and fails the test."""
+    try:
+        return worker.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        worker.send_signal(signal.SIGABRT)
+        stack = worker.communicate(timeout=30)[1]
+        pytest.fail(f"the worker did not stop within {timeout} s; its threads:\n{stack[-6000:]}")
 
 
 def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources: Path) -> None:
@@ -205,7 +219,7 @@ def test_one_worker_at_a_time_and_enqueue_while_it_runs(tmp_path: Path, sources:
         assert "/api/jobs" not in refused.stderr  # no serve to send it to
     finally:
         forever.send_signal(signal.SIGINT)
-        _, errors = forever.communicate(timeout=30)
+        errors = _stopped(forever)
     assert forever.returncode == 0, errors
     assert jobs_json(store, "--purge-done")["purged"] == 2
 
@@ -248,7 +262,7 @@ def test_sigterm_stops_a_forever_worker_cleanly(tmp_path: Path, sources: Path) -
             assert time.monotonic() < deadline and forever.poll() is None
             time.sleep(0.1)
         forever.send_signal(signal.SIGTERM)  # idle now, in a 5 s poll wait: out of it at once
-        _, errors = forever.communicate(timeout=30)
+        errors = _stopped(forever)
     finally:
         if forever.poll() is None:
             forever.kill()
