@@ -181,7 +181,15 @@ def _worker_forever(store: Path, *, poll: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "enginelib.cli.main", "worker", str(store), "--forever",
          "--poll", poll], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+        stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    # A suite started in the background of a script (`bash .ci/run &`) hands its processes
+    # SIGINT ignored, and Python then never turns it into KeyboardInterrupt: the worker went
+    # on polling. The test is of what Ctrl-C at a terminal does, so the worker gets the
+    # default disposition whatever the suite was started from.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _stopped(worker: subprocess.Popen[str], timeout: float = 30) -> str:
