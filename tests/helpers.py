@@ -7,11 +7,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 import enginelib
 from enginelib import ChunkingConfig, HashingEmbedder, Store
 from enginelib.catalog import utcnow
 from enginelib.chunker import Chunker
+from enginelib.core import layout
 from enginelib.types import LoadedDocument
 
 
@@ -111,3 +115,12 @@ def disk_full() -> Iterator[None]:
             del os.environ[faults.ENOSPC_VAR]
         else:
             os.environ[faults.ENOSPC_VAR] = before
+
+
+def catalog_rows(store: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` read from a closed store's catalog, as another process would."""
+    con = duckdb.connect(str(layout.catalog_path(store)), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

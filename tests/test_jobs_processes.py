@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from enginelib.jobs import delay_bounds
-from tests.helpers import paragraphs
+from tests.helpers import catalog_rows, paragraphs
 from tests.test_loaders import pdf_bytes
 
 pytestmark = pytest.mark.slow  # real worker processes, killed and racing
@@ -51,13 +51,6 @@ def work_until_done(store: Path, done: int) -> None:
 def jobs_json(store: Path, *flags: str) -> dict[str, Any]:
     return json.loads(cli("jobs", str(store), "--json", *flags).stdout)  # type: ignore[no-any-return]
 
-
-def catalog_rows(store: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(store / "catalog.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture()

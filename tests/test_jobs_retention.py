@@ -10,15 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 from click.testing import CliRunner
 
 from enginelib.cli.main import main
-from enginelib.core import layout
 from enginelib.jobs import DLQ, DONE, PENDING, Retention, Worker
 from enginelib.jobs.queue import PRUNE_EVERY_S
-from tests.helpers import Clock, open_test_store, paragraphs
+from tests.helpers import Clock, catalog_rows, open_test_store, paragraphs
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = 86_400
@@ -36,13 +34,6 @@ def files(tmp_path: Path) -> list[Path]:
     made.append(broken)
     return made
 
-
-def rows(root: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(layout.catalog_path(root)), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_done_jobs_past_their_days_go_with_their_attempts_the_dlq_stays(
@@ -71,7 +62,7 @@ def test_done_jobs_past_their_days_go_with_their_attempts_the_dlq_stays(
         assert job["status"] == DLQ  # kept until someone retries it
         assert len(queue.attempts(job["job_id"])) == 1
     # Every attempt left belongs to a job still held.
-    assert rows(tmp_path / "store", "SELECT DISTINCT job_id FROM job_attempts") == [
+    assert catalog_rows(tmp_path / "store", "SELECT DISTINCT job_id FROM job_attempts") == [
         (job["job_id"],)]
 
 
@@ -85,9 +76,9 @@ def test_the_history_keeps_its_newest_rows_at_each_purge(tmp_path: Path, files: 
             clock.advance(60)
         assert queue.purge_done() == 4
         assert queue.history_count() == 2
-    assert rows(tmp_path / "store", "SELECT document_id FROM jobs_history ORDER BY job_id") == [
+    assert catalog_rows(tmp_path / "store", "SELECT document_id FROM jobs_history ORDER BY job_id") == [
         ("c.md",), ("d.md",)]
-    assert rows(tmp_path / "store", "SELECT DISTINCT job_id FROM job_attempts ORDER BY 1") == [
+    assert catalog_rows(tmp_path / "store", "SELECT DISTINCT job_id FROM job_attempts ORDER BY 1") == [
         (3,), (4,)]
 
 
@@ -133,7 +124,7 @@ def test_a_prune_killed_halfway_changes_nothing(tmp_path: Path, files: list[Path
         queue = opened.jobs()
         Worker(opened, queue).run_until_idle()
         queue.purge_done()
-    before = {table: rows(store, f"SELECT count(*) FROM {table}")  # noqa: S608 - fixed names
+    before = {table: catalog_rows(store, f"SELECT count(*) FROM {table}")  # noqa: S608 - fixed names
               for table in ("jobs", "jobs_history", "job_attempts")}
     assert before["jobs_history"] == [(3,)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ENGINELIB_EMBEDDER": "hashing",

@@ -13,7 +13,7 @@ from enginelib.cli.main import main
 from enginelib.core import layout
 from enginelib.jobs import DLQ, DONE, FAILED, PENDING, Worker
 from enginelib.jobs.shape import LOST_STATUS
-from tests.helpers import disk_full, open_test_store, paragraphs
+from tests.helpers import catalog_rows, disk_full, open_test_store, paragraphs
 
 
 @pytest.fixture()
@@ -45,13 +45,6 @@ def damage(root: Path, *statements: str) -> None:
         con.close()
 
 
-def rows(root: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(layout.catalog_path(root)), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
 
 def test_a_jobs_table_that_lost_a_column_is_reported_refused_and_mended_keeping_its_rows(
     queued: Path,
@@ -73,8 +66,8 @@ def test_a_jobs_table_that_lost_a_column_is_reported_refused_and_mended_keeping_
     [note] = repaired.facts["job_tables_mended"]
     assert "set aside as jobs_damaged_" in note and "(3 rows), created anew with 3 of them" in note
     aside = note.split("set aside as ")[1].split(" ")[0]
-    assert rows(queued, f'SELECT count(*) FROM "{aside}"') == [(3,)]  # kept whole
-    assert rows(queued, "SELECT document_id, status, attempts FROM jobs ORDER BY job_id") == [
+    assert catalog_rows(queued, f'SELECT count(*) FROM "{aside}"') == [(3,)]  # kept whole
+    assert catalog_rows(queued, "SELECT document_id, status, attempts FROM jobs ORDER BY job_id") == [
         ("brakes.md", DONE, 1), ("pads.md", FAILED, 1), ("tyres.txt", PENDING, 0)]
     assert maintenance.check(queued, snapshots=False).ok
     with open_test_store(queued) as store:
@@ -109,14 +102,14 @@ def test_a_history_table_with_its_columns_in_another_order_takes_purged_jobs_rig
 ) -> None:
     """The purge copied by position: each value went into another column, or failed on its
     type; check found nothing wrong with such a table."""
-    layout_rows = rows(queued, "SELECT column_name, data_type FROM information_schema.columns "
+    layout_rows = catalog_rows(queued, "SELECT column_name, data_type FROM information_schema.columns "
                                "WHERE table_name = 'jobs_history' ORDER BY ordinal_position")
     reordered = ", ".join(f'"{name}" {kind}' for name, kind in reversed(layout_rows))
     damage(queued, "DROP TABLE jobs_history", f"CREATE TABLE jobs_history ({reordered})")
     assert maintenance.check(queued, snapshots=False).ok
     with open_test_store(queued) as store:
         assert store.jobs().purge_done() == 1
-    assert rows(queued, "SELECT document_id, status, attempts FROM jobs_history") == [
+    assert catalog_rows(queued, "SELECT document_id, status, attempts FROM jobs_history") == [
         ("brakes.md", DONE, 1)]
 
 
@@ -178,7 +171,7 @@ def test_a_job_id_both_queued_and_in_the_history_is_reported_and_the_history_ren
     """Only a hand edit of both tables makes one: purging that DONE job then failed on the
     history's key (and with it every purge), and `check` said nothing. The history's copy of
     the same DONE job was kept under a new id, so the history held that job twice."""
-    [(done,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'DONE'")
+    [(done,)] = catalog_rows(queued, "SELECT job_id FROM jobs WHERE status = 'DONE'")
     damage(queued, f"INSERT INTO jobs_history SELECT *, now() FROM jobs WHERE job_id = {done}")
     report = maintenance.check(queued, snapshots=False)
     assert [p.split(":")[0] for p in report.problems] == [
@@ -194,9 +187,9 @@ def test_a_job_id_both_queued_and_in_the_history_is_reported_and_the_history_ren
         queue = store.jobs()
         assert queue.purge_done() == 1
         assert store.enqueue_paths(queue.jobs()[0]["source"]) == [4]
-    assert rows(queued, "SELECT job_id, status FROM jobs_history ORDER BY job_id") == [
+    assert catalog_rows(queued, "SELECT job_id, status FROM jobs_history ORDER BY job_id") == [
         (done, DONE)]  # once
-    assert rows(queued, "SELECT job_id, outcome FROM job_attempts WHERE job_id = 1") == [
+    assert catalog_rows(queued, "SELECT job_id, outcome FROM job_attempts WHERE job_id = 1") == [
         (1, DONE)]
 
 
@@ -205,7 +198,7 @@ def test_a_queued_job_the_history_holds_as_done_waits_in_the_dlq_not_run_again(
 ) -> None:
     """The same job (same file, queued at the same time) DONE in the history and PENDING in
     the queue: repair kept both, and the worker ingested it a second time."""
-    [(waiting,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'PENDING'")
+    [(waiting,)] = catalog_rows(queued, "SELECT job_id FROM jobs WHERE status = 'PENDING'")
     damage(queued, "INSERT INTO jobs_history SELECT * REPLACE ('DONE' AS status), now() FROM "
                    f"jobs WHERE job_id = {waiting}")
     [note] = maintenance.repair(queued).facts["job_tables_mended"]
@@ -216,7 +209,7 @@ def test_a_queued_job_the_history_holds_as_done_waits_in_the_dlq_not_run_again(
         job = next(j for j in queue.jobs() if j["job_id"] == waiting)
         assert job["status"] == DLQ and "under job 4" in job["last_error"]
         assert Worker(store, queue).run_until_idle() == []  # pads.md waits its backoff
-    assert rows(queued, "SELECT job_id, document_id, status FROM jobs_history") == [
+    assert catalog_rows(queued, "SELECT job_id, document_id, status FROM jobs_history") == [
         (4, "tyres.txt", DONE)]
 
 
@@ -226,7 +219,7 @@ def test_two_jobs_that_shared_an_id_with_the_history_keep_their_own_attempts(
     """An id sequence that restarted behind the history's ids gave a new job the id of a
     purged one: repair renumbered the history's row but left it no attempts, the queued job
     listing the old job's as its own."""
-    [(waiting,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'PENDING'")
+    [(waiting,)] = catalog_rows(queued, "SELECT job_id FROM jobs WHERE status = 'PENDING'")
     damage(queued,
            f"INSERT INTO jobs_history (job_id, kind, source, document_id, options, status, "
            f"attempts, max_attempts, next_attempt_at, created_at, updated_at, finished_at, "
@@ -281,7 +274,7 @@ def test_a_job_held_twice_by_a_table_without_its_key_is_reported_and_run_once(
 def test_two_jobs_sharing_an_id_in_the_queue_are_parted_each_with_its_attempts(
     queued: Path,
 ) -> None:
-    [(failed,)] = rows(queued, "SELECT job_id FROM jobs WHERE status = 'FAILED'")
+    [(failed,)] = catalog_rows(queued, "SELECT job_id FROM jobs WHERE status = 'FAILED'")
     _without_key(
         queued,
         f"INSERT INTO jobs_copy SELECT * REPLACE ('/elsewhere/other.md' AS source, 'other.md' AS "
