@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 import enginelib
+from benchmarks import scale_store as scale
 from enginelib import chunk_view
 from enginelib.chunk_texts import FOLDER as TEXTS
 from enginelib.own_vectors import ExternalVectors
-
-scale = pytest.importorskip("benchmarks.scale_store")
 
 N = 10_000
 DIM = 8
