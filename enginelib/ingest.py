@@ -16,6 +16,7 @@ from . import faults
 from .acronyms import catalog_rows as acronym_rows
 from .catalog import ChunkRow, utcnow
 from .embedders import passage_text, vectors_with_cache
+from .embedders.sharing import also_released
 from .errors import IngestError, InvalidInputError
 from .indexes.base import TextDocument
 from .keywords import DEFAULT_KEYWORDS, top_keywords
@@ -332,9 +333,12 @@ class Ingestor:
             store._catalog.release()  # embedding is the slow part: don't hold the file meanwhile
             bar.start_embedding(count)
 
-        vectors, fresh = vectors_with_cache(
-            store.embedder, texts, store._catalog.cached_embeddings,
-            before_embedding=before_embedding, progress=bar.advance_chunks)
+        # A writer that lets readers in while the model runs (serve's worker) gets this
+        # store's own call lock let go too: it is what a concurrent search waits on.
+        with also_released(getattr(store, "_edge_lock", None)):
+            vectors, fresh = vectors_with_cache(
+                store.embedder, texts, store._catalog.cached_embeddings,
+                before_embedding=before_embedding, progress=bar.advance_chunks)
         if fresh:
             store._catalog.cache_embeddings(list(fresh), np.vstack(list(fresh.values())))
         self.embedded += len(fresh)

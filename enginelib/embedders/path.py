@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..errors import EmbeddingError
 from .base import Embedder, ProgressHook, QueryEmbedder, check_vectors
+from .sharing import embedding_window, model_turn, next_turn, sharing_declared
 
 
 def passage_text(title: str | None, heading_path: str | None, content: str) -> str:
@@ -30,28 +33,50 @@ def cache_key(model: str, text: str) -> str:
 def embed_passages(
     embedder: Embedder, texts: Sequence[str], *, progress: ProgressHook | None = None
 ) -> np.ndarray:
-    """Chunks' vectors, checked against the embedder's dimension. Batching is the
-    embedder's (each backend knows its good batch size); progress counts texts."""
+    """Chunks' vectors, checked against the embedder's dimension and count. Batching is the
+    embedder's (each backend knows its good batch size), in one call, or in short turns
+    while a writer lets readers in (sharing.py); progress counts texts."""
+    dim = int(embedder.dim)
     if not texts:
-        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
-    try:
-        vectors = embedder.embed(list(texts), progress=progress)  # type: ignore[call-arg]
-    except TypeError:  # a caller's embedder without the progress hook
-        vectors = embedder.embed(list(texts))
-        if progress is not None:
-            progress(len(texts))
-    return check_vectors(vectors, int(embedder.dim))
+        return np.zeros((0, dim), dtype=np.float32)
+    shared = sharing_declared()
+    size = 1 if shared else len(texts)  # the first turn measures the model's pace
+    parts = []
+    start = 0
+    while start < len(texts):
+        turn = list(texts[start : start + size])
+        began = time.perf_counter()
+        with model_turn(embedder).for_passages():
+            try:
+                vectors = embedder.embed(turn, progress=progress)  # type: ignore[call-arg]
+            except TypeError:  # a caller's embedder without the progress hook
+                vectors = embedder.embed(turn)
+                if progress is not None:
+                    progress(len(turn))
+        parts.append(_checked(vectors, dim, len(turn)))
+        start += len(turn)
+        if shared:
+            size = next_turn(len(turn), time.perf_counter() - began)
+    return parts[0] if len(parts) == 1 else np.vstack(parts)
 
 
 def embed_queries(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
     """Queries' vectors: through ``embed_queries`` where the model has a query role."""
     if not queries:
         return np.zeros((0, int(embedder.dim)), dtype=np.float32)
-    if isinstance(embedder, QueryEmbedder):
-        vectors = embedder.embed_queries(list(queries))
-    else:
-        vectors = embedder.embed(list(queries))
-    return check_vectors(vectors, int(embedder.dim), what="query embedding")
+    with model_turn(embedder).for_query():
+        if isinstance(embedder, QueryEmbedder):
+            vectors = embedder.embed_queries(list(queries))
+        else:
+            vectors = embedder.embed(list(queries))
+    return _checked(vectors, int(embedder.dim), len(queries), what="query embedding")
+
+
+def _checked(vectors: Any, dim: int, count: int, what: str = "embedder output") -> np.ndarray:
+    array = check_vectors(vectors, dim, what=what)
+    if array.shape[0] != count:  # zipped with the texts later, it failed as a bare ValueError
+        raise EmbeddingError(f"{what} has {array.shape[0]} vectors for {count} texts")
+    return array
 
 
 Lookup = Callable[[list[str]], dict[str, np.ndarray]]
@@ -68,7 +93,8 @@ def vectors_with_cache(
     """Vectors for ``texts`` (row i for text i), taking what ``lookup`` already has by
     cache key and embedding each missing text once. Returns the matrix and the freshly
     embedded vectors by key (for the caller to store in its cache).
-    ``before_embedding(n)`` runs just before the model does, only when it has work."""
+    ``before_embedding(n)`` runs just before the model does, only when it has work; the
+    model then runs in the window its caller's writer declared (sharing.readers_admitted)."""
     keys = [cache_key(embedder.name, t) for t in texts]
     unique = list(dict.fromkeys(keys))
     known = lookup(unique) if unique else {}
@@ -78,7 +104,8 @@ def vectors_with_cache(
         if before_embedding is not None:
             before_embedding(len(missing))
         text_of = dict(zip(keys, texts, strict=True))
-        vectors = embed_passages(embedder, [text_of[k] for k in missing], progress=progress)
+        with embedding_window():  # a writer that declared one lets readers in meanwhile
+            vectors = embed_passages(embedder, [text_of[k] for k in missing], progress=progress)
         fresh = dict(zip(missing, vectors, strict=True))
     found = {**known, **fresh}
     dim = int(embedder.dim)

@@ -17,7 +17,8 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
 from ..core import layout
+from ..embedders.sharing import readers_admitted, released
 from ..errors import IngestError, InvalidInputError, SourceTooLargeError
 from ..text import shell_word
 from ..validation import CONTROL_CHARS, check_float, check_new_document_id, check_text
@@ -75,17 +77,21 @@ class JobOutcome:
 
 class Worker:
     """Processes a store's jobs. ``lock`` serializes store access with other threads (serve's
-    requests); without one, the workers of one store object share a lock of their own."""
+    requests); ``write_lock`` is held for a whole pass, ``lock`` all of it but while a job's
+    passages are embedded: readers (serve's searches) go on meanwhile, writers wait for the
+    job. Without them, the workers of one store object share locks of their own."""
 
     def __init__(
         self, store: IngestTarget, queue: JobQueue, *, lock: threading.RLock | None = None,
-        owner: str | None = None,
+        write_lock: threading.RLock | None = None, owner: str | None = None,
     ) -> None:
         self.store = store
         self.queue = queue
         # Two workers on one store in two threads shared its one DuckDB connection: the
         # second failed on DuckDB's "connection is busy" in the middle of its pass.
-        self.lock = lock if lock is not None else _store_lock(store)
+        self.lock = lock if lock is not None else _store_lock(store, _STORE_LOCKS)
+        self.write_lock = (write_lock if write_lock is not None
+                           else _store_lock(store, _STORE_WRITE_LOCKS))
         self.owner = owner or _owner_name(self)
         # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
         self.wake = threading.Event()
@@ -96,8 +102,16 @@ class Worker:
         self._reclaimed = False
         _LIVE.add(self)
 
-    def _guard(self) -> threading.RLock:
-        return self.lock
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        # Always the write lock first, as serve's writers take them: never a cycle.
+        with self.write_lock, self.lock:
+            yield
+
+    def _readers_in(self) -> AbstractContextManager[None]:
+        """The store's lock let go while the model embeds (sharing.py); the write lock stays
+        held, so nothing changes the documents the job read before."""
+        return released(self.lock)
 
     def run_once(self) -> JobOutcome | None:
         """Process one due job; None when nothing is due."""
@@ -228,7 +242,8 @@ class Worker:
                 f"{job['source']} was a file when queued and is a folder now: queue the folder "
                 f"itself (`enginelib ingest --queue {shell_word(job['source'])}`)")
         documents = load_file(job["source"], doc_id=job["document_id"])
-        report = self.store.ingest_documents(documents, **options)
+        with readers_admitted(self._readers_in):
+            report = self.store.ingest_documents(documents, **options)
         if report.skipped:  # a document of the file the ingest refused: the input's fault
             raise IngestError("; ".join(s.reason for s in report.skipped), path=job["source"])
         return [*report.added, *report.updated, *report.unchanged]
@@ -237,12 +252,15 @@ class Worker:
 UPLOAD = t.UPLOAD
 
 _STORE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_STORE_WRITE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
 _STORE_LOCKS_GUARD = threading.Lock()
 
 
-def _store_lock(store: IngestTarget) -> threading.RLock:
+def _store_lock(
+    store: IngestTarget, locks: weakref.WeakKeyDictionary[Any, threading.RLock]
+) -> threading.RLock:
     with _STORE_LOCKS_GUARD:
-        return _STORE_LOCKS.setdefault(store, threading.RLock())
+        return locks.setdefault(store, threading.RLock())
 
 
 def discard_upload(store_path: Path, source: Path) -> None:

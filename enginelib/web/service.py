@@ -2,7 +2,10 @@
 
 Every use of the store goes through one lock: the Store object is not thread-safe, and
 the worker (a thread) and the request handlers (a thread pool) share it. The worker holds
-the lock for one job at a time, so a search waits at most for the job in progress.
+it for one job at a time, but not while the model embeds the job's passages, most of a
+job's time: searches and every other read go on meanwhile (their query waits for one turn
+of the model, embedders/sharing.py). A request that changes documents (a delete) also
+takes ``write_lock``, which the worker holds for the whole job, so it waits for the job.
 
 The catalog file stays open while requests keep coming (reopening DuckDB costs 50-90 ms)
 and is released after ``RELEASE_AFTER_S`` without one, so that `enginelib jobs` or a
@@ -77,7 +80,7 @@ JOB_LIST_PARAMS = ("status", "limit", "offset", "after")
 # The console's sources table: documents, then jobs not done, each up to this many.
 MAX_SOURCE_ROWS = 10_000
 # Documents one upload may hold (a JSONL file has one per line): the worker ingests them as one
-# job, holding the store (and its searches) meanwhile. A corpus goes through `enginelib ingest`.
+# job, holding the store's writers (a delete) meanwhile. A corpus goes through `enginelib ingest`.
 MAX_UPLOAD_DOCUMENTS = 10_000
 # About 50,000 words: far beyond an LLM's answer, well within what one check does in ~0.3 s.
 MAX_ANSWER_CHARS = 200_000
@@ -98,6 +101,7 @@ class Service:
             "max_waiting_upload_bytes", max_waiting_upload_bytes, minimum=1, maximum=2**50)
         self.paths = Paths(store.path)  # what the API shows of the server's paths
         self.lock = threading.RLock()
+        self.write_lock = threading.RLock()  # always taken before ``lock``: no cycle
         self.max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, minimum=1,
                                           maximum=2**40)
         self.poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
@@ -107,7 +111,7 @@ class Service:
             if not store.read_only:
                 sweep_uploads(store.path / UPLOAD_DIR, self.queue.upload_sources_in_use())
             store.catalog.release()
-        self.worker = Worker(store, self.queue, lock=self.lock)
+        self.worker = Worker(store, self.queue, lock=self.lock, write_lock=self.write_lock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_use = time.monotonic()
@@ -133,7 +137,8 @@ class Service:
         self.worker.wake.set()
         if self._thread is not None:
             self._thread.join(timeout=60)
-        with self.lock:
+        # The write lock too: a job still embedding (its window open) is not closed under.
+        with self.write_lock, self.lock:
             for snapshot in self._snapshots.values():
                 snapshot.close()
             self.store.close()
@@ -144,6 +149,11 @@ class Service:
                 return action()
             finally:
                 self._last_use = time.monotonic()
+
+    def _writing(self, action: Callable[[], Any]) -> Any:
+        """``action`` changes documents: it waits for the job in progress."""
+        with self.write_lock:
+            return self._locked(action)
 
     def _release_idle(self) -> None:
         if time.monotonic() - self._last_use >= RELEASE_AFTER_S:
@@ -237,7 +247,7 @@ class Service:
         return self._locked(lambda: self.store.show(document_id))  # type: ignore[no-any-return]
 
     def delete(self, document_id: str) -> None:
-        self._locked(lambda: self.store.delete_document(document_id))
+        self._writing(lambda: self.store.delete_document(document_id))
 
     # -- jobs and sources ------------------------------------------------------------------
 
