@@ -58,6 +58,11 @@ def one_run(label: str, template: Path, source: Path, embedder: Any) -> dict[str
         service = Service(enginelib.open(path, embedder=embedder), poll_s=0.05)
         try:
             service.warm()
+            idle = []  # the same kind of search with no job running, for scale
+            for i in range(10):
+                sent = time.perf_counter()
+                service.search({"query": f"{QUERIES[i]} idle", "limit": 10})
+                idle.append((time.perf_counter() - sent) * 1000)
             with service.lock:
                 service.queue.enqueue([NewJob(str(source), source.name, {})])
             started = time.perf_counter()
@@ -78,9 +83,11 @@ def one_run(label: str, template: Path, source: Path, embedder: Any) -> dict[str
             service.stop()
     latencies = [ms for _, ms in samples]
     print(f"{label}: job {job_s:.1f} s, {len(samples)} searches meanwhile, "
-          f"p50 {percentiles(latencies)['p50']:.0f} ms, max {max(latencies):.0f} ms")
+          f"p50 {percentiles(latencies)['p50']:.0f} ms, max {max(latencies):.0f} ms "
+          f"(idle p50 {percentiles(idle)['p50']:.0f} ms)")
     return {"label": label, "job_s": round(job_s, 2), "searches": len(samples),
             "search_ms": {**percentiles(latencies), "max": round(max(latencies), 1)},
+            "idle_search_ms": percentiles(idle),
             "samples": [[round(t, 3), round(ms, 2)] for t, ms in samples]}
 
 
