@@ -148,6 +148,11 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.command("jobs")
 @store_argument
 @click.option("--retry-dlq", is_flag=True, help="Put DLQ jobs back to PENDING (fresh attempts).")
+@click.option("--drop-dlq", is_flag=True, help="Delete every DLQ job and its attempts for good "
+              "(an uploaded file too); --retry-dlq runs them again instead.")
+@click.option("--drop", "drop_id", type=click.IntRange(0, 2**63 - 1), default=None,
+              metavar="JOB_ID", help="Delete this DLQ job and its attempts for good (an "
+              "uploaded file too); a job not in the DLQ, or no such job, is an error.")
 @click.option("--purge-done", is_flag=True, help="Move DONE jobs to the history table.")
 @click.option("--prune", is_flag=True, help="Delete the DONE jobs older than --keep-days "
               "(queued or in the history) and history rows past --keep-rows, with their "
@@ -166,23 +171,34 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @retention_options
 @json_option
 @handle_errors
-def jobs(store_path: Path, retry_dlq: bool, purge_done: bool, prune: bool, status: str | None,
-         limit: int, offset: int, after: int | None, keep_days: float, keep_rows: int,
-         as_json: bool) -> None:
-    """Job counts by status and the jobs; --retry-dlq, --purge-done and --prune act first."""
+def jobs(store_path: Path, retry_dlq: bool, drop_dlq: bool, drop_id: int | None,
+         purge_done: bool, prune: bool, status: str | None, limit: int, offset: int,
+         after: int | None, keep_days: float, keep_rows: int, as_json: bool) -> None:
+    """Job counts by status and the jobs; --retry-dlq, --drop-dlq, --drop, --purge-done and
+    --prune act first."""
     actions: dict[str, int] = {}
-    if retry_dlq or purge_done or prune:
+    dlq_actions = [name for name, given in (("--retry-dlq", retry_dlq), ("--drop-dlq", drop_dlq),
+                                            ("--drop", drop_id is not None)) if given]
+    if len(dlq_actions) > 1:  # retried then dropped, or dropped then nothing to retry
+        raise click.UsageError(f"give only one of {' and '.join(dlq_actions)}: each acts on the DLQ")
+    if dlq_actions or purge_done or prune:
         try:
             store = open_store(store_path)
         except StoreLockedError as exc:
             if "worker --forever" in str(exc):  # the holder note says what to do
                 raise CommandError(str(exc)) from exc
             raise CommandError(
-                f"{exc}; while `enginelib serve` runs, use its console buttons or "
-                "POST /api/jobs/retry-dlq and /api/jobs/purge-done (serve prunes by itself)"
+                f"{exc}; while `enginelib serve` runs, use its console buttons or POST "
+                "/api/jobs/retry-dlq, /api/jobs/drop-dlq and /api/jobs/purge-done, or DELETE "
+                "/api/jobs/JOB_ID (serve prunes by itself)"
             ) from exc
         with store:
             queue = store.jobs(retention=Retention(keep_days, keep_rows))
+            # the drop first: refused (no such job, not in the DLQ), it leaves all as it was
+            if drop_id is not None:
+                actions["dropped"] = queue.drop(drop_id)
+            if drop_dlq:
+                actions["dropped"] = queue.drop_dlq()
             if retry_dlq:
                 actions["retried"] = queue.retry_dlq()
             if purge_done:

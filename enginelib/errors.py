@@ -20,6 +20,8 @@
      |    +-- UnsupportedFormatError     no loader for this file type
      |    +-- PruneRefusedError          ingest --prune would empty a folder that looks unmounted
      +-- DocumentNotFoundError         (also KeyError)
+     +-- JobNotFoundError              no job with that id in the queue (also KeyError)
+     +-- JobStateError                 the job is not in the status the action needs (HTTP 409)
      +-- InvalidInputError             (also ValueError) bad argument from the caller
      |    +-- InvalidTruthLevelError
      |    +-- InvalidFilterError         unknown field or wrong type  (.field)
@@ -164,6 +166,29 @@ class DocumentNotFoundError(EngineError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message again
         return str(self.args[0])
+
+
+class JobNotFoundError(EngineError, KeyError):
+    """No job with this id in the queue (a DONE job moved to the history is found, and is a
+    JobStateError instead)."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(f"no job with id {job_id} in this store's queue: `enginelib jobs "
+                         "--status DLQ` lists the jobs in the DLQ")
+        self.job_id = job_id
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message again
+        return str(self.args[0])
+
+
+class JobStateError(EngineError):
+    """A job exists but is not in the status an action on it needs: only a DLQ job is
+    dropped (one waiting or running would vanish under its worker)."""
+
+    def __init__(self, message: str, *, job_id: int, status: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.status = status
 
 
 class InvalidInputError(EngineError, ValueError):

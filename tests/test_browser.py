@@ -148,6 +148,44 @@ def test_console_counters_follow_retry_dlq_and_purge_done(
     screenshot(page, tmp_path, "console.png")
 
 
+def test_console_drops_a_dlq_job_by_its_row_and_the_rest_with_drop_dlq(
+    served: tuple[str, Path], browser: Browser
+) -> None:
+    base, src = served
+    # A second DLQ job: queued while serve holds the store (the inbox), empty, so it fails
+    # for good at its first attempt.
+    (src / "blank.md").write_text("", encoding="utf-8")
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing-64", "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "enginelib.cli.main", "ingest", "--store",
+                    str(src.parent / "store"), "--queue", str(src / "blank.md")],
+                   cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
+    deadline = time.monotonic() + 30
+    while call(base, "/api/jobs")["counts"]["DLQ"] < 2:
+        assert time.monotonic() < deadline, "the queued job did not reach the DLQ"
+        time.sleep(0.2)
+    page = browser.new_page()
+    page.goto(base + "/")
+    expect(page.locator("#count-DLQ")).to_have_text("2")
+    row = page.locator("#sources tr[data-status=DLQ]", has_text="blank.md")
+
+    page.once("dialog", lambda dialog: dialog.dismiss())  # asked first: it is for good
+    row.locator("button.drop-job").click()
+    expect(page.locator("#count-DLQ")).to_have_text("2")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.locator("button.drop-job").click()
+    expect(page.locator("#message")).to_have_text("dropped 1 job")
+    expect(page.locator("#count-DLQ")).to_have_text("1")
+    expect(page.locator("#sources tr[data-status=DLQ]")).to_have_count(1)
+    expect(page.locator("#sources tr[data-status=DLQ]")).to_contain_text("empty.md")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#drop-dlq")
+    expect(page.locator("#message")).to_have_text("dropped 1 job")
+    expect(page.locator("#count-DLQ")).to_have_text("0")
+    expect(page.locator("#sources tr[data-status=DLQ]")).to_have_count(0)
+    assert call(base, "/api/jobs")["counts"]["DLQ"] == 0
+
+
 def test_inspector_shows_the_api_scores_and_flags_a_fabricated_reference(
     served: tuple[str, Path], browser: Browser, tmp_path: Path
 ) -> None:

@@ -354,6 +354,7 @@ def test_a_write_from_another_origin_is_refused(client: TestClient, origin: str)
     before = client.get("/api/jobs").json()
     writes = [("POST", "/api/upload", {"files": {"file": ("planted.md", b"# Planted")}}),
               ("POST", "/api/jobs/purge-done", {}), ("POST", "/api/jobs/retry-dlq", {}),
+              ("POST", "/api/jobs/drop-dlq", {}), ("DELETE", "/api/jobs/1", {}),
               ("DELETE", "/api/documents/gdpr-17", {}),
               ("POST", "/api/search", {"content": b'{"query": "erasure"}',
                                        "headers": {"content-type": "text/plain"}})]

@@ -137,6 +137,11 @@ def test_a_query_string_number_is_ascii_digits(client: TestClient, query: str) -
      "got ['limit']"),
     ("post", "/api/jobs/retry-dlq", {"job_id": 1},
      "POST /api/jobs/retry-dlq takes no body fields; got ['job_id']"),
+    # {"job_id": 1} to drop-dlq would have dropped every DLQ job, not the one named
+    ("post", "/api/jobs/drop-dlq", {"job_id": 1},
+     "POST /api/jobs/drop-dlq takes no body fields; got ['job_id']"),
+    ("delete", "/api/jobs/1?force=yes", None,
+     "DELETE /api/jobs/1 takes no query parameters; got ['force']"),
     ("post", "/api/jobs/purge-done?status=DONE", None,
      "POST /api/jobs/purge-done takes no query parameters; got ['status']"),
     ("post", "/api/check-answer", {"answer": "Erasure [1].", "search": {"query": "erasure"},
@@ -207,6 +212,7 @@ def _schema(document: dict, path: str, method: str, status: str) -> dict:
      {"json": {"answer": "Erasure [1]. Robots [4].", "search": {"query": "erasure"}}}),
     ("post", "/api/search", "4XX", {"json": {"query": "erasure", "limit": 0}}),
     ("get", "/api/documents/{document_id}", "4XX", {"path": "/api/documents/nope"}),
+    ("delete", "/api/jobs/{job_id}", "4XX", {"path": "/api/jobs/99"}),
 ])
 def test_each_answer_has_the_documented_shape(
     client: TestClient, method: str, path: str, status: str, kwargs: dict

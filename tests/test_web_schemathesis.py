@@ -51,7 +51,8 @@ OPERATIONS = [("GET", "/api/search"), ("POST", "/api/search"), ("POST", "/api/ch
               ("GET", "/api/documents"), ("GET", "/api/documents/{document_id}"),
               ("DELETE", "/api/documents/{document_id}"), ("POST", "/api/upload"),
               ("GET", "/api/jobs"), ("POST", "/api/jobs/retry-dlq"),
-              ("POST", "/api/jobs/purge-done"), ("GET", "/api/sources"), ("GET", "/api/stats"),
+              ("POST", "/api/jobs/purge-done"), ("POST", "/api/jobs/drop-dlq"),
+              ("DELETE", "/api/jobs/{job_id}"), ("GET", "/api/sources"), ("GET", "/api/stats"),
               ("GET", "/api/presets"), ("GET", "/api/health"), ("GET", "/api/openapi.json")]
 
 

@@ -1,4 +1,4 @@
-"""The job queue over the catalog: enqueue, claim with a lease, finish, retry, DLQ, purge."""
+"""The job queue over the catalog: enqueue, claim with a lease, finish, retry, DLQ, drop, purge."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from ..catalog import Catalog, utcnow
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, JobNotFoundError, JobStateError
 from ..validation import MAX_LIST_OFFSET, MAX_LISTED, check_float, check_int
 from . import shape
 from . import table as t
 from .backoff import DEFAULT_MAX_ATTEMPTS, retry_delay
+from .uploads import discard_upload
 
 DEFAULT_LEASE_S = 300.0
 # Bounds a setting must fall in: beyond them a delay overflows datetime arithmetic (an
@@ -40,7 +42,7 @@ class Retention:
     """What the jobs tables keep of finished work: a DONE job for ``keep_days`` after it
     finished (in the queue or the history), and at most the newest ``keep_rows`` rows of
     the history; a job's attempts go with it. A job in the DLQ, or still waiting or running,
-    is never pruned: it stays until a person retries it (or it runs)."""
+    is never pruned: it stays until a person retries or drops it (or it runs)."""
 
     keep_days: float = DEFAULT_KEEP_DAYS
     keep_rows: int = DEFAULT_KEEP_ROWS
@@ -205,6 +207,42 @@ class JobQueue:
         now = self.clock()
         with self.catalog.transaction() as con:
             return t.retry_dlq(con, [now, now])
+
+    def drop(self, job_id: int) -> int:
+        """Delete DLQ job ``job_id`` and its attempts for good (one transaction: a kill
+        halfway leaves both); an upload's file goes too. Returns 1. JobNotFoundError for an
+        id the queue has not, JobStateError for a job not in the DLQ: a silent no-op read as
+        done to whoever mistyped the id."""
+        job_id = check_int("job_id", job_id, minimum=-(2**63), maximum=2**63 - 1)
+        with self.catalog.transaction() as con:
+            dropped = t.drop_dlq(con, job_id)
+            status = None if dropped else t.job_status(con, job_id)
+        if not dropped:
+            if status is None:
+                raise JobNotFoundError(job_id)
+            raise JobStateError(
+                f"job {job_id} is {status}, not in the DLQ: only a job that failed for good is "
+                "dropped (one still waiting or running would vanish under its worker)",
+                job_id=job_id, status=status)
+        self._discard_uploads(dropped)
+        return len(dropped)
+
+    def drop_dlq(self) -> int:
+        """Delete every DLQ job and its attempts for good, as ``drop`` does; returns how many."""
+        with self.catalog.transaction() as con:
+            dropped = t.drop_dlq(con, None)
+        self._discard_uploads(dropped)
+        return len(dropped)
+
+    def _discard_uploads(self, dropped: Sequence[tuple[int, str, str]]) -> None:
+        """The files of dropped upload jobs: nothing will read them now. After the commit, so
+        a kill before it leaves a job with its file; a kill after it leaves a folder no job
+        needs, which serve's next start sweeps."""
+        if self.catalog.in_memory_db:
+            return
+        for _job_id, kind, source in dropped:
+            if kind == t.UPLOAD:
+                discard_upload(self.catalog.path.parent, Path(source))
 
     def purge_done(self) -> int:
         """Move DONE jobs to ``jobs_history``, then hold the history to the retention (in the

@@ -148,6 +148,23 @@ RETRY_DLQ = (
     "UPDATE jobs SET status = 'PENDING', attempts = 0, next_attempt_at = ?, updated_at = ? "
     "WHERE status = 'DLQ' RETURNING job_id"
 )
+# Dropping: DLQ jobs deleted for good, with their attempts (a person gave up on them). The
+# status test makes each a compare-and-set, as the claim is: a job retried meanwhile stays.
+DROP_DLQ_JOB = (
+    "DELETE FROM jobs WHERE job_id = ? AND status = 'DLQ' RETURNING job_id, kind, source"
+)
+DROP_DLQ = "DELETE FROM jobs WHERE status = 'DLQ' RETURNING job_id, kind, source"
+# The history keeps its own jobs' attempts (an id there is never a queued job's, but a table
+# edited by hand could make it one).
+DROP_ATTEMPTS = (
+    "DELETE FROM job_attempts WHERE job_id IN (SELECT unnest(?::BIGINT[])) "
+    "AND job_id NOT IN (SELECT job_id FROM jobs_history)"
+)
+# Why a job could not be dropped: its status in the queue, or DONE in the history.
+JOB_STATUS = (
+    "SELECT status FROM jobs WHERE job_id = ? UNION ALL "
+    "SELECT 'DONE (in the history)' FROM jobs_history WHERE job_id = ? LIMIT 1"
+)
 # A job still waiting for a document deleted since: run, it would bring the document back.
 # RUNNING counts as waiting: whoever deletes holds the store's one writer lock, so no worker
 # is running it; it was left by a dead one and would run again once taken back.
@@ -336,6 +353,24 @@ def close_attempt(con: duckdb.DuckDBPyConnection, params: Params) -> None:
 
 def retry_dlq(con: duckdb.DuckDBPyConnection, params: Params) -> int:
     return len(con.execute(RETRY_DLQ, list(params)).fetchall())
+
+
+def drop_dlq(con: duckdb.DuckDBPyConnection, job_id: int | None) -> list[tuple[int, str, str]]:
+    """Delete the DLQ job ``job_id`` (None: every DLQ job) and its attempts, inside the
+    caller's transaction; returns (job_id, kind, source) of each job deleted."""
+    rows = (con.execute(DROP_DLQ, []) if job_id is None
+            else con.execute(DROP_DLQ_JOB, [job_id])).fetchall()
+    dropped = [(int(row[0]), str(row[1]), str(row[2])) for row in rows]
+    faults.crash_point("mid_job_drop")
+    if dropped:
+        con.execute(DROP_ATTEMPTS, [[row[0] for row in dropped]])
+    return dropped
+
+
+def job_status(con: duckdb.DuckDBPyConnection, job_id: int) -> str | None:
+    """The status of job ``job_id``; None when neither the queue nor the history has it."""
+    rows = con.execute(JOB_STATUS, [job_id, job_id]).fetchall()
+    return str(rows[0][0]) if rows else None
 
 
 def hold(con: duckdb.DuckDBPyConnection, params: Params) -> list[int]:

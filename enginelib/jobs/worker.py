@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import faults
-from ..core import layout
 from ..embedders.sharing import readers_admitted, released
 from ..errors import IngestError, InvalidInputError, SourceTooLargeError
 from ..text import shell_word
@@ -34,6 +33,7 @@ from . import inbox
 from . import table as t
 from .failures import classify
 from .queue import MAX_POLL_S, JobQueue, NewJob
+from .uploads import discard_upload
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -261,26 +261,6 @@ def _store_lock(
 ) -> threading.RLock:
     with _STORE_LOCKS_GUARD:
         return locks.setdefault(store, threading.RLock())
-
-
-def discard_upload(store_path: Path, source: Path) -> None:
-    """Remove an upload's file and its own folder once its job is DONE: its text is in the
-    catalog now (versions, reindex and snapshots read it there). Kept, every upload stayed
-    on disk for good: a deleted document's file too, and every replaced version's. A kill
-    before this leaves the folder to serve's next start (``sweep_uploads``).
-
-    Only a file in a folder of the store's uploads is removed: a job row or an inbox entry
-    that named any other file as an upload had the worker delete it."""
-    uploads = (store_path / layout.UPLOADS_DIR).resolve()
-    if source.resolve().parent.parent != uploads:
-        _log.warning("enginelib worker: %s is not in %s: an upload job's file is kept there",
-                     source, uploads)
-        return
-    try:
-        source.unlink(missing_ok=True)
-        source.parent.rmdir()
-    except OSError as exc:  # a busy or read-only disk: the sweep at the next start retries
-        _log.warning("enginelib worker: could not remove the upload %s: %s", source, exc)
 
 
 def _owner_name(worker: Worker) -> str:

@@ -22,6 +22,8 @@ from ..errors import (
     EmbeddingError,
     EngineError,
     InvalidInputError,
+    JobNotFoundError,
+    JobStateError,
     LengthRequiredError,
     PayloadTooLargeError,
     QueueFullError,
@@ -61,7 +63,7 @@ def error_reply(exc: Exception, paths: Paths | None = None) -> Response:
     """The error as JSON with its HTTP status; ``paths``: the server's paths in its message
     are replaced by the names a client is shown (``public``)."""
     status = 400
-    if isinstance(exc, DocumentNotFoundError):
+    if isinstance(exc, (DocumentNotFoundError, JobNotFoundError)):
         status = 404
     elif isinstance(exc, PayloadTooLargeError):
         status = 413
@@ -71,8 +73,8 @@ def error_reply(exc: Exception, paths: Paths | None = None) -> Response:
         status = 415
     elif isinstance(exc, QueueFullError):
         status = 429  # Too Many Requests: the same upload is taken later
-    elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError)):
-        status = 409
+    elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError, JobStateError)):
+        status = 409  # Conflict: the store's state, or the job's, refuses it now
     elif isinstance(exc, DiskFullError):
         status = 507  # Insufficient Storage: the server's disk, not the request
     elif isinstance(exc, (StorageError, CorruptStoreError, DamagedSnapshotError, BackendError,
@@ -286,6 +288,11 @@ def _jobs(service: Service, request: Request) -> Any:
     return service.jobs_page(_query_params(request))
 
 
+def _drop_job(service: Service, request: Request) -> Any:
+    job_id = request.path_params["job_id"]
+    return {"dropped": service.drop_job(job_id), "job_id": job_id}
+
+
 async def not_found(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     # A 405 must say which methods the route takes (RFC 9110): Starlette's Allow header.
@@ -333,6 +340,11 @@ ROUTES = [
           endpoint(lambda s, r: {"retried": s.retry_dlq()}), methods=["POST"]),
     Route("/api/jobs/purge-done",
           endpoint(lambda s, r: {"purged": s.purge_done()}), methods=["POST"]),
+    Route("/api/jobs/drop-dlq",
+          endpoint(lambda s, r: {"dropped": s.drop_dlq()}), methods=["POST"]),
+    # digits only: another word after /api/jobs/ is no job, and answers 404 (405 for the
+    # POST-only routes above) rather than "not a whole number"
+    Route("/api/jobs/{job_id:int}", endpoint(_drop_job), methods=["DELETE"]),
     Route("/api/sources", endpoint(lambda s, r: s.sources()), methods=["GET"]),
     Route("/api/stats", endpoint(lambda s, r: s.stats()), methods=["GET"]),
     Route("/api/presets", endpoint(lambda s, r: s.presets()), methods=["GET"]),

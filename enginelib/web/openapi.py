@@ -23,8 +23,9 @@ from .service import MAX_ANSWER_CHARS
 _ERROR_CODES = (
     "400 the request is wrong (the message says what to send); 401 no or a wrong token (a "
     "server started with --token); 403 a write from a page on another origin, or a Host that "
-    "is not this machine; 404 no such document or route; 405 a method the route does not "
-    "take (Allow lists those it does); 409 the store is locked or read-only; 411 an upload "
+    "is not this machine; 404 no such document, job or route; 405 a method the route does "
+    "not take (Allow lists those it does); 409 the store is locked or read-only, or the job "
+    "is not in the DLQ; 411 an upload "
     "without Content-Length; 413 a body over its limit; 415 a file type no loader reads; 429 "
     "an upload while as many as the server takes wait for its worker (send it again later)")
 _ERROR = {"description": _ERROR_CODES,
@@ -203,6 +204,7 @@ _JOBS = {"type": "object", "required": ["counts", "history", "active", "worker_e
 _SOURCES = {"type": "array", "items": {"type": "object", "required": [
     "source", "document_id", "status"], "properties": {
     "source": _STRING, "document_id": _STRING,
+    "job_id": {"type": "integer", "description": "a job's row only: its id"},
     "status": {"enum": ["INDEXED", *STATUSES]}}}}
 
 
@@ -331,6 +333,18 @@ OPENAPI: dict[str, Any] = {
         "/api/jobs/retry-dlq": {"post": _op("DLQ jobs back to PENDING", _count("retried"))},
         "/api/jobs/purge-done": {"post": _op("Move DONE jobs to history; returns the count",
                                              _count("purged"))},
+        "/api/jobs/drop-dlq": {"post": _op(
+            "Delete every DLQ job and its attempts for good (an uploaded file too); returns "
+            "the count. One transaction: interrupted, it dropped none", _count("dropped"))},
+        "/api/jobs/{job_id}": {"delete": _op(
+            "Delete one DLQ job and its attempts for good (an uploaded file too): 404 for an "
+            "id the queue has not, 409 for a job not in the DLQ (retry-dlq runs them again "
+            "instead)", {"type": "object", "required": ["dropped", "job_id"],
+                         "additionalProperties": False, "properties": {
+                             "dropped": {"const": 1}, "job_id": _INT}},
+            params=[{"name": "job_id", "in": "path", "required": True,
+                     "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+                     "description": "the job's id (job_id in GET /api/jobs)"}])},
         "/api/sources": {"get": _op("Sources: documents and jobs not done", _SOURCES)},
         "/api/stats": {"get": _op("Store statistics", {
             "type": "object", "required": ["documents", "chunks"],

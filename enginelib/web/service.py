@@ -330,6 +330,13 @@ class Service:
     def purge_done(self) -> int:
         return self._locked(self.queue.purge_done)  # type: ignore[no-any-return]
 
+    def drop_job(self, job_id: int) -> int:
+        """Drop DLQ job ``job_id`` for good (404 unknown, 409 not in the DLQ)."""
+        return self._locked(lambda: self.queue.drop(job_id))  # type: ignore[no-any-return]
+
+    def drop_dlq(self) -> int:
+        return self._locked(self.queue.drop_dlq)  # type: ignore[no-any-return]
+
     def sources(self) -> list[dict[str, Any]]:
         """One row per source: documents as INDEXED, then every job not DONE yet."""
         def read() -> list[dict[str, Any]]:
@@ -349,6 +356,7 @@ class Service:
             for job in self.queue.jobs(statuses=waiting, limit=MAX_SOURCE_ROWS):
                 rows.append({
                     "source": job["source"], "document_id": job["document_id"],
+                    "job_id": job["job_id"],  # the console's Drop on a DLQ row
                     "status": job["status"], "truth_level": _truth_level(job["options"]),
                     "tier": None, "word_count": None, "authority_score": None,
                     "evidence_level": None, "last_ingested": None, "error": job["last_error"],

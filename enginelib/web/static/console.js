@@ -1,4 +1,4 @@
-// Ingestion console: counters, sources table, Retry DLQ / Purge DONE, upload; refreshes
+// Ingestion console: counters, sources table, Retry / Drop DLQ, Purge DONE, upload; refreshes
 // every 5 s while jobs are active (PENDING, RUNNING or FAILED awaiting a retry).
 "use strict";
 const STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"];
@@ -35,7 +35,8 @@ function renderSources(rows) {
   const body = document.querySelector("#sources tbody");
   body.replaceChildren(...rows.map((row) => el("tr", {"data-status": row.status},
     el("td", {}, row.source, row.error ? el("div", {class: "muted"}, row.error) : null),
-    el("td", {}, el("span", {class: "badge st-" + row.status}, row.status)),
+    el("td", {}, el("span", {class: "badge st-" + row.status}, row.status),
+       row.status === "DLQ" ? dropButton(row) : null),
     el("td", {}, row.tier ? el("span", {class: "badge tier-" + row.tier}, row.tier + " · " + row.truth_level)
                           : (row.truth_level || "")),
     el("td", {}, row.word_count === null ? "" : row.word_count),
@@ -45,15 +46,31 @@ function renderSources(rows) {
     el("td", {}, row.last_ingested ? row.last_ingested.replace("T", " ").slice(0, 19) + " UTC" : ""))));
 }
 
-async function act(path, key, verb) {
+// A DLQ row's own Drop: that job only (DELETE /api/jobs/ID), asked first: it is for good.
+function dropButton(row) {
+  const button = el("button", {type: "button", class: "drop-job", "data-job-id": row.job_id}, "Drop");
+  button.addEventListener("click", () => {
+    if (confirm("Drop job " + row.job_id + " (" + row.document_id + ") for good?")) {
+      act("/api/jobs/" + row.job_id, "dropped", "dropped", "DELETE");
+    }
+  });
+  return button;
+}
+
+async function act(path, key, verb, method) {
   try {
-    const result = await api(path, {method: "POST"});
+    const result = await api(path, {method: method || "POST"});
     say(verb + " " + result[key] + " job" + (result[key] === 1 ? "" : "s"));
   } catch (error) { say(error.message, true); }
   await refresh();
 }
 
 document.getElementById("retry-dlq").addEventListener("click", () => act("/api/jobs/retry-dlq", "retried", "retried"));
+document.getElementById("drop-dlq").addEventListener("click", () => {
+  if (confirm("Drop every DLQ job for good? (Retry DLQ runs them again instead.)")) {
+    act("/api/jobs/drop-dlq", "dropped", "dropped");
+  }
+});
 document.getElementById("purge-done").addEventListener("click", () => act("/api/jobs/purge-done", "purged", "purged"));
 document.getElementById("upload-form").addEventListener("submit", async (event) => {
   event.preventDefault();
