@@ -32,19 +32,23 @@ from .options import (
     store_option,
     truth_level_list,
 )
+from .stdin_input import is_stdin, stdin_text
 
 T = TypeVar("T")
+STDIN_NAME = "<stdin>"  # how messages name standard input ("<stdin>:3: not JSON ...")
 
 
 @click.command("eval")
 @store_option
 @snapshot_option
 @click.option("--queries", "queries_path", required=True,
-              type=GivenPath(exists=True, dir_okay=False, path_type=Path),
-              help="BEIR queries.jsonl ({\"_id\", \"text\"} a line) or a qid<TAB>text file.")
+              type=GivenPath(exists=True, dir_okay=False, path_type=Path, allow_dash=True),
+              help="BEIR queries.jsonl ({\"_id\", \"text\"} a line) or a qid<TAB>text file; "
+              "- reads it from standard input.")
 @click.option("--qrels", "qrels_path", required=True,
-              type=GivenPath(exists=True, dir_okay=False, path_type=Path),
-              help="Judgments: BEIR .tsv (query-id, corpus-id, score) or TREC qrels.")
+              type=GivenPath(exists=True, dir_okay=False, path_type=Path, allow_dash=True),
+              help="Judgments: BEIR .tsv (query-id, corpus-id, score) or TREC qrels; - reads "
+              "them from standard input.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="hybrid", show_default=True)
 @click.option("--fusion", type=click.Choice(FUSION_METHODS), default="rrf", show_default=True)
 @click.option("--truth-level", "truth_levels", default=None,
@@ -65,8 +69,13 @@ def eval_command(
 
     The judgments' corpus ids are document ids: a relevant one the store lacks counts as a
     miss (and is named on stderr); none of them in the store is an error (exit 2)."""
-    qrels = _read(qrels_path, "judgments", read_qrels)
-    all_queries = _read(queries_path, "queries", read_queries)
+    if is_stdin(queries_path) and is_stdin(qrels_path):
+        raise click.UsageError("--queries - and --qrels -: standard input holds one of them; "
+                               "name a file for the other")
+    qrels = _read(qrels_path, "judgments", read_qrels, "--qrels")
+    all_queries = _read(queries_path, "queries", read_queries, "--queries")
+    # how the messages below name them
+    qrels_path, queries_path = _shown(qrels_path), _shown(queries_path)
     if not qrels:
         raise CommandError(f"{qrels_path} holds no judgments: one 'query-id corpus-id grade' "
                            "line each (a BEIR .tsv) or 'qid 0 docid grade' (TREC)")
@@ -140,13 +149,20 @@ def eval_command(
         click.echo(f"run written to {run_out} (tag {run_tag})")
 
 
-def _read(path: Path, what: str, read: Callable[[Path], T]) -> T:
+def _shown(path: Path) -> Path:
+    return Path(STDIN_NAME) if is_stdin(path) else path
+
+
+def _read(path: Path, what: str, read: Callable[..., T], option: str) -> T:
+    """``read`` the file at ``path``, or standard input for ``-``."""
     try:
+        if is_stdin(path):
+            return read(STDIN_NAME, handle=stdin_text(option))
         return read(path)
     except UnicodeDecodeError as exc:
-        raise CommandError(f"could not read the {what} in {path}: not UTF-8 text ({exc.reason} "
+        raise CommandError(f"could not read the {what} in {_shown(path)}: not UTF-8 text ({exc.reason} "
                            f"at byte {exc.start})") from exc
     except InvalidInputError as exc:  # it names the file and line already
         raise CommandError(f"could not read the {what}: {exc}") from exc
     except (ValueError, KeyError) as exc:
-        raise CommandError(f"could not read the {what} in {path}: {exc}") from exc
+        raise CommandError(f"could not read the {what} in {_shown(path)}: {exc}") from exc

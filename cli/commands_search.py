@@ -55,9 +55,11 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
 @snapshot_option
 @search_request_options
 @click.option("--explain", is_flag=True, help="Show each method's rank and score and the citation.")
-@click.option("--vector-file", type=GivenPath(path_type=Path, exists=True, dir_okay=False),
-              default=None, help="The query's own vector (JSON list or .npy) for vector/hybrid "
-              "search, e.g. on a store without a model; QUERY may then be left out (vector only).")
+@click.option("--vector-file", type=GivenPath(path_type=Path, exists=True, dir_okay=False,
+                                             allow_dash=True),
+              default=None, help="The query's own vector (JSON list or .npy; - reads it from "
+              "standard input) for vector/hybrid search, e.g. on a store without a model; QUERY "
+              "may then be left out (vector only).")
 @json_option
 @handle_errors
 def search_command(

@@ -1,4 +1,5 @@
-"""Query vectors given on the command line (``--vector-file``) for stores without a model."""
+"""Query vectors given on the command line (``--vector-file``, ``-`` for standard input)
+for stores without a model."""
 
 from __future__ import annotations
 
@@ -12,16 +13,26 @@ from enginelib import InvalidVectorError, Store
 from enginelib.input_files import open_regular
 from enginelib.validation import MAX_DIM
 
+from .stdin_input import is_stdin, stdin_binary
+
 # One vector of at most MAX_DIM numbers, as JSON (about 25 bytes a number) or .npy: a larger
 # file is not a query vector, and reading it whole could take all the memory there is.
 MAX_VECTOR_FILE_BYTES = 64 * MAX_DIM + 4096
 
 
+# How an .npy file starts: on standard input there is no file name to go by.
+NPY_MAGIC = b"\x93NUMPY"
+
+
 def load_vector_file(path: Path) -> np.ndarray:
-    """One query vector from a ``.npy`` file or a JSON list of numbers (``[[...]]`` too)."""
+    """One query vector from a ``.npy`` file or a JSON list of numbers (``[[...]]`` too);
+    ``-``: from standard input, with the same limits (.npy told by its magic bytes)."""
     try:
-        with open_regular(path) as handle:  # a pipe or device is refused, never waited on
-            data = handle.read(MAX_VECTOR_FILE_BYTES + 1)
+        if is_stdin(path):
+            data = stdin_binary("--vector-file").read(MAX_VECTOR_FILE_BYTES + 1)
+        else:
+            with open_regular(path) as handle:  # a pipe or device is refused, never waited on
+                data = handle.read(MAX_VECTOR_FILE_BYTES + 1)
     except OSError as exc:
         raise InvalidVectorError(f"--vector-file {path}: cannot read it: "
                                  f"{exc.strerror or exc}") from exc
@@ -29,8 +40,9 @@ def load_vector_file(path: Path) -> np.ndarray:
         raise InvalidVectorError(
             f"--vector-file {path} is over {MAX_VECTOR_FILE_BYTES} bytes: a query vector has at "
             f"most {MAX_DIM} numbers; give one vector")
+    npy = data.startswith(NPY_MAGIC) if is_stdin(path) else path.suffix.lower() == ".npy"
     try:
-        if path.suffix.lower() == ".npy":
+        if npy:
             raw = np.load(io.BytesIO(data), allow_pickle=False)
         else:
             raw = json.loads(data.decode("utf-8"))

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -189,11 +191,18 @@ def _open_text(path: Any, name: str) -> TextIO:
         raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from exc
 
 
-def read_qrels(path: str | Path) -> Qrels:
+def _source(path: str | Path, name: str, handle: TextIO | None) -> AbstractContextManager[TextIO]:
+    """``handle`` when the caller opened the input (standard input: left open), else the file
+    at ``path``, opened."""
+    return nullcontext(handle) if handle is not None else _open_text(path, name)
+
+
+def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
     """A qrels file: BEIR .tsv (``query-id corpus-id score`` with a header) or TREC
-    (``qid 0 docid grade``), tab- or space-separated."""
+    (``qid 0 docid grade``), tab- or space-separated. ``handle``: read that text instead
+    (standard input, say), ``path`` naming it in messages."""
     qrels: Qrels = {}
-    with _open_text(path, "qrels path") as handle:
+    with _source(path, "qrels path", handle) as handle:
         for number, line in enumerate(handle, start=1):
             parts = line.split()
             if not parts:
@@ -216,8 +225,10 @@ def read_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
-def read_queries(path: str | Path) -> dict[str, str]:
-    """queries.jsonl (``{"_id", "text"}`` a line) or a two-column TSV ``qid<TAB>text``."""
+def read_queries(path: str | Path, *, handle: TextIO | None = None) -> dict[str, str]:
+    """queries.jsonl (``{"_id", "text"}`` a line) or a two-column TSV ``qid<TAB>text``: by the
+    file's suffix (.tsv, .txt), or with ``handle`` (text the caller opened, such as standard
+    input, ``path`` naming it in messages) by its first line (JSON starts with ``{``)."""
     queries: dict[str, str] = {}
     first_line: dict[str, int] = {}
 
@@ -231,16 +242,27 @@ def read_queries(path: str | Path) -> dict[str, str]:
         queries[qid] = text
         first_line.setdefault(qid, number)
 
-    with _open_text(path, "queries path") as handle:
-        if str(path).endswith((".tsv", ".txt")):
+    with _source(path, "queries path", handle) as opened:
+        lines: Iterable[str] = opened
+        if handle is None:
+            tsv = str(path).endswith((".tsv", ".txt"))
+        else:  # no file name to go by: look at the first line that is not blank
+            head: list[str] = []
+            for line in opened:
+                head.append(line)
+                if line.strip():
+                    break
+            tsv = not (head and head[-1].lstrip().startswith("{"))
+            lines = itertools.chain(head, opened)
+        if tsv:
             # No CSV quoting: a '"' is the query's own (a phrase), and a quoted field ran
             # on over the following lines, swallowing their queries.
-            rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+            rows = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
             for number, row in enumerate(rows, start=1):
                 if len(row) >= 2:
                     add(row[0], row[1], number)
             return queries
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:

@@ -511,3 +511,56 @@ def test_cli_eval_refuses_a_run_tag_of_two_words_before_writing(
     # a TREC line is split on white space: "my run" made every line 7 columns
     assert result.exit_code == 2 and "run tag must be one word" in result.output
     assert not run_file.exists()
+
+
+def test_cli_eval_reads_queries_or_judgments_from_standard_input_given_as_dash(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """`--queries -` / `--qrels -`: piped in, JSONL or TSV told by the first line (there is
+    no file name to go by), scored as the files are."""
+    import subprocess
+    import sys
+
+    store_path, queries, qrels = judged_store
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing-64",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def scored(stdin: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "enginelib.cli.main", "eval", "--store", str(store_path),
+             "--strategy", "fulltext", "--json", *args], input=stdin, env=env,
+            capture_output=True, timeout=120)
+
+    def scores(run: subprocess.CompletedProcess[bytes]) -> dict:
+        assert run.returncode == 0, run.stderr
+        return {k: v for k, v in json.loads(run.stdout).items() if k != "seconds"}
+
+    from_files = scores(scored(b"", "--queries", str(queries), "--qrels", str(qrels)))
+    assert from_files["queries"] == 3
+    tsv = b"\n\nq1\tbrake pads rotors\nq2\terasure of personal data\nq3\tespresso coffee\n"
+    for stdin, args in ((queries.read_bytes(), ("--queries", "-", "--qrels", str(qrels))),
+                        (b"\xef\xbb\xbf" + tsv, ("--queries", "-", "--qrels", str(qrels))),
+                        (qrels.read_bytes(), ("--queries", str(queries), "--qrels", "-"))):
+        assert scores(scored(stdin, *args)) == from_files, args
+
+    bad = scored(b'{"_id": "q1", "text": "brake"}\nnot json\n', "--queries", "-", "--qrels",
+                 str(qrels))
+    assert bad.returncode == 2
+    assert bad.stderr.decode().startswith(
+        "Error: could not read the queries: <stdin>:2: not JSON")
+    both = scored(b"", "--queries", "-", "--qrels", "-")
+    assert both.returncode == 2 and b"standard input holds one of them" in both.stderr
+    empty = scored(b"", "--queries", str(queries), "--qrels", "-")
+    assert empty.returncode == 2 and b"Error: <stdin> holds no judgments" in empty.stderr
+
+
+def test_read_queries_from_an_open_text_tells_jsonl_from_tsv_by_its_first_line() -> None:
+    import io
+
+    jsonl = io.StringIO('\n{"_id": "q1", "text": "brake pads"}\n')
+    assert read_queries("<stdin>", handle=jsonl) == {"q1": "brake pads"}
+    tsv = io.StringIO("q1\t{not json} brake pads\nq2\trotors\n")
+    assert read_queries("<stdin>", handle=tsv) == {"q1": "{not json} brake pads", "q2": "rotors"}
+    assert read_queries("<stdin>", handle=io.StringIO("")) == {}
+    assert not tsv.closed  # the caller's to close
+    assert read_qrels("<stdin>", handle=io.StringIO("q1 0 a 2\n")) == {"q1": {"a": 2}}

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +17,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib import HashingEmbedder, InvalidVectorError
 from enginelib.cli.main import main
+from enginelib.cli.vector_input import MAX_VECTOR_FILE_BYTES
 from enginelib.errors import EmbeddingError
 from enginelib.own_vectors import ExternalVectors
 
@@ -253,3 +258,50 @@ def test_an_empty_query_needs_a_vector_and_the_vector_strategy(tmp_path):
                         {"query_vector": vectors["bolts"], "strategy": "fulltext"}):
             with pytest.raises(enginelib.InvalidQueryError, match="the query is empty"):
                 store.search("  ", **options)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, stdin: bytes | int) -> subprocess.CompletedProcess[bytes]:
+    """The CLI in its own process, ``stdin`` piped in (bytes) or a descriptor (a terminal)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ENGINELIB_EMBEDDER", "ENGINELIB_STORE")}
+    env["PYTHONPATH"] = str(ROOT)
+    piped = {"input": stdin} if isinstance(stdin, bytes) else {"stdin": stdin}
+    return subprocess.run([sys.executable, "-m", "enginelib.cli.main", *args], cwd=ROOT, env=env,
+                          capture_output=True, timeout=120, **piped)  # type: ignore[call-overload]
+
+
+def test_cli_search_reads_the_vector_from_standard_input_given_as_dash(store_path):
+    """`--vector-file -`: a vector piped in, JSON or .npy, read with a file's limits."""
+    searched = _cli("search", "--store", str(store_path), "--vector-file", "-", "--strategy",
+                    "vector", "--no-gate", "--json", stdin=json.dumps(_vectors()["fluid"]).encode())
+    assert searched.returncode == 0, searched.stderr
+    assert json.loads(searched.stdout)["hits"][0]["document_id"] == "fluid"
+    npy = io.BytesIO()
+    np.save(npy, np.array([_vectors()["gdpr"]], dtype=np.float32))
+    searched = _cli("search", "personal data", "--store", str(store_path), "--vector-file", "-",
+                    "--no-gate", "--json", stdin=npy.getvalue())
+    assert searched.returncode == 0, searched.stderr
+    assert json.loads(searched.stdout)["hits"][0]["document_id"] == "gdpr"
+
+    huge = b"[" + b"0.0, " * (MAX_VECTOR_FILE_BYTES // 5) + b"0.0]"
+    refused = _cli("search", "x", "--store", str(store_path), "--vector-file", "-", stdin=huge)
+    assert refused.returncode == 2
+    assert refused.stderr.decode().startswith(f"Error: --vector-file - is over {MAX_VECTOR_FILE_BYTES}")
+    wrong = _cli("search", "x", "--store", str(store_path), "--vector-file", "-", stdin=b"[1, 2]")
+    assert (wrong.returncode, wrong.stderr.decode()) == (2, (
+        f"Error: --vector-file - holds 2 numbers; this store takes vectors of {DIM} "
+        f"(external-{DIM}): embed the query with the model the store's vectors came from\n"))
+
+
+def test_cli_vector_file_dash_on_a_terminal_is_refused_not_waited_on(store_path):
+    controller, terminal = os.openpty()
+    try:
+        refused = _cli("search", "x", "--store", str(store_path), "--vector-file", "-",
+                       stdin=terminal)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert refused.returncode == 2
+    assert "--vector-file -: standard input is a terminal: pipe the input in" in refused.stderr.decode()
