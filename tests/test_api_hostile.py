@@ -246,7 +246,7 @@ def test_a_file_path_with_a_nul_is_an_input_error_not_a_bare_value_error() -> No
     # ("embedded null byte"), outside the error tree
     from enginelib import evaluation, loaders
 
-    for function in (loaders.load_file, loaders.iter_load, loaders.loader_for,
+    for function in (loaders.load_file, loaders.stream_file, loaders.iter_load, loaders.loader_for,
                      evaluation.read_qrels, evaluation.read_queries):
         with pytest.raises(InvalidInputError, match=r"contains a NUL character"):
             function("notes\x00.md")

@@ -791,3 +791,39 @@ def test_the_job_list_takes_a_set_of_statuses_and_an_empty_one_lists_none(
         assert queue.jobs(statuses=[]) == [] and queue.jobs(statuses=[DONE]) == []
         with pytest.raises(InvalidInputError, match="'LOST'"):
             queue.jobs(statuses=[PENDING, "LOST"])
+
+
+def test_a_queued_jsonl_file_is_streamed_into_the_ingest_batch_by_batch(tmp_path: Path) -> None:
+    """The job read its whole file into memory before ingesting any of it (a gzipped JSONL may
+    inflate to many times its size). Streamed, the batches before a bad line are in the
+    store before that line is read, and the error says so and names the line."""
+    import json
+
+    from enginelib.store import DEFAULT_BATCH
+
+    total, bad = 2 * DEFAULT_BATCH + 50, 2 * DEFAULT_BATCH + 40  # bad: a 0-based index
+    records = [json.dumps({"id": f"r{i}", "text": f"Record {i} on brake pads."})
+               for i in range(total)]
+    path = tmp_path / "records.jsonl"
+    broken = [*records[:bad], '{"id": "torn", "text": ', *records[bad + 1:]]
+    path.write_text("\n".join(broken) + "\n", encoding="utf-8")
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(path)
+        queue = store.jobs()
+        worker = Worker(store, queue)
+        outcome = worker.run_once()
+        assert outcome is not None and (outcome.status, outcome.reason) == (DLQ, BAD_INPUT)
+        assert outcome.error is not None
+        assert f"{path} line {bad + 1}: invalid JSON" in outcome.error
+        # two whole batches committed; the third was being read when the bad line failed it
+        committed = 2 * DEFAULT_BATCH
+        assert f"{committed} document(s) from earlier batches were committed" in outcome.error
+        assert store.stats()["documents"] == committed
+
+        path.write_text("\n".join(records) + "\n", encoding="utf-8")  # the line mended
+        assert queue.retry_dlq() == 1
+        outcome = worker.run_once()
+        assert outcome is not None and outcome.status == DONE
+        assert store.stats()["documents"] == total
+        [job] = queue.jobs()
+        assert len(job["documents"]) == total

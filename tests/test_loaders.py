@@ -24,7 +24,7 @@ from pypdf import PdfWriter
 import enginelib
 from enginelib import loaders
 from enginelib.errors import InvalidInputError, LoaderError, UnsupportedFormatError
-from enginelib.loaders import DEFAULT_MAX_BYTES, iter_load, load_file
+from enginelib.loaders import DEFAULT_MAX_BYTES, iter_load, load_file, stream_file
 from enginelib.loaders import pdf as pdf_loader
 from enginelib.loaders.front_matter import split_front_matter
 from enginelib.types import LoadedDocument, SkippedInput
@@ -650,6 +650,36 @@ def test_jsonl_streams_line_by_line(tmp_path: Path) -> None:
     assert len(rest) == 5000 and rest[-1] == "late"
 
 
+def test_stream_file_reads_as_it_goes_and_raises_at_a_bad_line_when_it_reaches_it(
+    tmp_path: Path,
+) -> None:
+    """A queued job ingests its file through stream_file: a JSONL file is never held whole."""
+    good = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(300)]
+    path = write(tmp_path / "big.jsonl", jsonl([*good, '{"id": "bad", "text": ', good[0]]))
+    documents = stream_file(path)  # line 301 is not read yet: no error
+    assert next(documents).id == "d0"
+    assert [d.id for d in islice(documents, 299)] == [f"d{i}" for i in range(1, 300)]
+    with pytest.raises(LoaderError, match=f"^{re.escape(str(path))} line 301: invalid JSON"):
+        next(documents)
+    with pytest.raises(LoaderError, match="line 301"):
+        load_file(path)  # the whole file at once: the same error before any document
+
+    appended = write(tmp_path / "grows.jsonl", jsonl(good[:2]))
+    documents = stream_file(appended)
+    # Written after loading began: only a loader that reads as it goes can see it.
+    with appended.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"id": "late", "text": "appended"}) + "\n")
+    assert [d.id for d in documents] == ["d0", "d1", "late"]
+
+
+def test_stream_file_refuses_what_load_file_refuses_before_returning(tmp_path: Path) -> None:
+    for path, words in ((tmp_path / "gone.md", "no such file"),
+                        (write(tmp_path / "blank.jsonl", "\n\n"), "empty: no JSON lines"),
+                        (write(tmp_path / "first.jsonl", "[1]\n"), "line 1: expected a JSON")):
+        with pytest.raises(LoaderError, match=words):
+            stream_file(path)  # raised by the call itself, not at the first next()
+
+
 def test_truncated_gzip_keeps_the_lines_before_the_damage(tmp_path: Path) -> None:
     path = tmp_path / "cut.jsonl.gz"
     lines = [{"id": f"d{i}", "text": f"text {i} " * 20} for i in range(400)]
@@ -878,7 +908,7 @@ def test_iter_load_is_lazy(tmp_path: Path) -> None:
 def test_public_names() -> None:
     assert set(loaders.__all__) == {
         "DEFAULT_MAX_BYTES", "LOADERS", "SUPPORTED_EXTENSIONS", "LoadItem", "Loader",
-        "extension_of", "iter_load", "load_file", "loader_for",
+        "extension_of", "iter_load", "load_file", "loader_for", "stream_file",
     }
     assert DEFAULT_MAX_BYTES == 64 * 1024 * 1024
 

@@ -228,7 +228,7 @@ class Worker:
         self._idle_until = time.monotonic() + max(0.0, seconds)
 
     def _process(self, job: dict[str, Any]) -> list[str]:
-        from ..loaders import load_file
+        from ..loaders import stream_file
 
         options = job["options"]
         if not isinstance(options, dict):  # it failed on a Python TypeError
@@ -237,11 +237,15 @@ class Worker:
                 "an object (the jobs table was edited by hand): queue its file again with "
                 "`enginelib ingest --queue`")
         if Path(job["source"]).is_dir():
-            # load_file's own advice (iter_load, ingest_path) speaks to Python callers
+            # stream_file's own advice (iter_load, ingest_path) speaks to Python callers
             raise InvalidInputError(
                 f"{job['source']} was a file when queued and is a folder now: queue the folder "
                 f"itself (`enginelib ingest --queue {shell_word(job['source'])}`)")
-        documents = load_file(job["source"], doc_id=job["document_id"])
+        # Streamed, not loaded whole: a JSONL file is ingested batch by batch as it is read
+        # (a gzipped one may inflate to many times its size). A bad line late in it fails
+        # the job after the batches before it committed; the error says how many, and the
+        # rerun after the fix leaves those unchanged.
+        documents = stream_file(job["source"], doc_id=job["document_id"])
         with readers_admitted(self._readers_in):
             report = self.store.ingest_documents(documents, **options)
         if report.skipped:  # a document of the file the ingest refused: the input's fault

@@ -22,6 +22,7 @@ too big, a scanned PDF) or a bad JSONL line is one bad input among many: a
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -196,7 +197,21 @@ def load_file(
 
     The id is ``doc_id`` or the file name. Any problem raises LoaderError (or
     UnsupportedFormatError), including the first bad JSONL line; use :func:`iter_load` to
-    skip bad inputs and go on.
+    skip bad inputs and go on, :func:`stream_file` to take them one at a time.
+    """
+    return list(stream_file(path, doc_id=doc_id, max_bytes=max_bytes))
+
+
+def stream_file(
+    path: PathLike, *, doc_id: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[LoadedDocument]:
+    """``load_file``'s documents one at a time, as the file is read: a JSONL file of any
+    size is never held whole (a queued job streams it into the ingest, batch by batch).
+
+    The path is checked and the first document loaded before this returns, so a file that
+    cannot load at all raises here, as ``load_file`` does. A bad JSONL line later in the
+    file raises LoaderError (naming its line) when the iteration reaches it, after the
+    documents before it were handed on.
     """
     file = check_path(path)
     if not _exists(file):
@@ -208,9 +223,14 @@ def load_file(
         raise fail(file, f"{kind}, not a regular file: give a regular file")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
         raise InvalidInputError(f"max_bytes must be a positive int, got {max_bytes!r}")
-    documents: list[LoadedDocument] = []
-    for item in loader_for(file)(file, doc_id or file.name, max_bytes):
+    documents = _strict(loader_for(file)(file, doc_id or file.name, max_bytes), file)
+    first = next(documents, None)  # every format but JSONL: its one document, whole
+    return documents if first is None else itertools.chain([first], documents)
+
+
+def _strict(items: Iterable[LoadItem], file: Path) -> Iterator[LoadedDocument]:
+    """The documents of ``items``; the first SkippedInput raised as the LoaderError it is."""
+    for item in items:
         if isinstance(item, SkippedInput):
             raise LoaderError(item.reason, path=file)
-        documents.append(item)
-    return documents
+        yield item
