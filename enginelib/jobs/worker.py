@@ -245,7 +245,8 @@ class Worker:
         # (a gzipped one may inflate to many times its size). A bad line late in it fails
         # the job after the batches before it committed; the error says how many, and the
         # rerun after the fix leaves those unchanged.
-        documents = stream_file(job["source"], doc_id=job["document_id"])
+        with self._readers_in():  # a long PDF's text is read without the store
+            documents = stream_file(job["source"], doc_id=job["document_id"])
         with readers_admitted(self._readers_in):
             report = self.store.ingest_documents(documents, **options)
         if report.skipped:  # a document of the file the ingest refused: the input's fault
