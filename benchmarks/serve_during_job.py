@@ -5,7 +5,7 @@
 The store is the regulatory eval's English store (GDPR and AI Act units, e5-small, built
 by ``benchmarks.regulatory_eval`` if missing), copied for each run. Each run queues one
 file (the first ``--kb`` KB of the AI Act's recitals, text the store has never embedded)
-and, while the job runs, sends searches back to back from a client thread, each a new
+and, from when the worker claims it until it completes, sends searches back to back from a client thread, each a new
 query (so each needs the model). Two runs in one process:
 
 - ``held``: the worker holds the store for the whole job (how it was before sharing);
@@ -22,6 +22,7 @@ import contextlib
 import json
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,36 @@ def held_for_the_whole_job() -> Iterator[None]:
         worker.readers_admitted = kept
 
 
+def _watch(queue: Any) -> tuple[threading.Event, threading.Event]:
+    """Events set when the worker claims the job and when it completes it (the queue's own
+    methods, wrapped on this one object): the searches start once the job runs, and stop
+    when it is done, whether or not the job holds the store meanwhile."""
+    claimed, done = threading.Event(), threading.Event()
+    claim, complete, fail = queue.claim, queue.complete, queue.fail
+
+    def claiming(*args: Any, **kwargs: Any) -> Any:
+        job = claim(*args, **kwargs)
+        if job is not None:
+            claimed.set()
+        return job
+
+    def completing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return complete(*args, **kwargs)
+        finally:
+            done.set()
+
+    def failing(*args: Any, **kwargs: Any) -> Any:  # recorded as it would be; the run says so
+        try:
+            return fail(*args, **kwargs)
+        finally:
+            done.failed = True  # type: ignore[attr-defined]
+            done.set()
+
+    queue.claim, queue.complete, queue.fail = claiming, completing, failing
+    return claimed, done
+
+
 def one_run(label: str, template: Path, source: Path, embedder: Any) -> dict[str, Any]:
     import enginelib
     from enginelib.jobs import NewJob
@@ -63,21 +94,24 @@ def one_run(label: str, template: Path, source: Path, embedder: Any) -> dict[str
                 sent = time.perf_counter()
                 service.search({"query": f"{QUERIES[i]} idle", "limit": 10})
                 idle.append((time.perf_counter() - sent) * 1000)
+            claimed, done = _watch(service.queue)
             with service.lock:
                 service.queue.enqueue([NewJob(str(source), source.name, {})])
             started = time.perf_counter()
             service.start()
             service.worker.wake.set()
+            claimed.wait(60)
             samples: list[tuple[float, float]] = []  # (seconds since the job was queued, ms)
             count = 0
-            while True:
+            while not done.is_set():
                 query = f"{QUERIES[count % len(QUERIES)]} {count}"  # new text: the model runs
                 count += 1
                 sent = time.perf_counter()
                 service.search({"query": query, "limit": 10})
                 samples.append((sent - started, (time.perf_counter() - sent) * 1000))
-                if service.jobs()["counts"]["DONE"] == 1:
-                    break
+            done.wait()
+            if getattr(done, "failed", False):
+                raise SystemExit(f"{label}: the job failed: {service.jobs()['jobs']}")
             job_s = time.perf_counter() - started
         finally:
             service.stop()
