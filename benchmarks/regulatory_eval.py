@@ -63,9 +63,13 @@ GROUPS = (
     ("EN", "regulatory_en", "off_domain_en", "en"),
     ("FR", "regulatory_fr", "off_domain_fr", "fr"),
     ("EN>FR", "regulatory_en_over_fr", "off_domain_en", "fr"),
+    # German, Spanish and Italian questions over the English text (test split only): no
+    # target of issue 10's, held to its cross-lingual bar.
+    ("EU>EN", "regulatory_eu_over_en", "off_domain_eu", "en"),
 )
 TARGETS = {  # issue 10: answered, refused, top-3 per group
     "EN": (0.95, 0.90, 0.90), "FR": (0.95, 0.90, 0.85), "EN>FR": (0.95, 0.90, 0.70),
+    "EU>EN": (0.95, 0.90, 0.70),
 }
 
 
@@ -243,6 +247,8 @@ def _regulatory(stores: dict[str, Any], embedder: Any, split: str | None) -> dic
         for group, in_set, off_set, corpus in GROUPS:
             inside = [q for q in load_questions(in_set) if split in (None, q["split"])]
             outside = [q for q in load_questions(off_set) if split in (None, q["split"])]
+            if not inside and not outside:
+                continue
             store = stores[corpus]
             results[f"{config}/{group}"] = {
                 "in": run_questions(store, embedder, inside, options),

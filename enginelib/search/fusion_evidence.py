@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..language import query_language
+from ..language import hit_language, query_language
 from . import fusion, gate
 from .answerability import _hit_tokens
 from .quotes import content_terms
@@ -34,7 +34,10 @@ def weights_for(
     if language is None:  # keywords only: no evidence that the languages differ
         return {"vector": 1.0, "bm25": 1.0}
     position = _position(view, vector[0][0])
-    passage_language = view.record(position).language if position >= 0 else None
+    passage_language = None
+    if position >= 0:
+        record = view.record(position)
+        passage_language = hit_language(record.language, record.content, language)
     if gate.same_language(language, passage_language):
         return fusion.method_weights(language, passage_language, None)
     coverage = bm25_coverage(store, view, query, text)
