@@ -33,6 +33,7 @@ from .schema import (
     migrate,
 )
 from .text import shell_word
+from .utc import naive_utc
 
 
 def utcnow() -> datetime:
@@ -647,7 +648,10 @@ def snapshot_advice(path: Path) -> str:
 
 
 def _timestamp_text(value: Any) -> str:
-    return value.isoformat(sep=" ") if isinstance(value, datetime) else str(value)
+    """A logged time as text for ``CAST(... AS TIMESTAMP)``, in UTC: DuckDB's cast drops an
+    offset rather than apply it (``10:00+02:00`` was kept as 10:00)."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return naive_utc(moment).isoformat(sep=" ")
 
 
 def _fixed_list(vectors: np.ndarray, dim: int) -> np.ndarray:

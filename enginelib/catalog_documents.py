@@ -37,9 +37,11 @@ WHERE d.document_id IN (SELECT unnest(?::VARCHAR[]))
 """
 
 
+# created_at is given (naive UTC), never the column's default: that was DuckDB's
+# current_timestamp, the server's local time on any server not set to UTC.
 _UPSERT_SOURCE_SQL = (
     "INSERT INTO sources (source_id, name, tier, evidence_level, authority_score, "
-    "institution, peer_reviewed) VALUES (?, ?, ?, ?, ?, ?, coalesce(?, FALSE)) "
+    "institution, peer_reviewed, created_at) VALUES (?, ?, ?, ?, ?, ?, coalesce(?, FALSE), ?) "
     "ON CONFLICT (source_id) DO UPDATE SET name = excluded.name, tier = excluded.tier, "
     "evidence_level = excluded.evidence_level, authority_score = excluded.authority_score, "
     "institution = excluded.institution, peer_reviewed = excluded.peer_reviewed"
@@ -68,7 +70,8 @@ def authority_rows(catalog: Catalog, document_ids: Sequence[str]) -> list[tuple[
 
 
 def upsert_source_row(catalog: Catalog, values: Sequence[Any]) -> None:
-    """Insert or update one source (inside the caller's transaction)."""
+    """Insert or update one source (inside the caller's transaction): ``values`` are the
+    source id, its fields, then its creation time (kept when the source already exists)."""
     catalog.con.execute(_UPSERT_SOURCE_SQL, list(values))
 
 

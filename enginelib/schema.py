@@ -38,6 +38,9 @@ ACRONYMS_DDL = """CREATE TABLE IF NOT EXISTS acronyms (
 
 
 def _ddl_v1(dim: int) -> list[str]:
+    # Times are naive UTC. Every write gives its time from Python (``catalog.utcnow``); the
+    # two defaults below are UTC for whatever else inserts. Stores made before kept
+    # ``current_timestamp`` there (the session's local time): unused, so left as they are.
     if not isinstance(dim, int) or dim <= 0:
         raise ValueError(f"embedding dimension must be a positive int, got {dim!r}")
     # dim is a validated int, the only value that cannot be a parameter in DDL.
@@ -53,7 +56,7 @@ def _ddl_v1(dim: int) -> list[str]:
             authority_score DOUBLE,       -- 0..100
             institution VARCHAR,
             peer_reviewed BOOLEAN DEFAULT FALSE,
-            created_at TIMESTAMP DEFAULT current_timestamp)""",
+            created_at TIMESTAMP DEFAULT (current_timestamp AT TIME ZONE 'UTC'))""",
         """CREATE TABLE IF NOT EXISTS documents (
             document_id VARCHAR PRIMARY KEY,
             title VARCHAR,
@@ -140,7 +143,7 @@ def _ddl_v1(dim: int) -> list[str]:
             reranked_count INTEGER NOT NULL,
             result_count INTEGER NOT NULL,
             status VARCHAR NOT NULL,
-            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""",
+            created_at TIMESTAMP NOT NULL DEFAULT (current_timestamp AT TIME ZONE 'UTC'))""",
         """CREATE TABLE IF NOT EXISTS search_config (
             name VARCHAR PRIMARY KEY,
             fusion VARCHAR NOT NULL,

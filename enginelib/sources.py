@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import Catalog
+from .catalog import Catalog, utcnow
 from .catalog_documents import upsert_source_row
 from .errors import InvalidInputError
 
@@ -22,7 +22,7 @@ def upsert_source(catalog: Catalog, source_id: str, **fields: Any) -> None:
     score = fields.get("authority_score")
     if score is not None and not 0 <= float(score) <= 100:
         raise InvalidInputError(f"authority_score {score!r} must be within 0..100")
-    values = [source_id] + [fields.get(name) for name in _FIELDS]
+    values = [source_id] + [fields.get(name) for name in _FIELDS] + [utcnow()]
     with catalog.transaction():
         upsert_source_row(catalog, values)
         # A new generation so that cached chunk views pick up the new authority values.

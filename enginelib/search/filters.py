@@ -6,7 +6,9 @@ Accepted shapes (field -> value):
     tags:                                          ["a", "b"]  (any)  or {"any": [...]} / {"all": [...]}
     created_at, updated_at, validated_at:          {"gte"|"gt"|"lte"|"lt": "2024-01-01"}
                                                    (a date alone is its whole day: "lte" it
-                                                   includes it, "gt" starts after it)
+                                                   includes it, "gt" starts after it; a
+                                                   bound with an offset, "...T10:00+02:00",
+                                                   is that instant in UTC; one without is UTC)
     metadata.<key> (alias custom.<key>):           scalar or [scalars] (compared as text)
 Field names and metadata keys never reach SQL as text: columns come from a fixed map and a
 metadata key becomes a JSON path *parameter*.
@@ -23,6 +25,7 @@ from typing import Any
 
 from ..errors import InvalidFilterError
 from ..types import validate_truth_level
+from ..utc import naive_utc
 
 _SCALAR_FIELDS = {
     "truth_level": "d.truth_level",
@@ -168,13 +171,16 @@ def _whole_day(raw: Any) -> bool:
 
 
 def _as_datetime(field: str, raw: Any) -> datetime:
+    """The bound as the catalog keeps times, naive UTC: a bound with an offset went to DuckDB
+    as a TIMESTAMPTZ, and the stored times were read in the server's zone to meet it (on a
+    server in New York, ``gte 10:00+02:00`` let through a document of 05:00 UTC)."""
     if isinstance(raw, datetime):
-        return raw
+        return naive_utc(raw)
     if isinstance(raw, date):
         return datetime(raw.year, raw.month, raw.day)
     if isinstance(raw, str):
         try:
-            return datetime.fromisoformat(raw)
+            return naive_utc(datetime.fromisoformat(raw))
         except ValueError:
             pass
     raise InvalidFilterError(f"filter {field!r}: {raw!r} is not an ISO date or datetime", field=field)

@@ -1,0 +1,116 @@
+"""Times on a server not set to UTC: filter bounds and stored times are UTC all the same."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import enginelib
+from enginelib.catalog import utcnow
+from enginelib.cli.main import main
+from tests.helpers import doc, open_test_store
+
+PLUS_TWO = timezone(timedelta(hours=2))
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process in New York (UTC-5 in March): DuckDB's session zone follows ``TZ`` for
+    every connection opened meanwhile."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        yield
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+@pytest.fixture
+def reports(tmp_path: Path, new_york: None) -> Iterator[enginelib.Store]:
+    """Two reports, 07:00 and 09:00 UTC on March 1 2024, given with a Z."""
+    store = open_test_store(tmp_path / "store")
+    store.ingest_documents([
+        doc("early", "Brake pads wear, early report.",
+            metadata={"created_at": "2024-03-01T07:00:00Z", "truth_level": "L1"}),
+        doc("late", "Brake pads wear, late report.",
+            metadata={"created_at": "2024-03-01T09:00:00Z", "truth_level": "L1"}),
+    ])
+    yield store
+    store.close()
+
+
+def found(store: enginelib.Store, **bounds: object) -> set[str]:
+    hits = store.search("brake pads", strategy="fulltext", answerability_threshold=None,
+                        log=False, filters={"created_at": bounds}).hits
+    return {h.document_id for h in hits}
+
+
+def test_a_bound_with_an_offset_is_compared_in_utc(reports: enginelib.Store) -> None:
+    # 10:00+02:00 is 08:00 UTC, between the two. It was compared with the stored times read
+    # in New York's zone (07:00 as 12:00 UTC): "lt" found nothing, "gte" found both.
+    assert found(reports, lt="2024-03-01T10:00:00+02:00") == {"early"}
+    assert found(reports, gte="2024-03-01T10:00:00+02:00") == {"late"}
+    assert found(reports, gt=datetime(2024, 3, 1, 10, tzinfo=PLUS_TWO)) == {"late"}
+    assert found(reports, lte="2024-03-01T03:00:00-05:00") == {"early"}  # New York's own
+
+
+def test_a_bound_without_an_offset_is_utc(reports: enginelib.Store) -> None:
+    assert found(reports, gte="2024-03-01T08:00:00") == {"late"}
+    assert found(reports, lt=datetime(2024, 3, 1, 8)) == {"early"}
+    assert found(reports, gte="2024-03-01", lte="2024-03-01") == {"early", "late"}
+
+
+def test_a_bound_past_the_last_utc_instant_is_an_open_end(reports: enginelib.Store) -> None:
+    # 9999-12-31T23:00-05:00 is in the year 10000 in UTC, past what a datetime holds
+    assert found(reports, lte="9999-12-31T23:00:00-05:00") == {"early", "late"}
+    assert found(reports, gt="9999-12-31T23:00:00-05:00") == set()
+
+
+def test_the_cli_filter_takes_an_offset(tmp_path: Path, reports: enginelib.Store) -> None:
+    reports.close()
+    result = CliRunner().invoke(main, [
+        "search", "brake pads", "--store", str(tmp_path / "store"), "--strategy", "fulltext",
+        "--filter", "created_at.gte=2024-03-01T10:00:00+02:00", "--no-gate", "--json",
+    ], env={"ENGINELIB_EMBEDDER": "hashing-64"})
+    assert result.exit_code == 0, result.output
+    assert {h["document_id"] for h in json.loads(result.output)["hits"]} == {"late"}
+
+
+def test_a_source_is_stamped_in_utc(tmp_path: Path, new_york: None) -> None:
+    # sources.created_at took DuckDB's current_timestamp: New York's clock, 5 hours behind
+    with open_test_store(tmp_path / "store") as store:
+        before = utcnow()
+        store.add_source("who", name="WHO", tier="gold")
+        after = utcnow()
+        (stamp,) = store._catalog.con.execute(
+            "SELECT created_at FROM sources WHERE source_id = 'who'").fetchall()[0]
+        # the default a hand-made row gets is UTC too (stores made from now on)
+        store._catalog.con.execute("INSERT INTO sources (source_id) VALUES ('by-hand')")
+        (default,) = store._catalog.con.execute(
+            "SELECT created_at FROM sources WHERE source_id = 'by-hand'").fetchall()[0]
+    assert before <= stamp <= after
+    assert before <= default <= utcnow()
+
+
+def test_the_query_log_is_stamped_in_utc(tmp_path: Path, new_york: None) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_documents([doc("pads", "Brake pads wear under 3 mm.")])
+        before = utcnow()
+        store.search("brake pads", answerability_threshold=None)
+        store.query_log.flush(store._catalog)
+        # an entry stamped with an offset: DuckDB's cast to TIMESTAMP dropped the offset
+        store._catalog.log_queries([({
+            "query_text": "rotor", "strategy": "hybrid", "filters": None, "latency_ms": 1.0,
+            "chunks_retrieved": 0, "reranked_count": 0, "result_count": 0, "status": "OK",
+            "created_at": datetime(2024, 3, 1, 10, tzinfo=PLUS_TWO)}, [])])
+        logged = {row["query_text"]: row["created_at"]
+                  for row in store._catalog.logged_queries()}
+    assert before <= logged["brake pads"] <= utcnow()
+    assert logged["rotor"] == datetime(2024, 3, 1, 8)
