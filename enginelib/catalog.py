@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 
 from . import columns as cols
+from .catalog_errors import refused_write
 from .errors import (
     CorruptStoreError,
     DocumentNotFoundError,
@@ -191,14 +192,41 @@ class Catalog:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        self.con.execute("BEGIN TRANSACTION")
+        """One all-or-nothing write. A key, value or transaction DuckDB refuses comes out as
+        an enginelib error that says what to do (it was DuckDB's own ConstraintException).
+
+        DuckDB aborts an open transaction when one of its statements fails, and when another
+        BEGIN reaches its connection (a second thread on the same Store); the COMMIT of an
+        aborted transaction then rolls it back and reports success. So the transaction is
+        checked before it commits: a write lost that way raises instead of passing as done.
+        """
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+        except duckdb.TransactionException as exc:
+            self._refused(exc)
+            raise
         try:
             yield self.con
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        else:
+            self.con.execute(_STILL_OPEN_SQL)  # fails in an aborted transaction
             self.con.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            self._refused(exc)
+            raise
+
+    def _refused(self, exc: BaseException) -> None:
+        """Raise the enginelib error for what DuckDB refused, if it is one we name."""
+        refused = refused_write(self.path, exc)
+        if refused is not None:
+            raise refused from exc
+
+    def _rollback(self) -> None:
+        try:
+            self.con.execute("ROLLBACK")
+        except duckdb.Error:
+            # none open any more (a failed COMMIT ends it): nothing to undo, and the error
+            # that got here is the one to report, not this one
+            pass
 
     # -- meta ------------------------------------------------------------------------------
 
@@ -559,6 +587,7 @@ class Catalog:
                     )
 
 
+_STILL_OPEN_SQL = "SELECT 1"
 _CHUNK_BATCH_SQL = """
 SELECT c.label, c.embedding, c.content, coalesce(c.heading_path, '') AS heading_path,
        coalesce(d.title, '') AS title, coalesce(d.language, 'en') AS language
