@@ -39,7 +39,7 @@ from .core import layout
 from .core.generations import finish_reindex
 from .core.layout import REINDEX_MARKER
 from .core.lock import acquire_writer_lock
-from .core.recovery import discard_index_files
+from .core.recovery import QUERY_LOGS, discard_index_files, misplaced
 from .core.store_core import StoreCore
 from .durable import write_atomic
 from .embedders import (
@@ -59,6 +59,7 @@ from .errors import (
 )
 from .index_audit import VECTOR_SAMPLE, verify_files, wrong_vectors
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
+from .input_files import special_kind
 from .jobs import shape as job_tables
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
@@ -158,15 +159,24 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems.append(f"a mend of the catalog was interrupted ({PENDING_NAME}): {fix}")
     options = manifest.index_options
     indexes = layout.index_root(root)
-    vector = VECTOR_BACKENDS[manifest.vector_backend](
-        layout.vector_folder(indexes), manifest.embedding_dim, **options.get("vector", {}))
-    text = TEXT_BACKENDS[manifest.text_backend](layout.text_folder(indexes),
-                                                **options.get("text", {}))
+    not_folders = misplaced(root)
+    problems += [_misplaced_problem(path, holds, fix) for path, holds in not_folders]
+    blocked = [path for path, _ in not_folders]
+    vector = text = None  # an index whose folder is a file is that problem alone
+    if not _under(layout.vector_folder(indexes), blocked):
+        vector = VECTOR_BACKENDS[manifest.vector_backend](
+            layout.vector_folder(indexes), manifest.embedding_dim, **options.get("vector", {}))
+    if not _under(layout.text_folder(indexes), blocked):
+        text = TEXT_BACKENDS[manifest.text_backend](layout.text_folder(indexes),
+                                                    **options.get("text", {}))
     limit = getattr(text, "max_token", None)  # a tantivy fact, not the index protocol's
     if isinstance(limit, int):
         facts["text_max_token_bytes"] = limit
     readable = set()
     for what, index in (("vector", vector), ("text", text)):
+        if index is None:
+            facts[f"{what}_generation"], facts[f"{what}_count"] = None, 0
+            continue
         stamp = index.generation
         if stamp is None:
             facts[f"{what}_generation"], facts[f"{what}_count"] = stamp, len(index)
@@ -190,9 +200,10 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems += _label_problems(what, labels, indexed, fix)
     if "vector" in readable:
         problems += _vector_problems(catalog, vector, labels, fix)
-    problems += [f"text index: {what}: {fix}"
-                 for what in verify_files(TEXT_FILES[manifest.text_backend],
-                                           layout.text_folder(indexes))]
+    if text is not None:
+        problems += [f"text index: {what}: {fix}"
+                     for what in verify_files(TEXT_FILES[manifest.text_backend],
+                                               layout.text_folder(indexes))]
     problems += _text_segment_problems(root, catalog, labels, fix)
     catalog.release()
     if with_snapshots:
@@ -200,6 +211,20 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         facts["snapshot_problems"] = len(found)
         problems += found
     return IntegrityReport(str(root), tuple(problems), facts)
+
+
+def _under(path: Path, misplaced_paths: list[Path]) -> bool:
+    return any(path.is_relative_to(outer) for outer in misplaced_paths)
+
+
+def _misplaced_problem(path: Path, holds: str, fix: str) -> str:
+    """A file where the store keeps a folder. check raised "Not a directory" for the index
+    folders, and saw nothing for the query log's while every reader's search went unlogged."""
+    kind = special_kind(path.lstat().st_mode) or "a file"
+    hurt = ("searches by read-only processes are not logged" if holds == QUERY_LOGS
+            else "the indexes cannot be read from there")
+    return (f"{path} is {kind} where the store keeps a folder of {holds}, so {hurt}: {fix} "
+            f"(a writer's open moves it aside, keeping it)")
 
 
 def _label_problems(what: str, catalog: np.ndarray, indexed: np.ndarray, fix: str) -> list[str]:

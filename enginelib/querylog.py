@@ -26,6 +26,7 @@ from typing import Any
 from .catalog import Catalog, utcnow
 from .core.layout import QUERYLOG_DIR
 from .durable import can_write
+from .text import shell_word
 
 FLUSH_EVERY = 64
 _ROW_KEYS = ("query_text", "strategy", "filters", "status", "result_count", "chunks_retrieved",
@@ -50,6 +51,15 @@ class QueryLog:
         if not writable and not can_write(store_path):
             self._unwritable = True
             self._unsaid = "the store is on a read-only medium or not writable by this user"
+        elif not writable and _not_a_folder(self._dir):
+            self._unwritable = True
+            self._unsaid = self._not_a_folder_reason()
+
+    def _not_a_folder_reason(self) -> str:
+        # "File exists" was all it said: nobody looked for a file named querylog
+        store = shell_word(self._dir.parent)
+        return (f"{self._dir} is a file, not the folder read-only processes log into: run "
+                f"`enginelib repair --store {store}`, which moves it aside")
 
     def _disable(self, reason: str) -> None:
         self._unwritable = True
@@ -86,7 +96,8 @@ class QueryLog:
             self._append(entries)
         except OSError as exc:
             # No permission, disk full: searching goes on unlogged.
-            self._disable(exc.strerror or str(exc))
+            self._disable(self._not_a_folder_reason() if _not_a_folder(self._dir)
+                          else exc.strerror or str(exc))
 
     def _append(self, entries: list[tuple[dict[str, Any], list[int]]]) -> None:
         self._dir.mkdir(exist_ok=True)
@@ -196,6 +207,11 @@ def _parsed(line: str) -> tuple[dict[str, Any], list[int]] | None:
         created = created.astimezone(UTC).replace(tzinfo=None)
     entry.update(created_at=created, latency_ms=latency, **dict(zip(_COUNT_KEYS, counts, strict=True)))
     return entry, labels
+
+
+def _not_a_folder(path: Path) -> bool:
+    """Something other than a folder (a file, a pipe) where the pending files go."""
+    return path.exists() and not path.is_dir()
 
 
 def _whole(value: Any) -> int:
