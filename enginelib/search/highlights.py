@@ -11,17 +11,34 @@ from ..keywords import STOPWORDS as _STOP
 
 # Words a question is made of rather than what it asks about, in English and French, on
 # top of the corpus function words (``keywords.STOPWORDS``) and what the text index already
-# drops: highlighting "when" or "doit" marks half a passage and points at nothing. The verbs
-# that ask what a text says ("say", "dit", "prévoit") are the question's frame too: the gate
-# must not count them missing from the provision asked about.
+# drops: highlighting "when" or "doit" marks half a passage and points at nothing. The gate
+# must not count them missing from the passage asked about, nor correct them as typos.
+#
+# What makes a word a question word: in a question, in any corpus, it only says *that*
+# something is asked, never *what*. That is interrogatives, auxiliaries and modals, and the
+# conversational frame users wrap a question in ("Can you tell me ...", "J'aimerais
+# savoir ...", benchmarks/question_frames.py):
+# - verbs whose object is the question itself, asking what a text says or what the asker
+#   wants to know: say, tell, know, explain, understand, wonder; dire, savoir, expliquer,
+#   (je me) demandais;
+# - the asker's politeness forms of can / would like: pouvez, pourriez, voudrais, aimerais;
+# - greetings and "please": hello, hey, please; bonjour, salut, merci, svp, (s'il vous) plaît;
+# - the noun "question", and "according to" / "selon" / "d'après" (a preposition).
+# Not a word a corpus can be about, even where it frames a question: "help" and "aide"
+# (state aid), "hi" ("Ly6C hi monocytes"), "comprendre" and "préciser" (a law's "include"
+# and "specify"), "demander" (a data subject's request), "need", "like", "find".
 _QUESTION_WORDS = frozenset(
     """about after again against before below between both did do does doing done during
     each few get gets got here how i'm it's just me my myself nor now off once out over own
     same say said says too under until up very whom whose why yes
-    avait avaient avez avoir comment combien dire disent dit doit doivent dois devrait
-    devraient énonce faut lorsque lui même mêmes moi mon ma mes notre nos on ont peut peuvent
-    pourquoi prévoit prévoient quand quel quelle quels quelles quoi sera seront si soit sont
-    suis tout tous toute toutes très un une votre vos y ça""".split()
+    according explain hello hey know please question tell understand wonder wondering
+    aimerais après avait avaient avez avoir bonjour comment combien demandais dire dis
+    disent dit dites doit doivent dois devrait devraient énonce explique expliquer
+    expliquez faut lorsque lui même mêmes merci moi mon ma mes notre nos on ont peut
+    peuvent peux plaît pourquoi pourrait pourraient pourrais pourriez pouvez prévoit
+    prévoient quand quel quelle quels quelles quoi salut sais savez savoir selon sera
+    seront si soit sont suis svp tout tous toute toutes très un une voudrais votre vos y
+    ça""".split()
 )
 
 
