@@ -73,11 +73,34 @@ FRAMES: dict[str, tuple[str, ...]] = {
     ),
 }
 HALVES = ("choose", "check")
+# Written after the frame cutter (enginelib/question_frames.py) was, by its author: a check
+# of it on frames it was not written from, two of them ones it does not cut by design (a
+# frame that names who asks).
+FRESH_FRAMES: dict[str, tuple[str, ...]] = {
+    "en": (
+        "Hey there, {q}",
+        "Could you please tell me {q}",
+        "I need to know {q}",
+        "Good morning, I'm curious: {q}",
+        "Can you explain to me {q}",
+        "My manager asked me this: {q}",
+    ),
+    "fr": (
+        "Salut ! {q}",
+        "Pourriez-vous m'indiquer {q}",
+        "J'ai besoin de savoir {q}",
+        "Bonjour, petite question : {q}",
+        "Peux-tu m'expliquer {q}",
+        "Mon responsable me demande : {q}",
+    ),
+}
 # the language of the frames each group's questions are written in
 GROUP_LANGUAGE = {"EN": "en", "FR": "fr", "EN>FR": "en"}
 
 
 def frames(language: str, half: str) -> tuple[str, ...]:
+    if half == "fresh":
+        return FRESH_FRAMES[language]
     return FRAMES[language][HALVES.index(half)::2]
 
 
@@ -172,8 +195,9 @@ def frame_words(results: dict[tuple[str, str], dict[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--half", choices=[*HALVES, "both"], default="choose",
-                        help="which half of the frames to run ('check' is held out)")
+    parser.add_argument("--half", choices=[*HALVES, "both", "fresh"], default="choose",
+                        help="which half of the frames to run ('check' is held out; 'fresh': "
+                             "frames written after the frame cutter)")
     parser.add_argument("--split", choices=["train", "test", "fresh", "all"], default="all",
                         help="question split (default: every question)")
     parser.add_argument("--per-frame", action="store_true", help="one row per frame too")
@@ -187,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[tuple[str, str], dict[str, Any]] = {}
     try:
         for group, in_set, off_set, corpus in GROUPS:
+            if group not in GROUP_LANGUAGE:  # the other EU languages have no frames here
+                continue
             inside = [q for q in load_questions(in_set) if split in (None, q["split"])]
             outside = [q for q in load_questions(off_set) if split in (None, q["split"])]
             for half in halves:

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import enginelib
+from enginelib import HashingEmbedder
+from enginelib.embedders.path import embed_queries
+from enginelib.question_frames import question_core
 from enginelib.search.highlights import is_function_word
 from tests.helpers import doc, open_test_store
 
@@ -90,3 +94,40 @@ def test_a_question_of_frame_words_only_says_so(store: enginelib.Store, tmp_path
     response = store.search("Can you tell me, please?")
     assert not response.ok and response.gate is not None
     assert response.gate.reason_code == "ONLY_STOP_WORDS"
+
+
+# -- the frame is cut from what the model embeds (enginelib/question_frames.py) -------------
+
+
+@pytest.mark.parametrize(("framed", "core"), [
+    ("Can you tell me how long we may keep CVs?", "How long we may keep CVs?"),
+    ("Hi, quick question: can you tell me about data portability?", "Data portability?"),
+    ("I'd like to know whether the GDPR applies to us.", "Whether the GDPR applies to us."),
+    ("I was wondering if consent can be withdrawn", "If consent can be withdrawn"),
+    ("Pouvez-vous me dire combien de temps conserver les CV ?",
+     "Combien de temps conserver les CV ?"),
+    ("Bonjour, j'ai une question : qui est le responsable du traitement ?",
+     "Qui est le responsable du traitement ?"),
+    ("Je me demandais si le RGPD s’applique aux associations.",
+     "Si le RGPD s'applique aux associations."),
+])
+def test_the_leading_frame_is_cut(framed: str, core: str) -> None:
+    assert question_core(framed) == core
+
+
+@pytest.mark.parametrize("text", [
+    "What is the right to erasure?", "Can you tell me?", "Tell me about it", "Please explain",
+    "Help desk tickets retention", "Hello Kitty", "GDPR Art. 17",
+    "Quelle est la durée de conservation ?",
+])
+def test_a_question_without_a_frame_or_with_nothing_after_it_is_left_as_it_is(text: str) -> None:
+    assert question_core(text) == text
+
+
+def test_the_model_embeds_a_framed_question_as_its_core() -> None:
+    embedder = HashingEmbedder(64)
+    framed = embed_queries(embedder, ["Could you please tell me how long we keep CVs?"])
+    core = embed_queries(embedder, ["How long we keep CVs?"])
+    np.testing.assert_array_equal(framed, core)
+    # what the store embeds for a search goes the same way
+    assert question_core("Could you please tell me how long we keep CVs?") == "How long we keep CVs?"

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..question_frames import question_core
 from .base import Embedder, ProgressHook, QueryEmbedder, check_vectors
 from .sharing import embedding_window, model_turn, next_turn, sharing_declared
 
@@ -61,14 +62,16 @@ def embed_passages(
 
 
 def embed_queries(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
-    """Queries' vectors: through ``embed_queries`` where the model has a query role."""
+    """Queries' vectors: through ``embed_queries`` where the model has a query role, each
+    without the conversational frame it came in ("Can you tell me ...": question_frames.py)."""
     if not queries:
         return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    texts = [question_core(q) for q in queries]
     with model_turn(embedder).for_query():
         if isinstance(embedder, QueryEmbedder):
-            vectors = embedder.embed_queries(list(queries))
+            vectors = embedder.embed_queries(texts)
         else:
-            vectors = embedder.embed(list(queries))
+            vectors = embedder.embed(texts)
     return _checked(vectors, int(embedder.dim), len(queries), what="query embedding")
 
 
