@@ -466,5 +466,13 @@ def _as_datetime(value: Any) -> datetime | None:
     except ValueError as exc:
         raise InvalidInputError(f"created_at {value!r} is not an ISO date/time") from exc
     if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
+        try:
+            moment = moment.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError as exc:
+            # Unlike a filter bound (utc.naive_utc clamps it to the nearest end, which orders
+            # the same), a stored time clamped would be a date the caller never gave.
+            raise InvalidInputError(
+                f"created_at {value!r} falls outside years 1 to 9999 once converted to UTC; "
+                "give a time within them, or one without an offset (read as UTC)"
+            ) from exc
     return moment

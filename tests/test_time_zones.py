@@ -73,6 +73,31 @@ def test_a_bound_past_the_last_utc_instant_is_an_open_end(reports: enginelib.Sto
     assert found(reports, gt="9999-12-31T23:00:00-05:00") == set()
 
 
+def test_a_bound_before_the_first_utc_instant_is_an_open_end(reports: enginelib.Store) -> None:
+    # 0001-01-01T00:00+05:00 is in the year 0 in UTC, before what a datetime holds
+    assert found(reports, gte="0001-01-01T00:00:00+05:00") == {"early", "late"}
+    assert found(reports, lt="0001-01-01T00:00:00+05:00") == set()
+
+
+@pytest.mark.parametrize("moment", [
+    "0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00",
+    datetime(1, 1, 1, tzinfo=PLUS_TWO),
+])
+def test_a_created_at_outside_the_utc_years_is_refused(tmp_path: Path, moment: object) -> None:
+    # its UTC falls outside years 1 to 9999: that was a raw OverflowError from astimezone,
+    # out of the whole ingest; now the document is skipped, as one with a garbled date is
+    with open_test_store(tmp_path / "store") as store:
+        report = store.ingest_documents([
+            doc("far", "Brake pads wear.", metadata={"created_at": moment}),
+            doc("near", "Rotors warp.", metadata={"created_at": "2024-03-01T10:00:00+02:00"}),
+        ])
+        assert report.added == ("near",)
+        [skipped] = report.skipped
+        assert skipped.path == "far"
+        assert f"created_at {moment!r} falls outside years 1 to 9999" in skipped.reason
+        assert store.stats()["documents"] == 1
+
+
 def test_the_cli_filter_takes_an_offset(tmp_path: Path, reports: enginelib.Store) -> None:
     reports.close()
     result = CliRunner().invoke(main, [
