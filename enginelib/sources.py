@@ -7,21 +7,34 @@ from typing import Any
 from .catalog import Catalog, utcnow
 from .catalog_documents import upsert_source_row
 from .errors import InvalidInputError
+from .validation import MAX_ID_CHARS, check_bool, check_float, check_text
 
 TIERS = ("gold", "silver", "bronze")
 _FIELDS = ("name", "tier", "evidence_level", "authority_score", "institution", "peer_reviewed")
+_TEXT_FIELDS = ("name", "evidence_level", "institution")
 
 
-def upsert_source(catalog: Catalog, source_id: str, **fields: Any) -> None:
+def check_source_fields(fields: dict[str, Any]) -> None:
+    """Each field as its column takes it (None: not given). A wrong type went on
+    to DuckDB (``peer_reviewed=[1]``: a binder error) or to ``float()`` (``"abc"``: a bare
+    ValueError), or was stored as something else (``peer_reviewed="yes"`` as true)."""
     unknown = set(fields) - set(_FIELDS)
     if unknown:
         raise InvalidInputError(f"unknown source field(s) {sorted(unknown)}; expected {list(_FIELDS)}")
+    for name in _TEXT_FIELDS:
+        if fields.get(name) is not None:
+            check_text(f"source {name}", fields[name], max_chars=MAX_ID_CHARS)
     tier = fields.get("tier")
-    if tier is not None and tier not in TIERS:
+    if tier is not None and (not isinstance(tier, str) or tier not in TIERS):
         raise InvalidInputError(f"source tier {tier!r} is not one of {list(TIERS)}")
-    score = fields.get("authority_score")
-    if score is not None and not 0 <= float(score) <= 100:
-        raise InvalidInputError(f"authority_score {score!r} must be within 0..100")
+    if fields.get("authority_score") is not None:
+        check_float("source authority_score", fields["authority_score"], minimum=0, maximum=100)
+    if fields.get("peer_reviewed") is not None:
+        check_bool("source peer_reviewed", fields["peer_reviewed"])
+
+
+def upsert_source(catalog: Catalog, source_id: str, **fields: Any) -> None:
+    check_source_fields(fields)
     values = [source_id] + [fields.get(name) for name in _FIELDS] + [utcnow()]
     with catalog.transaction():
         upsert_source_row(catalog, values)

@@ -95,8 +95,11 @@ def _version_text(document_id: Any, version: Any) -> None:
 
 
 def _source(source_id: Any, **fields: Any) -> None:
+    from .sources import check_source_fields
+
     check_document_id(source_id, "source id")
     check_metadata(fields, "source fields")
+    check_source_fields(fields)
 
 
 def _preset(name: Any, **values: Any) -> None:
