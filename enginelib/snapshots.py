@@ -26,7 +26,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from .snapshot_integrity import (
 from .snapshot_restore import RestoreReport
 from .store_target import StoreLike, takes_store
 from .text import shell_word
+from .utc import stamp_instant, utc_stamp
 from .validation import MAX_KEEP, check_bool
 
 LIVE = "live"  # the name that means "the live store" in diffs
@@ -298,7 +299,9 @@ def list_snapshots(target: StoreLike) -> list[SnapshotInfo]:
                 found.append(_info(entry, pinned))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-    return sorted(found, key=lambda s: (s.created_at, s.name))
+    # by instant, not text: a stamp written before they were UTC is local time, and the text of
+    # one written after it in a zone east of UTC could sort first (and be pruned first)
+    return sorted(found, key=lambda s: (stamp_instant(s.created_at), s.created_at, s.name))
 
 
 @takes_store
@@ -379,7 +382,7 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
                                 path=copy / kind)
     mf.write_manifest(tmp, manifest)
     info = SnapshotInfo(
-        name=name, created_at=datetime.now().isoformat(timespec="microseconds"),
+        name=name, created_at=utc_stamp("microseconds"),
         generation=store.generation, index_version=store.index_version,
         documents=int(documents), chunks=int(chunks), embedding_model=manifest.embedding_model,
         embedding_dim=manifest.embedding_dim, chunking_hash=manifest.chunking_hash,

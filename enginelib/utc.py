@@ -1,4 +1,5 @@
-"""The catalog's one convention for times: naive UTC (DuckDB ``TIMESTAMP``, no zone)."""
+"""The catalog's one convention for times: naive UTC (DuckDB ``TIMESTAMP``, no zone); and the
+files' one: ISO 8601 in UTC with the offset written (``+00:00``)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,22 @@ def naive_utc(moment: datetime) -> datetime:
         return moment.astimezone(UTC).replace(tzinfo=None)
     except OverflowError:
         return datetime.max if moment.year > 1 else datetime.min
+
+
+def utc_stamp(timespec: str = "seconds") -> str:
+    """Now as the manifest and snapshot files record it: UTC, its offset said. Before, they
+    wrote ``datetime.now()``, the server's local clock with no zone: which instant an old
+    stamp names depends on where it was written."""
+    return datetime.now(UTC).isoformat(timespec=timespec)
+
+
+def stamp_instant(stamp: str) -> datetime:
+    """The instant a file's stamp names, aware, for ordering stamps old and new together: one
+    with an offset as it says; a naive one, as files written before ``utc_stamp`` have, was
+    this machine's local time. One that does not parse is older than every other (it sorts
+    first, as its text would be compared meaningless anyway)."""
+    try:
+        moment = datetime.fromisoformat(stamp)
+        return moment.astimezone(UTC)  # naive: read in the local zone, as it was written
+    except (ValueError, TypeError, OverflowError):
+        return datetime.min.replace(tzinfo=UTC)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import enginelib
+from enginelib import manifest as mf
+from enginelib import snapshot_files as sf
 from enginelib.catalog import utcnow
 from enginelib.cli.main import main
+from enginelib.core.layout import SNAPSHOT_INFO_NAME, SNAPSHOTS_DIR
+from enginelib.snapshots import list_snapshots
 from tests.helpers import doc, open_test_store
 
 PLUS_TWO = timezone(timedelta(hours=2))
@@ -139,3 +144,53 @@ def test_the_query_log_is_stamped_in_utc(tmp_path: Path, new_york: None) -> None
                   for row in store._catalog.logged_queries()}
     assert before <= logged["brake pads"] <= utcnow()
     assert logged["rotor"] == datetime(2024, 3, 1, 8)
+
+
+def _utc_stamp(stamp: str, before: datetime) -> None:
+    moment = datetime.fromisoformat(stamp)
+    assert stamp.endswith("+00:00"), stamp
+    assert moment.utcoffset() == timedelta(0)
+    assert before - timedelta(seconds=1) <= moment <= datetime.now(UTC)
+
+
+def test_the_manifest_and_a_snapshot_are_stamped_in_utc(tmp_path: Path, new_york: None) -> None:
+    # both took datetime.now(): New York's clock, 5 hours behind, with no zone said
+    before = datetime.now(UTC)
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_documents([doc("pads", "Brake pads wear under 3 mm.")])
+        info = store.create_snapshot("s1")
+    manifest = mf.read_manifest(tmp_path / "store")
+    assert manifest is not None
+    _utc_stamp(manifest.created_at, before)
+    _utc_stamp(info.created_at, before)
+    [listed] = list_snapshots(tmp_path / "store")
+    assert listed.created_at == info.created_at
+
+
+def test_a_snapshot_stamped_in_local_time_still_lists_in_order(tmp_path: Path) -> None:
+    # Tokyo, 9 hours ahead: a snapshot written before stamps were UTC says local time, so its
+    # text sorted after a newer UTC one, and retention would have pruned the newer one first
+    tokyo = timezone(timedelta(hours=9))
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_documents([doc("pads", "Brake pads wear under 3 mm.")])
+        store.create_snapshot("old")
+        store.create_snapshot("new")
+    old = tmp_path / "store" / SNAPSHOTS_DIR / "old"
+    data = sf.read_info(old)
+    an_hour_before = datetime.fromisoformat(sf.read_info(old.parent / "new")["created_at"]) \
+        - timedelta(hours=1)
+    data["created_at"] = an_hour_before.astimezone(tokyo).replace(tzinfo=None).isoformat()
+    (old / SNAPSHOT_INFO_NAME).write_text(json.dumps(sf.seal(data)), encoding="utf-8")
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    try:
+        listed = list_snapshots(tmp_path / "store")
+    finally:
+        if previous is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = previous
+        time.tzset()
+    assert [s.name for s in listed] == ["old", "new"]
+    assert listed[0].created_at == data["created_at"]  # read as it was written

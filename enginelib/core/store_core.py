@@ -32,7 +32,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
@@ -60,6 +59,7 @@ from ..indexes.base import TextDocument, TextIndex, VectorIndex
 from ..input_files import broken_link, special_kind
 from ..querylog import QueryLog
 from ..search.cache import ResponseCache
+from ..utc import utc_stamp
 from ..validation import MAX_DIM, check_int
 from . import layout
 from .compat import CatalogOnlyEmbedder, check_compatible, runtime_index_options
@@ -225,7 +225,7 @@ class StoreCore:
                     chunking=config.to_dict(),
                     chunking_hash=config.config_hash(),
                     schema_version=schema.SCHEMA_VERSION,
-                    created_at=datetime.now().isoformat(timespec="seconds"),
+                    created_at=utc_stamp(),
                     index_options=dict(index_options or {}),
                     vector_backend=backend,
                 )
