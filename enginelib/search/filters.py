@@ -41,6 +41,7 @@ _SCALAR_FIELDS = {
 }
 _DATE_FIELDS = {"created_at": "d.created_at", "updated_at": "d.updated_at",
                 "validated_at": "d.validated_at"}
+DATE_FILTER_FIELDS: tuple[str, ...] = tuple(_DATE_FIELDS)
 _DATE_OPS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<", "from": ">=", "to": "<="}
 _METADATA_PREFIXES = ("metadata.", "custom.")
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")

@@ -77,6 +77,9 @@ def _search_property(name: str, *, text: bool = False) -> dict[str, Any]:
         schema["description"] += " An object, or its JSON text."
         if not text:
             schema["type"] = ["object", "string"]
+        else:
+            schema["description"] += (" A date bound's '+' offset is best sent as %2B; one "
+                                      "that arrived as a space after the time is read as '+'.")
     elif name == "truth_levels":
         schema["description"] += " A list, or comma-separated text (L1,L2)."
         schema.update(_LEVELS_TEXT)

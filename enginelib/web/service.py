@@ -56,6 +56,7 @@ from ..store import Store
 from ..validation import check_float, check_int, check_text
 from .claims import claim_map
 from .public import Paths
+from .spaced_offsets import plus_for_space
 
 UPLOAD_DIR = layout.UPLOADS_DIR
 # Each upload gets a folder of this many hex digits; the sweep at start removes no other.
@@ -459,7 +460,7 @@ def search_options(params: dict[str, Any], *, text: bool = False) -> tuple[str, 
         if value is None or (value == "" and (text or spec.kind is str and not spec.choices)):
             continue
         if name == "filters":
-            options[name] = _filters_param(value)
+            options[name] = _filters_param(value, text=text)
         elif is_flag(name):
             if _switched_on(api_name, value, text=text):
                 options[name] = spec.flag
@@ -487,8 +488,8 @@ def check_known(params: dict[str, Any], known: tuple[str, ...], what: str) -> No
         raise unknown_options_error(unknown, known, what)
 
 
-def _filters_param(filters: Any) -> Any:
-    """Filters as a JSON object, or its text (a query string)."""
+def _filters_param(filters: Any, *, text: bool = False) -> Any:
+    """Filters as a JSON object, or its text (in a JSON body, or ``text``: a query string)."""
     if isinstance(filters, str):
         if not filters.strip():
             return None
@@ -501,6 +502,8 @@ def _filters_param(filters: Any) -> Any:
             ) from exc
     if isinstance(filters, dict) and not filters:
         return None
+    if text:  # an unencoded '+' of a date bound's offset arrived as a space
+        filters = plus_for_space(filters)
     return filters  # anything but an object is refused by the search, as from Python
 
 
