@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
 from enginelib import snapshots as snap
+from enginelib.utc import stamp_instant
 
 from .options import emit_json, emit_mapping, handle_errors, json_option, printable, store_option
 
@@ -54,7 +56,7 @@ def list_(store_path: Path, as_json: bool) -> None:
     rows: list[tuple[str, ...]] = [
         ("NAME", "CREATED", "GENERATION", "INDEX VERSION", "DOCUMENTS", "CHUNKS", "PINNED")
     ]
-    rows += [(s.name, s.created_at[:19], str(s.generation), s.index_version, str(s.documents),
+    rows += [(s.name, shown_time(s.created_at), str(s.generation), s.index_version, str(s.documents),
               str(s.chunks), "yes" if s.pinned else "") for s in found]
     _table(rows)
 
@@ -161,3 +163,13 @@ def _table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def shown_time(stamp: str) -> str:
+    """A snapshot's creation in UTC, said: stamps written before they were UTC are this
+    machine's local time, and one column of both mixed two clocks. Unreadable: as written."""
+    moment = stamp_instant(stamp)
+    if moment == datetime.min.replace(tzinfo=UTC):
+        return stamp[:19]
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -195,6 +196,10 @@ def test_cli_snapshots(runner: CliRunner, tmp_path: Path) -> None:
     assert lines[0].split() == ["NAME", "CREATED", "GENERATION", "INDEX", "VERSION", "DOCUMENTS",
                                 "CHUNKS", "PINNED"]
     assert lines[1].startswith("v1 ") and len(lines) == 3
+    # every creation time in UTC, said (before: the stamp's first 19 characters, local time)
+    assert lines[1].split()[3] == "UTC"
+    assert datetime.strptime(" ".join(lines[1].split()[1:3]), "%Y-%m-%d %H:%M:%S").replace(
+        tzinfo=UTC) == datetime.fromisoformat(listed[0]["created_at"]).replace(microsecond=0)
 
     diff = invoke(runner, "snapshot", "diff", "v1", created["name"], "--store", store).output
     assert diff.splitlines() == [
