@@ -96,15 +96,15 @@ def other_language(text: str) -> str | None:
     return best if ranked[0] > max(english, french) else None
 
 
-def hit_language(recorded: str | None, text: str, query_language: str | None) -> str | None:
-    """The language to compare a query's with for one hit: the one its document recorded at
-    ingest (English or French: ingest tells no other), unless the query is in another
+HIT_SAMPLE_CHARS = 2000  # of a hit's text, read for its language
+
+
+def hit_language(recorded: str | None, text: str, asked: str | None) -> str | None:
+    """The language to compare a query's (``asked``) with for one hit: the one its document
+    recorded at ingest (English or French: ingest tells no other), unless the query is in another
     language and the hit's own words say they are that language too (a German question
     over German text is not cross-lingual, though that text was recorded as English)."""
-    if query_language is None or query_language in ("en", "fr"):
+    if asked is None or asked in ("en", "fr"):
         return recorded
     return other_language(text[:HIT_SAMPLE_CHARS]) or recorded
-
-
-HIT_SAMPLE_CHARS = 2000
 

@@ -8,8 +8,9 @@ model and nothing else.
 
 The model itself is not shared that freely: a Hugging Face tokenizer or a ctypes engine
 may not take two threads at once, so each call into an embedder waits its turn
-(``model_turn``), and while readers are let in, passages go in turns of about ``TURN_S``; a waiting query goes
-before the next turn, so a search waits for one turn of a job's embedding, not all of it.
+(``model_turn``), and while readers are let in, passages go in turns of about ``TURN_S``;
+a waiting query goes before the next turn, so a search waits for one turn of a job's
+embedding, not all of it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ Window = Callable[[], AbstractContextManager[Any]]
 
 # Per thread (a ContextVar): only the writer that declared a window opens it.
 _WINDOW: ContextVar[Window | None] = ContextVar("enginelib_embedding_window", default=None)
+
 
 class Turn:
     """Who calls into one embedder now. One call at a time; a query waiting for its turn
@@ -112,8 +114,9 @@ def readers_admitted(window: Window) -> Iterator[None]:
 @contextmanager
 def also_released(lock: Any) -> Iterator[None]:
     """Within this block, a declared window lets go of ``lock`` too (the store's own lock,
-    which its ingest holds; None: none to let go). It is let go first and taken back last, the reverse of how
-    a reader takes the two: no cycle. Without a declared window, nothing changes."""
+    which its ingest holds; None: none to let go). It is let go first and taken back last,
+    the reverse of how a reader takes the two: no cycle. Without a declared window, nothing
+    changes."""
     declared = _WINDOW.get()
     if declared is None or lock is None:
         yield

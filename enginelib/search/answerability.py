@@ -12,8 +12,7 @@ import numpy as np
 from ..chunk_view import ChunkView
 from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
-from ..language import detect_language, query_language
-from ..language import hit_language as text_hit_language
+from ..language import detect_language, hit_language, query_language
 from . import gate
 from .quotes import content_terms, only_function_words
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
@@ -52,8 +51,9 @@ def assess(
     terms = _terms(store, request.queries)
     hit_tokens: set[str] = set()
     first = view.record(int(top[0]))
-    language = query_language(request.queries[0]) or detect_language(request.queries[0], min_words=1)
-    hit_language = text_hit_language(first.language, first.content, language)
+    asked = request.queries[0]
+    language = query_language(asked) or detect_language(asked, min_words=1)
+    passage_language = hit_language(first.language, first.content, language)
     for position in top:
         hit_tokens |= _hit_tokens(store, view, int(position))
     evidence = gate.gather(
@@ -64,7 +64,7 @@ def assess(
         sample_cosines=sample_cosines,
         vector_labels=[label for label, _ in vector_ranking],
         text_labels=[label for label, _ in text_ranking],
-        cross_lingual=not gate.same_language(language, hit_language),
+        cross_lingual=not gate.same_language(language, passage_language),
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit,
