@@ -39,12 +39,11 @@ WHERE d.document_id IN (SELECT unnest(?::VARCHAR[]))
 
 # created_at is given (naive UTC), never the column's default: that was DuckDB's
 # current_timestamp, the server's local time on any server not set to UTC.
-_UPSERT_SOURCE_SQL = (
+SOURCE_COLUMNS = ("name", "tier", "evidence_level", "authority_score", "institution", "peer_reviewed")
+_INSERT_SOURCE_SQL = (
     "INSERT INTO sources (source_id, name, tier, evidence_level, authority_score, "
     "institution, peer_reviewed, created_at) VALUES (?, ?, ?, ?, ?, ?, coalesce(?, FALSE), ?) "
-    "ON CONFLICT (source_id) DO UPDATE SET name = excluded.name, tier = excluded.tier, "
-    "evidence_level = excluded.evidence_level, authority_score = excluded.authority_score, "
-    "institution = excluded.institution, peer_reviewed = excluded.peer_reviewed"
+    "ON CONFLICT (source_id) DO "
 )
 _DOCUMENT_COUNT_SQL = "SELECT count(*) FROM documents"
 _CHUNK_TOTALS_SQL = "SELECT count(*), coalesce(sum(token_count), 0) FROM chunks"
@@ -69,10 +68,26 @@ def authority_rows(catalog: Catalog, document_ids: Sequence[str]) -> list[tuple[
     return catalog.con.execute(AUTHORITY_SQL, [list(document_ids)]).fetchall()
 
 
-def upsert_source_row(catalog: Catalog, values: Sequence[Any]) -> None:
-    """Insert or update one source (inside the caller's transaction): ``values`` are the
-    source id, its fields, then its creation time (kept when the source already exists)."""
-    catalog.con.execute(_UPSERT_SOURCE_SQL, list(values))
+def upsert_source_sql(given: Sequence[str]) -> str:
+    """The upsert that sets, on a source already there, only the ``given`` columns: setting
+    all of them reset each one not passed to NULL (or false), so updating a source's
+    institution erased the tier and score its ranking boosts read."""
+    unknown = set(given) - set(SOURCE_COLUMNS)
+    if unknown:  # column names go into the statement: only ours
+        raise ValueError(f"not source columns: {sorted(unknown)}")
+    if not given:
+        return _INSERT_SOURCE_SQL + "NOTHING"
+    updates = ", ".join(f"{column} = excluded.{column}" for column in SOURCE_COLUMNS if column in given)
+    return _INSERT_SOURCE_SQL + "UPDATE SET " + updates
+
+
+def upsert_source_row(catalog: Catalog, source_id: str, fields: dict[str, Any], created_at: Any) -> None:
+    """Insert or update one source (inside the caller's transaction). A new source takes
+    ``fields`` and the defaults (NULL, ``peer_reviewed`` false) for the rest; an existing one
+    changes only the fields named (a field given as None is cleared) and keeps its
+    ``created_at``."""
+    values = [source_id] + [fields.get(column) for column in SOURCE_COLUMNS] + [created_at]
+    catalog.con.execute(upsert_source_sql(list(fields)), values)
 
 
 def document_count(catalog: Catalog) -> int:

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import Catalog, utcnow
-from .catalog_documents import upsert_source_row
+from .catalog_documents import SOURCE_COLUMNS, upsert_source_row
 from .errors import InvalidInputError
 from .validation import MAX_ID_CHARS, check_bool, check_float, check_text
 
 TIERS = ("gold", "silver", "bronze")
-_FIELDS = ("name", "tier", "evidence_level", "authority_score", "institution", "peer_reviewed")
+_FIELDS = SOURCE_COLUMNS
 _TEXT_FIELDS = ("name", "evidence_level", "institution")
 
 
 def check_source_fields(fields: dict[str, Any]) -> None:
-    """Each field as its column takes it (None: not given). A wrong type went on
+    """Each field as its column takes it (None: cleared, or the default). A wrong type went on
     to DuckDB (``peer_reviewed=[1]``: a binder error) or to ``float()`` (``"abc"``: a bare
     ValueError), or was stored as something else (``peer_reviewed="yes"`` as true)."""
     unknown = set(fields) - set(_FIELDS)
@@ -34,9 +34,9 @@ def check_source_fields(fields: dict[str, Any]) -> None:
 
 
 def upsert_source(catalog: Catalog, source_id: str, **fields: Any) -> None:
+    """Register a source, or change only the named fields of one already registered."""
     check_source_fields(fields)
-    values = [source_id] + [fields.get(name) for name in _FIELDS] + [utcnow()]
     with catalog.transaction():
-        upsert_source_row(catalog, values)
+        upsert_source_row(catalog, source_id, fields, utcnow())
         # A new generation so that cached chunk views pick up the new authority values.
         catalog.bump_generation()

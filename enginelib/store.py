@@ -109,7 +109,12 @@ class Store(StoreCore):
         delete_documents(self, [document_id])
 
     def add_source(self, source_id: str, **fields: Any) -> None:
-        """Register (or update) a source with its authority: tier, evidence_level, ..."""
+        """Register (or update) a source with its authority: name, tier (gold, silver,
+        bronze), evidence_level, authority_score (0..100), institution, peer_reviewed.
+        A new source takes the fields given (the rest: None, ``peer_reviewed`` False); for a
+        source already registered only the fields given change, so
+        ``add_source("who", institution="WHO")`` keeps its tier and score. To clear a field,
+        pass it as None (``peer_reviewed=None`` sets it back to False)."""
         from .sources import upsert_source
 
         self.require_writable()

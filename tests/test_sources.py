@@ -47,3 +47,43 @@ def test_good_source_fields_are_stored(tmp_path: Path) -> None:
             "SELECT name, tier, evidence_level, authority_score, institution, peer_reviewed "
             "FROM sources").fetchall()
     assert row == ("WHO", "silver", "rct", 0.0, "UN", False)
+
+
+_ROW_SQL = ("SELECT name, tier, evidence_level, authority_score, institution, peer_reviewed "
+            "FROM sources WHERE source_id = ?")
+
+
+def test_updating_a_source_changes_only_the_fields_given(tmp_path: Path) -> None:
+    """Every field not passed was reset to NULL (peer_reviewed to false): naming a source's
+    institution erased the tier and score the authority boosts read."""
+    with open_test_store(tmp_path / "store") as store:
+        store.add_source("who", name="WHO", tier="gold", evidence_level="rct",
+                         authority_score=90, peer_reviewed=True)
+        store.add_source("who", institution="UN")
+        store.add_source("who", authority_score=75)
+        [row] = store._catalog.con.execute(_ROW_SQL, ["who"]).fetchall()
+    assert row == ("WHO", "gold", "rct", 75.0, "UN", True)
+
+
+def test_a_field_given_as_none_is_cleared_and_a_new_source_takes_the_defaults(tmp_path: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.add_source("who", name="WHO", tier="gold", authority_score=90, peer_reviewed=True)
+        store.add_source("who", tier=None, peer_reviewed=None)
+        store.add_source("cdc", tier="silver")
+        store.add_source("nih")
+        store.add_source("nih")  # nothing named: nothing changes
+        rows = store._catalog.con.execute(
+            "SELECT source_id, name, tier, evidence_level, authority_score, institution, "
+            "peer_reviewed FROM sources ORDER BY source_id").fetchall()
+    assert rows == [("cdc", None, "silver", None, None, None, False),
+                    ("nih", None, None, None, None, None, False),
+                    ("who", "WHO", None, None, 90.0, None, False)]
+
+
+def test_an_update_keeps_the_source_created_at(tmp_path: Path) -> None:
+    with open_test_store(tmp_path / "store") as store:
+        store.add_source("who", tier="gold")
+        [(first,)] = store._catalog.con.execute("SELECT created_at FROM sources").fetchall()
+        store.add_source("who", tier="silver")
+        [(then,)] = store._catalog.con.execute("SELECT created_at FROM sources").fetchall()
+    assert then == first
