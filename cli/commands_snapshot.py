@@ -27,7 +27,7 @@ def snapshot() -> None:
 @json_option
 @handle_errors
 def create(store_path: Path, name: str | None, keep: int | None, pin: bool, as_json: bool) -> None:
-    """Snapshot the live store (default NAME: the next YYYY.MM.patch)."""
+    """Snapshot the live store (default NAME: the next YYYY.MM.patch, the month in UTC)."""
     before = {s.name for s in snap.list_snapshots(store_path)}
     info = snap.create_snapshot(store_path, name, keep=keep, pin=pin)
     removed = sorted(before - {s.name for s in snap.list_snapshots(store_path)})

@@ -12,6 +12,7 @@ from .core.layout import MANIFEST_NAME, SNAPSHOTS_DIR
 from .durable import write_atomic
 from .errors import IncompatibleStoreError, StoreError
 from .input_files import NotRegularFileError, open_regular
+from .utc import utc_today
 
 FORMAT_VERSION = 1
 
@@ -44,8 +45,9 @@ class Manifest:
 
 
 def next_index_version(previous: str | None, today: date | None = None) -> str:
-    """YYYY.MM.patch: patch restarts at 0 each month and counts commits within it."""
-    today = today or date.today()
+    """YYYY.MM.patch, the month in UTC (``today`` defaults to ``utc_today()``): patch restarts
+    at 0 each month and counts commits within it."""
+    today = today or utc_today()
     prefix = f"{today.year:04d}.{today.month:02d}"
     if previous and previous.startswith(prefix + "."):
         try:

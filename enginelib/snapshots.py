@@ -232,7 +232,9 @@ def _check_keep(keep: int) -> int:
 
 @takes_store
 def next_name(target: StoreLike, today: date | None = None) -> str:
-    """The next free YYYY.MM.patch name (patch counts this month's auto-named snapshots)."""
+    """The next free YYYY.MM.patch name: the month in UTC, as ``created_at`` is (patch counts
+    this month's auto-named snapshots). Names taken in the server's local month before stay
+    valid and are counted with the month they say."""
     root = _root(target)
     folder = root / SNAPSHOTS_DIR
     names = [p.name for p in folder.iterdir()] if folder.exists() else []

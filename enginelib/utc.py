@@ -1,9 +1,10 @@
-"""The catalog's one convention for times: naive UTC (DuckDB ``TIMESTAMP``, no zone); and the
-files' one: ISO 8601 in UTC with the offset written (``+00:00``)."""
+"""The catalog's one convention for times: naive UTC (DuckDB ``TIMESTAMP``, no zone); the
+files' one: ISO 8601 in UTC with the offset written (``+00:00``); and the names': the UTC
+month."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 
 def naive_utc(moment: datetime) -> datetime:
@@ -29,6 +30,14 @@ def utc_stamp(timespec: str = "seconds") -> str:
     wrote ``datetime.now()``, the server's local clock with no zone: which instant an old
     stamp names depends on where it was written."""
     return datetime.now(UTC).isoformat(timespec=timespec)
+
+
+def utc_today() -> date:
+    """Today in UTC: the month ``YYYY.MM.patch`` names (index versions, snapshot names) say.
+    It was ``date.today()``, the server's local date: for the hours around a month's end on a
+    server in New York or Kiritimati, a snapshot was named for another month than its
+    ``created_at`` (UTC) says."""
+    return datetime.now(UTC).date()
 
 
 def stamp_instant(stamp: str) -> datetime:

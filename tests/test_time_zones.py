@@ -6,7 +6,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib import manifest as mf
 from enginelib import snapshot_files as sf
+from enginelib import utc
 from enginelib.catalog import utcnow
 from enginelib.cli.main import main
 from enginelib.core.layout import SNAPSHOT_INFO_NAME, SNAPSHOTS_DIR
@@ -194,3 +195,56 @@ def test_a_snapshot_stamped_in_local_time_still_lists_in_order(tmp_path: Path) -
         time.tzset()
     assert [s.name for s in listed] == ["old", "new"]
     assert listed[0].created_at == data["created_at"]  # read as it was written
+
+
+def _clocks_stopped_at(instant: datetime) -> tuple[type[date], type[datetime]]:
+    """``date`` and ``datetime`` whose ``today()`` and ``now()`` answer ``instant``: the date
+    there in the process's zone (``TZ``), and the moment in the zone asked for."""
+
+    class LocalDate(date):
+        @classmethod
+        def today(cls) -> date:
+            return datetime.fromtimestamp(instant.timestamp()).date()
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> datetime:
+            return instant.astimezone(tz) if tz else datetime.fromtimestamp(instant.timestamp())
+
+    return LocalDate, Clock
+
+
+@pytest.mark.parametrize(("zone", "instant", "expected"), [
+    # 21:30 on November 30 in New York: named 2026.11.0, created_at December 1
+    ("America/New_York", datetime(2026, 12, 1, 2, 30, tzinfo=UTC), "2026.12"),
+    # 02:00 on December 1 in Kiritimati (UTC+14): named 2026.12.0, created_at November 30
+    ("Pacific/Kiritimati", datetime(2026, 11, 30, 12, 0, tzinfo=UTC), "2026.11"),
+])
+def test_an_auto_named_snapshot_is_named_for_the_utc_month(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone: str, instant: datetime, expected: str,
+) -> None:
+    """The clocks stopped at one instant: the local one (``date.today()``) that names read,
+    the UTC one stamps read; the name's month was the server's, created_at's UTC's."""
+    local_date, clock = _clocks_stopped_at(instant)
+    monkeypatch.setattr(mf, "date", local_date, raising=False)  # what names read before
+    monkeypatch.setattr(utc, "datetime", clock)
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    try:
+        with open_test_store(tmp_path / "store") as store:
+            store.ingest_documents([doc("pads", "Brake pads wear under 3 mm.")])
+            info = store.create_snapshot()
+        made = CliRunner().invoke(main, ["snapshot", "create", "--store", str(tmp_path / "store"),
+                                         "--json"])
+    finally:
+        if previous is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = previous
+        time.tzset()
+    assert made.exit_code == 0, made.output
+    assert info.name == f"{expected}.0"
+    assert json.loads(made.output)["name"] == f"{expected}.1"
+    assert datetime.fromisoformat(info.created_at).strftime("%Y.%m") == expected
+    assert info.index_version == f"{expected}.0"
