@@ -43,10 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .core import layout
+from .core.folders import require_folder
 from .durable import fsync_dir, fsync_file
 from .input_files import open_regular
 
-FOLDER = "texts"
+FOLDER = layout.TEXTS_DIR
 _PREFIX = "seg-"
 _SUFFIX = ".txts"
 _OLD_SUFFIX = ".arrow"  # segments of the releases that wrote them through pyarrow
@@ -307,7 +309,7 @@ class TextSegments:
                     rows += 1
             self._memory_generation = generation
             return rows
-        self.folder.mkdir(parents=True, exist_ok=True)
+        require_folder(self.folder.parent, self.folder.name).mkdir(parents=True, exist_ok=True)
         name = f"{_PREFIX}{generation:012d}-{secrets.token_hex(4)}{_SUFFIX}"
         tmp = self.folder / f".{name}.tmp"
         try:

@@ -35,11 +35,11 @@ from .catalog_view import chunk_texts
 from .chunk_texts import FOLDER as TEXTS_FOLDER
 from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
-from .core import layout
+from .core import folders, layout
 from .core.generations import finish_reindex
 from .core.layout import REINDEX_MARKER
 from .core.lock import acquire_writer_lock
-from .core.recovery import QUERY_LOGS, discard_index_files, misplaced
+from .core.recovery import discard_index_files
 from .core.store_core import StoreCore
 from .durable import write_atomic
 from .embedders import (
@@ -59,7 +59,6 @@ from .errors import (
 )
 from .index_audit import VECTOR_SAMPLE, verify_files, wrong_vectors
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
-from .input_files import special_kind
 from .jobs import shape as job_tables
 from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
@@ -159,9 +158,9 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
         problems.append(f"a mend of the catalog was interrupted ({PENDING_NAME}): {fix}")
     options = manifest.index_options
     indexes = layout.index_root(root)
-    not_folders = misplaced(root)
-    problems += [_misplaced_problem(path, holds, fix) for path, holds in not_folders]
-    blocked = [path for path, _ in not_folders]
+    not_folders = folders.misplaced(root)
+    problems += [folders.problem(root, folder) for folder in not_folders]
+    blocked = [folder.path for folder in not_folders]
     vector = text = None  # an index whose folder is a file is that problem alone
     if not _under(layout.vector_folder(indexes), blocked):
         vector = VECTOR_BACKENDS[manifest.vector_backend](
@@ -215,16 +214,6 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityRepor
 
 def _under(path: Path, misplaced_paths: list[Path]) -> bool:
     return any(path.is_relative_to(outer) for outer in misplaced_paths)
-
-
-def _misplaced_problem(path: Path, holds: str, fix: str) -> str:
-    """A file where the store keeps a folder. check raised "Not a directory" for the index
-    folders, and saw nothing for the query log's while every reader's search went unlogged."""
-    kind = special_kind(path.lstat().st_mode) or "a file"
-    hurt = ("searches by read-only processes are not logged" if holds == QUERY_LOGS
-            else "the indexes cannot be read from there")
-    return (f"{path} is {kind} where the store keeps a folder of {holds}, so {hurt}: {fix} "
-            f"(a writer's open moves it aside, keeping it)")
 
 
 def _label_problems(what: str, catalog: np.ndarray, indexed: np.ndarray, fix: str) -> list[str]:
@@ -284,7 +273,7 @@ def _catalog_problems(catalog: Catalog) -> list[str]:
 def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
     base = layout.snapshots_root(root)
     live = mf.read_manifest(root)
-    if not base.exists() or live is None:
+    if not base.is_dir() or live is None:  # a file there is reported with the store's folders
         return []
     out = []
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
@@ -399,6 +388,8 @@ def _snapshot_manifest_problem(folder: Path) -> str | None:
 def repair(target: StoreLike) -> IntegrityReport:
     """Rebuild both indexes (and the manifest's generation) from the catalog, then re-check."""
     if isinstance(target, StoreCore):
+        target.require_writable()
+        folders.move_aside(target.path, on_open=False)
         mended_jobs = _mend_job_tables(target)
         target.rebuild_indexes()
         report = check(target, snapshots=False)
@@ -420,6 +411,9 @@ def repair(target: StoreLike) -> IntegrityReport:
             lock.release()
         store = StoreCore.open_for_maintenance(target)
     try:
+        # A writer's open moved a file in place of a derived folder aside; repair moves one in
+        # place of the folders of what users made or queued too (snapshots, uploads, inbox).
+        folders.move_aside(root, on_open=False)
         mended_jobs = _mend_job_tables(store)
         store.rebuild_indexes()
         report = check(store, snapshots=False)

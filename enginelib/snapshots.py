@@ -37,6 +37,7 @@ from . import snapshot_files as sf
 from .catalog import Catalog
 from .catalog_rescue import replace_damaged_catalog
 from .core import layout
+from .core.folders import require_folder
 from .core.layout import SNAPSHOT_INFO_NAME as INFO_NAME
 from .core.layout import SNAPSHOT_SETTINGS_NAME as SETTINGS_NAME
 from .core.layout import SNAPSHOT_TABLES as TABLES
@@ -140,7 +141,13 @@ def _root(target: StoreLike) -> Path:
 
 
 def snapshots_dir(target: StoreLike) -> Path:
-    return _root(target) / SNAPSHOTS_DIR
+    return _base(_root(target))
+
+
+def _base(root: Path) -> Path:
+    """The snapshots folder; a file in its place is refused naming it and the fix (a create
+    said "File exists", a list "cannot read .../settings.json: Not a directory")."""
+    return require_folder(root, SNAPSHOTS_DIR)
 
 
 def validate_name(name: str) -> str:
@@ -155,7 +162,7 @@ def validate_name(name: str) -> str:
 
 
 def _folder(root: Path, name: str) -> Path:
-    folder = root / SNAPSHOTS_DIR / validate_name(name)
+    folder = _base(root) / validate_name(name)
     if _leftover(root, name) is not None:
         raise DamagedSnapshotError(
             f"snapshot {name!r} is damaged: {INFO_NAME} is missing or not a file: delete it "
@@ -171,14 +178,14 @@ def _folder(root: Path, name: str) -> Path:
 def _leftover(root: Path, name: str) -> Path | None:
     """The folder of ``name`` when it is there without a readable snapshot.json (a copy cut
     short, a snapshot.json lost): no command could use it, and it held its name for good."""
-    folder = root / SNAPSHOTS_DIR / validate_name(name)
+    folder = _base(root) / validate_name(name)
     if not os.path.lexists(folder) or (folder / INFO_NAME).is_file():
         return None
     return folder
 
 
 def _name_taken(root: Path, name: str) -> SnapshotError:
-    folder = root / SNAPSHOTS_DIR / name
+    folder = _base(root) / name
     if _leftover(root, name) is None:
         return SnapshotError(f"snapshot {name!r} already exists in {root}", path=folder)
     return SnapshotError(
@@ -199,7 +206,7 @@ def _sound(root: Path, name: str) -> Path:
 
 
 def _read_settings(root: Path) -> dict[str, Any]:
-    path = root / SNAPSHOTS_DIR / SETTINGS_NAME
+    path = _base(root) / SETTINGS_NAME
     try:
         data = json.loads(read_regular(path).decode("utf-8"))  # a pipe: refused, not waited on
     except FileNotFoundError:
@@ -220,7 +227,7 @@ def _read_settings(root: Path) -> dict[str, Any]:
 
 def _write_settings(root: Path, settings: dict[str, Any]) -> None:
     payload = json.dumps(settings, indent=2, sort_keys=True).encode("utf-8")
-    write_atomic(root / SNAPSHOTS_DIR / SETTINGS_NAME, payload)
+    write_atomic(_base(root) / SETTINGS_NAME, payload)
 
 
 def _check_keep(keep: int) -> int:
@@ -236,7 +243,7 @@ def next_name(target: StoreLike, today: date | None = None) -> str:
     this month's auto-named snapshots). Names taken in the server's local month before stay
     valid and are counted with the month they say."""
     root = _root(target)
-    folder = root / SNAPSHOTS_DIR
+    folder = _base(root)
     names = [p.name for p in folder.iterdir()] if folder.exists() else []
     prefix = mf.next_index_version(None, today).rsplit(".", 1)[0]
     patches = [int(m.group(2)) for n in names if (m := _AUTO_NAME.match(n)) and m.group(1) == prefix]
@@ -288,7 +295,7 @@ def _info(folder: Path, pinned: set[str]) -> SnapshotInfo:
 def list_snapshots(target: StoreLike) -> list[SnapshotInfo]:
     """Snapshots oldest first; unreadable folders are skipped here and reported by check."""
     root = _root(target)
-    folder = root / SNAPSHOTS_DIR
+    folder = _base(root)
     if not root.exists():  # a mistyped --store said "no snapshots"
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
     if not folder.exists():
@@ -339,7 +346,7 @@ def create_snapshot(
         root = store.path
         store.persist()  # indexes and manifest stamped with the catalog's generation
         check_sealable(store)
-        base = root / SNAPSHOTS_DIR
+        base = _base(root)
         base.mkdir(exist_ok=True)
         _remove_leftovers(base)
         name = validate_name(name) if name is not None else next_name(root)
@@ -481,7 +488,7 @@ def _prune(root: Path, keep: int) -> list[str]:
     unpinned = [s for s in list_snapshots(root) if not s.pinned]
     doomed = unpinned[: max(0, len(unpinned) - keep)]
     for snapshot in doomed:
-        _remove(root / SNAPSHOTS_DIR / snapshot.name)
+        _remove(_base(root) / snapshot.name)
     return [s.name for s in doomed]
 
 

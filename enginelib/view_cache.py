@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from .core import layout
 from .durable import file_crc32, fsync_dir, fsync_file
 from .indexes.vector_rows import load_npy
 from .input_files import read_regular
 
-FOLDER = "view"
+FOLDER = layout.VIEW_DIR
 _PREFIX = "cols-"
 # 2: columns.json records each file's CRC-32; a folder of format 1 is read from the
 # catalog again (once) and saved in this format.

@@ -175,6 +175,8 @@ def test_queue_into_a_held_store_whose_inbox_is_a_file_says_what_to_do(tmp_path:
         (inbox_file := holder.path / "jobs-inbox").write_text("x", encoding="utf-8")
         code, out = run("ingest", "--store", str(holder.path), "--queue", str(source))
         assert code == 2 and out == (
-            f"Error: {inbox_file} is a file where enginelib keeps the jobs queued while another "
-            "process writes the store: move it away (it is none of the store's) and queue "
-            "again\n")
+            f"Error: {inbox_file} is a file where the store keeps a folder of the jobs queued "
+            "while another process writes the store, so `ingest --queue` fails while `serve` "
+            f"or a worker holds the store: run `enginelib repair --store {holder.path}` while no "
+            "process writes the store (it moves the file aside, keeping it), or move it away "
+            "yourself\n")

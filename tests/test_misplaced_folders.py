@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib import HashingEmbedder, maintenance
 from enginelib.cli.main import main
+from enginelib.errors import StorageError
 from tests.helpers import doc, open_test_store, paragraphs
 
 ENV = {"ENGINELIB_EMBEDDER": "hashing-64"}
@@ -88,3 +89,111 @@ def test_a_file_where_the_index_folders_belong_is_a_check_problem(tmp_path: Path
     (aside,) = target.parent.glob(f"{target.name}.not-a-folder-*")
     assert aside.read_text(encoding="utf-8") == "not an index"
     assert maintenance.check(path).ok
+
+
+# The store's other folders: where a plain file sat, check said the store was healthy (or
+# failed, "check failed: Not a directory", for snapshots/), repair said "check passes" and
+# left it there, and writes there failed saying only "File exists" or "Not a directory".
+OTHER_FOLDERS = {
+    "texts": "chunk texts derived from the catalog",
+    "view": "the chunk view's saved columns",
+    "jobs-inbox": "the jobs queued while another process writes the store",
+    "uploads": "the files uploaded to `serve`, kept until their jobs are done",
+    "snapshots": "snapshots",
+}
+
+
+@pytest.mark.parametrize("where", sorted(OTHER_FOLDERS))
+def test_a_file_where_the_store_keeps_its_other_folders_is_named_and_moved_aside(
+    tmp_path: Path, where: str,
+) -> None:
+    path = _store(tmp_path / "s")
+    target = path / where
+    if target.is_dir():
+        shutil.rmtree(target)
+    target.write_text("notes of mine", encoding="utf-8")
+    [problem] = maintenance.check(path).problems
+    assert problem.startswith(
+        f"{target} is a file where the store keeps a folder of {OTHER_FOLDERS[where]}, so "), problem
+    assert f"run `enginelib repair --store {path}`" in problem
+    code, output = _cli("check", "--store", str(path))
+    assert code == 1 and f"{target} is a file where the store keeps a folder" in output, output
+    code, output = _cli("repair", "--store", str(path))
+    assert code == 0 and "check passes" in output, output
+    assert f"{target} was a file where the store keeps a folder of {OTHER_FOLDERS[where]}" in output
+    (aside,) = path.glob(f"{where}.not-a-folder-*")
+    assert aside.read_text(encoding="utf-8") == "notes of mine"  # kept, never deleted
+    assert maintenance.check(path).ok
+
+
+def _refusal(path: Path, where: str) -> str:
+    return (f"{path / where} is a file where the store keeps a folder of "
+            f"{OTHER_FOLDERS[where]}, so ")
+
+
+def test_a_snapshot_is_refused_while_a_file_holds_the_snapshots_folder(tmp_path: Path) -> None:
+    """create said "create snapshot failed: File exists"; the CLI's create and list said
+    "cannot read .../snapshots/settings.json: Not a directory: fix it, or delete it"."""
+    path = _store(tmp_path / "s")
+    (path / "snapshots").write_text("notes of mine", encoding="utf-8")
+    with open_test_store(path) as store:  # a writer's open leaves it: it holds no derived data
+        with pytest.raises(StorageError) as caught:
+            store.create_snapshot()
+    assert str(caught.value).startswith(_refusal(path, "snapshots"))
+    assert f"`enginelib repair --store {path}`" in str(caught.value)
+    assert caught.value.path == str(path / "snapshots")
+    for command in (["snapshot", "create"], ["snapshot", "list"], ["snapshot", "show", "x"]):
+        code, output = _cli(*command, "--store", str(path))
+        assert code == 2 and output.startswith(f"Error: {_refusal(path, 'snapshots')}"), output
+    assert (path / "snapshots").read_text(encoding="utf-8") == "notes of mine"
+
+
+def test_an_upload_is_refused_while_a_file_holds_the_uploads_folder(tmp_path: Path) -> None:
+    """serve answered "upload of 'pads.md' failed: Not a directory (<store>/uploads/<id>)"."""
+    from tests.test_web import make_client
+
+    with make_client(tmp_path / "s") as client:
+        (tmp_path / "s" / "uploads").write_text("notes of mine", encoding="utf-8")
+        response = client.post("/api/upload", files={"file": ("pads.md", b"# Pads\n\nWorn.")})
+        assert response.status_code == 503, response.text
+        assert response.json()["type"] == "StorageError"
+        error = response.json()["error"]
+        assert error.startswith("<store>/uploads is a file where the store keeps a folder of "
+                                "the files uploaded to `serve`"), error
+        assert "`enginelib repair --store <store>`" in error
+        assert client.get("/api/jobs").json()["total"] == 0
+
+
+def test_a_writers_open_moves_aside_a_file_where_chunk_texts_belong(tmp_path: Path) -> None:
+    """Every search of the writer failed: "view failed: File exists (.../texts)"."""
+    path = _store(tmp_path / "s")
+    (path / "texts").write_text("notes of mine", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with open_test_store(path) as store:
+            assert store.search("pads", answerability_threshold=None).hits
+    assert [str(w.message) for w in said if f"{path / 'texts'} was a file" in str(w.message)]
+    (aside,) = path.glob("texts.not-a-folder-*")
+    assert aside.read_text(encoding="utf-8") == "notes of mine"
+    assert maintenance.check(path).ok
+
+
+def test_a_write_of_chunk_texts_after_the_open_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = _store(tmp_path / "s")  # searched by no writer yet: no texts folder
+    with open_test_store(path) as store:
+        (path / "texts").write_text("notes of mine", encoding="utf-8")
+        with pytest.raises(StorageError) as caught:
+            store.search("pads", answerability_threshold=None)
+    assert str(caught.value).startswith(_refusal(path, "texts")), caught.value
+
+
+def test_an_open_stores_repair_moves_aside_a_file_where_snapshots_belong(tmp_path: Path) -> None:
+    path = _store(tmp_path / "s")
+    (path / "snapshots").write_text("notes of mine", encoding="utf-8")
+    with open_test_store(path) as store:
+        assert not store.check().ok
+        with pytest.warns(RuntimeWarning, match="snapshots was a file where the store keeps"):
+            assert store.repair().ok
+        assert store.create_snapshot("after").name == "after"
+    (aside,) = path.glob("snapshots.not-a-folder-*")
+    assert aside.read_text(encoding="utf-8") == "notes of mine"

@@ -19,6 +19,9 @@ A store is one folder::
     snapshots/<name>/manifest.json, snapshot.json, tables/<table>.parquet, indexes/...
     snapshots/.tmp-*, snapshots/.trash-*   a create or a delete that has not finished
 
+A file found where one of these folders belongs is ``core/folders.py``'s to name, move aside
+or refuse.
+
 What sits *inside* an index folder (stamps, segments, lock files) is the backend's to know
 (``enginelib/indexes``); this module names only the folders the store gives them.
 """
@@ -41,6 +44,8 @@ VECTOR_DIR = "vectors"
 TEXT_DIR = "text"
 INDEX_KINDS: tuple[str, ...] = (VECTOR_DIR, TEXT_DIR)
 QUERYLOG_DIR = "querylog"
+TEXTS_DIR = "texts"
+VIEW_DIR = "view"
 INBOX_DIR = "jobs-inbox"
 UPLOADS_DIR = "uploads"
 

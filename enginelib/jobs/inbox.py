@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import layout
+from ..core.folders import require_folder
 from ..durable import write_atomic
-from ..errors import InvalidInputError, StoreError
+from ..errors import InvalidInputError
 from ..validation import check_int, check_new_document_id, check_text
 from .queue import MAX_ATTEMPTS, NewJob
 
@@ -45,12 +46,7 @@ def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
     payload = [{"source": j.source, "document_id": j.document_id, "options": j.options,
                 "kind": j.kind, **({} if j.max_attempts is None else
                                    {"max_attempts": j.max_attempts})} for j in jobs]
-    folder = store_path / INBOX_DIR
-    if folder.exists() and not folder.is_dir():  # was a bare "File exists (...)"
-        raise StoreError(
-            f"{folder} is a file where enginelib keeps the jobs queued while another process "
-            "writes the store: move it away (it is none of the store's) and queue again",
-            path=folder)
+    folder = require_folder(store_path, INBOX_DIR)  # a file there: a bare "File exists (...)"
     path = folder / f"{uuid.uuid4().hex}.json"
     write_atomic(path, json.dumps(payload, default=str).encode("utf-8"))
     return path

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import layout
+from ..core.folders import require_folder
 from ..documents import LIST_FILTERS
 from ..edge import os_error
 from ..errors import (
@@ -260,7 +261,9 @@ class Service:
         if not data.strip():  # the worker's job would fail on every attempt, into the DLQ
             raise InvalidInputError(f"upload {name!r} is empty: there is no text to index")
         IngestOptions.build(**dict(options))
-        folder = (self.store.path / UPLOAD_DIR / uuid.uuid4().hex[:UPLOAD_FOLDER_CHARS]).resolve()
+        # A file where the uploads folder belongs: refused naming it, not "Not a directory".
+        uploads = require_folder(self.store.path, UPLOAD_DIR)
+        folder = (uploads / uuid.uuid4().hex[:UPLOAD_FOLDER_CHARS]).resolve()
         target = folder / name
         # The name was checked to be plain; this makes sure the file stays in the store.
         if self.store.path.resolve() not in target.parents:
