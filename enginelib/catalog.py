@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -81,6 +82,10 @@ class Catalog:
         self.lock_timeout = lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
         self._closed = False
+        # One caller at a time on the one connection: DuckDB refuses a second ("connection
+        # is busy"), or hands it the first one's rows. The Store over this catalog holds it
+        # for each public call, the job queue for each of its own, a worker for its pass.
+        self.calls = threading.RLock()
         try:
             if not read_only:
                 self._ensure_schema()
@@ -137,13 +142,15 @@ class Catalog:
         return self._con is not None
 
     def release(self) -> None:
-        """Close the file so other processes can open it; the next use reopens it."""
-        if self._con is not None and not self.in_memory_db:
-            try:
-                self._con.close()
-            except duckdb.Error:
-                pass
-            self._con = None
+        """Close the file so other processes can open it; the next use reopens it. Waits for
+        the call in progress (``calls``): closed under it, its query failed or read nothing."""
+        with self.calls:
+            if self._con is not None and not self.in_memory_db:
+                try:
+                    self._con.close()
+                except duckdb.Error:
+                    pass
+                self._con = None
 
     @classmethod
     def in_memory(cls, dim: int) -> Catalog:

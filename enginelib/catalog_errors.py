@@ -61,8 +61,9 @@ def transaction_error(path: Path, exc: duckdb.TransactionException) -> StoreErro
     """A write begun while another is open on the same connection. DuckDB then aborts the
     open one too: its commit would have ended without writing anything, and said nothing."""
     return StoreError(
-        f"a write to the catalog {path} began while another was open on it (the same Store, "
-        "its job queue or a Worker used from two threads at once, or a write started inside "
-        f"another): {NOTHING_COMMITTED}, nor of the open one. Use a Store, its queue and "
-        "its workers from one thread at a time (give a Worker the lock the other threads "
-        f"take), then retry ({str(exc).splitlines()[0] if str(exc) else exc!r})", path=path)
+        f"a write to the catalog {path} began while another was open on it (a write started "
+        "inside another, or the catalog used directly from two threads at once: the calls of "
+        "its Store, its job queue and a Worker made without a lock take turns, a catalog used "
+        f"behind them does not): {NOTHING_COMMITTED}, nor of the open one. Use the catalog "
+        "from one thread at a time, or through its Store and job queue, then retry "
+        f"({str(exc).splitlines()[0] if str(exc) else exc!r})", path=path)

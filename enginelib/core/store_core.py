@@ -28,7 +28,6 @@ from __future__ import annotations
 import shutil
 import stat
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -112,8 +111,10 @@ class StoreCore:
         self._view: ChunkView | None = None
         self._closed = False
         self._shut = False  # close() finished: nothing may use this object any more
-        # taken by every public method (store_guard.py): one call at a time per store object
-        self._edge_lock = threading.RLock()
+        # taken by every public method (store_guard.py): one call at a time per store object.
+        # The catalog's own, so that its job queue and a worker, which use the catalog from
+        # other threads, take turns with the store's calls (jobs/queue.py).
+        self._edge_lock = catalog.calls
         # the gate's analyzed words of a chunk, by label; emptied when the indexes change
         self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None

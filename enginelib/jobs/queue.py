@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import time
@@ -9,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import duckdb
 
@@ -82,8 +83,28 @@ class JobPage:
     next_after: int | None
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _in_turn(method: Callable[Concatenate[JobQueue, _P], _R]) -> Callable[Concatenate[JobQueue, _P], _R]:
+    """``method`` runs holding its catalog's ``calls``, as the store's own calls and a worker's
+    pass do: a queue used in one thread while its store (or a worker) was used in another ran
+    on their one DuckDB connection at the same time ("connection is busy", an aborted
+    transaction, another call's rows)."""
+
+    @functools.wraps(method)
+    def taking_turns(queue: JobQueue, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with queue.catalog.calls:
+            return method(queue, *args, **kwargs)
+
+    return taking_turns
+
+
 class JobQueue:
-    """Jobs of one store. Writers only mutate; ``time_unit`` scales every delay (tests)."""
+    """Jobs of one store. Writers only mutate; ``time_unit`` scales every delay (tests).
+    Safe to use from any thread beside the store's own calls: each method takes its turn on
+    the catalog (``_in_turn``)."""
 
     def __init__(
         self,
@@ -107,17 +128,20 @@ class JobQueue:
         self.rand = rand
         self.retention = retention if retention is not None else Retention()
         self._pruned_at: float | None = None  # monotonic time of this queue's last prune
-        if not catalog.read_only:
-            with catalog.transaction() as con:
-                t.create_tables(con)
-        # A table of another layout failed every statement with DuckDB's binder error.
-        shape.require_sound(catalog.con, None if catalog.in_memory_db else catalog.path.parent)
+        with catalog.calls:
+            if not catalog.read_only:
+                with catalog.transaction() as con:
+                    t.create_tables(con)
+            # A table of another layout failed every statement with DuckDB's binder error.
+            shape.require_sound(catalog.con,
+                                None if catalog.in_memory_db else catalog.path.parent)
 
     def _exists(self) -> bool:
         return self.catalog.read_only is False or t.tables_exist(self.catalog.con)
 
     # -- writing ---------------------------------------------------------------------------
 
+    @_in_turn
     def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
         now = self.clock()
         attempts = [self.max_attempts if job.max_attempts is None else
@@ -129,6 +153,7 @@ class JobQueue:
         with self.catalog.transaction() as con:
             return t.insert_jobs(con, columns, [now, now, now])
 
+    @_in_turn
     def expire_leases(self) -> list[int]:
         """RUNNING jobs whose lease ran out (their worker died) wait for their retry as a
         failed attempt would, or go to the DLQ when that was their last attempt."""
@@ -137,6 +162,7 @@ class JobQueue:
             return [int(job_id) for job_id, owner, attempts, most in t.expired_runs(con, now)
                     if self._lose(con, now, (job_id, owner, attempts, most), t.LEASE_EXPIRED)]
 
+    @_in_turn
     def reclaim_orphans(self, gone: Callable[[str], bool]) -> list[int]:
         """RUNNING jobs whose worker ``gone(owner)`` says cannot be running are taken back now
         (their lease not waited out), their attempt counted as lost, as an expired lease's."""
@@ -160,6 +186,7 @@ class JobQueue:
         delay = retry_delay(max(attempts, 0), self.rand) * self.time_unit
         return t.FAILED, now + timedelta(seconds=delay)
 
+    @_in_turn
     def claim(self, owner: str) -> dict[str, Any] | None:
         """The next due job, now RUNNING under ``owner``'s lease; None when nothing is due."""
         now = self.clock()
@@ -176,6 +203,7 @@ class JobQueue:
         job["options"] = json.loads(job["options"])
         return job
 
+    @_in_turn
     def complete(self, job: dict[str, Any], owner: str, documents: Sequence[str]) -> None:
         now = self.clock()
         with self.catalog.transaction() as con:
@@ -188,6 +216,7 @@ class JobQueue:
                 "done (Retry DLQ ingests this one after all)", now, now, job["document_id"],
                 job["job_id"]])
 
+    @_in_turn
     def fail(self, job: dict[str, Any], owner: str, error: str, *, permanent: bool = False) -> str:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
         job has used its attempts or the failure is ``permanent`` (a retry would fail the
@@ -202,12 +231,14 @@ class JobQueue:
             ])
         return status
 
+    @_in_turn
     def retry_dlq(self) -> int:
         """DLQ jobs back to PENDING with a fresh set of attempts; returns how many."""
         now = self.clock()
         with self.catalog.transaction() as con:
             return t.retry_dlq(con, [now, now])
 
+    @_in_turn
     def drop(self, job_id: int) -> int:
         """Delete DLQ job ``job_id`` and its attempts for good (one transaction: a kill
         halfway leaves both); an upload's file goes too. Returns 1. JobNotFoundError for an
@@ -227,6 +258,7 @@ class JobQueue:
         self._discard_uploads(dropped)
         return len(dropped)
 
+    @_in_turn
     def drop_dlq(self) -> int:
         """Delete every DLQ job and its attempts for good, as ``drop`` does; returns how many."""
         with self.catalog.transaction() as con:
@@ -244,6 +276,7 @@ class JobQueue:
             if kind == t.UPLOAD:
                 discard_upload(self.catalog.path.parent, Path(source))
 
+    @_in_turn
     def purge_done(self) -> int:
         """Move DONE jobs to ``jobs_history``, then hold the history to the retention (in the
         same transaction); returns how many moved."""
@@ -253,6 +286,7 @@ class JobQueue:
             self._prune(con, now)
         return moved
 
+    @_in_turn
     def prune(self) -> Pruned:
         """Delete what the retention no longer keeps, in one transaction: a kill halfway
         leaves every row as it was."""
@@ -275,12 +309,14 @@ class JobQueue:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @_in_turn
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}
         if self._exists():
             found = t.status_counts(self.catalog.con)
         return {status: found.get(status, 0) for status in t.STATUSES}
 
+    @_in_turn
     def next_wake(self) -> datetime | None:
         """The earliest time a job falls due or a lease runs out; None when nothing waits."""
         if not self._exists():
@@ -288,6 +324,7 @@ class JobQueue:
         row = t.next_wake(self.catalog.con)
         return row[0] if row else None
 
+    @_in_turn
     def history_count(self) -> int:
         if not self._exists():
             return 0
@@ -302,6 +339,7 @@ class JobQueue:
         return self.page(status=status, limit=limit, offset=offset, statuses=statuses,
                          after=after).jobs
 
+    @_in_turn
     def page(self, *, status: str | None = None, limit: int = DEFAULT_LISTED, offset: int = 0,
              statuses: Sequence[str] | None = None, after: int | None = None) -> JobPage:
         """``jobs``, with the cursor of the next page: ``after`` a job id lists the jobs past
@@ -328,16 +366,19 @@ class JobQueue:
             job["options"] = json.loads(job["options"])
         return JobPage(jobs, int(jobs[-1]["job_id"]) if len(rows) > limit else None)
 
+    @_in_turn
     def attempts(self, job_id: int) -> list[dict[str, Any]]:
         if not self._exists():
             return []
         return t.attempts_of(self.catalog.con, job_id)
 
+    @_in_turn
     def upload_sources_in_use(self) -> set[str]:
         """The files of upload jobs not DONE yet (pending, running, failed or in the DLQ,
         where Retry DLQ reads them again)."""
         return t.upload_sources_in_use(self.catalog.con)
 
+    @_in_turn
     def waiting_uploads(self) -> list[str]:
         """The files of upload jobs the worker has yet to finish (not DONE, not in the DLQ)."""
         return t.waiting_uploads(self.catalog.con)

@@ -79,7 +79,10 @@ class Worker:
     """Processes a store's jobs. ``lock`` serializes store access with other threads (serve's
     requests); ``write_lock`` is held for a whole pass, ``lock`` all of it but while a job's
     passages are embedded: readers (serve's searches) go on meanwhile, writers wait for the
-    job. Without them, the workers of one store object share locks of their own."""
+    job. Without ``lock``, it is the store's own call lock (its catalog's ``calls``), which
+    every call of the store and of its job queue takes: a worker run in a thread of its own
+    takes turns with them, whichever thread makes them. The workers of one store object
+    share one ``write_lock`` unless given one."""
 
     def __init__(
         self, store: IngestTarget, queue: JobQueue, *, lock: threading.RLock | None = None,
@@ -87,9 +90,10 @@ class Worker:
     ) -> None:
         self.store = store
         self.queue = queue
-        # Two workers on one store in two threads shared its one DuckDB connection: the
-        # second failed on DuckDB's "connection is busy" in the middle of its pass.
-        self.lock = lock if lock is not None else _store_lock(store, _STORE_LOCKS)
+        # A lock of the worker's own left the store's calls and the queue's from the user's
+        # other threads free to use the one DuckDB connection in the middle of a pass:
+        # "connection is busy", a transaction aborted, a fetch that got another call's rows.
+        self.lock = lock if lock is not None else store.catalog.calls
         self.write_lock = (write_lock if write_lock is not None
                            else _store_lock(store, _STORE_WRITE_LOCKS))
         self.owner = owner or _owner_name(self)
@@ -256,7 +260,6 @@ class Worker:
 
 UPLOAD = t.UPLOAD
 
-_STORE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
 _STORE_WRITE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
 _STORE_LOCKS_GUARD = threading.Lock()
 

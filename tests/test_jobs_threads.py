@@ -1,0 +1,157 @@
+"""A Worker run in a library user's own thread, made without locks (``Worker(store, queue)``),
+beside that user's Store and JobQueue calls in another thread.
+
+Its default lock was one of its own: the store's calls and the queue's, made in the user's
+thread, ran on the store's one DuckDB connection in the middle of the worker's pass
+("connection is busy", an aborted transaction, a fetch that got another call's rows).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import enginelib
+from enginelib import Store
+from enginelib.jobs import DLQ, DONE, FAILED, JobQueue, NewJob, Worker
+from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs
+from tests.test_serve_sharing import HeldEmbedder
+
+ROUNDS = 12
+WAIT_S = 60.0  # the longest a step may take before the test calls it hung
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> list[Path]:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    made = []
+    for i in range(ROUNDS):
+        path = folder / f"file{i}.md"
+        path.write_text(f"# File {i}\n\n" + paragraphs(3 + i % 3, f"topic{i}"), encoding="utf-8")
+        made.append(path)
+    return made
+
+
+class WorkerThread:
+    """``worker.run_forever`` in a daemon thread, stopped (and joined) on exit."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=worker.run_forever, args=(self.stop, 0.005),
+                                       daemon=True)
+
+    def __enter__(self) -> WorkerThread:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        self.worker.wake.set()
+        self.thread.join(WAIT_S)
+        assert not self.thread.is_alive(), "the worker thread did not stop"
+
+
+def _wait_for(done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: still not done after {WAIT_S:.0f} s"
+        time.sleep(0.01)
+
+
+def test_a_worker_thread_takes_turns_with_the_store_and_queue_calls_of_another(
+    tmp_path: Path, sources: list[Path]
+) -> None:
+    failures: list[str] = []
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_documents([doc("base.md", "Brake pads squeal when worn.\n\n" + paragraphs(4))])
+        queue = store.jobs()
+        worker = Worker(store, queue)
+        with WorkerThread(worker):
+            for i, source in enumerate(sources):
+                steps: list[tuple[str, Callable[[], Any]]] = [
+                    ("enqueue", lambda s=source: queue.enqueue([NewJob(str(s), s.name, {})])),
+                    ("wake", worker.wake.set),
+                    ("search", lambda: _found(store, "brake pads squeal", "base.md")),
+                    ("ingest", lambda i=i: store.ingest_documents(
+                        [doc(f"note{i}.md", paragraphs(2 + i % 3, f"note{i}"))])),
+                    ("counts", queue.counts),
+                    ("list", store.list_documents),
+                    ("delete", lambda i=i: store.delete_document(f"note{i}.md")),
+                    ("page", lambda: queue.jobs(limit=5)),
+                ]
+                for name, step in steps:
+                    try:
+                        step()
+                    except Exception as exc:  # noqa: BLE001 - every collision is reported
+                        failures.append(f"round {i} {name}: {type(exc).__name__}: {exc}")
+            _wait_for(lambda: _settled(queue), "the queued jobs")
+            counts = queue.counts()
+        assert failures == []
+        assert (counts[DONE], counts[FAILED], counts[DLQ]) == (ROUNDS, 0, 0), counts
+        assert worker.last_error is None
+        documents = {row["document_id"] for row in store.list_documents()}
+        assert documents == {"base.md", *(s.name for s in sources)}
+
+
+def _found(store: Store, query: str, document_id: str) -> None:
+    response = store.search(query, answerability_threshold=None)
+    assert document_id in {hit.document_id for hit in response.hits}, response
+
+
+def _settled(queue: JobQueue) -> bool:
+    counts = queue.counts()
+    return counts[DONE] + counts[FAILED] + counts[DLQ] >= ROUNDS
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[tuple[Store, HeldEmbedder, Path]]:
+    path = tmp_path / "store"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("pads.md", "Brake pads squeal when worn.\n\n" + paragraphs(4))])
+    embedder = HeldEmbedder()
+    source = tmp_path / "rotors.md"
+    source.write_text("Rotors warp under heat.\n\n" + paragraphs(6, "rotors"), encoding="utf-8")
+    with enginelib.open(path, embedder=embedder, chunking=SMALL_CHUNKS) as store:
+        try:
+            yield store, embedder, source
+        finally:
+            embedder.release.set()
+
+
+def test_the_callers_thread_searches_and_reads_the_queue_while_a_default_worker_embeds(
+    held: tuple[Store, HeldEmbedder, Path],
+) -> None:
+    store, embedder, source = held
+    queue = store.jobs()
+    worker = Worker(store, queue)
+    # Its query vector is now in the store's query cache: the search below needs no model.
+    _found(store, "brake pads squeal", "pads.md")
+    with WorkerThread(worker):
+        embedder.armed = True
+        queue.enqueue([NewJob(str(source), "rotors.md", {})])
+        worker.wake.set()
+        assert embedder.entered.wait(WAIT_S), "the job never reached its embedding"
+        # the job holds the model: the search and the queue's reads go on meanwhile
+        outcome: dict[str, Any] = {}
+
+        def read() -> None:
+            outcome["hits"] = {h.document_id for h in store.search(
+                "brake pads squeal", answerability_threshold=None).hits}
+            outcome["running"] = queue.counts()["RUNNING"]
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(WAIT_S)
+        held_meanwhile = not embedder.release.is_set()
+        embedder.release.set()
+        assert not reader.is_alive(), "the search waited for the job's embedding"
+        assert held_meanwhile and outcome == {"hits": {"pads.md"}, "running": 1}
+        _wait_for(lambda: queue.counts()[DONE] == 1, "the job")
+    assert store.get_document("rotors.md")["title"]
