@@ -86,6 +86,10 @@ class Catalog:
         # is busy"), or hands it the first one's rows. The Store over this catalog holds it
         # for each public call, the job queue for each of its own, a worker for its pass.
         self.calls = threading.RLock()
+        # One writer of documents at a time, taken before ``calls``: a worker holds it for
+        # its whole pass, also while it lets go of ``calls`` to embed, so that the documents
+        # its job read stay as read; the Store's writers (store_guard.WRITERS) wait for it.
+        self.writes = threading.RLock()
         try:
             if not read_only:
                 self._ensure_schema()

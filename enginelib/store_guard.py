@@ -258,8 +258,21 @@ CHECKS: dict[str, Callable[..., None] | None] = {
 }
 
 
+# The methods that change the documents, the indexes or the model, or end the store: each
+# waits for the job a worker is running (which lets other calls in while it embeds) and
+# keeps the next one out till it returns. A delete that got in while a job embedded its
+# document's new text was undone by the job's write, the job marked "not ingested"; a close
+# left the job RUNNING for the next open to take back. A method that is not one never calls
+# one (it would take the two locks the other way round).
+WRITERS = frozenset({
+    "ingest_documents", "ingest_path", "delete_document", "update_document", "restore_snapshot",
+    "reindex", "repair", "rebuild_indexes", "close",
+})
+
+
 def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | None) -> Callable[..., Any]:
     operation = name.replace("_", " ")
+    writes = name in WRITERS
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -272,7 +285,8 @@ def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | No
         # concurrent call ("connection is busy") and the view and indexes are shared state,
         # so a web app's thread pool failed a quarter of its searches. Re-entrant: a method,
         # or a hook it runs, may call another.
-        with getattr(self, "_edge_lock", None) or nullcontext():
+        write_lock = getattr(self, "_write_lock", None) if writes else None
+        with write_lock or nullcontext(), getattr(self, "_edge_lock", None) or nullcontext():
             depth = getattr(self, "_edge_depth", 0)
             self._edge_depth = depth + 1
             try:

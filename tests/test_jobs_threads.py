@@ -24,6 +24,9 @@ from tests.test_serve_sharing import HeldEmbedder
 
 ROUNDS = 12
 WAIT_S = 60.0  # the longest a step may take before the test calls it hung
+# How long a call from the caller's thread is given to get in while a job embeds: one that
+# must wait for the job is let go after it, one that did not wait returned long before.
+HOLD_S = 1.0
 
 
 @pytest.fixture
@@ -155,3 +158,76 @@ def test_the_callers_thread_searches_and_reads_the_queue_while_a_default_worker_
         assert held_meanwhile and outcome == {"hits": {"pads.md"}, "running": 1}
         _wait_for(lambda: queue.counts()[DONE] == 1, "the job")
     assert store.get_document("rotors.md")["title"]
+
+
+def _while_the_job_embeds(
+    store: Store, embedder: HeldEmbedder, job: NewJob, call: Callable[[], Any], *,
+    closes: bool = False,
+) -> tuple[JobQueue, dict[str, Any]]:
+    """``call`` made in another thread while a worker made without locks embeds ``job``;
+    the embedding goes on once ``call`` returned or HOLD_S passed, whichever comes first.
+    Then the job is waited for, unless ``call`` ``closes`` the store."""
+    queue = store.jobs()
+    worker = Worker(store, queue)
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            out["error"] = exc
+
+    with WorkerThread(worker):
+        embedder.armed = True
+        queue.enqueue([job])
+        worker.wake.set()
+        assert embedder.entered.wait(WAIT_S), "the job never reached its embedding"
+        caller = threading.Thread(target=run, daemon=True)
+        caller.start()
+        caller.join(HOLD_S)  # long enough for the call to get in, had it not to wait
+        embedder.release.set()
+        caller.join(WAIT_S)
+        assert not caller.is_alive(), "the call never returned"
+        if not closes:
+            _wait_for(lambda: _settled_one(queue), "the job")
+    return queue, out
+
+
+
+def _settled_one(queue: JobQueue) -> bool:
+    counts = queue.counts()
+    return counts[DONE] + counts[FAILED] + counts[DLQ] >= 1
+
+
+def test_a_delete_from_the_callers_thread_waits_for_the_job_a_default_worker_embeds(
+    held: tuple[Store, HeldEmbedder, Path],
+) -> None:
+    """The delete got in while the job embedded the document's new text: the job's write
+    then put the document back, and the job went to the DLQ as "not ingested"."""
+    store, embedder, source = held
+    pads = source.with_name("pads.md")
+    pads.write_text("Brake pads, new text.\n\n" + paragraphs(7, "pads"), encoding="utf-8")
+    queue, out = _while_the_job_embeds(store, embedder, NewJob(str(pads), "pads.md", {}),
+                                       lambda: store.delete_document("pads.md"))
+    assert "error" not in out, out
+    [job] = queue.jobs()
+    # the job, then the delete: as if one had come after the other
+    assert (job["status"], job["last_error"]) == (DONE, None)
+    assert store.list_documents() == []
+    assert [(v["version"], v["change_summary"]) for v in store.history("pads.md")] == [
+        ("1.0.0", "content changed"), ("1.1.0", "deleted")]
+
+
+def test_closing_the_store_from_the_callers_thread_waits_for_the_job_a_default_worker_embeds(
+    held: tuple[Store, HeldEmbedder, Path],
+) -> None:
+    """Closed under the job's embedding, the job was left RUNNING, its document not ingested,
+    for the next open to take back as a lost attempt."""
+    store, embedder, source = held
+    _queue, out = _while_the_job_embeds(store, embedder, NewJob(str(source), "rotors.md", {}),
+                                        store.close, closes=True)
+    assert "error" not in out, out
+    with open_test_store(store.path) as again:
+        [job] = again.jobs().jobs()
+        assert (job["status"], job["attempts"]) == (DONE, 1)
+        assert {d["document_id"] for d in again.list_documents()} == {"pads.md", "rotors.md"}

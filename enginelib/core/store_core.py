@@ -115,6 +115,8 @@ class StoreCore:
         # The catalog's own, so that its job queue and a worker, which use the catalog from
         # other threads, take turns with the store's calls (jobs/queue.py).
         self._edge_lock = catalog.calls
+        # taken before it by the public methods that change documents (store_guard.WRITERS)
+        self._write_lock = catalog.writes
         # the gate's analyzed words of a chunk, by label; emptied when the indexes change
         self.hit_token_cache: dict[int, frozenset[str]] = {}
         self._presets: dict[str, dict[str, Any]] | None = None

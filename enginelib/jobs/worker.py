@@ -79,10 +79,10 @@ class Worker:
     """Processes a store's jobs. ``lock`` serializes store access with other threads (serve's
     requests); ``write_lock`` is held for a whole pass, ``lock`` all of it but while a job's
     passages are embedded: readers (serve's searches) go on meanwhile, writers wait for the
-    job. Without ``lock``, it is the store's own call lock (its catalog's ``calls``), which
-    every call of the store and of its job queue takes: a worker run in a thread of its own
-    takes turns with them, whichever thread makes them. The workers of one store object
-    share one ``write_lock`` unless given one."""
+    job. Without them, they are the store's own (its catalog's ``calls`` and ``writes``),
+    which its calls, its job queue's and its writers' take: a worker run in a thread of its
+    own takes turns with them, whichever thread makes them, and the workers of one store
+    take turns with each other."""
 
     def __init__(
         self, store: IngestTarget, queue: JobQueue, *, lock: threading.RLock | None = None,
@@ -94,8 +94,7 @@ class Worker:
         # other threads free to use the one DuckDB connection in the middle of a pass:
         # "connection is busy", a transaction aborted, a fetch that got another call's rows.
         self.lock = lock if lock is not None else store.catalog.calls
-        self.write_lock = (write_lock if write_lock is not None
-                           else _store_lock(store, _STORE_WRITE_LOCKS))
+        self.write_lock = write_lock if write_lock is not None else store.catalog.writes
         self.owner = owner or _owner_name(self)
         # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
         self.wake = threading.Event()
@@ -259,16 +258,6 @@ class Worker:
 
 
 UPLOAD = t.UPLOAD
-
-_STORE_WRITE_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
-_STORE_LOCKS_GUARD = threading.Lock()
-
-
-def _store_lock(
-    store: IngestTarget, locks: weakref.WeakKeyDictionary[Any, threading.RLock]
-) -> threading.RLock:
-    with _STORE_LOCKS_GUARD:
-        return locks.setdefault(store, threading.RLock())
 
 
 def _owner_name(worker: Worker) -> str:
