@@ -42,13 +42,15 @@ def sources(tmp_path: Path) -> list[Path]:
 
 
 class WorkerThread:
-    """``worker.run_forever`` in a daemon thread, stopped (and joined) on exit."""
+    """``worker.run_forever`` in a daemon thread, stopped (and joined) on exit; ``idle`` is
+    set each time a pass of it found nothing due."""
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=worker.run_forever, args=(self.stop, 0.005),
-                                       daemon=True)
+        self.idle = threading.Event()
+        self.thread = threading.Thread(target=worker.run_forever,
+                                       args=(self.stop, 0.005, self.idle.set), daemon=True)
 
     def __enter__(self) -> WorkerThread:
         self.thread.start()
@@ -231,3 +233,28 @@ def test_closing_the_store_from_the_callers_thread_waits_for_the_job_a_default_w
         [job] = again.jobs().jobs()
         assert (job["status"], job["attempts"]) == (DONE, 1)
         assert {d["document_id"] for d in again.list_documents()} == {"pads.md", "rotors.md"}
+
+
+def test_a_job_queued_in_the_worker_process_wakes_it_from_idle(
+    tmp_path: Path, sources: list[Path]
+) -> None:
+    """An idle worker looks at the catalog again only when a job can be due (a retry's time,
+    an inbox file, ``wake``): a job queued by the process's own thread, which nothing woke
+    it for, waited for good."""
+    missing = tmp_path / "later.md"
+    with open_test_store(tmp_path / "store") as store:
+        queue = store.jobs()
+        with WorkerThread(Worker(store, queue)) as running:
+            assert running.idle.wait(WAIT_S), "the worker never went idle"
+            store.enqueue_paths(sources[0])
+            _wait_for(lambda: queue.counts()[DONE] == 1, "the job queued by enqueue_paths")
+            running.idle.clear()
+            assert running.idle.wait(WAIT_S), "the worker never went idle again"
+            queue.enqueue([NewJob(str(missing), missing.name, {}, max_attempts=1)])
+            _wait_for(lambda: queue.counts()[DLQ] == 1, "the job queued by JobQueue.enqueue")
+            missing.write_text("Now it is here.\n\n" + paragraphs(2), encoding="utf-8")
+            running.idle.clear()
+            assert running.idle.wait(WAIT_S), "the worker never went idle again"
+            assert queue.retry_dlq() == 1
+            _wait_for(lambda: queue.counts()[DONE] == 2, "the job sent back by retry_dlq")
+        assert {d["document_id"] for d in store.list_documents()} == {sources[0].name, missing.name}

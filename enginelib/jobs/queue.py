@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import random
+import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -83,6 +85,28 @@ class JobPage:
     next_after: int | None
 
 
+# The wake events of this process's workers, by the catalog they work on: an idle worker
+# looks at the catalog again only when a job can be due by its clock (a retry, a lease) or
+# an inbox file waits, so a job queued through any queue of that catalog must say so.
+_WAKES: weakref.WeakKeyDictionary[Catalog, weakref.WeakSet[threading.Event]] = (
+    weakref.WeakKeyDictionary())
+_WAKES_GUARD = threading.Lock()
+
+
+def wake_on_new_jobs(catalog: Catalog, wake: threading.Event) -> None:
+    """Set ``wake`` whenever this process queues a job of ``catalog`` or sends one back from
+    the DLQ (through any ``JobQueue`` on it), for as long as ``wake`` lives."""
+    with _WAKES_GUARD:
+        _WAKES.setdefault(catalog, weakref.WeakSet()).add(wake)
+
+
+def _wake_workers(catalog: Catalog) -> None:
+    with _WAKES_GUARD:
+        wakes = list(_WAKES.get(catalog, ()))
+    for wake in wakes:
+        wake.set()
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -151,7 +175,10 @@ class JobQueue:
                    [job.document_id for job in jobs],
                    [json.dumps(job.options, default=str) for job in jobs], attempts)
         with self.catalog.transaction() as con:
-            return t.insert_jobs(con, columns, [now, now, now])
+            ids = t.insert_jobs(con, columns, [now, now, now])
+        if ids:
+            _wake_workers(self.catalog)
+        return ids
 
     @_in_turn
     def expire_leases(self) -> list[int]:
@@ -236,7 +263,10 @@ class JobQueue:
         """DLQ jobs back to PENDING with a fresh set of attempts; returns how many."""
         now = self.clock()
         with self.catalog.transaction() as con:
-            return t.retry_dlq(con, [now, now])
+            retried = t.retry_dlq(con, [now, now])
+        if retried:
+            _wake_workers(self.catalog)
+        return retried
 
     @_in_turn
     def drop(self, job_id: int) -> int:

@@ -32,7 +32,7 @@ from ..validation import CONTROL_CHARS, check_float, check_new_document_id, chec
 from . import inbox
 from . import table as t
 from .failures import classify
-from .queue import MAX_POLL_S, JobQueue, NewJob
+from .queue import MAX_POLL_S, JobQueue, NewJob, wake_on_new_jobs
 from .uploads import discard_upload
 
 if TYPE_CHECKING:
@@ -96,8 +96,10 @@ class Worker:
         self.lock = lock if lock is not None else store.catalog.calls
         self.write_lock = write_lock if write_lock is not None else store.catalog.writes
         self.owner = owner or _owner_name(self)
-        # Set by whoever enqueues in this process (serve's upload, Retry DLQ): look now.
+        # Set when this process queues a job of the store (through any of its queues) or
+        # sends one back from the DLQ, and by whoever wants the worker to look now.
         self.wake = threading.Event()
+        wake_on_new_jobs(queue.catalog, self.wake)
         self._idle_until = 0.0  # monotonic time before which no job can fall due
         # What stopped the last pass of run_forever (None once a pass succeeds): shown by
         # serve's /api/jobs, so a console tells why nothing moves.
@@ -193,8 +195,9 @@ class Worker:
         """Process jobs as they become due until ``stop`` is set.
 
         While idle it opens the catalog only when a job can be due (the earliest retry or
-        lease end, an inbox file, or ``wake``): reopening DuckDB costs tens of milliseconds,
-        which searches served by the same process would otherwise pay.
+        lease end, an inbox file, or ``wake``, which a job queued in this process sets):
+        reopening DuckDB costs tens of milliseconds, which searches served by the same
+        process would otherwise pay.
         """
         poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
         failures = 0
