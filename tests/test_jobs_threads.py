@@ -1,9 +1,10 @@
 """A Worker run in a library user's own thread, made without locks (``Worker(store, queue)``),
 beside that user's Store and JobQueue calls in another thread.
 
-Its default lock was one of its own: the store's calls and the queue's, made in the user's
+Its default locks were its own: the store's calls and the queue's, made in the user's
 thread, ran on the store's one DuckDB connection in the middle of the worker's pass
-("connection is busy", an aborted transaction, a fetch that got another call's rows).
+("connection is busy", an aborted transaction, a fetch that got another call's rows), and
+the store's writers got in while a job embedded. A job the user queued never woke it.
 """
 
 from __future__ import annotations
