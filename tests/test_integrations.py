@@ -303,3 +303,24 @@ def test_llama_index_refuses_filters_it_cannot_say(enginelib_store_factory, filt
         LlamaIndexRetriever(enginelib_store_factory(), filters=built)
     with pytest.raises(InvalidInputError, match="enginelib filter dict"):
         LlamaIndexRetriever(enginelib_store_factory(), filters=["tags"])
+
+
+def test_a_store_path_is_refused_with_how_to_open_it(tmp_path, enginelib_store_factory):
+    # LlamaIndex took a path and failed at the first retrieve ("'str' object has no
+    # attribute 'search'"); LangChain raised pydantic's ValidationError, no enginelib error
+    path = str(tmp_path / "mystore")
+    with pytest.raises(InvalidInputError, match=r"got str; open it first: enginelib\.open\("):
+        LlamaIndexRetriever(path)
+    with pytest.raises(InvalidInputError, match=r"got str; open it first: enginelib\.open\("):
+        LangChainRetriever(store=path)
+    with pytest.raises(InvalidInputError, match="store= takes an open enginelib Store"):
+        LangChainRetriever(store=None)
+    # swapped in after construction (model_copy skips __init__): refused when used
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."}])
+    swapped = LangChainRetriever(store=store).model_copy(update={"store": path})
+    with pytest.raises(InvalidInputError, match="store= takes an open enginelib Store"):
+        swapped.invoke("brake pads")
+    llama = LlamaIndexRetriever(store)
+    llama.store = path
+    with pytest.raises(InvalidInputError, match="store= takes an open enginelib Store"):
+        llama.retrieve("brake pads")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,10 +58,24 @@ def check_refusal(on_refusal: str) -> str:
     return on_refusal
 
 
+def check_store(store: Any, framework: str) -> Store:
+    """The store a retriever searches: an open ``Store``, checked at construction and per
+    call (pydantic's ``model_copy(update=...)`` and plain assignment skip the constructor)."""
+    if not isinstance(store, Store):
+        # a path was kept and failed at the first search, far from the mistake
+        hint = (f"; open it first: enginelib.open({os.fspath(store)!r})"
+                if isinstance(store, (str, os.PathLike)) else "")
+        raise InvalidInputError(
+            f"{framework} retriever: store= takes an open enginelib Store, such as "
+            f"enginelib.open('mystore'), got {type(store).__name__}{hint}")
+    return store
+
+
 def run_search(
-    store: Store, query: str, options: Mapping[str, Any], on_refusal: str, **extra: Any
+    store: Store, query: str, options: Mapping[str, Any], on_refusal: str, *, framework: str,
+    **extra: Any,
 ) -> SearchResponse:
-    response = store.search(query, **options, **extra)
+    response = check_store(store, framework).search(query, **options, **extra)
     if not response.ok and on_refusal == "raise":
         code = response.gate.reason_code if response.gate is not None else None
         raise NoRelevantSourcesError(query, response.reason, reason_code=code, response=response)

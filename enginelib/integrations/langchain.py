@@ -37,7 +37,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..errors import InvalidInputError
 from ..store import Store
-from ._common import check_refusal, citation_metadata, result_id, run_search, search_options
+from ._common import (
+    check_refusal,
+    check_store,
+    citation_metadata,
+    result_id,
+    run_search,
+    search_options,
+)
 
 FRAMEWORK = "LangChain"
 
@@ -55,6 +62,7 @@ class EnginelibRetriever(BaseRetriever):
         # Checked before pydantic sees them, so bad options raise enginelib's typed errors
         # (pydantic would wrap them in a ValidationError). Kept as given (k stays k), so
         # that retriever.search_kwargs["k"] = 2 works as on LangChain's own retrievers.
+        check_store(data.get("store"), FRAMEWORK)
         given = data.get("search_kwargs") or {}
         search_options(given, limit_alias="k", framework=FRAMEWORK)
         data["search_kwargs"] = dict(given)
@@ -69,7 +77,7 @@ class EnginelibRetriever(BaseRetriever):
             {**_renamed(self.search_kwargs), **_renamed(overrides)}, limit_alias="k",
             framework=FRAMEWORK,
         )
-        response = run_search(self.store, query, options, self.on_refusal)
+        response = run_search(self.store, query, options, self.on_refusal, framework=FRAMEWORK)
         return [
             Document(page_content=hit.content, metadata=citation_metadata(hit, response),
                      id=result_id(hit))

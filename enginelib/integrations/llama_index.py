@@ -41,7 +41,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..errors import InvalidInputError
 from ..store import Store
-from ._common import check_refusal, citation_metadata, result_id, run_search, search_options
+from ._common import (
+    check_refusal,
+    check_store,
+    citation_metadata,
+    result_id,
+    run_search,
+    search_options,
+)
 
 FRAMEWORK = "LlamaIndex"
 # What the LLM sees of a node besides its text: where it comes from and how far to trust
@@ -69,7 +76,7 @@ class EnginelibRetriever(BaseRetriever):
                 "{'tags': ['brakes'], 'truth_level': ['L1']} or simple MetadataFilters, not "
                 f"{type(options['filters']).__name__}"
             )
-        self.store = store
+        self.store = check_store(store, FRAMEWORK)
         self.options = search_options(options, limit_alias="similarity_top_k", framework=FRAMEWORK)
         self.on_refusal = check_refusal(on_refusal)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -78,7 +85,8 @@ class EnginelibRetriever(BaseRetriever):
         extra: dict[str, Any] = {}
         if query_bundle.embedding is not None:
             extra["query_vector"] = query_bundle.embedding
-        response = run_search(self.store, query_bundle.query_str, self.options, self.on_refusal, **extra)
+        response = run_search(self.store, query_bundle.query_str, self.options, self.on_refusal,
+                              framework=FRAMEWORK, **extra)
         nodes = []
         for hit in response.hits:
             metadata = citation_metadata(hit, response)
