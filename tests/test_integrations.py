@@ -14,7 +14,7 @@ from langchain_core.retrievers import BaseRetriever as LangChainBase
 from llama_index.core.retrievers import BaseRetriever as LlamaIndexBase
 from llama_index.core.schema import MetadataMode, QueryBundle
 
-from enginelib import InvalidInputError, InvalidVectorError
+from enginelib import InvalidInputError, InvalidQueryError, InvalidVectorError
 from enginelib.errors import NoRelevantSourcesError
 from enginelib.integrations.langchain import EnginelibRetriever as LangChainRetriever
 from enginelib.integrations.llama_index import EnginelibRetriever as LlamaIndexRetriever
@@ -324,3 +324,21 @@ def test_a_store_path_is_refused_with_how_to_open_it(tmp_path, enginelib_store_f
     llama.store = path
     with pytest.raises(InvalidInputError, match="store= takes an open enginelib Store"):
         llama.retrieve("brake pads")
+
+
+def test_a_query_must_be_one_string(enginelib_store_factory):
+    # invoke(["brake pads", "consent"]) (meant as batch) searched the list as one query and
+    # its rewrites, fused into one ranking: one list of documents back, no error
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."},
+                                             {"id": "b", "text": "Consent of the data subject."}])
+    chain = LangChainRetriever(store=store, search_kwargs=NO_GATE)
+    llama = LlamaIndexRetriever(store, **NO_GATE)
+    with pytest.raises(InvalidQueryError, match=r"one query string, got list: .*batch\(\["):
+        chain.invoke(["brake pads", "consent"])
+    with pytest.raises(InvalidQueryError, match="one query string, got tuple"):
+        asyncio.run(chain.ainvoke(("brake pads", "consent")))
+    with pytest.raises(InvalidQueryError, match="LlamaIndex retriever takes one query string, got list"):
+        llama.retrieve(QueryBundle(["brake pads", "consent"]))
+    with pytest.raises(InvalidQueryError, match="LangChain retriever takes one query string, got NoneType"):
+        chain.invoke(None)
+    assert [len(d) for d in chain.batch(["brake pads", "consent"])] == [2, 2]

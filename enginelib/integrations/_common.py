@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidInputError, NoRelevantSourcesError
+from ..errors import InvalidInputError, InvalidQueryError, NoRelevantSourcesError
 from ..search import Hit, SearchResponse
 from ..search.request import build_request
 from ..store import Store
@@ -21,6 +21,11 @@ ON_REFUSAL = ("empty", "raise")
 _NOT_FOR_RETRIEVERS = {
     "query_vector": "a retriever searches with the framework's query",
     "query_vectors": "a retriever searches one query at a time",
+}
+# How each framework asks about several queries, for a caller who passed a list as one.
+_SEVERAL = {
+    "LangChain": "search several with retriever.batch([...]), a list of documents each",
+    "LlamaIndex": "call retrieve() once per query",
 }
 
 
@@ -75,6 +80,12 @@ def run_search(
     store: Store, query: str, options: Mapping[str, Any], on_refusal: str, *, framework: str,
     **extra: Any,
 ) -> SearchResponse:
+    if not isinstance(query, str):
+        # Store.search reads a list as one question and its rewrites, fused into one ranking:
+        # a list meant as several queries came back as one list of results, without a word
+        raise InvalidQueryError(
+            f"the {framework} retriever takes one query string, got {type(query).__name__}: "
+            f"{_SEVERAL[framework]}")
     response = check_store(store, framework).search(query, **options, **extra)
     if not response.ok and on_refusal == "raise":
         code = response.gate.reason_code if response.gate is not None else None

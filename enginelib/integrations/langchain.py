@@ -10,8 +10,9 @@ Documents come in the engine's order, one per hit, ``page_content`` the chunk's 
 ``metadata`` its citation and scores (``enginelib.integrations.citation_metadata``).
 ``search_kwargs`` take every ``Store.search`` option (``k`` is LangChain's name for
 ``limit``); ``retriever.invoke(query, **overrides)`` (or ``ainvoke``, ``batch``, ``abatch``)
-changes them for one call. When the answerability gate refuses, the retriever returns
-``[]`` like any LangChain retriever with nothing relevant, or raises
+changes them for one call. The query is one string: ``batch`` searches several (a list given
+to ``invoke`` is refused, not fused into one ranking). When the answerability gate refuses,
+the retriever returns ``[]`` like any LangChain retriever with nothing relevant, or raises
 ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
 """
 
