@@ -342,3 +342,23 @@ def test_a_query_must_be_one_string(enginelib_store_factory):
     with pytest.raises(InvalidQueryError, match="LangChain retriever takes one query string, got NoneType"):
         chain.invoke(None)
     assert [len(d) for d in chain.batch(["brake pads", "consent"])] == [2, 2]
+
+
+def test_on_refusal_changed_after_construction_is_checked_when_used(regulatory):
+    # checked only by the constructors: retriever.on_refusal = "rasie" (or model_copy's
+    # update) read as "empty", and a caller counting on the exception got [] without a word
+    off_topic = "torque of the brake caliper bolts"
+    chain = LangChainRetriever(store=regulatory)
+    chain.on_refusal = "rasie"
+    with pytest.raises(InvalidInputError, match="on_refusal='rasie' is not one of empty, raise"):
+        chain.invoke(off_topic)
+    copied = LangChainRetriever(store=regulatory).model_copy(update={"on_refusal": "Raise"})
+    with pytest.raises(InvalidInputError, match="on_refusal='Raise' is not one of"):
+        copied.invoke(off_topic)
+    llama = LlamaIndexRetriever(regulatory)
+    llama.on_refusal = "rasie"
+    with pytest.raises(InvalidInputError, match="on_refusal='rasie' is not one of"):
+        llama.retrieve(off_topic)
+    llama.on_refusal = "raise"
+    with pytest.raises(NoRelevantSourcesError):
+        llama.retrieve(off_topic)

@@ -86,6 +86,9 @@ def run_search(
         raise InvalidQueryError(
             f"the {framework} retriever takes one query string, got {type(query).__name__}: "
             f"{_SEVERAL[framework]}")
+    # checked again here: assignment and model_copy(update=...) skip the constructor, and a
+    # typo there read as "empty" where the caller counted on the exception
+    check_refusal(on_refusal)
     response = check_store(store, framework).search(query, **options, **extra)
     if not response.ok and on_refusal == "raise":
         code = response.gate.reason_code if response.gate is not None else None
