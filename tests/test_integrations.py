@@ -362,3 +362,39 @@ def test_on_refusal_changed_after_construction_is_checked_when_used(regulatory):
     llama.on_refusal = "raise"
     with pytest.raises(NoRelevantSourcesError):
         llama.retrieve(off_topic)
+
+
+def test_llama_index_searches_by_a_bundles_custom_embedding_strs(regulatory):
+    # HyDE's QueryBundle(query_str=q, custom_embedding_strs=[hypothetical passage, q]) was
+    # searched by q's own vector: the transform changed nothing, without a word. LlamaIndex's
+    # retrievers embed those texts as queries and search by their mean.
+    from llama_index.core.indices.query.query_transform import HyDEQueryTransform
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import TransformRetriever
+
+    def ids(nodes):
+        return [n.node.node_id for n in nodes]
+
+    question = "right to erasure of personal data"
+    texts = ["Providers of high-risk AI systems shall carry out a conformity assessment.",
+             question]
+    retriever = LlamaIndexRetriever(regulatory, similarity_top_k=5, strategy="vector", **NO_GATE)
+    mean = regulatory.query_embeddings.embed(texts).mean(axis=0)
+    by_mean = ids(retriever.retrieve(QueryBundle(question, embedding=mean.tolist())))
+    assert by_mean != ids(retriever.retrieve(question))
+    assert ids(retriever.retrieve(QueryBundle(question, custom_embedding_strs=texts))) == by_mean
+    hybrid = LlamaIndexRetriever(regulatory, similarity_top_k=5, **NO_GATE)
+    assert ids(hybrid.retrieve(QueryBundle(question, custom_embedding_strs=texts))) == ids(
+        hybrid.retrieve(QueryBundle(question, embedding=mean.tolist())))
+    # an embedding given wins, as in LlamaIndex
+    given = QueryBundle(question, custom_embedding_strs=texts,
+                        embedding=regulatory.embedder.embed([question])[0].tolist())
+    assert ids(retriever.retrieve(given)) == ids(retriever.retrieve(question))
+    # through LlamaIndex's own HyDE transform (MockLLM answers the prompt back)
+    hyde = HyDEQueryTransform(llm=MockLLM(max_tokens=4), include_original=True)
+    bundle = hyde.run(question)
+    expected = regulatory.query_embeddings.embed(bundle.embedding_strs).mean(axis=0)
+    assert ids(TransformRetriever(retriever, hyde).retrieve(question)) == ids(
+        retriever.retrieve(QueryBundle(question, embedding=expected.tolist())))
+    with pytest.raises(InvalidQueryError, match="custom_embedding_strs must be a list of"):
+        retriever.retrieve(QueryBundle(question, custom_embedding_strs=[question, 7]))

@@ -12,7 +12,9 @@ metadata, and the engine's fused score. Options are those of ``Store.search``
 (``similarity_top_k`` is LlamaIndex's name for ``limit``); filters are enginelib filter
 dicts, or LlamaIndex ``MetadataFilters`` that say the same thing (AND of ==, in, any, all,
 and >, >=, <, <= on dates); other operators are refused with a clear error.
-A ``QueryBundle`` carrying an ``embedding`` is searched with that vector; ``aretrieve`` runs
+A ``QueryBundle`` carrying an ``embedding`` is searched with that vector, one carrying
+``custom_embedding_strs`` (HyDE's hypothetical passage) with the mean of their query vectors,
+as LlamaIndex's own retrievers do; the words searched are ``query_str``. ``aretrieve`` runs
 the search in a worker thread, leaving the event loop free. When the
 answerability gate refuses, ``retrieve`` returns ``[]`` (a query engine then answers
 "Empty Response"), or raises ``NoRelevantSourcesError`` with ``on_refusal="raise"``.
@@ -39,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'enginelib[llama-index]'"
     ) from exc
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidQueryError
 from ..store import Store
 from ._common import (
     check_refusal,
@@ -83,8 +85,9 @@ class EnginelibRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         extra: dict[str, Any] = {}
-        if query_bundle.embedding is not None:
-            extra["query_vector"] = query_bundle.embedding
+        vector = self._query_vector(query_bundle)
+        if vector is not None:
+            extra["query_vector"] = vector
         response = run_search(self.store, query_bundle.query_str, self.options, self.on_refusal,
                               framework=FRAMEWORK, **extra)
         nodes = []
@@ -97,6 +100,22 @@ class EnginelibRetriever(BaseRetriever):
             )
             nodes.append(NodeWithScore(node=node, score=hit.scores.fused))
         return nodes
+
+    def _query_vector(self, query_bundle: QueryBundle) -> Any:
+        """The bundle's embedding; else, where a query transform (HyDE) gave the texts to
+        embed instead of the query, the mean of their query vectors, as LlamaIndex's own
+        retrievers take it; else None (the engine embeds the query)."""
+        if query_bundle.embedding is not None:
+            return query_bundle.embedding
+        texts = query_bundle.custom_embedding_strs
+        if not texts or self.options.get("strategy") == "fulltext":  # no vector to search by
+            return None
+        if isinstance(texts, str) or not all(isinstance(t, str) and t.strip() for t in texts):
+            raise InvalidQueryError(
+                f"{FRAMEWORK} retriever: a QueryBundle's custom_embedding_strs must be a list of "
+                f"non-empty strings, got {texts!r:.120}")
+        store = check_store(self.store, FRAMEWORK)
+        return store.query_embeddings.embed(list(texts)).mean(axis=0)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # LlamaIndex's default calls _retrieve on the event loop, which then waited for the
