@@ -398,3 +398,28 @@ def test_llama_index_searches_by_a_bundles_custom_embedding_strs(regulatory):
         retriever.retrieve(QueryBundle(question, embedding=expected.tolist())))
     with pytest.raises(InvalidQueryError, match="custom_embedding_strs must be a list of"):
         retriever.retrieve(QueryBundle(question, custom_embedding_strs=[question, 7]))
+
+
+def test_an_empty_query_says_what_the_retriever_can_take(regulatory):
+    # the engine's advice, "give query_vector= with strategy='vector'", named an option both
+    # retrievers refuse; an image-only QueryBundle was told to "type some words" about
+    # nothing it had sent
+    chain = LangChainRetriever(store=regulatory, search_kwargs=NO_GATE)
+    for empty in ("", "  \n"):
+        with pytest.raises(InvalidQueryError, match="LangChain retriever was given an empty "
+                                                    "query: ask with some words") as caught:
+            chain.invoke(empty)
+        assert "query_vector" not in str(caught.value)
+    llama = LlamaIndexRetriever(regulatory, **NO_GATE)
+    with pytest.raises(InvalidQueryError, match="strategy='vector'") as caught:
+        llama.retrieve("")
+    assert "query_vector" not in str(caught.value)
+    vector = regulatory.embedder.embed(["personal data"])[0].tolist()
+    with pytest.raises(InvalidQueryError, match="embedding alone with strategy='vector'") as caught:
+        llama.retrieve(QueryBundle("", embedding=vector))
+    assert "query_vector" not in str(caught.value)
+    with pytest.raises(InvalidQueryError, match=r"searches text.*only an image \('photo\.png'\)"):
+        llama.retrieve(QueryBundle("", image_path="photo.png"))
+    by_vector = LlamaIndexRetriever(regulatory, strategy="vector", **NO_GATE)
+    assert by_vector.retrieve(QueryBundle("", embedding=vector))
+    assert by_vector.retrieve(QueryBundle("", image_path="photo.png", embedding=vector))

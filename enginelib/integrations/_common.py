@@ -27,6 +27,13 @@ _SEVERAL = {
     "LangChain": "search several with retriever.batch([...]), a list of documents each",
     "LlamaIndex": "call retrieve() once per query",
 }
+# What each retriever can search by instead of words: the engine's own advice for an empty
+# query names query_vector=, which both retrievers refuse.
+_NO_WORDS = {
+    "LangChain": "ask with some words",
+    "LlamaIndex": "ask with some words, or search by a QueryBundle's embedding alone with "
+                  "strategy='vector'",
+}
 
 
 def search_options(
@@ -86,6 +93,10 @@ def run_search(
         raise InvalidQueryError(
             f"the {framework} retriever takes one query string, got {type(query).__name__}: "
             f"{_SEVERAL[framework]}")
+    if not query.strip() and not (extra.get("query_vector") is not None
+                                  and options.get("strategy") == "vector"):
+        raise InvalidQueryError(
+            f"the {framework} retriever was given an empty query: {_NO_WORDS[framework]}")
     # checked again here: assignment and model_copy(update=...) skip the constructor, and a
     # typo there read as "empty" where the caller counted on the exception
     check_refusal(on_refusal)

@@ -84,6 +84,12 @@ class EnginelibRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        words, image = query_bundle.query_str, query_bundle.image_path
+        if image is not None and query_bundle.embedding is None and not str(words).strip():
+            # else refused as an empty query, about words the caller never meant to send
+            raise InvalidQueryError(
+                f"{FRAMEWORK} retriever: enginelib searches text, and this QueryBundle holds "
+                f"only an image ({image!r}): give it a query_str (a question or a caption)")
         extra: dict[str, Any] = {}
         vector = self._query_vector(query_bundle)
         if vector is not None:
