@@ -423,3 +423,37 @@ def test_an_empty_query_says_what_the_retriever_can_take(regulatory):
     by_vector = LlamaIndexRetriever(regulatory, strategy="vector", **NO_GATE)
     assert by_vector.retrieve(QueryBundle("", embedding=vector))
     assert by_vector.retrieve(QueryBundle("", image_path="photo.png", embedding=vector))
+
+
+def test_llama_index_scores_keep_the_engines_order(regulatory):
+    # a question naming an article ranks that article's chunks first (search/references.py),
+    # above chunks with a higher fused score, and a reranker or MMR reorder too; each node's
+    # score was still its fused score, so LlamaIndex's fusion retriever, which sorts each
+    # retriever's nodes by score, put the named article back below the others
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import QueryFusionRetriever
+
+    def ids(nodes):
+        return [n.node.node_id for n in nodes]
+
+    def reranker(query, passages):
+        return [float(len(p) % 17) for p in passages]
+
+    named = "GDPR Article 6 lawfulness of processing"
+    fused = [h.scores.fused for h in _expect(regulatory, named, limit=6).hits]
+    assert sorted(fused, reverse=True) != fused  # the engine's order is not the fused order
+    for question, options in ((named, {}), (QUESTIONS[1], {"reranker": reranker, **NO_GATE}),
+                              (QUESTIONS[0], {"mmr": True, **NO_GATE})):
+        retriever = LlamaIndexRetriever(regulatory, similarity_top_k=6, **options)
+        nodes = retriever.retrieve(question)
+        scores = [n.score for n in nodes]
+        assert len(nodes) == 6 and all(a > b for a, b in zip(scores, scores[1:], strict=False))
+        expected = _expect(regulatory, question, limit=6, **options).hits
+        assert [n.node.metadata["fused_score"] for n in nodes] == [h.scores.fused for h in expected]
+        fusion = QueryFusionRetriever([retriever], similarity_top_k=6, num_queries=1,
+                                      mode="reciprocal_rerank", use_async=False, llm=MockLLM())
+        assert ids(fusion.retrieve(question)) == ids(nodes) == [
+            f"{h.document_id}#{h.chunk_index}" for h in expected]
+    # where the engine's order is the fused order, the score is the fused score itself
+    plain = LlamaIndexRetriever(regulatory, similarity_top_k=6, **NO_GATE).retrieve(QUESTIONS[0])
+    assert [n.score for n in plain] == [n.node.metadata["fused_score"] for n in plain]

@@ -8,7 +8,9 @@
 
 Nodes come in the engine's order, one ``NodeWithScore`` per hit: a ``TextNode`` with the
 chunk's text, id ``<document id>#<chunk index>`` and the citation and scores in its
-metadata, and the engine's fused score. Options are those of ``Store.search``
+metadata, and a score that falls down the engine's order: the fused score, lowered just
+under the one before where a named provision, boosts, the reranker or MMR ranked the hit
+below a better-fused one (``metadata["fused_score"]`` keeps it as fused). Options are those of ``Store.search``
 (``similarity_top_k`` is LlamaIndex's name for ``limit``); filters are enginelib filter
 dicts, or LlamaIndex ``MetadataFilters`` that say the same thing (AND of ==, in, any, all,
 and >, >=, <, <= on dates); other operators are refused with a clear error.
@@ -23,6 +25,8 @@ answerability gate refuses, ``retrieve`` returns ``[]`` (a query engine then ans
 from __future__ import annotations
 
 import asyncio
+import math
+from collections.abc import Sequence
 from typing import Any
 
 try:
@@ -97,14 +101,15 @@ class EnginelibRetriever(BaseRetriever):
         response = run_search(self.store, query_bundle.query_str, self.options, self.on_refusal,
                               framework=FRAMEWORK, **extra)
         nodes = []
-        for hit in response.hits:
+        scores = ranked_scores([hit.scores.fused for hit in response.hits])
+        for hit, score in zip(response.hits, scores, strict=True):
             metadata = citation_metadata(hit, response)
             node = TextNode(
                 id_=result_id(hit), text=hit.content, metadata=metadata,
                 excluded_llm_metadata_keys=[k for k in metadata if k not in LLM_METADATA],
                 excluded_embed_metadata_keys=list(metadata),
             )
-            nodes.append(NodeWithScore(node=node, score=hit.scores.fused))
+            nodes.append(NodeWithScore(node=node, score=score))
         return nodes
 
     def _query_vector(self, query_bundle: QueryBundle) -> Any:
@@ -127,6 +132,19 @@ class EnginelibRetriever(BaseRetriever):
         # LlamaIndex's default calls _retrieve on the event loop, which then waited for the
         # whole search; a worker thread leaves it free (as LangChain's ainvoke does).
         return await asyncio.to_thread(self._retrieve, query_bundle)
+
+
+def ranked_scores(fused: Sequence[float]) -> list[float]:
+    """Node scores that fall strictly down the engine's order: each hit's fused score, or just
+    under the score before it where a later stage (a named provision, boosts, the reranker,
+    MMR) ranked the hit below a better-fused one. LlamaIndex's fusion retrievers and
+    LongContextReorder sort nodes by score, and the fused score alone undid that order."""
+    scores: list[float] = []
+    for score in fused:
+        if scores and score >= scores[-1]:
+            score = math.nextafter(scores[-1], -math.inf)
+        scores.append(score)
+    return scores
 
 
 # LlamaIndex operators that enginelib's filter dicts can say, per value shape.
