@@ -457,3 +457,15 @@ def test_llama_index_scores_keep_the_engines_order(regulatory):
     # where the engine's order is the fused order, the score is the fused score itself
     plain = LlamaIndexRetriever(regulatory, similarity_top_k=6, **NO_GATE).retrieve(QUESTIONS[0])
     assert [n.score for n in plain] == [n.node.metadata["fused_score"] for n in plain]
+
+
+def test_langchain_search_option_names_must_be_strings(enginelib_store_factory):
+    # search_kwargs={1: 2} (a config read from YAML, a variable for a key) was a bare
+    # TypeError, "keywords must be strings", from the ** call checking the options
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."}])
+    with pytest.raises(InvalidInputError, match=r"search option names are strings, got 1 \(int\)"):
+        LangChainRetriever(store=store, search_kwargs={"k": 2, 1: 2})
+    retriever = LangChainRetriever(store=store, search_kwargs=NO_GATE)
+    retriever.search_kwargs[None] = 2  # type: ignore[index]
+    with pytest.raises(InvalidInputError, match=r"got None \(NoneType\)"):
+        retriever.invoke("brake pads")

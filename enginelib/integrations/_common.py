@@ -46,6 +46,11 @@ def search_options(
             f"{{'{limit_alias}': 5, 'filters': {{'tags': ['brakes']}}}}, got "
             f"{type(options).__name__}")
     checked = dict(options)
+    for name in checked:
+        if not isinstance(name, str):  # the ** call below failed: "keywords must be strings"
+            raise InvalidInputError(
+                f"{framework} retriever: search option names are strings, got {name!r} "
+                f"({type(name).__name__})")
     if limit_alias in checked:
         if "limit" in checked:
             raise InvalidInputError(
