@@ -281,3 +281,9 @@ class NoRelevantSourcesError(EngineError):
         # weak to answer from) and the refused SearchResponse, for callers that switch on it
         self.reason_code = reason_code
         self.response = response
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's own rebuilds from the message alone, which __init__ cannot take: the
+        # error could not be copied or unpickled, and a refusal raised in a worker process
+        # broke the whole ProcessPoolExecutor instead of reaching the caller
+        return type(self), (self.query, self.reason), dict(self.__dict__)

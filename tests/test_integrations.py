@@ -469,3 +469,26 @@ def test_langchain_search_option_names_must_be_strings(enginelib_store_factory):
     retriever.search_kwargs[None] = 2  # type: ignore[index]
     with pytest.raises(InvalidInputError, match=r"got None \(NoneType\)"):
         retriever.invoke("brake pads")
+
+
+def test_a_raised_refusal_survives_pickling_and_copying(regulatory):
+    # rebuilt from its message alone, NoRelevantSourcesError could not be unpickled or
+    # copied ("__init__() missing 1 required positional argument: 'reason'"): a refusal
+    # raised in a worker of a ProcessPoolExecutor broke the pool (BrokenProcessPool) instead
+    # of reaching the caller
+    import copy
+    import pickle
+
+    off_topic = "torque of the brake caliper bolts"
+    for retrieve in (
+        lambda: LangChainRetriever(store=regulatory, on_refusal="raise").invoke(off_topic),
+        lambda: LlamaIndexRetriever(regulatory, on_refusal="raise").retrieve(off_topic),
+    ):
+        with pytest.raises(NoRelevantSourcesError) as caught:
+            retrieve()
+        raised = caught.value
+        for again in (pickle.loads(pickle.dumps(raised)), copy.copy(raised)):
+            assert type(again) is NoRelevantSourcesError and str(again) == str(raised)
+            assert (again.query, again.reason, again.reason_code) == (
+                raised.query, raised.reason, raised.reason_code)
+            assert again.response.status == raised.response.status == "NO_RELEVANT_SOURCES"
