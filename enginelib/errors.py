@@ -59,6 +59,21 @@ class EngineError(Exception):
     # for ingest), so a caller never has to guess: None when nothing applies.
     report: object | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's own rebuilds an error by calling its class with ``args`` (the message
+        # alone), which the subclasses with other parameters cannot take (JobStateError,
+        # MissingExtraError...): such an error raised in a worker process broke the whole
+        # ProcessPoolExecutor instead of reaching the caller. Rebuilt without __init__, from
+        # its message and attributes, every one copies and unpickles as it was.
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuilt(cls: type[EngineError], args: tuple[Any, ...], state: dict[str, Any]) -> EngineError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class StoreError(EngineError):
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
@@ -282,8 +297,3 @@ class NoRelevantSourcesError(EngineError):
         self.reason_code = reason_code
         self.response = response
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Exception's own rebuilds from the message alone, which __init__ cannot take: the
-        # error could not be copied or unpickled, and a refusal raised in a worker process
-        # broke the whole ProcessPoolExecutor instead of reaching the caller
-        return type(self), (self.query, self.reason), dict(self.__dict__)
