@@ -6,6 +6,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
@@ -182,19 +183,27 @@ def test_a_snapshot_stamped_in_local_time_still_lists_in_order(tmp_path: Path) -
         - timedelta(hours=1)
     data["created_at"] = an_hour_before.astimezone(tokyo).replace(tzinfo=None).isoformat()
     (old / SNAPSHOT_INFO_NAME).write_text(json.dumps(sf.seal(data)), encoding="utf-8")
+    with _process_zone("Asia/Tokyo"):
+        listed = list_snapshots(tmp_path / "store")
+    assert [s.name for s in listed] == ["old", "new"]
+    assert listed[0].created_at == data["created_at"]  # read as it was written
+
+
+@contextmanager
+def _process_zone(zone: str) -> Iterator[None]:
+    """The whole process in ``zone`` (``TZ``, which time's and DuckDB's local clocks read),
+    put back as it was after."""
     previous = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Tokyo"
+    os.environ["TZ"] = zone
     time.tzset()
     try:
-        listed = list_snapshots(tmp_path / "store")
+        yield
     finally:
         if previous is None:
             del os.environ["TZ"]
         else:
             os.environ["TZ"] = previous
         time.tzset()
-    assert [s.name for s in listed] == ["old", "new"]
-    assert listed[0].created_at == data["created_at"]  # read as it was written
 
 
 def _clocks_stopped_at(instant: datetime) -> tuple[type[date], type[datetime]]:
@@ -228,21 +237,12 @@ def test_an_auto_named_snapshot_is_named_for_the_utc_month(
     local_date, clock = _clocks_stopped_at(instant)
     monkeypatch.setattr(mf, "date", local_date, raising=False)  # what names read before
     monkeypatch.setattr(utc, "datetime", clock)
-    previous = os.environ.get("TZ")
-    os.environ["TZ"] = zone
-    time.tzset()
-    try:
+    with _process_zone(zone):
         with open_test_store(tmp_path / "store") as store:
             store.ingest_documents([doc("pads", "Brake pads wear under 3 mm.")])
             info = store.create_snapshot()
         made = CliRunner().invoke(main, ["snapshot", "create", "--store", str(tmp_path / "store"),
                                          "--json"])
-    finally:
-        if previous is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = previous
-        time.tzset()
     assert made.exit_code == 0, made.output
     assert info.name == f"{expected}.0"
     assert json.loads(made.output)["name"] == f"{expected}.1"
