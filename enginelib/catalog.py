@@ -25,6 +25,7 @@ from .errors import (
     StoreError,
     StoreLockedError,
 )
+from .fair_lock import FairRLock
 from .input_files import special_kind
 from .schema import (
     ACRONYMS_DDL,
@@ -89,7 +90,8 @@ class Catalog:
         # One writer of documents at a time, taken before ``calls``: a worker holds it for
         # its whole pass, also while it lets go of ``calls`` to embed, so that the documents
         # its job read stay as read; the Store's writers (store_guard.WRITERS) wait for it.
-        self.writes = threading.RLock()
+        # First come first served: a writer waiting for a job goes before the worker's next.
+        self.writes = FairRLock()
         try:
             if not read_only:
                 self._ensure_schema()

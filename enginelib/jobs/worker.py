@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import faults
 from ..embedders.sharing import readers_admitted, released
 from ..errors import IngestError, InvalidInputError, SourceTooLargeError
+from ..fair_lock import FairRLock
 from ..text import shell_word
 from ..validation import CONTROL_CHARS, check_float, check_new_document_id, check_text
 from . import inbox
@@ -86,7 +87,7 @@ class Worker:
 
     def __init__(
         self, store: IngestTarget, queue: JobQueue, *, lock: threading.RLock | None = None,
-        write_lock: threading.RLock | None = None, owner: str | None = None,
+        write_lock: FairRLock | None = None, owner: str | None = None,
     ) -> None:
         self.store = store
         self.queue = queue
@@ -109,7 +110,8 @@ class Worker:
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
-        # Always the write lock first, as serve's writers take them: never a cycle.
+        # Always the write lock first, as serve's writers take them: never a cycle. Asked
+        # for again right after a job, it goes to a writer that waits first (fair_lock.py).
         with self.write_lock, self.lock:
             yield
 

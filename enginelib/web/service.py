@@ -5,7 +5,8 @@ the worker (a thread) and the request handlers (a thread pool) share it. The wor
 it for one job at a time, but not while the model embeds the job's passages, most of a
 job's time: searches and every other read go on meanwhile (their query waits for one turn
 of the model, embedders/sharing.py). A request that changes documents (a delete) also
-takes ``write_lock``, which the worker holds for the whole job, so it waits for the job.
+takes ``write_lock``, which the worker holds for the whole job, so it waits for the job
+(that one only: the worker asks for the lock again behind it).
 
 The catalog file stays open while requests keep coming (reopening DuckDB costs 50-90 ms)
 and is released after ``RELEASE_AFTER_S`` without one, so that `enginelib jobs` or a
@@ -38,6 +39,7 @@ from ..errors import (
     SnapshotError,
     SourceTooLargeError,
 )
+from ..fair_lock import FairRLock
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
 from ..jobs import table as job_table
 from ..jobs.queue import DEFAULT_LISTED, MAX_POLL_S, Retention
@@ -103,7 +105,9 @@ class Service:
             "max_waiting_upload_bytes", max_waiting_upload_bytes, minimum=1, maximum=2**50)
         self.paths = Paths(store.path)  # what the API shows of the server's paths
         self.lock = threading.RLock()
-        self.write_lock = threading.RLock()  # always taken before ``lock``: no cycle
+        # Always taken before ``lock``: no cycle. Fair: a delete waits for the job in
+        # progress, not for the worker's queue to empty (fair_lock.py).
+        self.write_lock = FairRLock()
         self.max_upload_bytes = check_int("max_upload_bytes", max_upload_bytes, minimum=1,
                                           maximum=2**40)
         self.poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
