@@ -32,6 +32,9 @@
      |    +-- UnsafeBindError            `serve` on a public address without a token
      |    +-- UnknownEmbedderError       no built-in embedder by that name
      +-- QueueFullError                `serve` holds as many waiting uploads as it takes (HTTP 429)
+     +-- NestedWriteError              a store writer called inside another call on that store
+                                       (a search's hook): refused, it could deadlock (also
+                                       RuntimeError)
  +-- EmbeddingError                the embedding model could not be loaded or run
      +-- RewriterError                 the caller's query rewriter hook failed or returned garbage
      +-- TokenizerError                the offline tokenizer is missing (never silently replaced)
@@ -256,6 +259,13 @@ class QueueFullError(EngineError):
     """`serve` already holds as many uploads waiting for the worker (or their bytes) as it
     takes: a flood of uploads filled the disk, and with it the store. Sent again once the
     worker has caught up, the upload is taken (HTTP 429)."""
+
+
+class NestedWriteError(EngineError, RuntimeError):
+    """A writer of a store (store_guard.WRITERS) entered by a thread that holds the store's
+    call lock but not its write lock: inside another call on the store (a search's rewriter
+    or reranker hook), or under ``store.catalog.calls``. Every other taker goes write lock
+    first, so against a worker holding the write lock over a job, both waited for good."""
 
 
 class EmbeddingError(EngineError):

@@ -13,11 +13,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from .edge import guard
-from .errors import InvalidInputError, InvalidQueryError
+from .errors import InvalidInputError, InvalidQueryError, NestedWriteError
 from .validation import (
     MAX_KEEP,
     MAX_LIMIT,
@@ -263,11 +264,41 @@ CHECKS: dict[str, Callable[..., None] | None] = {
 # keeps the next one out till it returns. A delete that got in while a job embedded its
 # document's new text was undone by the job's write, the job marked "not ingested"; a close
 # left the job RUNNING for the next open to take back. A method that is not one never calls
-# one (it would take the two locks the other way round).
+# one (it would take the two locks the other way round): ``_require_lock_order`` refuses it.
 WRITERS = frozenset({
     "ingest_documents", "ingest_path", "delete_document", "update_document", "restore_snapshot",
     "reindex", "repair", "rebuild_indexes", "close",
 })
+
+
+# The outermost call on each store this thread is inside, to name it when a writer is refused
+# there. Per thread: while a worker's job embeds, a search on another thread is inside the
+# store too (``_edge_depth`` counts both).
+_CALLS: ContextVar[tuple[tuple[Any, str], ...]] = ContextVar("enginelib_store_calls", default=())
+
+
+def _require_lock_order(store: Any, name: str, write_lock: Any) -> None:
+    """Refuse writer ``name`` to a thread that holds ``store``'s call lock but not its write
+    lock. It would ask for the write lock holding the call lock, where every other taker
+    (a writer, a worker) goes write lock first: against a worker that holds the write lock
+    over a job and asks for the call lock once its embedding is done, each waited for the
+    other for good. Raised at once, whether a worker runs or not."""
+    calls = getattr(store, "_edge_lock", None)
+    # RLock's own test of its holder (Condition uses it): no other says "this thread".
+    if calls is None or not calls._is_owned() or write_lock.held_by_me():
+        return
+    outer = next((call for of, call in _CALLS.get() if of is store), None)
+    if outer is not None:
+        raise NestedWriteError(
+            f"{name}() was called inside {outer}() on the same store (from a hook it runs, "
+            "such as a rewriter or a reranker): a writer waits there for a worker's job while "
+            f"holding the lock that job waits for, a deadlock. Call {name}() after {outer}() "
+            "has returned (if none of your code ran inside it, report this enginelib bug)")
+    raise NestedWriteError(
+        f"{name}() was called while this thread holds the store's call lock "
+        "(store.catalog.calls, held by each JobQueue call too) and not its write lock "
+        "(store.catalog.writes): against a worker's job that is a deadlock. Call it once the "
+        "call lock is let go, or take the write lock first")
 
 
 def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | None) -> Callable[..., Any]:
@@ -284,15 +315,21 @@ def _wrap(name: str, method: Callable[..., Any], check: Callable[..., None] | No
         # One call at a time per store object: its DuckDB connection refuses a second
         # concurrent call ("connection is busy") and the view and indexes are shared state,
         # so a web app's thread pool failed a quarter of its searches. Re-entrant: a method,
-        # or a hook it runs, may call another.
+        # or a hook it runs, may call another (a writer only from a writer: see above).
         write_lock = getattr(self, "_write_lock", None) if writes else None
+        if write_lock is not None:
+            _require_lock_order(self, name, write_lock)
         with write_lock or nullcontext(), getattr(self, "_edge_lock", None) or nullcontext():
             depth = getattr(self, "_edge_depth", 0)
             self._edge_depth = depth + 1
+            outer = any(of is self for of, _call in _CALLS.get())
+            token = None if outer else _CALLS.set((*_CALLS.get(), (self, name)))
             try:
                 with guard(operation, getattr(self, "path", None)):
                     return method(self, *args, **kwargs)
             finally:
+                if token is not None:
+                    _CALLS.reset(token)
                 self._edge_depth = depth
                 if depth == 0 and self.read_only and name != "close":
                     # The outermost call of a reader lets go of the catalog (see module doc).
