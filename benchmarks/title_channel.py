@@ -1,0 +1,97 @@
+"""Would a third retrieval channel, the query against each document's title alone, put the
+right article in the top 3 more often?
+
+The fresh2 misses (benchmarks/RESULTS.md, stop 31) are mostly questions whose article's
+heading says the answer in other words ("Cooperation with the supervisory authority" for
+"do we have to cooperate with the data protection authority"), while the chunk's vector
+mixes that heading with a long body. This simulates the channel at document level before
+anything is built: the e5-small cosine between the question and each document's title is a
+third ranking, fused by RRF (k = 60, weight ``w``) with either the store's own vector and
+BM25 rankings (``rrf2 + title``) or with the engine's final hybrid ranking (``engine +
+title``, the engine counted twice). Only titles that name something (``... — Heading``)
+take part: a recital's title ("GDPR Recital 31") says nothing.
+
+    python -m benchmarks.title_channel        # every group, every split; prints a table
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import regulatory_eval as R
+
+WEIGHTS = (0.3, 0.5)
+SPLITS = ("train", "test", "fresh", "fresh2")
+GROUPS = (("EN", "regulatory_en", "en"), ("FR", "regulatory_fr", "fr"),
+          ("EN>FR", "regulatory_en_over_fr", "fr"), ("EU>EN", "regulatory_eu_over_en", "en"))
+Ranking = list[str]
+
+
+def rrf(rankings: Sequence[Ranking], weights: Sequence[float], k: int = 60) -> Ranking:
+    fused: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, doc in enumerate(ranking, start=1):
+            fused[doc] = fused.get(doc, 0.0) + weight / (k + rank)
+    return sorted(fused, key=lambda doc: -fused[doc])
+
+
+def doc_rankings(store: Any, texts: list[str], vectors: np.ndarray, **options: Any) -> list[Ranking]:
+    responses = store.search_batch(
+        texts, query_vectors=vectors, limit=100, answerability_threshold=R.GATHER_ONLY,
+        log=False, chunks_per_doc=1, cache=False, **options)
+    return [[hit.document_id for hit in response.hits] for response in responses]
+
+
+def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str, list[str]]]:
+    units = R.english_units() if corpus == "en" else R.french_units()
+    named = [unit for unit in units if unit.title and " — " in unit.title]
+    titles = embedder.embed([unit.title for unit in named])
+    questions = R.load_questions(question_set)
+    texts = [q["question"] for q in questions]
+    vectors = R.query_vectors(embedder, texts)
+    store = R.open_store(embedder, corpus)
+    try:
+        hybrid = doc_rankings(store, texts, vectors)
+        vector = doc_rankings(store, texts, vectors, strategy="vector")
+        bm25 = doc_rankings(store, texts, vectors, strategy="fulltext")
+    finally:
+        store.close()
+    by_title = [[named[j].id for j in np.argsort(-row)[:100]] for row in vectors @ titles.T]
+    variants: dict[str, Callable[[int], Ranking]] = {
+        "engine (default)": lambda i: hybrid[i],
+        "rrf2 (vector + BM25)": lambda i: rrf([vector[i], bm25[i]], [1, 1]),
+        "title alone": lambda i: by_title[i],
+    }
+    for w in WEIGHTS:
+        variants[f"rrf2 + title x{w}"] = (
+            lambda i, w=w: rrf([vector[i], bm25[i], by_title[i]], [1, 1, w]))
+        variants[f"engine + title x{w}"] = (
+            lambda i, w=w: rrf([hybrid[i], by_title[i]], [2, w]))
+    rows = []
+    for name, ranking in variants.items():
+        cells = []
+        for split in SPLITS:
+            picked = [i for i, q in enumerate(questions) if q["split"] == split]
+            hits = [any(doc in questions[i]["expected"] for doc in ranking(i)[:3]) for i in picked]
+            cells.append(f"{100 * np.mean(hits):.1f} %" if hits else "")
+        rows.append((name, cells))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
+    embedder = R.harness_embedder(R.DEFAULT_EMBEDDER)
+    print("| group | ranking | " + " | ".join(SPLITS) + " |")
+    print("| --- | --- |" + " ---: |" * len(SPLITS))
+    for group, question_set, corpus in GROUPS:
+        for name, cells in group_rows(embedder, question_set, corpus):
+            print(f"| {group} | {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
