@@ -9,18 +9,23 @@ anything is built: the e5-small cosine between the question and each document's 
 third ranking, fused by RRF (k = 60, weight ``w``) with either the store's own vector and
 BM25 rankings (``rrf2 + title``) or with the engine's final hybrid ranking (``engine +
 title``, the engine counted twice). Only titles that name something (``... — Heading``)
-take part: a recital's title ("GDPR Recital 31") says nothing.
+take part: a recital's title ("GDPR Recital 31") says nothing. Beside it, the same channel
+by BM25 (the question's content words against the title and heading fields).
 
-    python -m benchmarks.title_channel        # every group, every split; prints a table
+    python -m benchmarks.title_channel                   # every group, every split; a table
+    python -m benchmarks.title_channel --articles-only   # the article counts, not a recital
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from enginelib.search.quotes import content_terms
 
 from . import regulatory_eval as R
 
@@ -46,6 +51,23 @@ def doc_rankings(store: Any, texts: list[str], vectors: np.ndarray, **options: A
     return [[hit.document_id for hit in response.hits] for response in responses]
 
 
+ARTICLES_ONLY = False
+
+
+def expected(question: dict[str, Any]) -> list[str]:
+    """The units that count as the answer; with ARTICLES_ONLY, the articles (and annexes)
+    among them, where a question names one."""
+    units = list(question["expected"])
+    articles = [unit for unit in units if "-rct-" not in unit]
+    return articles if ARTICLES_ONLY and articles else units
+
+
+def title_query(question: str) -> str:
+    """The question's content words, each searched in the title and heading fields only."""
+    words = content_terms([w.lower() for w in re.findall(r"\w+", question)])
+    return " OR ".join(f"{field}:{word}" for word in words for field in ("title", "headings"))
+
+
 def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str, list[str]]]:
     units = R.english_units() if corpus == "en" else R.french_units()
     named = [unit for unit in units if unit.title and " — " in unit.title]
@@ -58,6 +80,13 @@ def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str,
         hybrid = doc_rankings(store, texts, vectors)
         vector = doc_rankings(store, texts, vectors, strategy="vector")
         bm25 = doc_rankings(store, texts, vectors, strategy="fulltext")
+        title_queries = [title_query(text) for text in texts]
+        by_title_bm25 = [
+            [hit.document_id for hit in response.hits] if query else []
+            for query, response in zip(title_queries, store.search_batch(
+                [q or "x" for q in title_queries], limit=100, strategy="fulltext",
+                answerability_threshold=R.GATHER_ONLY, log=False, chunks_per_doc=1,
+                cache=False), strict=True)]
     finally:
         store.close()
     by_title = [[named[j].id for j in np.argsort(-row)[:100]] for row in vectors @ titles.T]
@@ -66,7 +95,12 @@ def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str,
         "rrf2 (vector + BM25)": lambda i: rrf([vector[i], bm25[i]], [1, 1]),
         "title alone": lambda i: by_title[i],
     }
+    variants["title BM25 alone"] = lambda i: by_title_bm25[i]
     for w in WEIGHTS:
+        variants[f"engine + title BM25 x{w}"] = (
+            lambda i, w=w: rrf([hybrid[i], by_title_bm25[i]], [2, w]))
+        variants[f"rrf2 + title BM25 x{w}"] = (
+            lambda i, w=w: rrf([vector[i], bm25[i], by_title_bm25[i]], [1, 1, w]))
         variants[f"rrf2 + title x{w}"] = (
             lambda i, w=w: rrf([vector[i], bm25[i], by_title[i]], [1, 1, w]))
         variants[f"engine + title x{w}"] = (
@@ -76,14 +110,18 @@ def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str,
         cells = []
         for split in SPLITS:
             picked = [i for i, q in enumerate(questions) if q["split"] == split]
-            hits = [any(doc in questions[i]["expected"] for doc in ranking(i)[:3]) for i in picked]
+            hits = [any(doc in expected(questions[i]) for doc in ranking(i)[:3]) for i in picked]
             cells.append(f"{100 * np.mean(hits):.1f} %" if hits else "")
         rows.append((name, cells))
     return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--articles-only", action="store_true",
+                        help="count only the expected articles where a question names one")
+    global ARTICLES_ONLY
+    ARTICLES_ONLY = parser.parse_args(argv).articles_only
     embedder = R.harness_embedder(R.DEFAULT_EMBEDDER)
     print("| group | ranking | " + " | ".join(SPLITS) + " |")
     print("| --- | --- |" + " ---: |" * len(SPLITS))
