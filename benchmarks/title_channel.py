@@ -10,7 +10,8 @@ third ranking, fused by RRF (k = 60, weight ``w``) with either the store's own v
 BM25 rankings (``rrf2 + title``) or with the engine's final hybrid ranking (``engine +
 title``, the engine counted twice). Only titles that name something (``... — Heading``)
 take part: a recital's title ("GDPR Recital 31") says nothing. Beside it, the same channel
-by BM25 (the question's content words against the title and heading fields).
+by BM25 (the question's content words against the title and heading fields), and the title
+folded into every chunk's vector instead (unit vector of chunk + w * title, no new channel).
 
     python -m benchmarks.title_channel                   # every group, every split; a table
     python -m benchmarks.title_channel --articles-only   # the article counts, not a recital
@@ -68,6 +69,27 @@ def title_query(question: str) -> str:
     return " OR ".join(f"{field}:{word}" for word in words for field in ("title", "headings"))
 
 
+def mixed_rankings(
+    queries: np.ndarray, chunk_docs: list[str], chunk_vectors: np.ndarray,
+    title_of: dict[str, np.ndarray],
+) -> dict[float, list[Ranking]]:
+    """Per weight ``w``, the documents by their best chunk whose vector is the unit vector
+    of (chunk + w * title): the title folded into each chunk's vector instead of a channel."""
+    docs = np.array(chunk_docs)
+    zero = np.zeros(chunk_vectors.shape[1], dtype=np.float32)
+    title_rows = np.array([title_of.get(doc, zero) for doc in chunk_docs], dtype=np.float32)
+    out = {}
+    for w in WEIGHTS:
+        mixed = chunk_vectors + w * title_rows
+        mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+        rankings = []
+        for scores in queries @ mixed.T:
+            ranked = docs[np.argsort(-scores)]
+            rankings.append(list(dict.fromkeys(ranked.tolist()))[:100])
+        out[w] = rankings
+    return out
+
+
 def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str, list[str]]]:
     units = R.english_units() if corpus == "en" else R.french_units()
     named = [unit for unit in units if unit.title and " — " in unit.title]
@@ -87,9 +109,14 @@ def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str,
                 [q or "x" for q in title_queries], limit=100, strategy="fulltext",
                 answerability_threshold=R.GATHER_ONLY, log=False, chunks_per_doc=1,
                 cache=False), strict=True)]
+        rows = store.catalog.con.execute("SELECT document_id, embedding FROM chunks").fetchall()
     finally:
         store.close()
     by_title = [[named[j].id for j in np.argsort(-row)[:100]] for row in vectors @ titles.T]
+    chunk_docs = [doc for doc, _ in rows]
+    chunk_vectors = np.array([vector for _, vector in rows], dtype=np.float32)
+    title_of = dict(zip((unit.id for unit in named), titles, strict=True))
+    mixed = mixed_rankings(vectors, chunk_docs, chunk_vectors, title_of)
     variants: dict[str, Callable[[int], Ranking]] = {
         "engine (default)": lambda i: hybrid[i],
         "rrf2 (vector + BM25)": lambda i: rrf([vector[i], bm25[i]], [1, 1]),
@@ -105,6 +132,8 @@ def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str,
             lambda i, w=w: rrf([vector[i], bm25[i], by_title[i]], [1, 1, w]))
         variants[f"engine + title x{w}"] = (
             lambda i, w=w: rrf([hybrid[i], by_title[i]], [2, w]))
+        variants[f"rrf2, chunk vectors + title x{w}"] = (
+            lambda i, w=w: rrf([mixed[w][i], bm25[i]], [1, 1]))
     rows = []
     for name, ranking in variants.items():
         cells = []
