@@ -645,6 +645,37 @@ def test_connection_failure_is_an_export_error(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.parametrize("make_dsn", [
+    # A raw '@' in a URI password: libpq takes its tail for the host and names it.
+    lambda sock: "postgresql://postgres:Hunter2@Tail99@127.0.0.1:1/postgres",
+    # A '%' that is not an escape: libpq quotes the whole password back.
+    lambda sock: f"postgresql://postgres:Hunter2%zzTail99@/postgres?host={sock}",
+    # A key=value password with a space: libpq quotes its second word.
+    lambda sock: f"host={sock} user=postgres password=Hunter2 Tail99 dbname=postgres",
+])
+def test_a_connection_error_never_shows_the_password(tmp_path: Path, pg_dsn: str, make_dsn: Any) -> None:
+    from enginelib.export import verify_postgres
+
+    dsn = make_dsn(pg_dsn.split("host=", 1)[1])
+    store = _three_doc_store(tmp_path / "store")
+    for run in (lambda: export_postgres(store, dsn, connect_timeout=2),
+                lambda: verify_postgres(store, dsn, ["brake pads"])):
+        with pytest.raises(ExportError) as caught:
+            run()
+        shown = str(caught.value)
+        assert "Hunter2" not in shown and "Tail99" not in shown and "***" in shown, shown
+        assert caught.value.__cause__ is None  # the driver's error, which quotes it, is not chained
+    store.close()
+
+
+def test_a_uri_password_that_needs_percent_encoding_is_pointed_out(tmp_path: Path, pg_dsn: str) -> None:
+    store = _three_doc_store(tmp_path / "store")
+    with pytest.raises(ExportError, match="percent-encode the password") as caught:
+        export_postgres(store, "postgresql://postgres:pa@ss@127.0.0.1:1/postgres", connect_timeout=2)
+    assert "'@' as %40" in str(caught.value)
+    store.close()
+
+
 # -- CLI -----------------------------------------------------------------------------------
 
 

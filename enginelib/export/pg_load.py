@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ..errors import ExportError
 from ._psycopg import psycopg, sql
@@ -61,7 +63,12 @@ def export_postgres(
                                 changes[step.name] = max(cur.rowcount, 0)
                     doing = "committing"
     except psycopg.Error as exc:
-        raise ExportError(f"Postgres export failed while {doing}: {_server_message(exc)}") from exc
+        message = _server_message(exc, dsn)
+        if doing == "connecting":
+            message += _uri_password_hint(dsn)
+        error = ExportError(f"Postgres export failed while {doing}: {message}")
+        # The driver's own message may quote the password: then it is not chained either.
+        raise error from (None if message != _server_message(exc) else exc)
     return _report(opts, meta, started, changes)
 
 
@@ -156,7 +163,65 @@ _PRIVILEGE_HINT = (
 )
 
 
-def _server_message(exc: psycopg.Error) -> str:
+# libpq quotes the pieces of a connection string it cannot read: a URI password holding a
+# raw '@' shows its tail as the host ("failed to resolve host 'Tail@db.example.com'"), a
+# bad percent-escape the whole password ('invalid percent-encoded token: "..."'), a
+# key=value password with a space its second word ('missing "=" after "..."').
+_KV_PASSWORD = re.compile(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|.*?)(?=\s+[A-Za-z_]+\s*=|$)", re.S)
+_URI_PASSWORD = re.compile(r"[?&]password=([^&#]*)")
+_SECRET_PIECES = re.compile(r"[\s@/?#:&'\\\[\]]+")
+# Pieces shorter than this are left: they give nothing away and would garble the message.
+_MIN_SECRET_PIECE = 3
+
+
+def _uri_userinfo(dsn: str) -> str | None:
+    scheme, sep, rest = dsn.partition("://")
+    if not sep or scheme.lower() not in ("postgres", "postgresql"):
+        return None
+    # The last '@': a raw '@' inside the password is the usual slip.
+    return rest.rpartition("@")[0]
+
+
+def dsn_secrets(dsn: str) -> list[str]:
+    """What of ``dsn`` may be its password, whole and in the pieces a libpq message quotes,
+    longest first."""
+    found: list[str] = []
+    userinfo = _uri_userinfo(dsn)
+    if userinfo is not None:
+        if ":" in userinfo:
+            found.append(userinfo.split(":", 1)[1])
+        found += [m.group(1) for m in _URI_PASSWORD.finditer(dsn)]
+    else:
+        found += [m.group(1).strip("'") for m in _KV_PASSWORD.finditer(dsn)]
+    pieces: set[str] = set()
+    for secret in found:
+        for form in (secret, unquote(secret)):
+            pieces.add(form)
+            pieces.update(_SECRET_PIECES.split(form))
+    return sorted((p for p in pieces if len(p) >= _MIN_SECRET_PIECE), key=len, reverse=True)
+
+
+def _redact(message: str, dsn: str | None) -> str:
+    for secret in dsn_secrets(dsn) if dsn else []:
+        message = message.replace(secret, "***")
+    return message
+
+
+def _uri_password_hint(dsn: str) -> str:
+    userinfo = _uri_userinfo(dsn)
+    password = userinfo.split(":", 1)[1] if userinfo and ":" in userinfo else ""
+    if re.search(r"[@/?#\[\] ]|%(?![0-9A-Fa-f]{2})", password):
+        return ("; what to do: percent-encode the password in a postgresql:// URI ('@' as %40, "
+                "'/' as %2F, '?' as %3F, '#' as %23, '%' as %25, a space as %20)")
+    return ""
+
+
+def _server_message(exc: psycopg.Error, dsn: str | None = None) -> str:
+    """The server's (or libpq's) message, with any piece of the password in ``dsn`` masked."""
+    return _redact(_message(exc), dsn)
+
+
+def _message(exc: psycopg.Error) -> str:
     diag = exc.diag
     if diag.message_primary:
         parts = [diag.message_primary]

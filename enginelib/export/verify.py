@@ -107,7 +107,9 @@ def verify_postgres(
                 if mismatch:
                     report.filter_mismatches.append(mismatch)
     except psycopg.Error as exc:
-        raise ExportError(f"parity check against Postgres failed: {_server_message(exc)}") from exc
+        message = _server_message(exc, dsn)
+        error = ExportError(f"parity check against Postgres failed: {message}")
+        raise error from (None if message != _server_message(exc) else exc)
     return report
 
 
