@@ -272,6 +272,48 @@ def test_api_roles_cannot_create_objects_in_the_export_schema(tmp_path: Path, su
         conn.execute("CREATE TABLE enginelib.v2_documents (document_id text)")
 
 
+@pytest.mark.parametrize("schema", ["api", "extensions"])
+def test_exporting_into_a_schema_the_project_already_uses_keeps_its_roles_reach(
+        tmp_path: Path, supabase_dsn: str, schema: str) -> None:
+    # The export revoked every privilege on its target schema from anon: exported into a
+    # schema that was already there (the project's own "api", or "extensions" beside
+    # pgvector), anon could no longer read the project's tables in it or name the vector
+    # type its own functions take.
+    with connect(supabase_dsn) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS api")
+        conn.execute("CREATE TABLE api.things (x int)")
+        conn.execute("INSERT INTO api.things VALUES (1)")
+        conn.execute("GRANT USAGE ON SCHEMA api TO anon, authenticated")
+        conn.execute("GRANT SELECT ON api.things TO anon, authenticated")
+    store = tenant_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn, schema=schema)
+    export_postgres(store, supabase_dsn, schema=schema)  # a no-op re-export changes nothing
+    store.close()
+    with as_role(supabase_dsn, "anon", claims={"role": "anon"}) as conn:
+        assert conn.execute("SELECT x FROM api.things").fetchall() == [(1,)]
+        assert conn.execute("SELECT count(*) FROM public.hybrid_search("
+                            "'x', array_fill(0.1::real, ARRAY[64])::extensions.vector(64), 3)").fetchone() == (1,)
+    with connect(supabase_dsn) as conn:
+        # The export's own objects stay closed to anon, and no API role may create beside them.
+        for table in TABLES:
+            assert conn.execute("SELECT has_table_privilege('anon', %s, 'SELECT')",
+                                [f"{schema}.{table}"]).fetchone() == (False,), table
+        assert conn.execute(
+            "SELECT has_function_privilege('anon', %s, 'EXECUTE'), has_schema_privilege('anon', %s, 'CREATE'), "
+            "has_schema_privilege('authenticated', %s, 'CREATE')",
+            [HYBRID.replace("enginelib.", f"{schema}."), schema, schema]).fetchone() == (False, False, False)
+        # The project's USAGE grant on its schema stays.
+        assert conn.execute("SELECT has_schema_privilege('anon', %s, 'USAGE')", [schema]).fetchone() == (True,)
+    # A schema the export creates is its own: anon gets nothing on it, not even USAGE.
+    store = open_test_store(tmp_path / "store")
+    export_postgres(store, supabase_dsn)
+    store.close()
+    with connect(supabase_dsn) as conn:
+        assert conn.execute("SELECT has_schema_privilege('anon', 'enginelib', 'USAGE'), "
+                            "obj_description('enginelib'::regnamespace, 'pg_namespace')").fetchone() == (
+            False, "created by enginelib export: its privileges are managed by the export")
+
+
 def test_objects_planted_in_the_extension_schema_never_run_as_the_exporter(
         tmp_path: Path, supabase_dsn: str) -> None:
     # Whoever may CREATE in the extension schema (here an API role) plants overloads of

@@ -264,9 +264,24 @@ END $ext$"""
     ]
 
 
+# The comment a schema gets when the export creates it: only such a schema is the export's
+# to take privileges away on (pg_security.grant_statements); one that was there before holds
+# the project's own objects, which its roles may still need to reach.
+SCHEMA_COMMENT = "created by enginelib export: its privileges are managed by the export"
+
+
 def table_statements(names: Names, dim: int) -> list[SqlText]:
     return [
-        sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(names.schema_ident),
+        sql.SQL(
+            """DO $schema$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = {name}) THEN
+    CREATE SCHEMA {schema};
+    COMMENT ON SCHEMA {schema} IS {comment};
+  END IF;
+END $schema$"""
+        ).format(name=sql.Literal(names.schema), schema=names.schema_ident,
+                 comment=sql.Literal(SCHEMA_COMMENT)),
         _create_table(names.table("exports"), EXPORT_COLUMNS, [
             "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
             "exported_at timestamptz NOT NULL DEFAULT now()",

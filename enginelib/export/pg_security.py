@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ._psycopg import sql
 from .options import ExportOptions
-from .pg_schema import Names, SqlText
+from .pg_schema import SCHEMA_COMMENT, Names, SqlText
 
 API_READERS = ("anon", "authenticated")
 SERVICE_ROLE = "service_role"
@@ -144,9 +144,17 @@ def grant_statements(names: Names, options: ExportOptions, functions: dict[str, 
                 sequence, sql.Literal(role)),
         ]
         if role in denied and options.schema != "public":
-            # Default privileges can grant schemas too; public's USAGE is the project's.
-            grants.append(sql.SQL("REVOKE ALL ON SCHEMA {} FROM {};").format(
-                names.schema_ident, sql.Identifier(role)))
+            # Default privileges can grant schemas too; public's USAGE is the project's, and
+            # so is that of any schema the export did not create (its own objects, auth.jwt()
+            # or pgvector's type in extensions, stay reachable): there only CREATE goes.
+            grants.append(sql.SQL(
+                "IF pg_catalog.obj_description({schema}::regnamespace, 'pg_namespace') "
+                "IS NOT DISTINCT FROM {comment} THEN\n"
+                "      REVOKE ALL ON SCHEMA {ident} FROM {role};\n"
+                "    ELSE\n      REVOKE CREATE ON SCHEMA {ident} FROM {role};\n    END IF;"
+            ).format(schema=sql.Literal(names.schema_ident.as_string()),
+                     comment=sql.Literal(SCHEMA_COMMENT), ident=names.schema_ident,
+                     role=sql.Identifier(role)))
         elif role in API_READERS and options.schema != "public":
             # Such defaults hand out CREATE too: a reader could add its own tables and
             # functions beside ours, or the tables a later export with another prefix
