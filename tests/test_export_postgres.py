@@ -624,6 +624,36 @@ def test_refuses_foreign_tables_and_other_dimensions(tmp_path: Path, pg_dsn: str
     other.close()
 
 
+@pytest.mark.parametrize("table", ["sources", "exports", "chunks", "term_stats"])
+def test_refuses_a_projects_own_table_of_one_of_our_names_beside_no_documents(
+        tmp_path: Path, pg_dsn: str, table: str) -> None:
+    # Only a foreign documents table was refused: a project's own public.sources or
+    # public.exports got our columns added (ALTER TABLE ... ADD COLUMN) and failed later on
+    # 'column "name" of relation "enginelib_stage_sources" does not exist', or (exports with
+    # our columns' names missing) passed for ours.
+    with connect(pg_dsn) as conn:
+        conn.execute(sql.SQL("CREATE TABLE public.{} (id serial PRIMARY KEY, name text)").format(
+            sql.Identifier(table)))
+        conn.execute(sql.SQL("INSERT INTO public.{} (name) VALUES ('mine')").format(sql.Identifier(table)))
+    store = _three_doc_store(tmp_path / "store")
+    with pytest.raises(ExportError, match=f'table "public"."{table}" exists but was not created by enginelib'):
+        export_postgres(store, pg_dsn, schema="public")
+    with connect(pg_dsn) as conn:
+        assert conn.execute(sql.SQL("SELECT * FROM public.{}").format(sql.Identifier(table))).fetchall() == [
+            (1, "mine")]
+    export_postgres(store, pg_dsn, schema="public", table_prefix="eng_")
+    export_postgres(store, pg_dsn, schema="public", table_prefix="eng_")  # and again, over our own
+    assert server_chunk_ids(pg_dsn, "eng_chunks", "public") == store_chunk_ids(store)
+    store.close()
+
+
+def test_the_guard_knows_every_table_the_grants_know() -> None:
+    from enginelib.export.pg_schema import TABLES
+    from enginelib.export.pg_security import ALL_TABLES
+
+    assert sorted(TABLES) == sorted(ALL_TABLES)
+
+
 def test_a_role_without_create_rights_is_told_what_it_needs(tmp_path: Path, pg_dsn: str) -> None:
     import re
 

@@ -209,20 +209,36 @@ def _create_table(target: sql.Identifier, columns: tuple[Column, ...], extra: li
     )
 
 
+# Every table of an export (pg_security.ALL_TABLES lists the same, in its grant order).
+TABLES: tuple[str, ...] = ("documents", "chunks", "document_versions", "sources", "exports",
+                           "text_stats", "term_stats", "code_stats")
+
+
 def guard_statements(names: Names, dim: int) -> list[SqlText]:
     """Refuse to touch tables we did not create, a chunks table of another dimension, or a
     pgvector installed in another schema than the one our SQL names.
 
     Without the first check a re-export would delete the rows of an unrelated table that
-    happens to be called ``documents``.
+    happens to be called ``documents``; and a project's own ``sources`` or ``exports``
+    (common names) beside no ``documents`` got our columns added, RLS and the export's
+    grants, or failed on a staging table the user never heard of. Any table of ours that
+    exists without our ``exports`` table (its columns, not just its name) is refused.
     """
+    # Ours: an ``exports`` table with the columns we give it (a project may have its own).
+    ours = sql.SQL(
+        "(SELECT count(*) FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass({exports}) "
+        "AND attname IN ('store_path', 'embedding_model', 'embedding_dim') AND NOT attisdropped) = 3"
+    ).format(exports=names.regclass("exports"))
+    foreign = sql.SQL(
+        "\n".join(["""  IF to_regclass({}) IS NOT NULL AND NOT {ours} THEN
+    RAISE EXCEPTION 'table % exists but was not created by enginelib', {}
+      USING HINT = 'export into another schema (--schema) or with a --table-prefix';
+  END IF;"""] * len(TABLES))
+    )
     return [sql.SQL(
         """DO $guard$
 BEGIN
-  IF to_regclass({documents}) IS NOT NULL AND to_regclass({exports}) IS NULL THEN
-    RAISE EXCEPTION 'table % exists but was not created by enginelib', {documents}
-      USING HINT = 'export into another schema (--schema) or with a --table-prefix';
-  END IF;
+{foreign}
   IF to_regclass({chunks}) IS NOT NULL AND (
       SELECT atttypmod FROM pg_catalog.pg_attribute
       WHERE attrelid = to_regclass({chunks}) AND attname = 'embedding') <> {dim} THEN
@@ -240,7 +256,7 @@ BEGIN
   END IF;
 END $guard$"""
     ).format(
-        documents=names.regclass("documents"), exports=names.regclass("exports"),
+        foreign=foreign.format(*[names.regclass(t) for t in TABLES for _ in range(2)], ours=ours),
         chunks=names.regclass("chunks"), dim=sql.Literal(dim), ext=sql.Literal(names.ext),
         vector_type=sql.Literal(f"vector({dim})"),
     )]
