@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from enginelib import Store
-from enginelib.errors import InvalidFilterError
+from enginelib.errors import ExportError, InvalidFilterError
 from enginelib.export import export_postgres
 from enginelib.export.verify import AS_TYPED, engine_allowed, filter_matrix, verify_postgres
 from enginelib.search.filters import compile_filters
@@ -385,3 +385,22 @@ def test_filter_values_of_the_wrong_type_are_refused_naming_the_key(tmp_path: Pa
                 with pytest.raises(psycopg.errors.InvalidParameterValue,
                                    match=rf"filter(\(s\))? {key} (expects|have the wrong shape)"):
                     conn.execute(call, [vector, json.dumps(bad)])
+
+
+def test_verify_gives_up_on_a_server_that_never_answers(tmp_path: Path) -> None:
+    # export_postgres waited connect_timeout seconds; verify_postgres (and `export verify`)
+    # had no timeout, and libpq waits for ever on a server that accepts and never answers.
+    import inspect
+    import socket
+
+    store = open_test_store(tmp_path / "store")
+    store.ingest_documents([doc("a", "brake pads wear out")])
+    with socket.socket() as silent:  # accepts connections (the kernel does), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(5)
+        dsn = f"postgresql://u:p@127.0.0.1:{silent.getsockname()[1]}/db"
+        with pytest.raises(ExportError, match="timeout expired"):
+            verify_postgres(store, dsn, ["brake pads"], connect_timeout=1)
+    default = inspect.signature(verify_postgres).parameters["connect_timeout"].default
+    assert default == inspect.signature(export_postgres).parameters["connect_timeout"].default
+    store.close()

@@ -67,21 +67,22 @@ class ParityReport:
 def verify_postgres(
     store: Store, dsn: str, queries: Sequence[str], *, options: ExportOptions | None = None,
     k: int = 10, filters: Sequence[Mapping[str, Any]] | None = None, exact: bool = True,
-    query_vectors: np.ndarray | None = None,
+    query_vectors: np.ndarray | None = None, connect_timeout: int = 10,
 ) -> ParityReport:
     """Compare the export at ``dsn`` with ``store`` on ``queries`` and a filter matrix.
 
     ``filters``: the matrix (default: one built from the store's own values, see
     filter_matrix). ``exact``: exact vector search on both sides (the default, so the
     overlap measures the SQL rather than HNSW recall). ``query_vectors``: the queries'
-    embeddings when they are already known (a benchmark's cache).
+    embeddings when they are already known (a benchmark's cache). ``connect_timeout``:
+    seconds to wait for the server to answer, as export_postgres (libpq waits for ever).
     """
     opts = options or ExportOptions()
     report = ParityReport(queries=len(queries), k=k)
     vectors = query_vectors if query_vectors is not None else store.query_embeddings.embed(list(queries))
     matrix = list(filters) if filters is not None else filter_matrix(store)
     try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout) as conn:
             _require_export(conn, opts)
             names = Names.of(opts, _extension_schema(conn) or opts.extension_schema)
             if exact:
