@@ -727,6 +727,57 @@ def test_walk_is_sorted_recursive_and_skips_hidden(tmp_path: Path) -> None:
     ]
 
 
+def _nested(root: Path, depth: int) -> Path:
+    """``root/d/d/.../d`` (``depth`` levels), made a level at a time from the one above."""
+    folder = root
+    for _ in range(depth):
+        folder = folder / "d"
+        folder.mkdir()
+    return folder
+
+
+def _remove_nested(root: Path) -> None:
+    # shutil.rmtree (and pytest's cleanup of old tmp folders) recurses per level too
+    chain = [root]
+    while (chain[-1] / "d").is_dir():
+        chain.append(chain[-1] / "d")
+    for folder in reversed(chain[1:]):
+        for entry in folder.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        folder.rmdir()
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path) -> None:
+    # The walker recursed a generator per folder: a tree about a thousand folders deep raised
+    # RecursionError out of the ingest (and out of `ingest --queue`'s walk), and no file of
+    # the folder was ingested
+    from enginelib.loaders.walk import selected
+
+    corpus = tmp_path / "corpus"
+    write(corpus / "a.md", "# A\n\nbrake pads first")
+    write(_nested(corpus, sys.getrecursionlimit() + 100) / "deep.md", "deep brake")
+    write(corpus / "z.md", "# Z\n\nrotor last")
+    try:
+        documents, skipped = split(iter_load(corpus))
+        assert [d.id.rsplit("/", 1)[-1] for d in documents] == ["a.md", "deep.md", "z.md"]
+        assert documents[1].text == "deep brake" and skipped == []
+        queued = [found[1].rsplit("/", 1)[-1] for found in selected(corpus, (), ())
+                  if not isinstance(found, SkippedInput)]
+        assert queued == ["a.md", "deep.md", "z.md"]
+        store = enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(64))
+        try:
+            report = store.ingest_path(corpus)
+            assert report.added == ("a.md", "z.md")
+            (refused,) = report.skipped  # its id, the path under the folder, is too long
+            assert "deep.md" in refused.reason and "the maximum is 1,024" in refused.reason
+            assert [hit.document_id for hit in store.search("rotor last", limit=1)] == ["z.md"]
+        finally:
+            store.close()
+    finally:
+        _remove_nested(corpus)
+
+
 def test_include_and_exclude_globs(tmp_path: Path) -> None:
     make_tree(tmp_path)
 

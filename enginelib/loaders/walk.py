@@ -53,35 +53,49 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str] |
     """(file, path relative to root) under ``root``, depth first, entries sorted by name.
 
     Hidden entries (".git", ".DS_Store") are skipped; a folder matching an exclude glob is
-    not entered; symlinked folders are followed once (a link loop ends there).
+    not entered; symlinked folders are followed once (a link loop ends there). The walk keeps
+    its own stack of open folders: a generator recursing per level raised RecursionError
+    (and lost the whole ingest) under a tree about a thousand folders deep.
     """
     seen: set[tuple[int, int]] = set()
+    # One entry per folder being read: its remaining entries, and its path under root.
+    open_folders: list[tuple[Iterator[os.DirEntry[str]], str]] = []
 
-    def visit(folder: Path, prefix: str) -> Iterator[tuple[Path, str] | SkippedInput]:
+    def enter(folder: Path, prefix: str) -> SkippedInput | None:
         try:
             info = folder.stat()
             if (info.st_dev, info.st_ino) in seen:
-                return
+                return None
             seen.add((info.st_dev, info.st_ino))
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
-            yield SkippedInput(str(folder), f"{folder}: cannot list folder: {exc.strerror or exc}")
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            relative = prefix + entry.name
-            try:
-                is_folder = entry.is_dir()
-            except OSError:
-                is_folder = False
-            if not is_folder:
-                yield Path(entry.path), relative
-            elif not matches(relative, exclude):
-                yield from visit(Path(entry.path), relative + "/")
+            return SkippedInput(str(folder), f"{folder}: cannot list folder: {exc.strerror or exc}")
+        open_folders.append((iter(entries), prefix))
+        return None
 
-    yield from visit(root, "")
+    refused = enter(root, "")
+    if refused is not None:
+        yield refused
+    while open_folders:
+        entries, prefix = open_folders[-1]
+        entry = next(entries, None)
+        if entry is None:  # this folder is done: back to the one that holds it
+            open_folders.pop()
+            continue
+        if entry.name.startswith("."):
+            continue
+        relative = prefix + entry.name
+        try:
+            is_folder = entry.is_dir()
+        except OSError:
+            is_folder = False
+        if not is_folder:
+            yield Path(entry.path), relative
+        elif not matches(relative, exclude):
+            refused = enter(Path(entry.path), relative + "/")
+            if refused is not None:
+                yield refused
 
 
 def selected(root: Path, include: Sequence[str], exclude: Sequence[str]
