@@ -326,6 +326,28 @@ def test_html_is_read_in_the_charset_it_declares(tmp_path: Path) -> None:
             load_file(other)
 
 
+def test_an_html_page_declaring_utf16_in_ascii_is_read_as_utf8(tmp_path: Path) -> None:
+    # The declaration, found by an ASCII prescan, cannot be true of the file (UTF-16 puts a
+    # zero byte in every ASCII character): browsers read such a page as UTF-8. One of an even
+    # number of bytes was stored as CJK garbage, searchable by nothing; one of an odd number
+    # was refused as "not valid UTF-16", with advice to convert it from Windows-1252.
+    even = write(tmp_path / "even.html", '<meta charset="utf-16"><p>Brake pads wears</p>')
+    assert len(even.read_bytes()) % 2 == 0 and only(even).text == "Brake pads wears"
+    for label in ("utf-16", "UTF-16LE", "utf-16be", "unicode", "ucs-2", "utf-32"):
+        page = write(tmp_path / f"{label}.html",
+                     f'<meta charset="{label}"><title>Café</title><p>Crème brûlée: 5€</p>')
+        (doc,) = load_file(page)
+        assert (doc.title, doc.text) == ("Café", "Crème brûlée: 5€")
+    # a page that is UTF-16 says so with its byte-order mark, which wins over any meta
+    marked = write(tmp_path / "marked.html",
+                   '<meta charset="utf-16"><p>Crème brûlée</p>'.encode("utf-16"))
+    assert only(marked).text == "Crème brûlée"
+    # a declaration that can be true still holds the file to it
+    latin = write(tmp_path / "latin.html", '<meta charset="utf-16"><p>caf\xe9</p>'.encode("cp1252"))
+    with pytest.raises(LoaderError, match="not valid UTF-8"):
+        load_file(latin)
+
+
 def test_a_50_mb_text_file_loads_under_the_default_limit(tmp_path: Path) -> None:
     line = "The caliper bracket bolts are torqued to 120 Nm; check the pads for wear.\n"
     path = tmp_path / "big.txt"

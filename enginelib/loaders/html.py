@@ -128,6 +128,14 @@ _PRESCAN_BYTES = 4096
 # Latin-1 or ASCII are read as Windows-1252, its superset.
 _WINDOWS_1252 = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "cp819", "ibm819",
                  "us-ascii", "ascii", "windows-1252", "cp1252", "x-cp1252"}
+# UTF-16's labels (the WHATWG list; Python knows only some of them). A declaration the
+# ASCII prescan can read is not in UTF-16 (nor UTF-32, whose code units hold three zero
+# bytes an ASCII character), so it cannot be true of the file: browsers read such a page as
+# UTF-8, and so do we. Taken at its word, a UTF-8 page saying "utf-16" was refused, with
+# advice to convert it from Windows-1252 that would have garbled it.
+_UTF16_LABELS = {"csunicode", "iso-10646-ucs-2", "ucs-2", "unicode", "unicodefeff",
+                 "unicodefffe", "utf-16", "utf-16le", "utf-16be"}
+_WIDE_CODECS = ("utf-16", "utf-32")
 
 
 def declared_charset(data: bytes, path: str | Path) -> str | None:
@@ -141,6 +149,8 @@ def declared_charset(data: bytes, path: str | Path) -> str | None:
     label = found.group(1).decode("ascii").strip().lower()
     if label in _WINDOWS_1252:
         return "cp1252"
+    if label in _UTF16_LABELS:
+        return None
     try:
         info = codecs.lookup(label)
         # base64, zlib, rot13...: codecs Python has, but not of text (bytes.decode raised a
@@ -151,7 +161,7 @@ def declared_charset(data: bytes, path: str | Path) -> str | None:
     except LookupError:
         raise fail(path, f"declares charset {label!r}, which is not one Python can decode: "
                          "save it as UTF-8") from None
-    return None if name == "utf-8" else name
+    return None if name == "utf-8" or name.startswith(_WIDE_CODECS) else name
 
 
 # The parser builds every element in memory, 0.6-1 KB each: 64 MB of bare "<a>" tags (22
