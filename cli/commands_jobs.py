@@ -78,7 +78,8 @@ def enqueue_paths(
         store = open_store(store_path, create=True, vector_dim=vector_dim, embedder=embedder)
     except StoreLockedError:
         jobs = [replace(job, max_attempts=max_attempts)
-                for job in jobs_for_paths(paths, options, include=include, exclude=exclude)]
+                for job in jobs_for_paths(paths, options, include=include, exclude=exclude,
+                                          skip_folders=(store_path,))]
         inbox.drop(store_path, jobs)
         return {"queued": len(jobs), "job_ids": [], "via": "inbox"}
     with store:

@@ -82,7 +82,7 @@ def prune_missing(store: StoreCore, folders: Sequence[Path], *,
     stale = stale_documents(source_paths(store._catalog), folders, keep=keep)
     store._catalog.release()
     for folder in folders:
-        _refuse_unless_listable(folder, stale.get(folder, []))
+        _refuse_unless_listable(folder, stale.get(folder, []), store.path)
     ids = sorted({i for found in stale.values() for i in found})
     delete_documents(store, ids, change_summary=PRUNED)
     return tuple(ids)
@@ -134,13 +134,13 @@ def _gone(path: str) -> bool:
     return False
 
 
-def _refuse_unless_listable(folder: Path, stale: list[str]) -> None:
+def _refuse_unless_listable(folder: Path, stale: list[str], store_path: Path) -> None:
     if not folder.is_dir():
         raise PruneRefusedError(
             f"{folder}: no longer a folder, so nothing was pruned (the ingest before it is "
             "committed); give folders that exist to --prune", path=folder,
             reason="not a folder")
-    if stale and not _holds_a_file(folder):
+    if stale and not _holds_a_file(folder, store_path):
         shown = ", ".join(repr(i) for i in stale[:SHOWN_IDS])
         more = f" and {len(stale) - SHOWN_IDS} more" if len(stale) > SHOWN_IDS else ""
         raise PruneRefusedError(
@@ -151,9 +151,9 @@ def _refuse_unless_listable(folder: Path, stale: list[str]) -> None:
             "documents by id (`enginelib delete ID...`)", path=folder, reason="empty folder")
 
 
-def _holds_a_file(folder: Path) -> bool:
-    """Whether walking ``folder`` finds one file (hidden ones aside, as the ingest walks);
-    a folder that cannot be listed holds none we can see."""
+def _holds_a_file(folder: Path, store_path: Path) -> bool:
+    """Whether walking ``folder`` finds one file (hidden ones and the store's own folder
+    aside, as the ingest walks); a folder that cannot be listed holds none we can see."""
     from .loaders.walk import walk
 
-    return any(not isinstance(found, SkippedInput) for found in walk(folder))
+    return any(not isinstance(found, SkippedInput) for found in walk(folder, skip=(store_path,)))

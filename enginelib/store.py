@@ -86,8 +86,12 @@ class Store(StoreCore):
         from .loaders import DEFAULT_MAX_BYTES, iter_load
 
         self.require_writable()
+        # A store kept inside the folder it ingests (`enginelib ingest .` beside the default
+        # ./enginelib-store) is not walked: its catalog and index files came out as skipped
+        # inputs, and a file uploaded to `serve` waiting in uploads/ as a second document.
         items = iter_load(
-            paths, include=include, exclude=exclude, max_bytes=max_bytes or DEFAULT_MAX_BYTES
+            paths, include=include, exclude=exclude, max_bytes=max_bytes or DEFAULT_MAX_BYTES,
+            skip_folders=(self.path,),
         )
         from .ingest_run import run_ingest
 
@@ -178,7 +182,8 @@ class Store(StoreCore):
         self.require_writable()
         # `or` made 0 (and False) mean the default 5, where -1 was refused
         queue = self.jobs(max_attempts=DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts)
-        ids = queue.enqueue(jobs_for_paths(paths, options, include=include, exclude=exclude))
+        ids = queue.enqueue(jobs_for_paths(paths, options, include=include, exclude=exclude,
+                                           skip_folders=(self.path,)))
         self._catalog.release()
         return ids
 

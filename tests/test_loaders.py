@@ -1041,6 +1041,36 @@ def test_ingest_path_end_to_end(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_store_inside_the_folder_it_ingests_is_not_walked(tmp_path: Path) -> None:
+    # `enginelib ingest .` beside the default ./enginelib-store walked the store's own folder:
+    # its catalog and index files came out as skipped inputs, a file uploaded to `serve`
+    # still waiting in uploads/ became a second document, and a --prune of a folder left
+    # with only the store in it read as a folder holding files
+    from enginelib.errors import PruneRefusedError
+    from enginelib.jobs import jobs_for_paths
+
+    docs = tmp_path / "docs"
+    write(docs / "a.md", "# A\n\nbrake pads alpha")
+    store = enginelib.open(docs / "enginelib-store", embedder=enginelib.HashingEmbedder(64))
+    try:
+        write(docs / "enginelib-store" / "uploads" / "7" / "guide.md", "# Guide\n\nrotor")
+        for given in (docs, tmp_path / ".." / tmp_path.name / "docs"):
+            report = store.ingest_path(given)
+            assert (report.added or report.unchanged) == ("a.md",) and report.skipped == ()
+        assert [job.document_id for job in jobs_for_paths(
+            [docs], {}, skip_folders=[docs / "enginelib-store"])] == ["a.md"]
+        assert len(store.enqueue_paths(docs)) == 1
+        # named itself, a folder is walked: only a store met inside another folder is left
+        assert [d.id for d in split(iter_load(docs / "enginelib-store" / "uploads"))[0]] == [
+            "7/guide.md"]
+        (docs / "a.md").unlink()
+        with pytest.raises(PruneRefusedError, match="holds no file"):
+            store.ingest_path(docs, prune=True)
+        assert store.present_documents(["a.md"]) == {"a.md"}
+    finally:
+        store.close()
+
+
 def test_cli_ingest_raises_the_file_limit_the_skip_reason_names(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

@@ -289,10 +289,11 @@ def _gone(owner: str) -> bool:
 
 def jobs_for_paths(
     paths: Sequence[str | Path], options: dict[str, Any], *, include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
+    exclude: Sequence[str] = (), skip_folders: Sequence[str | Path] = (),
 ) -> list[NewJob]:
-    """One job per file: a file named directly, or each file found walking a folder, with
-    the same document id a plain ingest would give it. Options a direct ingest would refuse
+    """One job per file: a file named directly, or each file found walking a folder (never
+    inside ``skip_folders``: the store's own), with the same document id a plain ingest
+    would give it. Options a direct ingest would refuse
     are refused here, for every way in (the catalog, or the inbox while another process
     writes: there such a job was set aside at import, or failed all its attempts)."""
     from ..errors import UnsupportedFormatError
@@ -318,7 +319,7 @@ def jobs_for_paths(
             named = Path(given).absolute()
             jobs.append(NewJob(str(named), named.name, dict(options)))
             continue
-        for found in selected(root, include, exclude):
+        for found in selected(root, include, exclude, skip_folders):
             if isinstance(found, SkippedInput):
                 continue
             path, relative = found

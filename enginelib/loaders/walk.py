@@ -49,24 +49,28 @@ def matches(relative: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str] | SkippedInput]:
+def walk(root: Path, exclude: Sequence[str] = (), skip: Iterable[PathLike] = ()
+         ) -> Iterator[tuple[Path, str] | SkippedInput]:
     """(file, path relative to root) under ``root``, depth first, entries sorted by name.
 
     Hidden entries (".git", ".DS_Store") are skipped; a folder matching an exclude glob is
-    not entered; symlinked folders are followed once (a link loop ends there). The walk keeps
+    not entered, nor one of the ``skip`` folders met under ``root`` (the store being
+    written); symlinked folders are followed once (a link loop ends there). The walk keeps
     its own stack of open folders: a generator recursing per level raised RecursionError
     (and lost the whole ingest) under a tree about a thousand folders deep.
     """
     seen: set[tuple[int, int]] = set()
+    skipped = _identities(skip)
     # One entry per folder being read: its remaining entries, and its path under root.
     open_folders: list[tuple[Iterator[os.DirEntry[str]], str]] = []
 
     def enter(folder: Path, prefix: str) -> SkippedInput | None:
         try:
             info = folder.stat()
-            if (info.st_dev, info.st_ino) in seen:
+            identity = (info.st_dev, info.st_ino)
+            if identity in seen or (prefix and identity in skipped):  # root: asked for
                 return None
-            seen.add((info.st_dev, info.st_ino))
+            seen.add(identity)
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
@@ -98,11 +102,23 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str] |
                 yield refused
 
 
-def selected(root: Path, include: Sequence[str], exclude: Sequence[str]
-             ) -> Iterator[tuple[Path, str] | SkippedInput]:
+def _identities(folders: Iterable[PathLike]) -> set[tuple[int, int]]:
+    """(device, inode) of each folder that exists: the same folder whatever path reaches it."""
+    found = set()
+    for folder in folders:
+        try:
+            info = os.stat(folder)
+        except OSError:
+            continue
+        found.add((info.st_dev, info.st_ino))
+    return found
+
+
+def selected(root: Path, include: Sequence[str], exclude: Sequence[str],
+             skip: Iterable[PathLike] = ()) -> Iterator[tuple[Path, str] | SkippedInput]:
     """The files of ``walk`` that the include globs (when any) and the exclude globs select,
     and its skips, as a folder ingest and a queued one both read them."""
-    for found in walk(root, exclude):
+    for found in walk(root, exclude, skip):
         if not isinstance(found, SkippedInput):
             relative = found[1]
             if (include and not matches(relative, include)) or matches(relative, exclude):
@@ -127,14 +143,15 @@ def _load(path: Path, doc_id: str, max_bytes: int, source: Path) -> Iterator[Loa
 
 
 def _items(
-    roots: list[Path], include: Sequence[str], exclude: Sequence[str], max_bytes: int
+    roots: list[Path], include: Sequence[str], exclude: Sequence[str], max_bytes: int,
+    skip: Sequence[PathLike],
 ) -> Iterator[LoadItem]:
     for root in roots:
         if not root.is_dir():
             yield from _load(root, root.name, max_bytes, root.resolve())
             continue
         base = root.resolve()
-        for found in selected(root, include, exclude):
+        for found in selected(root, include, exclude, skip):
             if isinstance(found, SkippedInput):
                 yield found
                 continue
@@ -148,12 +165,14 @@ def iter_load(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     max_bytes: int = DEFAULT_MAX_BYTES,
+    skip_folders: Iterable[PathLike] = (),
 ) -> Iterator[LoadedDocument | SkippedInput]:
     """Documents (and skipped inputs) from files and folders, lazily, in a fixed order.
 
     ``include``/``exclude`` are globs applied while walking folders, to the path relative
-    to the folder and to the file name; a file named directly is always taken. Raises
-    LoaderError at once when a named path does not exist.
+    to the folder and to the file name; a file named directly is always taken.
+    ``skip_folders`` are never entered when a walk meets them (a store's own folder inside
+    the folder it ingests). Raises LoaderError at once when a named path does not exist.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -173,7 +192,9 @@ def iter_load(
         if kind not in (None, "a folder"):  # named by the caller: the whole command is wrong
             raise fail(root, f"{kind}, not a file or folder: name the files or folders to "
                              "ingest (reading it could wait forever or never end)")
-    return _items(roots, globs["include"], globs["exclude"], max_bytes)
+    if isinstance(skip_folders, (str, os.PathLike)):
+        skip_folders = [skip_folders]
+    return _items(roots, globs["include"], globs["exclude"], max_bytes, list(skip_folders))
 
 
 def _kind(path: Path) -> str | None:
