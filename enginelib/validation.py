@@ -39,6 +39,8 @@ MAX_RRF_K = 1_000_000
 MAX_QUERY_CHARS = 20_000
 # Ids, names and metadata keys become SQL values, folder names and Postgres columns.
 MAX_ID_CHARS = 1_024
+# A document's title: a line or two of text, not a paragraph.
+MAX_TITLE_CHARS = MAX_ID_CHARS * 4
 # A page of a list (documents, jobs), and how far it may skip: DuckDB's LIMIT/OFFSET are
 # 64-bit, and a million rows is already more than a caller can use in one answer.
 MAX_LISTED = 1_000_000
@@ -486,7 +488,7 @@ def check_record(document: Any) -> None:
     check_new_document_id(document.id)
     check_text("text", document.text)
     if document.title is not None:
-        check_text("title", document.title, max_chars=MAX_ID_CHARS * 4)
+        check_text("title", document.title, max_chars=MAX_TITLE_CHARS)
     for name in ("source_path", "source_url"):
         value = getattr(document, name, None)
         if value is not None:

@@ -439,6 +439,37 @@ def test_html_without_title_uses_h1_then_file_stem(tmp_path: Path) -> None:
 # -- PDF -----------------------------------------------------------------------------------
 
 
+def test_a_title_found_in_the_file_is_cut_to_the_limit_not_the_document_refused(
+    tmp_path: Path,
+) -> None:
+    # A heading written as one long line, a page whose <title> or <h1> holds a paragraph, a
+    # PDF with long metadata: the loader's own pick of title got the whole document refused
+    # at ingest ("title is 5,999 characters; the maximum is 4,096")
+    from enginelib.validation import MAX_TITLE_CHARS
+
+    long = "brake pad wear " * 400
+    corpus = tmp_path / "corpus"
+    write(corpus / "heading.md", f"# {long}\n\nbody of the markdown")
+    write(corpus / "title.html", f"<title>{long}</title><p>body of the page</p>")
+    write(corpus / "h1.html", f"<h1>{long}</h1><p>body of the page</p>")
+    write(corpus / "meta.pdf", pdf_bytes([["body of the pdf"]]).replace(
+        b"/Root 1 0 R", b"/Root 1 0 R /Info << /Title (" + long.encode() + b") >>"))
+    write(corpus / "chosen.md", f"---\ntitle: {long}\n---\nbody")
+    store = enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(64))
+    try:
+        report = store.ingest_path(corpus)
+        assert sorted(report.added) == ["h1.html", "heading.md", "meta.pdf", "title.html"]
+        for document_id in report.added:
+            title = store.get_document(document_id)["title"]
+            assert len(title) <= MAX_TITLE_CHARS and title.endswith("wear\u2026")
+            assert long.startswith(title[:-1])
+        # a title given on purpose is the author's to shorten
+        (refused,) = report.skipped
+        assert "chosen.md" in refused.reason and "title is 5,999 characters" in refused.reason
+    finally:
+        store.close()
+
+
 def test_pdf_text_per_page_with_page_offsets(tmp_path: Path) -> None:
     path = write(tmp_path / "manual.pdf", pdf_bytes([
         ["Hello page one", "second line (one)"], None, ["Page three text"],

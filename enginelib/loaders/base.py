@@ -22,6 +22,7 @@ from ..errors import LoaderError, SourceMissingError, SourceTooLargeError
 from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
+from ..validation import MAX_TITLE_CHARS
 
 # Big enough for a 50 MB text file or a long PDF; a caller raises it with max_bytes=.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -131,6 +132,19 @@ def _not_binary(text: str, path: str | Path) -> str:
     if sample and len(_CONTROL.findall(sample)) / len(sample) > MAX_CONTROL_RATIO:
         raise fail(path, "binary file (mostly control characters): not text")
     return text
+
+
+def found_title(title: str | None) -> str | None:
+    """A title a loader found in the file (a Markdown heading, an HTML <title> or <h1>, a
+    PDF's metadata), cut to the longest a title may be. Uncut, a heading written as one long
+    line, or a page whose <h1> holds its whole text, got the document refused ("title is
+    5,999 characters") for a title its author never chose; one given on purpose (front
+    matter, a JSONL record's "title") is still held to the limit."""
+    if title is None or len(title) <= MAX_TITLE_CHARS:
+        return title
+    cut = title[:MAX_TITLE_CHARS - 1]
+    at_word = cut.rsplit(None, 1)[0] if cut[-1:].strip() and title[len(cut)].strip() else cut
+    return (at_word if len(at_word) >= MAX_TITLE_CHARS // 2 else cut).rstrip() + "\u2026"
 
 
 def require_text(text: str, path: str | Path) -> str:

@@ -18,7 +18,7 @@ from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
 
 from ..text import normalize_text
 from ..types import LoadedDocument
-from .base import decode_text, fail, read_bytes, require_text
+from .base import decode_text, fail, found_title, read_bytes, require_text
 
 # Never shown to a reader; <title> is taken apart as the document title. <head> itself is
 # kept: html.parser does not close it implicitly, so an unclosed <head> holds the body.
@@ -109,7 +109,7 @@ def _title(soup: BeautifulSoup) -> str | None:
         if isinstance(tag, Tag):
             title = _SPACES.sub(" ", normalize_text(tag.get_text())).strip()
             if title:
-                return title
+                return found_title(title)
     return None
 
 

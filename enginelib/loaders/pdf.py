@@ -20,7 +20,7 @@ from pypdf import PageObject, PdfReader
 from ..errors import LoaderError
 from ..text import normalize_text
 from ..types import LoadedDocument
-from .base import fail, human_size, read_bytes
+from .base import fail, found_title, human_size, read_bytes
 
 PAGE_SEPARATOR = "\n\n"
 # What a PDF's pages may expand to, per byte of its file: the decoded content streams (pypdf
@@ -110,7 +110,7 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
     except Exception as exc:  # noqa: BLE001 - pypdf raises many types on malformed files
         raise fail(path, f"cannot read PDF: {type(exc).__name__}: {exc}") from exc
     clean_title = normalize_text(title).strip() if isinstance(title, str) else ""
-    return pages, clean_title or None
+    return pages, found_title(clean_title) or None
 
 
 def _content_size(page: PageObject) -> int:

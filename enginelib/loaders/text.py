@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..sections import heading_title
 from ..types import LoadedDocument
-from .base import fail, load_text_bytes, read_bytes
+from .base import fail, found_title, load_text_bytes, read_bytes
 from .front_matter import split_front_matter
 
 # A level-1 ATX heading, or a code fence (a "# comment" inside a shell block is no title).
@@ -42,7 +42,7 @@ def load_markdown(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDoc
     declared = metadata.pop("title", None)
     title = declared.strip() if isinstance(declared, str) and declared.strip() else None
     yield LoadedDocument(
-        id=doc_id, text=text, title=title or markdown_title(text) or path.stem,
+        id=doc_id, text=text, title=title or found_title(markdown_title(text)) or path.stem,
         source_path=str(path), file_extension=path.suffix.lower(), document_type="markdown",
         metadata=metadata,
     )
