@@ -287,6 +287,19 @@ def test_utf16_with_its_byte_order_mark_is_read(tmp_path: Path) -> None:
         assert doc.text == "Café crème, freins usés"
 
 
+def test_utf32_with_its_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Its little-endian mark starts like UTF-16's: read as UTF-16, every character came with
+    # a NUL and the file was refused as "binary file (mostly control characters)"
+    for codec in ("utf-32", "utf-32-be"):
+        data = ("\ufeff" if codec.endswith("be") else "").encode(codec) + \
+            "Café crème, freins usés".encode(codec)
+        (doc,) = load_file(write(tmp_path / f"{codec}.md", data))
+        assert doc.text == "Café crème, freins usés"
+    cut = write(tmp_path / "cut.txt", "Café".encode("utf-32")[:-1])
+    with pytest.raises(LoaderError, match=r"not valid UTF-32 at byte 16 .*UTF-32 byte-order"):
+        load_file(cut)
+
+
 def test_invalid_utf8_names_the_byte_offset(tmp_path: Path) -> None:
     path = write(tmp_path / "latin1.txt", "abc café".encode("latin-1"))
     with pytest.raises(LoaderError, match=r"not valid UTF-8 at byte 7") as info:

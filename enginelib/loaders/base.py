@@ -34,6 +34,9 @@ SNIFF_BYTES = 8192
 MAX_CONTROL_RATIO = 0.10
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# UTF-32's marks begin like UTF-16's little-endian one: looked for first. Read as UTF-16,
+# a UTF-32 file was refused as "binary file (mostly control characters)".
+_UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 
 LoadItem: TypeAlias = LoadedDocument | SkippedInput
 Loader: TypeAlias = Callable[[Path, str, int], Iterable[LoadItem]]
@@ -92,17 +95,20 @@ def decode_text(data: bytes, path: str | Path, declared: str | None = None) -> s
     """Strict text from bytes, rejecting binary data; not yet normalized.
 
     UTF-8 unless the bytes say otherwise: a UTF-16 byte-order mark (Windows Notepad's
-    "Unicode"), or ``declared``, the charset a format names inside the file (an HTML meta
+    "Unicode") or a UTF-32 one, or ``declared``, the charset a format names inside the file (an HTML meta
     tag). Nothing is guessed: other bytes that are not UTF-8 are refused with a command
     that converts them.
     """
     head = data[:SNIFF_BYTES]
-    if head.startswith(_UTF16_BOMS):
-        try:  # the mark names the byte order: no guess
-            text = data.decode("utf-16")
+    marked = ("utf-32" if head.startswith(_UTF32_BOMS)
+              else "utf-16" if head.startswith(_UTF16_BOMS) else None)
+    if marked is not None:
+        try:  # the mark names the encoding and its byte order: no guess
+            text = data.decode(marked)
         except UnicodeDecodeError as exc:
-            raise fail(path, f"not valid UTF-16 at byte {exc.start} (it starts with a "
-                             "UTF-16 byte-order mark): save it as UTF-8") from exc
+            name = marked.upper()
+            raise fail(path, f"not valid {name} at byte {exc.start} (it starts with a "
+                             f"{name} byte-order mark): save it as UTF-8") from exc
         return _not_binary(text, path)
     if b"\x00" in head:
         raise fail(path, "binary file (NUL bytes): not text")
