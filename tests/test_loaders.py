@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import os
@@ -501,6 +502,55 @@ def test_pdf_without_text_layer_asks_for_ocr(tmp_path: Path) -> None:
     with pytest.raises(LoaderError, match=r"no text layer \(scanned PDF\?\): OCR it first") as info:
         load_file(path)
     assert str(path) in str(info.value)
+
+
+def encrypted_pdf(path: Path, user_password: str, algorithm: str = "AES-256") -> Path:
+    reader_bytes = pdf_bytes([["Brake pads must be replaced below 3 mm of lining."]])
+    writer = PdfWriter(clone_from=io.BytesIO(reader_bytes))
+    writer.encrypt(user_password=user_password, owner_password="owner-secret",
+                   algorithm=algorithm)
+    with open(path, "wb") as handle:
+        writer.write(handle)
+    return path
+
+
+@pytest.mark.parametrize("algorithm", ["AES-256", "AES-128", "RC4-128"])
+def test_a_pdf_protected_by_an_owner_password_only_loads(tmp_path: Path, algorithm: str) -> None:
+    # Most "protected" PDFs: every viewer opens them; AES needs the cryptography package.
+    path = encrypted_pdf(tmp_path / "protected.pdf", user_password="", algorithm=algorithm)
+    (document,) = load_file(path)
+    assert "Brake pads must be replaced below 3 mm" in document.text
+
+
+def test_a_pdf_that_needs_a_password_says_so(tmp_path: Path) -> None:
+    path = encrypted_pdf(tmp_path / "locked.pdf", user_password="user-secret")
+    with pytest.raises(LoaderError, match="needs a password to open: decrypt it first") as info:
+        load_file(path)
+    assert str(path) in str(info.value)
+
+
+_WITHOUT_CRYPTOGRAPHY = r"""
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name == "cryptography" or name.startswith("cryptography."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, Refuse())
+from enginelib.errors import LoaderError
+from enginelib.loaders import load_file
+try:
+    load_file(sys.argv[1])
+except LoaderError as exc:
+    print(exc)
+"""
+
+
+def test_an_aes_pdf_without_cryptography_names_the_package(tmp_path: Path) -> None:
+    path = encrypted_pdf(tmp_path / "protected.pdf", user_password="")
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_CRYPTOGRAPHY, str(path)],
+                            capture_output=True, text=True, timeout=120, check=True)
+    assert "AES-encrypted PDF" in result.stdout
+    assert "pip install 'enginelib[crypto]'" in result.stdout
 
 
 def test_corrupt_pdf_is_a_loader_error_not_a_pypdf_traceback(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pypdf import PageObject, PdfReader
+from pypdf.errors import DependencyError
 
 from ..errors import LoaderError
 from ..text import normalize_text
@@ -77,8 +78,11 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
         with warnings.catch_warnings(), _pypdf_logs_quiet():
             warnings.simplefilter("ignore")
             reader = PdfReader(io.BytesIO(data))
+            # Most "protected" PDFs open with the empty user password (an owner password
+            # only, against printing or copying): pypdf tries it as it opens the file.
             if reader.is_encrypted and not reader.decrypt(""):
-                raise fail(path, "encrypted PDF: decrypt it first (e.g. `qpdf --decrypt`)")
+                raise fail(path, "encrypted PDF that needs a password to open: decrypt it "
+                                 "first (`qpdf --password=PASSWORD --decrypt in.pdf out.pdf`)")
             pages: list[tuple[int, str]] = []
             size = 0
             budget = expansion_budget(len(data), len(reader.pages))
@@ -107,6 +111,12 @@ def _read(path: Path, max_bytes: int) -> tuple[list[tuple[int, str]], str | None
             title = info.title if info is not None else None
     except LoaderError:
         raise
+    except DependencyError as exc:
+        # AES needs the cryptography package (the `crypto` extra, outside the base install's
+        # size budget): "cannot read PDF" alone hid what to do about a file any viewer opens.
+        raise fail(path, "AES-encrypted PDF, and the `cryptography` package that decrypts it "
+                         "is not installed: `pip install 'enginelib[crypto]'` (or `pip install "
+                         "cryptography`)") from exc
     except Exception as exc:  # noqa: BLE001 - pypdf raises many types on malformed files
         raise fail(path, f"cannot read PDF: {type(exc).__name__}: {exc}") from exc
     clean_title = normalize_text(title).strip() if isinstance(title, str) else ""
