@@ -606,6 +606,15 @@ def test_system_schemas_are_refused_before_any_load(field: str, name: str) -> No
     assert ExportOptions(schema="Pg_ok").schema == "Pg_ok"  # the rule is Postgres's: lower-case
 
 
+@pytest.mark.parametrize("name", ["auth", "storage", "extensions", "realtime", "vault"])
+def test_schemas_supabase_manages_are_refused_before_any_load(name: str) -> None:
+    # A REVOKE on auth reached auth.jwt(), and our tables would sit among Supabase's own.
+    with pytest.raises(InvalidInputError, match="one Supabase manages"):
+        ExportOptions(schema=name)
+    assert ExportOptions(schema="public").schema == "public"
+    assert ExportOptions(schema="Auth").schema == "Auth"  # another schema to Postgres
+
+
 def test_refuses_foreign_tables_and_other_dimensions(tmp_path: Path, pg_dsn: str) -> None:
     with connect(pg_dsn) as conn:
         conn.execute("CREATE TABLE documents (document_id text PRIMARY KEY, note text)")

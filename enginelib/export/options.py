@@ -23,6 +23,13 @@ SOURCE_PATH_MODES: tuple[str, ...] = ("relative", "absolute", "none")
 # Postgres identifiers are at most 63 bytes (longer ones are silently truncated, which
 # could make two of our names collide); the prefix gets what our longest suffix leaves.
 _MAX_IDENT_BYTES = 63
+# Schemas Supabase creates and manages in every project (its docs: keep your own objects
+# out of them).
+SUPABASE_SCHEMAS = frozenset({
+    "auth", "storage", "extensions", "realtime", "_realtime", "vault", "pgsodium",
+    "pgsodium_masks", "graphql", "graphql_public", "supabase_functions",
+    "supabase_migrations", "net", "cron", "pgbouncer", "_analytics",
+})
 _LONGEST_SUFFIX = len("documents_archive_version")
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$|^$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -93,6 +100,14 @@ class ExportOptions:
                     f"{what} {name!r} is a Postgres system schema (or reserved, 'pg_'): "
                     "export into a schema of your own, e.g. enginelib"
                 )
+        if self.schema in SUPABASE_SCHEMAS:
+            # Supabase manages these (auth's users, storage's objects, pgvector's home): our
+            # tables there would sit among its own, and the export's grants would change
+            # what its API roles may do in them (a REVOKE on auth reaches auth.jwt()).
+            raise InvalidInputError(
+                f"schema {self.schema!r} is one Supabase manages: export into a schema of "
+                "your own, e.g. enginelib (the default) or public"
+            )
         if not _IDENT.match(self.extension_schema):
             raise InvalidInputError(
                 f"extension schema {self.extension_schema!r} may only contain letters, digits "
