@@ -15,6 +15,7 @@ folded into every chunk's vector instead (unit vector of chunk + w * title, no n
 
     python -m benchmarks.title_channel                   # every group, every split; a table
     python -m benchmarks.title_channel --articles-only   # the article counts, not a recital
+    python -m benchmarks.title_channel --beir nfcorpus   # and nDCG@10 on a built BEIR store
 """
 
 from __future__ import annotations
@@ -145,13 +146,52 @@ def group_rows(embedder: Any, question_set: str, corpus: str) -> list[tuple[str,
     return rows
 
 
+def beir_rows(embedder: Any, name: str) -> list[str]:
+    """The same channel (every document's title) beside the engine's ranking on a BEIR
+    dataset's test queries: nDCG@10 and the paired test against the engine alone."""
+    from enginelib.evaluation import ndcg
+
+    from . import beir
+    from .vector_cache import DEFAULT_CACHE, CachingEmbedder, VectorCache
+
+    cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
+    data = beir.load(name, "test")
+    documents = list(data.documents)
+    titled = [doc for doc in documents if doc.title and doc.title.strip()]
+    titles = cached.embed([doc.title for doc in titled])
+    store = R._build(R.CACHE / embedder.name / f"beir-{data.name}-all", cached, lambda: documents)
+    ids = list(data.queries)
+    texts = [data.queries[q] for q in ids]
+    vectors = cached.embed_queries(texts)
+    try:
+        hybrid = [list(dict.fromkeys(ranking)) for ranking in doc_rankings(store, texts, vectors)]
+    finally:
+        store.close()
+    titled_ids = np.array([doc.id for doc in titled])
+    by_title = [titled_ids[np.argsort(-row)[:100]].tolist() for row in vectors @ titles.T]
+    base = np.array([ndcg(hybrid[i], data.qrels[q], 10) for i, q in enumerate(ids)])
+    lines = [f"{name}: engine {base.mean():.4f}; title alone "
+             f"{np.mean([ndcg(by_title[i], data.qrels[q], 10) for i, q in enumerate(ids)]):.4f}"]
+    for w in WEIGHTS:
+        fused = np.array([ndcg(rrf([hybrid[i], by_title[i]], [2, w]), data.qrels[q], 10)
+                          for i, q in enumerate(ids)])
+        lines.append(f"{name}: engine + title x{w} {fused.mean():.4f} "
+                     f"({R.paired_test(dict(zip(ids, fused)), dict(zip(ids, base)))})")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--articles-only", action="store_true",
                         help="count only the expected articles where a question names one")
     global ARTICLES_ONLY
-    ARTICLES_ONLY = parser.parse_args(argv).articles_only
+    parser.add_argument("--beir", default="", help="comma-separated BEIR datasets whose "
+                        "built store (regulatory_eval --beir) gets the channel too")
+    args = parser.parse_args(argv)
+    ARTICLES_ONLY = args.articles_only
     embedder = R.harness_embedder(R.DEFAULT_EMBEDDER)
+    for name in filter(None, args.beir.split(",")):
+        print("\n".join(beir_rows(embedder, name)))
     print("| group | ranking | " + " | ".join(SPLITS) + " |")
     print("| --- | --- |" + " ---: |" * len(SPLITS))
     for group, question_set, corpus in GROUPS:
