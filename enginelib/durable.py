@@ -8,9 +8,12 @@ gigabytes, tells later whether it is still the one written.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +37,28 @@ def write_atomic(path: Path, data: bytes) -> None:
             pass
         raise
     fsync_dir(path.parent)
+
+
+def copy_tree(source: Path, target: Path,
+              ignore: Callable[[str, list[str]], set[str]] | None = None) -> None:
+    """``shutil.copytree``, raising the first file's OSError as it was (a full disk is
+    ENOSPC/EFBIG naming the file): copytree gathers them into one ``shutil.Error`` of
+    strings, with no errno to tell a full disk from a damaged file."""
+    failures: list[OSError] = []
+
+    def copy(src: str, dst: str) -> object:
+        try:
+            return shutil.copy2(src, dst)
+        except OSError as exc:
+            failures.append(exc)
+            raise
+
+    try:
+        shutil.copytree(source, target, ignore=ignore, copy_function=copy)
+    except shutil.Error as exc:
+        if failures:
+            raise failures[0] from exc
+        raise OSError(errno.EIO, f"cannot copy {source} to {target}: {exc}") from exc
 
 
 def remove_unfinished(folder: Path) -> list[Path]:

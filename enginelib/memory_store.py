@@ -24,7 +24,7 @@ from typing import Any
 
 from . import faults
 from .chunker import ChunkingConfig
-from .durable import fsync_dir
+from .durable import copy_tree, fsync_dir
 from .edge import guard
 from .embedder import Embedder
 from .errors import IngestError, InvalidInputError, StorageError, StoreError
@@ -114,7 +114,7 @@ class MemoryStore(Store):
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:8]}"
             try:
-                shutil.copytree(self.path, partial, ignore=shutil.ignore_patterns(LOCK_NAME))
+                copy_tree(self.path, partial, ignore=shutil.ignore_patterns(LOCK_NAME))
                 fsync_dir(partial)
                 faults.crash_point("save_before_rename")
                 if target.is_dir():

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from enginelib.durable import remove_unfinished
+from enginelib.durable import copy_tree, remove_unfinished
 from enginelib.input_files import read_regular
 
 STAMP = "stamp.json"
@@ -25,7 +25,7 @@ def read_stamp(folder: Path) -> dict[str, object] | None:
 
 
 def copy_saved(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns(*UNFINISHED))
+    copy_tree(source, target, ignore=shutil.ignore_patterns(*UNFINISHED))
 
 
 def remove_temps(folder: Path) -> list[Path]:

@@ -53,7 +53,7 @@ import numpy as np
 import tantivy
 
 from enginelib.common_words import CLOSED_CLASS_WORDS
-from enginelib.durable import can_write, chmod_like_umask, write_atomic
+from enginelib.durable import can_write, chmod_like_umask, copy_tree, write_atomic
 from enginelib.errors import BackendError, InvalidInputError, InvalidQueryError, StoreLockedError
 from enginelib.faults import crash_point
 from enginelib.indexes import tantivy_files, tantivy_prune
@@ -244,7 +244,7 @@ class TantivyTextIndex:
         # Removed with this object (or at exit), silently: no ResourceWarning to catch.
         weakref.finalize(self, shutil.rmtree, folder, True)
         target = Path(folder) / INDEX_DIR
-        shutil.copytree(path, target, ignore=shutil.ignore_patterns(".tantivy-*.lock"))
+        copy_tree(path, target, ignore=shutil.ignore_patterns(".tantivy-*.lock"))
         return target
 
     def _make_index(self, path: Path | None) -> tantivy.Index:

@@ -201,3 +201,68 @@ def test_a_retention_write_killed_before_its_rename_leaves_nothing_behind(store:
     (base / ".settings.json.k1ll3d.tmp").write_text('{"keep": 3, "pin')
     store.create_snapshot("s1")
     assert sorted(p.name for p in base.iterdir()) == ["s0", "s1", "settings.json"]
+
+
+_FULL_DISK_CHILD = """
+import json, resource, signal, sys
+from pathlib import Path
+import enginelib
+from enginelib import HashingEmbedder
+from enginelib.memory_store import open_memory
+store_path, limit, op = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+store = (enginelib.open(store_path, embedder=HashingEmbedder(64)) if op == "snapshot"
+         else open_memory(records=[{"id": "m", "text": open(sys.argv[4]).read()}],
+                          embedder=HashingEmbedder(64)))
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    store.create_snapshot("full") if op == "snapshot" else store.save(store_path)
+    outcome = {"raised": None}
+except BaseException as exc:
+    outcome = {"raised": f"{type(exc).__module__}.{type(exc).__name__}", "message": str(exc)}
+print(json.dumps(outcome))
+"""
+
+
+@pytest.mark.parametrize("op", ["snapshot", "save"])
+def test_a_disk_that_fills_while_index_files_are_copied_is_a_disk_full_error(
+        tmp_path: Path, op: str) -> None:
+    # the copy of the index files (shutil.copytree) gathered the file's EFBIG/ENOSPC into a
+    # shutil.Error of strings: create_snapshot and an in-memory store's save raised it raw
+    import subprocess
+    import sys
+
+    from tests.test_snapshots import REPO
+
+    text = paragraphs(60, "brakes")
+    source = tmp_path / "text.txt"
+    source.write_text(text)
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc(f"d{i}", paragraphs(20, f"topic{i}")) for i in range(4)])
+    probe = store.create_snapshot("probe").name
+    files = {p: p.stat().st_size for p in (store.path / "snapshots" / probe).rglob("*")
+             if p.is_file()}
+    store.delete_snapshot(probe)
+    store.close()
+    tables = max(size for path, size in files.items() if path.suffix == ".parquet")
+    indexes = max(size for path, size in files.items() if "indexes" in path.parts)
+    assert tables < indexes  # the limit lets the tables be written, not the index copy
+    limit = (tables + indexes) // 2
+    target = tmp_path / ("s" if op == "snapshot" else "saved")
+    run = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, str(target), str(limit), op,
+                          str(source)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    outcome = json.loads(run.stdout.splitlines()[-1])
+    assert outcome["raised"] == "enginelib.errors.DiskFullError", outcome
+    assert "free some space" in outcome["message"]
+    if op == "snapshot":
+        assert sorted(p.name for p in (tmp_path / "s" / "snapshots").iterdir()) == ["settings.json"]
+        reopened = open_test_store(tmp_path / "s")
+        try:
+            assert reopened.check().ok
+            assert reopened.create_snapshot("after").documents == 4
+        finally:
+            reopened.close()
+    else:
+        assert not target.exists()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".saved")] == []
