@@ -19,6 +19,10 @@ from .errors import BackendError, DiskFullError, EngineError, StorageError
 
 _FULL = {errno_codes.ENOSPC, errno_codes.EDQUOT, errno_codes.EFBIG}
 _DENIED = {errno_codes.EROFS, errno_codes.EACCES, errno_codes.EPERM}
+# DuckDB says a full disk in the C library's words (strerror of ENOSPC, EDQUOT, EFBIG: a
+# file past the file system's or the process's size limit) or its own
+_FULL_WORDS = ("No space left", "disk is full", "Disk full", "Disk quota exceeded",
+               "File too large")
 
 
 def map_error(exc: BaseException, operation: str, path: str | Path | None) -> EngineError | None:
@@ -30,7 +34,7 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
         return os_error(exc, operation, path)
     if isinstance(exc, duckdb.Error):
         text = str(exc)
-        if any(word in text for word in ("No space left", "disk is full", "Disk full")):
+        if any(word in text for word in _FULL_WORDS):
             return DiskFullError(
                 f"{operation} failed: the disk is full{where}; nothing past the last complete "
                 "commit was written: free some space and retry", path=path,

@@ -666,3 +666,49 @@ def test_a_store_without_its_manifest_says_what_to_put_back(tmp_path: Path) -> N
     assert _cli("repair", "--store", str(path)).returncode == 0
     with enginelib.open(path, embedder=HashingEmbedder(16)) as store:
         assert store.check().ok and len(store.list_documents()) == 5
+
+
+_FILE_SIZE_LIMIT_CHILD = """
+import json, resource, signal, sys
+import enginelib
+from enginelib import HashingEmbedder
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+store = enginelib.open(sys.argv[1], embedder=HashingEmbedder(64))
+resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+outcomes = {}
+for name, call in (("restore", lambda: store.restore_snapshot("a")),
+                   ("update", lambda: store.update_document("d0", tags=["x"])),
+                   ("reindex", lambda: store.reindex())):
+    try:
+        call()
+        outcomes[name] = None
+    except BaseException as exc:
+        outcomes[name] = [f"{type(exc).__module__}.{type(exc).__name__}", str(exc)]
+print(json.dumps(outcomes))
+"""
+
+
+def test_a_catalog_write_past_the_file_size_limit_is_a_full_disk(tmp_path: Path) -> None:
+    # DuckDB's "Could not write file .../catalog.duckdb.wal: File too large" (EFBIG: a file
+    # system's largest file, a process's RLIMIT_FSIZE) came out as a BackendError saying to
+    # run check and repair, where the same errno from a file write is a DiskFullError
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(6, f"topic{i}")) for i in range(4)])
+    store.create_snapshot("a")
+    store.delete_document("d1")
+    store.close()
+    run = subprocess.run([sys.executable, "-c", _FILE_SIZE_LIMIT_CHILD, str(path)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    outcomes = json.loads(run.stdout.splitlines()[-1])
+    for name, (kind, message) in outcomes.items():
+        assert kind == "enginelib.errors.DiskFullError", (name, message)
+        assert "free some space" in message and "File too large" not in message, (name, message)
+    store = open_test_store(path)
+    try:
+        assert {d["document_id"] for d in store.list_documents()} == {"d0", "d2", "d3"}
+        assert store.get_document("d0")["tags"] in ([], None)
+        assert store.check().ok
+    finally:
+        store.close()
