@@ -429,15 +429,22 @@ def _remove_leftovers(base: Path) -> None:
 
 @takes_store
 def delete_snapshot(target: StoreLike, name: str) -> None:
-    """Delete a snapshot; a pinned one must be unpinned first."""
+    """Delete a snapshot; a pinned one must be unpinned first, unless it lost its
+    snapshot.json (no command can open, restore or unpin it: the delete takes its pin too)."""
     with _writer(target) as root:
-        folder = _leftover(root, name) or _folder(root, name)
+        leftover = _leftover(root, name)
+        folder = leftover or _folder(root, name)
         settings = _read_settings(root)
         if name in settings["pinned"]:
-            raise SnapshotError(
-                f"snapshot {name!r} is pinned: unpin it first (`enginelib snapshot pin {name} "
-                "--unpin`)", path=folder,
-            )
+            if leftover is None:
+                raise SnapshotError(
+                    f"snapshot {name!r} is pinned: unpin it first (`enginelib snapshot pin "
+                    f"{name} --unpin`)", path=folder,
+                )
+            _remove(folder)
+            settings["pinned"] = [n for n in settings["pinned"] if n != name]
+            _write_settings(root, settings)
+            return
         _remove(folder)
 
 

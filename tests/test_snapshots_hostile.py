@@ -266,3 +266,20 @@ def test_a_disk_that_fills_while_index_files_are_copied_is_a_disk_full_error(
     else:
         assert not target.exists()
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".saved")] == []
+
+
+def test_a_pinned_snapshot_that_lost_its_snapshot_json_can_be_deleted(store: Store) -> None:
+    # delete said "pinned: unpin it first", the unpin said "damaged: delete it": no command
+    # got rid of it, and its name stayed taken
+    store.create_snapshot("kept", pin=True)
+    store.create_snapshot("other", pin=True)
+    (store.path / "snapshots" / "kept" / "snapshot.json").unlink()
+    assert any("'kept'" in problem and "delete it" in problem for problem in store.check().problems)
+    store.delete_snapshot("kept")
+    assert not (store.path / "snapshots" / "kept").exists()
+    assert [(s.name, s.pinned) for s in store.list_snapshots()] == [("other", True)]
+    assert store.create_snapshot("kept").pinned is False
+    assert [(s.name, s.pinned) for s in store.list_snapshots()] == [("other", True), ("kept", False)]
+    with pytest.raises(SnapshotError, match="unpin it first"):  # a sound pinned one still is
+        store.delete_snapshot("other")
+    assert store.check().ok
