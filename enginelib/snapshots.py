@@ -364,8 +364,9 @@ def create_snapshot(
             raise
         if keep is not None:
             settings["keep"] = keep
-        if pin and name not in settings["pinned"]:
-            settings["pinned"].append(name)
+        # a pin left for a folder that is gone (removed by hand, or a delete killed before
+        # settings.json was written) is not this new snapshot's
+        settings["pinned"] = [n for n in settings["pinned"] if n != name] + ([name] if pin else [])
         _write_settings(root, settings)
         _prune(root, settings["keep"])
         return replace(info, pinned=pin, size_bytes=get_snapshot(root, name).size_bytes)

@@ -283,3 +283,18 @@ def test_a_pinned_snapshot_that_lost_its_snapshot_json_can_be_deleted(store: Sto
     with pytest.raises(SnapshotError, match="unpin it first"):  # a sound pinned one still is
         store.delete_snapshot("other")
     assert store.check().ok
+
+
+def test_a_new_snapshot_does_not_inherit_the_pin_of_a_removed_one(store: Store) -> None:
+    # settings.json kept the pin of a pinned snapshot whose folder is gone: a new snapshot of
+    # that name was pinned by it, while create_snapshot returned pinned=False
+    import shutil
+
+    store.create_snapshot("weekly", pin=True)
+    shutil.rmtree(store.path / "snapshots" / "weekly")
+    made = store.create_snapshot("weekly")
+    assert made.pinned is False
+    assert [(s.name, s.pinned) for s in store.list_snapshots()] == [("weekly", False)]
+    store.delete_snapshot("weekly")  # not refused as pinned
+    assert store.create_snapshot("weekly", pin=True).pinned is True
+    assert [(s.name, s.pinned) for s in store.list_snapshots()] == [("weekly", True)]
