@@ -64,7 +64,7 @@ from .keywords import DEFAULT_KEYWORDS, top_keywords
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
 from .snapshot_integrity import OPTIONAL_TABLES, checksummed, damage, index_damage
-from .snapshots import load_catalog
+from .snapshots import load_catalog, settings_problem
 from .store_guard import MAX_LOCK_TIMEOUT_S, check_model_options
 from .store_target import StoreLike, takes_store
 from .text import shell_word
@@ -275,8 +275,11 @@ def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
     live = mf.read_manifest(root)
     if not base.is_dir() or live is None:  # a file there is reported with the store's folders
         return []
-    out = []
-    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    # a retention file that cannot be read fails every snapshot command (list, create, pin)
+    problem = settings_problem(root)
+    out = [f"snapshots: {problem}"] if problem is not None else []
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")
+                         and p.name != layout.SNAPSHOT_SETTINGS_NAME):  # said just above
         try:
             info = read_info(folder)
         except (OSError, ValueError) as exc:

@@ -225,6 +225,15 @@ def _read_settings(root: Path) -> dict[str, Any]:
     return {"keep": keep, "pinned": pinned}
 
 
+def settings_problem(root: Path) -> str | None:
+    """Why the retention file cannot be read (every snapshot command fails on it), or None."""
+    try:
+        _read_settings(root)
+    except SnapshotError as exc:
+        return str(exc)
+    return None
+
+
 def _write_settings(root: Path, settings: dict[str, Any]) -> None:
     payload = json.dumps(settings, indent=2, sort_keys=True).encode("utf-8")
     write_atomic(_base(root) / SETTINGS_NAME, payload)
@@ -657,7 +666,8 @@ __all__ = [
     "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
     "OPTIONAL_TABLES", "checksummed", "damage", "index_damage",
     "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
-    "restore_snapshot", "retention", "set_retention", "snapshot_folder", "snapshot_manifest",
+    "restore_snapshot", "retention", "set_retention", "settings_problem", "snapshot_folder",
+    "snapshot_manifest",
     "untrusted_indexes",
     "wrong_older_vectors",
 ]

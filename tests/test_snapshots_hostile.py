@@ -298,3 +298,30 @@ def test_a_new_snapshot_does_not_inherit_the_pin_of_a_removed_one(store: Store) 
     store.delete_snapshot("weekly")  # not refused as pinned
     assert store.create_snapshot("weekly", pin=True).pinned is True
     assert [(s.name, s.pinned) for s in store.list_snapshots()] == [("weekly", True)]
+
+
+@pytest.mark.parametrize("damage", ["cut short", "out of range", "a folder"])
+def test_check_names_a_retention_file_that_every_snapshot_command_fails_on(
+        tmp_path: Path, damage: str) -> None:
+    # check said healthy (for a folder: "snapshot 'settings.json' ...: delete it", a name
+    # snapshot delete refuses) while list, create, pin and delete all failed on the file
+    from enginelib import maintenance, snapshots
+
+    store = open_test_store(tmp_path / "s")
+    store.ingest_documents([doc("a", paragraphs(2, "brakes"))])
+    store.create_snapshot("s0")
+    store.close()
+    settings = tmp_path / "s" / "snapshots" / "settings.json"
+    if damage == "a folder":
+        settings.unlink()
+        settings.mkdir()
+    else:
+        settings.write_text('{"keep": 3, "pin' if damage == "cut short" else '{"keep": 0}')
+    with pytest.raises(SnapshotError) as refused:
+        snapshots.list_snapshots(tmp_path / "s")
+    report = maintenance.check(tmp_path / "s")
+    assert report.problems == (f"snapshots: {refused.value}",)
+    assert report.facts["snapshot_problems"] == 1  # the CLI says: all in snapshots, not repair
+    assert "settings.json" in report.problems[0] and "delete it" in report.problems[0]
+    settings.rmdir() if settings.is_dir() else settings.unlink()
+    assert maintenance.check(tmp_path / "s").ok
