@@ -320,3 +320,47 @@ def test_check_notes_a_text_index_under_the_old_word_limit_and_repair_lifts_it(
         assert [h.document_id for h in reader.search(digest, strategy="fulltext").hits] == ["image"]
     checked = runner.invoke(main, ["check", "--store", str(path)])
     assert checked.exit_code == 0 and "note:" not in checked.output
+
+
+@pytest.mark.parametrize("new_model", [HashingEmbedder(16), HashingEmbedder(64, name="other-64")],
+                         ids=["another dimension", "same dimension"])
+def test_a_reader_open_across_a_reindex_to_another_model_says_to_open_again(
+        tmp_path: Path, new_model: HashingEmbedder) -> None:
+    # to another dimension the reader stayed at the old generation for good, silently (a
+    # document ingested after never appeared); to a model of the same dimension it compared
+    # its own model's query vectors with the other model's
+    path = tmp_path / "s"
+    writer = open_test_store(path)
+    writer.ingest_documents([doc(f"d{i}", paragraphs(3, f"topic{i}")) for i in range(3)])
+    reader = enginelib.open(path, read_only=True)  # the store's own model
+    try:
+        assert reader.search("pads rotor", answerability_threshold=None).hits
+        writer.reindex(embedder=new_model)
+        writer.ingest_documents([doc("zebra", "zebra giraffe savanna pads")])
+        with pytest.raises(IncompatibleStoreError, match="open it again") as refused:
+            reader.search("zebra giraffe", answerability_threshold=None)
+        assert f"reindexed with {new_model.name} ({new_model.dim} dims)" in str(refused.value)
+        again = enginelib.open(path, read_only=True, embedder=new_model)
+        try:
+            hits = again.search("zebra giraffe", answerability_threshold=None).hits
+            assert hits and hits[0].document_id == "zebra"
+        finally:
+            again.close()
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_reader_follows_a_reindex_that_keeps_its_model(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    writer = open_test_store(path)
+    writer.ingest_documents([doc(f"d{i}", paragraphs(3, f"topic{i}")) for i in range(3)])
+    reader = enginelib.open(path, read_only=True)
+    try:
+        writer.reindex(chunking=ChunkingConfig(max_tokens=80, overlap_tokens=8, min_tokens=15))
+        writer.ingest_documents([doc("zebra", "zebra giraffe savanna pads")])
+        hits = reader.search("zebra giraffe", answerability_threshold=None).hits
+        assert hits and hits[0].document_id == "zebra"
+    finally:
+        reader.close()
+        writer.close()

@@ -48,6 +48,7 @@ from ..chunker import Chunker, ChunkingConfig
 from ..embedders import Embedder, QueryEmbeddingCache, embedder_for_store, resolve_embedder
 from ..errors import (
     CorruptStoreError,
+    IncompatibleStoreError,
     ReadOnlyStoreError,
     StoreError,
     StoreLockedError,
@@ -356,6 +357,7 @@ class StoreCore:
             if manifest is None or manifest.generation == self._generation:
                 self._manifest_stamp = stamp
                 return False
+            self._check_same_model(manifest)
             generation = self._catalog.generation
             vector, text = self._open_indexes()
             if not generation == manifest.generation == vector.generation == text.generation:
@@ -377,6 +379,19 @@ class StoreCore:
         self._presets = None
         self._swap_view(view)
         return True
+
+    def _check_same_model(self, manifest: mf.Manifest) -> None:
+        """A reader cannot follow a reindex to another model: its queries are embedded by the
+        model it opened with (another dimension left it at the old generation for good,
+        silently; the same dimension compared two models' vectors)."""
+        model, dim = manifest.embedding_model, manifest.embedding_dim
+        if (model, dim) == (self.embedder.name, int(self.embedder.dim)):
+            return
+        raise IncompatibleStoreError(
+            f"store {self.path} was reindexed with {model} ({dim} dims) after this reader "
+            f"opened it with {self.embedder.name} ({self.embedder.dim} dims), so it cannot "
+            f"follow the store's writes: open it again, without embedder= to use the store's "
+            f"own model (or with embedder={model!r})", path=self.path)
 
     def _index_options(self, kind: str) -> dict[str, Any]:
         """The store's index options, with this session's search-time overrides on top."""
