@@ -35,11 +35,7 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
     if isinstance(exc, duckdb.Error):
         text = str(exc)
         if any(word in text for word in _FULL_WORDS):
-            return DiskFullError(
-                f"{operation} failed: the disk is full{where}; nothing past the last complete "
-                "commit was written: free some space and retry", path=path,
-                errno=errno_codes.ENOSPC,
-            )
+            return _disk_full(operation, path)
         if "Read-only file system" in text or "Permission denied" in text:
             return StorageError(
                 f"{operation} failed: the store cannot be written{where}: {text.splitlines()[0]}; "
@@ -52,6 +48,8 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
     if type(exc).__name__ == "PanicException" or (
         isinstance(exc, (ValueError, RuntimeError)) and _from_module(exc, ("tantivy", "hnswlib"))
     ):
+        if any(word in str(exc) for word in _FULL_WORDS):  # Tantivy's "(os error 28)"
+            return _disk_full(operation, path)
         return BackendError(
             f"{operation} failed inside the search index{where}: {exc}; "
             "run `enginelib repair` to rebuild the indexes from the catalog", path=path,
@@ -62,6 +60,14 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
             "candidates) or smaller batches", path=path,
         )
     return None
+
+
+def _disk_full(operation: str, path: str | Path | None) -> DiskFullError:
+    where = f" ({path})" if path is not None else ""
+    return DiskFullError(
+        f"{operation} failed: the disk is full{where}; nothing past the last complete "
+        "commit was written: free some space and retry", path=path, errno=errno_codes.ENOSPC,
+    )
 
 
 def os_error(exc: OSError, operation: str, path: str | Path | None) -> EngineError:

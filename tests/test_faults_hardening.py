@@ -675,12 +675,13 @@ from enginelib import HashingEmbedder
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 store = enginelib.open(sys.argv[1], embedder=HashingEmbedder(64))
 resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+calls = {"restore": lambda: store.restore_snapshot("a"),
+         "update": lambda: store.update_document("d0", tags=["x"]),
+         "reindex": lambda: store.reindex(), "repair": lambda: store.repair()}
 outcomes = {}
-for name, call in (("restore", lambda: store.restore_snapshot("a")),
-                   ("update", lambda: store.update_document("d0", tags=["x"])),
-                   ("reindex", lambda: store.reindex())):
+for name in sys.argv[2].split(","):
     try:
-        call()
+        calls[name]()
         outcomes[name] = None
     except BaseException as exc:
         outcomes[name] = [f"{type(exc).__module__}.{type(exc).__name__}", str(exc)]
@@ -698,8 +699,9 @@ def test_a_catalog_write_past_the_file_size_limit_is_a_full_disk(tmp_path: Path)
     store.create_snapshot("a")
     store.delete_document("d1")
     store.close()
-    run = subprocess.run([sys.executable, "-c", _FILE_SIZE_LIMIT_CHILD, str(path)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", _FILE_SIZE_LIMIT_CHILD, str(path),
+                          "restore,update,reindex"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
     assert run.returncode == 0, run.stderr
     outcomes = json.loads(run.stdout.splitlines()[-1])
     for name, (kind, message) in outcomes.items():
@@ -709,6 +711,29 @@ def test_a_catalog_write_past_the_file_size_limit_is_a_full_disk(tmp_path: Path)
     try:
         assert {d["document_id"] for d in store.list_documents()} == {"d0", "d2", "d3"}
         assert store.get_document("d0")["tags"] in ([], None)
+        assert store.check().ok
+    finally:
+        store.close()
+
+
+def test_an_index_write_past_the_file_size_limit_is_a_full_disk(tmp_path: Path) -> None:
+    # Tantivy's "An IO error occurred: 'File too large (os error 27) at path ...'" (or "No
+    # space left on device (os error 28)") came out as a BackendError saying to run repair,
+    # which fails the same way until the disk has room
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", paragraphs(6, f"topic{i}")) for i in range(4)])
+    store.close()
+    run = subprocess.run([sys.executable, "-c", _FILE_SIZE_LIMIT_CHILD, str(path), "repair"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    kind, message = json.loads(run.stdout.splitlines()[-1])["repair"]
+    assert kind == "enginelib.errors.DiskFullError", message
+    assert "free some space" in message and "os error" not in message, message
+    store = open_test_store(path)
+    try:
+        assert len(store.list_documents()) == 4
+        assert store.search("pads rotor", answerability_threshold=None).hits
         assert store.check().ok
     finally:
         store.close()
