@@ -36,7 +36,7 @@ from .chunk_texts import FOLDER as TEXTS_FOLDER
 from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
 from .core import folders, layout
-from .core.generations import finish_reindex
+from .core.generations import finish_interrupted_reindex, finish_reindex
 from .core.layout import REINDEX_MARKER
 from .core.lock import acquire_writer_lock
 from .core.recovery import discard_index_files
@@ -107,7 +107,7 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     """
     check_float("lock_timeout", lock_timeout, minimum=0.0, maximum=MAX_LOCK_TIMEOUT_S)
     if isinstance(target, StoreCore) and not target.read_only:
-        return _check(target.path, target._catalog, snapshots)
+        return _check(target.path, target._catalog, snapshots, target.manifest)
     root = target.path if isinstance(target, StoreCore) else Path(target)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
@@ -120,9 +120,11 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     try:
         manifest = mf.read_manifest(root)
         assert manifest is not None
+        # a reindex killed after its commit: the catalog holds the new model's vectors
+        manifest = finish_interrupted_reindex(root, manifest, writable=False)
         catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
-            report = _check(root, catalog, snapshots)
+            report = _check(root, catalog, snapshots, manifest)
         finally:
             catalog.close()
     finally:
@@ -132,11 +134,20 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     return report
 
 
-def _check(root: Path, catalog: Catalog, with_snapshots: bool) -> IntegrityReport:
+def _check(root: Path, catalog: Catalog, with_snapshots: bool,
+           manifest: mf.Manifest) -> IntegrityReport:
+    """``manifest``: the one an open trusts (an interrupted reindex's new model, not the old
+    one manifest.json still names)."""
     problems: list[str] = []
     fix = f"run `enginelib repair --store {shell_word(root)}`"
-    manifest = mf.read_manifest(root)
-    assert manifest is not None
+    written = mf.read_manifest(root)
+    assert written is not None
+    if (written.embedding_model, written.embedding_dim, written.chunking_hash) != (
+            manifest.embedding_model, manifest.embedding_dim, manifest.chunking_hash):
+        problems.append(
+            f"a reindex to {manifest.embedding_model} ({manifest.embedding_dim} dims) was "
+            f"stopped after its commit, before manifest.json named it (it still names "
+            f"{written.embedding_model}, {written.embedding_dim} dims): {fix} to finish it")
     generation = catalog.generation
     labels = catalog.all_labels()
     facts: dict[str, Any] = {

@@ -364,3 +364,32 @@ def test_a_reader_follows_a_reindex_that_keeps_its_model(tmp_path: Path) -> None
     finally:
         reader.close()
         writer.close()
+
+
+def test_check_names_a_reindex_killed_after_its_commit_and_repair_finishes_it(
+        tmp_path: Path) -> None:
+    # check said "catalog vectors are FLOAT[16] but the manifest says 64 dims: run `enginelib
+    # reindex`" (re-embedding everything again) of a reindex the next writer's open finishes
+    path = tmp_path / "s"
+    _make_store(path)
+    env = {**os.environ, "ENGINELIB_CRASH_AT": "reindex_after_catalog_commit"}
+    script = ("import enginelib, sys; from enginelib import HashingEmbedder; "
+              "s = enginelib.open(sys.argv[1], embedder=HashingEmbedder(64)); "
+              "s.reindex(embedder=HashingEmbedder(16))")
+    done = subprocess.run([sys.executable, "-c", script, str(path)], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    report = maintenance.check(path)
+    assert report.problems, report
+    assert report.problems[0].startswith("a reindex to hashing-16 (16 dims) was stopped after "
+                                         "its commit"), report.problems
+    assert "enginelib repair" in report.problems[0]
+    assert not any("enginelib reindex" in problem for problem in report.problems), report.problems
+    assert maintenance.repair(path).ok
+    assert maintenance.check(path).ok
+    store = enginelib.open(path, read_only=True)
+    try:
+        assert store.manifest.embedding_dim == 16
+        assert store.search("pads rotor", answerability_threshold=None).hits
+    finally:
+        store.close()
