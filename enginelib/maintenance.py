@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from filelock import FileLock
 
 from . import catalog_maintenance as cm
 from . import columns as cols
@@ -38,7 +37,7 @@ from .chunker import Chunker, ChunkingConfig
 from .core import folders, layout
 from .core.generations import finish_interrupted_reindex, finish_reindex
 from .core.layout import REINDEX_MARKER
-from .core.lock import acquire_writer_lock
+from .core.lock import WriterLock, acquire_writer_lock
 from .core.recovery import discard_index_files
 from .core.store_core import StoreCore
 from .durable import write_atomic
@@ -111,7 +110,7 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     root = target.path if isinstance(target, StoreCore) else Path(target)
     if mf.read_manifest(root) is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
-    lock: FileLock | None = None
+    lock: WriterLock | None = None
     try:
         lock = acquire_writer_lock(root, lock_timeout)
     except OSError as exc:

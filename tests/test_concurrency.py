@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import enginelib
+from enginelib import maintenance
 from enginelib.errors import StoreLockedError
 from tests.helpers import doc, open_test_store, paragraphs
 
@@ -113,6 +114,33 @@ def test_second_writer_gets_a_clear_error(tmp_path: Path) -> None:
         # A writer that waits gets the store once the holder is done.
         waited = enginelib.open(path, embedder=enginelib.HashingEmbedder(64), lock_timeout=30)
         waited.close()
+        holder.wait(timeout=30)
+
+
+def test_a_writer_whose_lock_file_was_removed_still_keeps_a_second_writer_out(
+        tmp_path: Path) -> None:
+    # a user clearing a "stale" .writer.lock while the writer ran let a second writer take a
+    # new lock file and commit beside the first: the first's next save left the second's
+    # chunk out of the vector index ("vector index lacks 1 catalog chunk(s)")
+    from enginelib.core.layout import LOCK_NAME
+
+    path = tmp_path / "s"
+    open_test_store(path).close()
+    with subprocess.Popen([sys.executable, "-c", _HOLD_WRITER, str(path), "4"], cwd=REPO,
+                          stdout=subprocess.PIPE, text=True) as holder:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        (path / LOCK_NAME).unlink()
+        with pytest.raises(StoreLockedError, match="was removed while it wrote"):
+            enginelib.open(path, embedder=enginelib.HashingEmbedder(64))
+        with pytest.raises(StoreLockedError, match="was removed while it wrote"):
+            maintenance.repair(path)
+        # a writer that waits gets the store once the holder is done
+        waited = enginelib.open(path, embedder=enginelib.HashingEmbedder(64), lock_timeout=30)
+        try:
+            waited.ingest_documents([enginelib.LoadedDocument(id="w1", text="pads rotor")])
+            assert waited.check().ok
+        finally:
+            waited.close()
         holder.wait(timeout=30)
 
 

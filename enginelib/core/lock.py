@@ -5,9 +5,15 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
 import weakref
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: the lock file alone
+    fcntl = None  # type: ignore[assignment]
 
 from filelock import FileLock, Timeout
 
@@ -23,7 +29,45 @@ from .layout import HOLDER_NAME, LOCK_NAME
 _minimum_wait = 0.0
 # The writer locks this process took, by lock file: a second open of a store this process
 # already writes was told "another process is writing", and the user looked for one.
-_held: weakref.WeakValueDictionary[str, FileLock] = weakref.WeakValueDictionary()
+_held: weakref.WeakValueDictionary[str, WriterLock] = weakref.WeakValueDictionary()
+# The store folders this process holds locked, by descriptor: a child forked without exec
+# closes its copies, so a folder lock ends with the writer that took it.
+_folder_fds: set[int] = set()
+
+
+class WriterLock:
+    """The writer lock of one store: its lock file (flock), and the store folder's own flock,
+    which a removed lock file does not give up. A writer whose .writer.lock was deleted while
+    it wrote (a user clearing a "stale" lock) let a second writer take a new file and commit
+    beside it; the folder's lock refuses that second writer."""
+
+    def __init__(self, file_lock: FileLock, folder_fd: int | None) -> None:
+        self._file = file_lock
+        self._folder_fd = folder_fd
+
+    @property
+    def is_locked(self) -> bool:
+        return self._file.is_locked
+
+    def release(self) -> None:
+        fd, self._folder_fd = self._folder_fd, None
+        if fd is not None:
+            _folder_fds.discard(fd)
+            os.close(fd)  # the folder's flock ends with its last descriptor
+        self._file.release()
+
+
+def _close_folder_fds_in_child() -> None:
+    for fd in list(_folder_fds):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _folder_fds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_folder_fds_in_child)
 
 
 def set_minimum_wait(seconds: float) -> None:
@@ -32,7 +76,7 @@ def set_minimum_wait(seconds: float) -> None:
     _minimum_wait = max(0.0, float(seconds))
 
 
-def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
+def acquire_writer_lock(root: Path, timeout: float) -> WriterLock:
     path = root / LOCK_NAME
     if path.is_dir():  # filelock would fail with a bare "Is a directory"
         raise StoreError(f"{path} is a folder where enginelib keeps its writer lock file: remove "
@@ -42,6 +86,7 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
     # could never open that store for writing again ("this process already writes to ...").
     lock = FileLock(str(path), thread_local=False)
     timeout = max(timeout, _minimum_wait)
+    started = time.monotonic()
     try:
         lock.acquire(timeout=timeout)
     except Timeout as exc:
@@ -69,8 +114,47 @@ def acquire_writer_lock(root: Path, timeout: float) -> FileLock:
         if exc.errno == errno.EROFS:
             raise
         raise os_error(exc, "taking the writer lock", path) from exc
-    _held[str(path.resolve())] = lock
-    return lock
+    try:
+        folder_fd = _lock_folder(root, started + timeout)
+    except BaseException:
+        lock.release()
+        raise
+    if folder_fd is False:
+        lock.release()
+        waited = f" (waited {timeout:g} s)" if timeout > 0 else ""
+        raise StoreLockedError(
+            f"another process is writing to {root}{waited}, though its lock file {path} was "
+            f"removed while it wrote (leave {LOCK_NAME} in place: it is how writers take "
+            "turns); wait for it to finish, or open the store with read_only=True to search it",
+            path=root)
+    writer = WriterLock(lock, folder_fd)
+    _held[str(path.resolve())] = writer
+    return writer
+
+
+def _lock_folder(root: Path, deadline: float) -> int | None | bool:
+    """flock the store folder itself until ``deadline``: its descriptor, None where folders
+    cannot be locked (the lock file alone then), False when another writer holds it."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError:
+        return None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return False
+            time.sleep(0.05)
+            continue
+        except OSError:  # a file system without flock on folders
+            os.close(fd)
+            return None
+        _folder_fds.add(fd)
+        return fd
 
 
 def note_holder(root: Path, what: str, instead: str) -> None:

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
-from filelock import FileLock
 
 # schema.SCHEMA_VERSION is read where it is used, so a patched (or migrated) version is seen.
 from .. import faults, schema
@@ -64,7 +63,7 @@ from ..validation import MAX_DIM, check_int
 from . import layout
 from .compat import CatalogOnlyEmbedder, check_compatible, runtime_index_options
 from .generations import finish_interrupted_reindex
-from .lock import acquire_writer_lock
+from .lock import WriterLock, acquire_writer_lock
 from .recovery import discard_index_files, recover_files
 
 
@@ -79,7 +78,7 @@ class StoreCore:
         catalog: Catalog,
         embedder: Embedder,
         read_only: bool,
-        lock: FileLock | None,
+        lock: WriterLock | None,
         index_root: Path,
         snapshot: str | None = None,
         index_overrides: dict[str, dict[str, Any]] | None = None,
