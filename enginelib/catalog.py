@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -22,6 +23,7 @@ from .errors import (
     CorruptStoreError,
     DocumentNotFoundError,
     IncompatibleStoreError,
+    StorageError,
     StoreError,
     StoreLockedError,
 )
@@ -83,6 +85,9 @@ class Catalog:
         self.lock_timeout = lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
         self._closed = False
+        # Set once the file was open: a later reconnect (after ``release``) must find it
+        # there, or DuckDB would start an empty catalog in its place (``_require_file``).
+        self._opened = False
         # One caller at a time on the one connection: DuckDB refuses a second ("connection
         # is busy"), or hands it the first one's rows. The Store over this catalog holds it
         # for each public call, the job queue for each of its own, a worker for its pass.
@@ -120,14 +125,16 @@ class Catalog:
         # DuckDB lets one process hold a file read-write, or many hold it read-only. Writers
         # and readers therefore hold it only briefly and retry while another process has it.
         if not self.in_memory_db:
-            _require_file(self.path)
+            _require_file(self.path, opened=self._opened)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         while True:
             try:
                 if self.in_memory_db:
                     return duckdb.connect(":memory:")
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
+                self._opened = True
+                return con
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise _open_error(self.path, exc) from exc
@@ -662,13 +669,27 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
-def _require_file(path: Path) -> None:
+def _require_file(path: Path, *, opened: bool = False) -> None:
     """DuckDB opens whatever the path names: a pipe in the catalog's place blocked every
-    command on the store for good, waiting for a writer."""
+    command on the store for good, waiting for a writer.
+
+    ``opened``: this catalog had the file open before (a reconnect after ``release``). A
+    missing file then means the store was moved or deleted under the process (`serve`
+    releases the file whenever it is idle): DuckDB would start an empty catalog in its place,
+    every request failed as a damaged catalog, and the next open took the empty file for a
+    store that had never committed, its documents gone."""
     try:
         kind = special_kind(os.stat(path).st_mode)
+    except FileNotFoundError:
+        if opened:
+            raise StorageError(
+                f"the catalog {path} is gone since this process opened the store: its folder "
+                "was moved or deleted, or the file removed, meanwhile. Put it back where it "
+                "was (nothing was written in its place), or open the store where it is now",
+                path=path, errno=errno.ENOENT) from None
+        return  # a new catalog
     except OSError:
-        return  # missing (a new catalog) or unreadable: DuckDB says so
+        return  # unreadable: DuckDB says so
     if kind is not None:  # not CorruptStoreError: there are no blocks to mend
         store = shell_word(path.parent)
         raise StoreError(

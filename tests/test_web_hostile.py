@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from enginelib.errors import CorruptStoreError
+from tests.helpers import open_test_store
 from tests.test_web import build_store, copy_of, make_client, wait_for
 
 
@@ -347,3 +349,34 @@ def test_an_upload_its_loader_cannot_read_is_refused_before_it_is_queued(
     assert str(store_path) not in error  # the server's own paths stay on the server
     assert client.get("/api/jobs").json()["counts"] == before
     assert not list((store_path / "uploads").glob(f"*/{name}"))
+
+
+def test_a_store_moved_or_deleted_while_served_is_not_started_again_empty(
+        store_path: Path) -> None:
+    """serve lets go of the catalog file when idle; the next request opened it again by path,
+    and DuckDB started an empty catalog there: with the store's folder moved away, an upload
+    made the folder again (uploads/ and a new catalog.duckdb) and got a 500; with the file
+    deleted, every request was a "damaged catalog", and the next open took the empty file
+    for a store that had never committed: its documents gone, without an error."""
+    moved = store_path.with_name("moved")
+    with make_client(store_path) as client:
+        service = client.app.state.service  # type: ignore[attr-defined]
+        with service.lock:
+            service.store.catalog.release()  # as after RELEASE_AFTER_S without a request
+            store_path.rename(moved)
+        for response in (client.get("/api/stats"), client.get("/api/search?q=brakes"),
+                         client.post("/api/upload", files={"file": ("n.md", b"brake pads")})):
+            assert response.status_code == 503, response.text
+            assert response.json()["type"] == "StorageError"
+            assert "is gone since" in response.json()["error"]
+        assert not store_path.exists()  # nothing made again at the old path
+        moved.rename(store_path)  # put back: served again as it was
+        assert len(client.get("/api/documents").json()) == 3
+        with service.lock:
+            service.store.catalog.release()
+            (store_path / "catalog.duckdb").unlink()
+        response = client.get("/api/stats")
+        assert response.status_code == 503 and "is gone since" in response.json()["error"]
+        assert not (store_path / "catalog.duckdb").exists()
+    with pytest.raises(CorruptStoreError, match="missing"):  # never an empty store
+        open_test_store(store_path)

@@ -38,6 +38,7 @@ from ..errors import (
     QueueFullError,
     SnapshotError,
     SourceTooLargeError,
+    StorageError,
 )
 from ..fair_lock import FairRLock
 from ..jobs import DEFAULT_MAX_ATTEMPTS, JobQueue, NewJob, Worker
@@ -265,6 +266,10 @@ class Service:
         if not data.strip():  # the worker's job would fail on every attempt, into the DLQ
             raise InvalidInputError(f"upload {name!r} is empty: there is no text to index")
         IngestOptions.build(**dict(options))
+        if not self.store.path.is_dir():
+            raise StorageError(
+                f"the store's folder {self.store.path} is gone since serve opened it (moved or "
+                "deleted): put it back, or restart serve where it is now", path=self.store.path)
         # A file where the uploads folder belongs: refused naming it, not "Not a directory".
         uploads = require_folder(self.store.path, UPLOAD_DIR)
         folder = (uploads / uuid.uuid4().hex[:UPLOAD_FOLDER_CHARS]).resolve()
@@ -273,7 +278,10 @@ class Service:
         if self.store.path.resolve() not in target.parents:
             raise InvalidInputError(f"upload name {name!r} would leave the store")
         try:
-            folder.mkdir(parents=True)
+            # Not parents=True: with the store's folder moved or deleted while serving, that
+            # made it again at the old path (an empty folder where the user would move it back).
+            uploads.mkdir(exist_ok=True)
+            folder.mkdir()
             target.write_bytes(data)
             _require_loadable(target, name)
 
