@@ -3,6 +3,7 @@ what to do, never a 500, and nothing sent is silently ignored or left unprocesse
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -380,3 +381,46 @@ def test_a_store_moved_or_deleted_while_served_is_not_started_again_empty(
         assert not (store_path / "catalog.duckdb").exists()
     with pytest.raises(CorruptStoreError, match="missing"):  # never an empty store
         open_test_store(store_path)
+
+
+def test_an_upload_body_longer_than_its_content_length_is_not_read_on(store_path: Path) -> None:
+    """With Transfer-Encoding: chunked beside a small Content-Length, the server reads the
+    chunks: the upload passed the length check, and the form parser spooled the whole body
+    to disk (100 MB through a real serve, then a 413), whatever its size."""
+    import asyncio
+
+    from enginelib.web import Service, create_app
+
+    service = Service(open_test_store(store_path))
+    app = create_app(service, worker=False)
+    head = b'--B\r\nContent-Disposition: form-data; name="file"; filename="big.md"\r\n\r\n'
+    chunk = b"brake pads " * 10_000
+    pulled = 0
+    replies: list[dict] = []
+
+    async def receive() -> dict:
+        nonlocal pulled
+        pulled += 1
+        if pulled > 1000:  # ~110 MB: the whole body
+            return {"type": "http.request", "body": b"\r\n--B--\r\n", "more_body": False}
+        return {"type": "http.request", "body": head if pulled == 1 else chunk,
+                "more_body": True}
+
+    async def send(message: dict) -> None:
+        replies.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/upload", "raw_path": b"/api/upload",
+             "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 8765),
+             "client": ("127.0.0.1", 5000), "http_version": "1.1", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1:8765"), (b"content-length", b"1000"),
+                         (b"transfer-encoding", b"chunked"),
+                         (b"content-type", b"multipart/form-data; boundary=B")]}
+    try:
+        asyncio.run(app(scope, receive, send))
+    finally:
+        service.stop()
+    assert replies[0]["status"] == 400
+    body = json.loads(b"".join(m.get("body", b"") for m in replies[1:]))
+    assert "longer than its Content-Length (1,000 bytes)" in body["error"]
+    assert pulled <= 2  # stopped at the first chunk past the length said
+    assert not (store_path / "uploads").exists() or not any((store_path / "uploads").iterdir())

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Message, Receive
 
 from ..errors import (
     BackendError,
@@ -170,6 +171,10 @@ async def upload(request: Request) -> Response:
         if "multipart/form-data" not in request.headers.get("content-type", ""):
             raise InvalidInputError("upload with multipart/form-data: a 'file' field "
                                     "(and optional truth_level, domain, source_type, tags)")
+        # The length said is the most read: a body sent chunked as well (Transfer-Encoding
+        # beside Content-Length: the server reads the chunks) was spooled to disk whole,
+        # whatever its size, before the file in it was found too large.
+        request = Request(request.scope, _at_most(request.receive, declared))
         async with request.form(max_files=1, max_fields=20,
                                 max_part_size=MAX_UPLOAD_FIELD_BYTES) as form:
             item = form.get("file")
@@ -195,6 +200,24 @@ async def upload(request: Request) -> Response:
     except ClientDisconnect:
         return client_gone()
     return reply(result, 202)
+
+
+def _at_most(receive: Receive, declared: int) -> Receive:
+    """``receive``, refusing a body longer than the ``declared`` Content-Length."""
+    received = 0
+
+    async def bounded() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > declared:
+                raise InvalidInputError(
+                    f"the upload's body is longer than its Content-Length ({declared:,} bytes): "
+                    "send the length of the body, and no Transfer-Encoding beside it")
+        return message
+
+    return bounded
 
 
 UPLOAD_FIELDS = ("file", "truth_level", "domain", "source_type", "tags")
