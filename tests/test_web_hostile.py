@@ -424,3 +424,49 @@ def test_an_upload_body_longer_than_its_content_length_is_not_read_on(store_path
     assert "longer than its Content-Length (1,000 bytes)" in body["error"]
     assert pulled <= 2  # stopped at the first chunk past the length said
     assert not (store_path / "uploads").exists() or not any((store_path / "uploads").iterdir())
+
+
+@pytest.mark.slow
+def test_serve_stops_on_sigterm_while_a_client_stalls_mid_upload(tmp_path: Path) -> None:
+    """uvicorn waits for the requests in progress without a bound: an upload whose body
+    stopped coming kept serve running after SIGTERM for as long as its client held on."""
+    import os
+    import re
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from enginelib.web.app import GRACEFUL_SHUTDOWN_S
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing", "PYTHONPATH": str(root)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "enginelib.cli.main", "serve", str(tmp_path / "s"), "--port", "0"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        match = re.search(r"at http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
+        assert match, process.stderr.read() if process.stderr else ""
+        port = int(match.group(1))
+        with socket.create_connection(("127.0.0.1", port)) as stalled:
+            part = (b'--B\r\nContent-Disposition: form-data; name="file"; filename="a.md"\r\n'
+                    b"\r\n# Slow\n\nbrake")
+            stalled.sendall(
+                f"POST /api/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+                "multipart/form-data; boundary=B\r\nContent-Length: 1000\r\n\r\n".encode() + part)
+            with socket.create_connection(("127.0.0.1", port)) as probe:  # the upload is in
+                probe.sendall(f"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                              "Connection: close\r\n\r\n".encode())
+                assert b'{"ok": true}' in b"".join(iter(lambda: probe.recv(4096), b""))
+            process.terminate()
+            # the client still holds its half-sent upload open
+            # (uvicorn raises the signal again once stopped: the exit status says SIGTERM)
+            assert process.wait(timeout=GRACEFUL_SHUTDOWN_S + 50) == -signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+    assert not (tmp_path / "s" / ".writer.holder.json").exists()  # cleared at shutdown
+    with open_test_store(tmp_path / "s", chunking=None) as store:  # nothing half-uploaded queued
+        assert store.jobs().counts()["PENDING"] == 0

@@ -23,12 +23,20 @@ from .service import Service
 MAX_REQUEST_HEAD_BYTES = MAX_QUERY_CHARS * 12 + 64 * 1024
 
 
+# How long a stop (SIGTERM, Ctrl-C) waits for the requests in progress before it cancels them.
+# uvicorn's default waits for ever: one client that stopped sending its upload's body kept serve
+# running after SIGTERM until that client hung up. A request cut short did nothing: an upload
+# is queued only once its body is whole, and the job under way is finished (Service.stop).
+GRACEFUL_SHUTDOWN_S = 10
+
+
 def server_config(app: Starlette, **options: Any) -> Any:
     """The uvicorn.Config `serve` runs ``app`` with (uvicorn is imported only to serve)."""
     import uvicorn
 
     return uvicorn.Config(app, log_level="warning",
-                          h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES, **options)
+                          h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
+                          timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **options)
 
 
 def create_app(
