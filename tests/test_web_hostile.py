@@ -117,6 +117,23 @@ def test_an_upload_refuses_a_form_field_it_does_not_know(client: TestClient) -> 
     assert not client.get("/api/jobs").json()["counts"]["PENDING"]
 
 
+@pytest.mark.parametrize(("fields", "named"), [
+    ({"tags": ["gdpr", "erasure"]}, "['tags']"),
+    ({"truth_level": ["L1", "L3"], "domain": ["a", "b"]}, "['domain', 'truth_level']"),
+])
+def test_an_upload_refuses_a_form_field_given_twice(
+        client: TestClient, fields: dict, named: str) -> None:
+    # `curl -F tags=gdpr -F tags=erasure` was taken (202) and the document filed with the last
+    # value alone: tags ['erasure'], truth level L3
+    before = client.get("/api/jobs").json()["counts"]
+    response = client.post("/api/upload", files={"file": ("a.md", b"# A\n\nbrake pads")},
+                           data=fields)
+    assert response.status_code == 400, response.text
+    assert f"upload field(s) {named} given more than once" in response.json()["error"]
+    assert "tags=gdpr,erasure" in response.json()["error"]
+    assert client.get("/api/jobs").json()["counts"] == before
+
+
 def test_an_empty_upload_is_refused_before_it_is_queued(client: TestClient) -> None:
     # accepted with 202, then failed in the worker, retry after retry, into the DLQ
     before = client.get("/api/jobs").json()["counts"]

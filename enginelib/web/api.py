@@ -182,6 +182,13 @@ async def upload(request: Request) -> Response:
                 raise InvalidInputError("the form has no 'file' field with a file in it")
             # A misspelt field (truthlevel=L1) left out would file the document at L2.
             check_known(dict(form), UPLOAD_FIELDS, "upload field")
+            # A field given twice kept its last value: `-F tags=a -F tags=b` filed tag b alone.
+            given = [key for key, _ in form.multi_items()]
+            repeated = sorted({key for key in given if given.count(key) > 1})
+            if repeated:
+                raise InvalidInputError(
+                    f"upload field(s) {repeated} given more than once: send each once (several "
+                    "tags as one comma-separated field: tags=gdpr,erasure)")
             name = safe_upload_name(item.filename or "")
             data = await item.read(limit + 1)
             if len(data) > limit:
