@@ -167,6 +167,26 @@ def test_a_query_parameter_given_twice_is_refused(
     assert response.status_code == 400 and words in response.json()["error"]
 
 
+@pytest.mark.parametrize(("path", "body", "words"), [
+    ("/api/search", b'{"query": "brakes", "limit": 2, "limit": 50}',
+     "request body: 'limit' is given more than once"),
+    ("/api/search", b'{"query": "brakes", "filters": {"domain": "a", "domain": "b"}}',
+     "request body: 'domain' is given more than once"),
+    ("/api/check-answer", b'{"answer": "Pads wear [1].", "answer": "Rotors warp.", '
+     b'"search": {"query": "brakes"}}', "request body: 'answer' is given more than once"),
+    ("/api/search?q=brakes&filters=%7B%22domain%22%3A%22a%22%2C%22domain%22%3A%22b%22%7D",
+     None, "filters: 'domain' is given more than once"),
+])
+def test_a_json_key_given_twice_is_refused(
+    client: TestClient, path: str, body: bytes | None, words: str
+) -> None:
+    # {"limit": 2, "limit": 50} searched with limit 50; two answers checked the second alone
+    response = (client.get(path) if body is None else client.post(
+        path, content=body, headers={"content-type": "application/json"}))
+    assert response.status_code == 400, response.text
+    assert words in response.json()["error"]
+
+
 def test_an_answer_check_over_its_cap_is_refused_with_the_way_out(client: TestClient) -> None:
     """A 1.5 MB answer of short sentences held a server thread ~6 s and answered one claim per
     sentence (at the 16 MB body cap about a minute)."""

@@ -37,7 +37,7 @@ from ..jobs.times import utc_iso
 from ..validation import MAX_ID_CHARS, MAX_TAGS
 from .public import Paths
 from .security import safe_upload_name
-from .service import Service, check_known
+from .service import DuplicateKeyError, Service, check_known, unique_keys
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -146,7 +146,9 @@ async def _body(request: Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=unique_keys)
+    except DuplicateKeyError as exc:
+        raise InvalidInputError(f"request body: {exc}") from exc
     except ValueError as exc:
         raise InvalidInputError(f"request body is not valid JSON: {exc}") from exc
     except RecursionError as exc:  # json's parser recurses once per level of nesting

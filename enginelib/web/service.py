@@ -22,6 +22,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -503,13 +504,30 @@ def check_known(params: dict[str, Any], known: tuple[str, ...], what: str) -> No
         raise unknown_options_error(unknown, known, what)
 
 
+class DuplicateKeyError(InvalidInputError):
+    """A JSON object of the request names a key twice."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for a request's JSON: a key given twice is refused. Python's json
+    (like most parsers) kept the last one, the other dropped unseen: {"limit": 2, "limit": 50}
+    searched for 50, {"answer": ..., "answer": ...} checked the second answer only."""
+    repeated = sorted(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+    if repeated:
+        raise DuplicateKeyError(f"{repeated[0]!r} is given more than once in one JSON object: "
+                                "send each field once")
+    return dict(pairs)
+
+
 def _filters_param(filters: Any, *, text: bool = False) -> Any:
     """Filters as a JSON object, or its text (in a JSON body, or ``text``: a query string)."""
     if isinstance(filters, str):
         if not filters.strip():
             return None
         try:
-            filters = json.loads(filters)
+            filters = json.loads(filters, object_pairs_hook=unique_keys)
+        except DuplicateKeyError as exc:
+            raise InvalidFilterError(f"filters: {exc}") from exc
         except json.JSONDecodeError as exc:
             raise InvalidFilterError(
                 f"filters is not valid JSON ({exc.msg} at character {exc.pos}): send an "
