@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime
 from typing import Any
@@ -34,6 +35,7 @@ from ..errors import (
     UnsupportedFormatError,
 )
 from ..jobs.times import utc_iso
+from ..search.request import more_names, shown_names
 from ..validation import MAX_ID_CHARS, MAX_TAGS
 from .public import Paths
 from .security import safe_upload_name
@@ -185,8 +187,8 @@ async def upload(request: Request) -> Response:
             # A misspelt field (truthlevel=L1) left out would file the document at L2.
             check_known(dict(form), UPLOAD_FIELDS, "upload field")
             # A field given twice kept its last value: `-F tags=a -F tags=b` filed tag b alone.
-            given = [key for key, _ in form.multi_items()]
-            repeated = sorted({key for key in given if given.count(key) > 1})
+            counts = Counter(key for key, _ in form.multi_items())
+            repeated = sorted(key for key, count in counts.items() if count > 1)
             if repeated:
                 raise InvalidInputError(
                     f"upload field(s) {repeated} given more than once: send each once (several "
@@ -275,7 +277,7 @@ def _search(service: Service, request: Request) -> Any:
 def _takes_none(given: dict[str, Any], request: Request, what: str) -> None:
     if given:
         raise InvalidInputError(f"{request.method} {request.url.path} takes no {what}; got "
-                                f"{sorted(given)}")
+                                f"{shown_names(given)}{more_names(given)}")
 
 
 def _document(service: Service, request: Request) -> Any:
@@ -302,10 +304,11 @@ def _document_or_delete(service: Service, request: Request) -> Any:
 def _query_params(request: Request) -> dict[str, str]:
     """The query string as parameters, less the token (checked by the middleware)."""
     # A parameter given twice would keep only its last value, the other dropped unseen.
-    given = [name for name, _ in request.query_params.multi_items()]
-    repeated = sorted({name for name in given if given.count(name) > 1})
+    counts = Counter(name for name, _ in request.query_params.multi_items())
+    repeated = [name for name, count in counts.items() if count > 1]
     if repeated:
-        raise InvalidInputError(f"query parameter(s) {repeated} given more than once: send each "
+        raise InvalidInputError(f"query parameter(s) {shown_names(repeated)}{more_names(repeated)} "
+                                "given more than once: send each "
                                 "once (several truth levels as one list: truth_levels=L1,L2)")
     params = dict(request.query_params)
     params.pop("token", None)
