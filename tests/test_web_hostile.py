@@ -88,6 +88,27 @@ def test_a_malformed_multipart_upload_is_a_clear_400(
     assert "'file' field" in response.json()["error"]
 
 
+@pytest.mark.parametrize(("path", "fields"), [
+    ("/api/search", {"query": "brakes"}),  # was "no query given"
+    ("/api/check-answer", {"answer": "Pads wear [1]."}),  # was "answer must be a non-empty string"
+    ("/api/jobs/retry-dlq", {"job_id": "1"}),  # was done, the field dropped unseen
+])
+def test_a_form_posted_to_a_json_route_is_refused_saying_send_json(
+        client: TestClient, path: str, fields: dict) -> None:
+    before = client.get("/api/jobs").json()["counts"]
+    response = client.post(path, data=fields, files={"extra": ("a.txt", b"x")})
+    assert response.status_code == 400, response.text
+    assert f"POST {path} takes a JSON object, not a multipart form" in response.json()["error"]
+    assert "Content-Type: application/json" in response.json()["error"]
+    assert client.get("/api/jobs").json()["counts"] == before  # the DLQ job is still there
+    # `curl -d` sends its JSON as a form's type: read as JSON; name=value says what to send
+    assert client.post("/api/search", content=b'{"query": "brakes"}', headers={
+        "content-type": "application/x-www-form-urlencoded"}).status_code == 200
+    response = client.post("/api/search", data={"query": "brakes"})
+    assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
+    assert "Content-Type: application/json" in response.json()["error"]
+
+
 def test_an_upload_of_two_files_says_send_one(client: TestClient) -> None:
     response = client.post("/api/upload", files=[("file", ("a.md", b"# A\n\na")),
                                                  ("file", ("b.md", b"# B\n\nb"))])

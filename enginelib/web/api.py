@@ -132,9 +132,17 @@ def endpoint(action: Callable[[Service, Request], Any], status: int = 200, *,
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
 
+_FORM_HINT = (" (uploads go to /api/upload): e.g. curl -H 'Content-Type: application/json' "
+              "-d '{\"query\": \"brake pads\"}'")
+
+
 async def _body(request: Request) -> dict[str, Any]:
-    if "multipart/form-data" in request.headers.get("content-type", ""):
-        return {}
+    content_type = request.headers.get("content-type", "").lower()
+    if "multipart/form-data" in content_type:
+        # Was taken for an empty body, unread: `curl -F query=brakes` was told "no query
+        # given", a form's fields posted to check-answer or retry-dlq were dropped unseen.
+        raise InvalidInputError(f"{request.method} {request.url.path} takes a JSON object, not "
+                                f"a multipart form{_FORM_HINT}")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_JSON_BYTES:
         raise PayloadTooLargeError(_json_too_large(int(declared)))
@@ -152,7 +160,9 @@ async def _body(request: Request) -> dict[str, Any]:
     except DuplicateKeyError as exc:
         raise InvalidInputError(f"request body: {exc}") from exc
     except ValueError as exc:
-        raise InvalidInputError(f"request body is not valid JSON: {exc}") from exc
+        # `curl -d` sends a form's type: its JSON is read as JSON, its name=value pairs are not
+        hint = _FORM_HINT if "x-www-form-urlencoded" in content_type else ""
+        raise InvalidInputError(f"request body is not valid JSON: {exc}{hint}") from exc
     except RecursionError as exc:  # json's parser recurses once per level of nesting
         raise InvalidInputError("request body is nested too deeply to parse: a search or an "
                                 "answer to check is an object a few levels deep") from exc
