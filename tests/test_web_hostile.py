@@ -109,6 +109,30 @@ def test_a_form_posted_to_a_json_route_is_refused_saying_send_json(
     assert "Content-Type: application/json" in response.json()["error"]
 
 
+@pytest.mark.parametrize("url", [
+    "/api/search?q=brakes%FF", "/api/documents/gdpr-17%C3", "/api/documents?prefix=%ED%A0%80",
+    "/documents/gdpr-17%FF?start=0&end=5"])
+def test_a_url_that_is_not_utf8_is_refused_not_read_as_replacement_characters(
+        client: TestClient, url: str) -> None:
+    # ?q=brakes%FF searched "brakes\ufffd" (200) and /api/documents/x%FF named "x\ufffd"
+    response = client.get(url)
+    assert response.status_code == 400, response.text
+    assert response.json()["type"] == "InvalidInputError"
+    assert "is not UTF-8 text" in response.json()["error"]
+    assert "percent-encode" in response.json()["error"]
+
+
+def test_a_delete_whose_id_is_not_utf8_deletes_no_document_named_with_u_fffd(
+        store_path: Path) -> None:
+    from tests.helpers import doc
+
+    with open_test_store(store_path) as store:  # an id that holds U+FFFD (a garbled file name)
+        store.ingest_documents([doc("caf\ufffd.md", "Cafe brakes and pads.")])
+    with make_client(store_path) as client:
+        assert client.delete("/api/documents/caf%FF.md").status_code == 400  # Latin-1 'ÿ'
+        assert client.get("/api/documents/caf%EF%BF%BD.md").status_code == 200
+
+
 def test_an_upload_of_two_files_says_send_one(client: TestClient) -> None:
     response = client.post("/api/upload", files=[("file", ("a.md", b"# A\n\na")),
                                                  ("file", ("b.md", b"# B\n\nb"))])

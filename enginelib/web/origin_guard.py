@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from ..errors import InvalidInputError
 
@@ -89,7 +90,8 @@ def check_allowed_host(name: str) -> str:
 
 
 class OriginGuard:
-    """ASGI middleware: refuse a foreign Host (when ``check_host``) and a cross-origin write.
+    """ASGI middleware: refuse a foreign Host (when ``check_host``) and a cross-origin write;
+    then a URL whose %XX escapes are not UTF-8 (400: the server would read U+FFFD for them).
 
     ``allow_hosts``: names besides this machine's that clients may use (a reverse proxy's
     public name); a request with one as its Host, or a write from a page on one, is accepted.
@@ -106,7 +108,11 @@ class OriginGuard:
             return
         refusal = self.refusal(scope)
         if refusal is not None:
-            await _send_forbidden(send, refusal)
+            await _send_refusal(send, refusal)
+            return
+        garbled = _not_utf8(scope)
+        if garbled is not None:
+            await _send_refusal(send, garbled, 400, "InvalidInputError")
             return
 
         async def send_with_headers(message: dict[str, Any]) -> None:
@@ -144,6 +150,21 @@ class OriginGuard:
                 "proxy, start serve with --allow-host NAME")
 
 
+def _not_utf8(scope: dict[str, Any]) -> str | None:
+    """Why the URL cannot be read as text, or None. Its %XX bytes are UTF-8 or the server
+    replaced each bad one with U+FFFD unseen: ?q=brakes%FF searched "brakes\ufffd", and
+    DELETE /api/documents/x%FF deleted a document whose id holds U+FFFD."""
+    raw_path = scope.get("raw_path") or scope.get("path", "").encode()
+    for raw, what in ((raw_path, "path"), (scope.get("query_string", b""), "query string")):
+        try:
+            unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return (f"the URL's {what} is not UTF-8 text (byte {exc.start} of it once its "
+                    "%XX escapes are decoded): percent-encode a name's UTF-8 bytes, as "
+                    "urllib.parse.quote and encodeURIComponent do")
+    return None
+
+
 def _same_origin(origin: str, authority: str, allow_hosts: frozenset[str]) -> bool:
     if origin == "null" or "://" not in origin:
         return False  # a sandboxed frame, a file:// page, a data: URL
@@ -154,9 +175,10 @@ def _same_origin(origin: str, authority: str, allow_hosts: frozenset[str]) -> bo
     return host is not None and host in allow_hosts
 
 
-async def _send_forbidden(send: Any, message: str) -> None:
-    body = json.dumps({"error": message, "type": "Forbidden"}).encode()
-    await send({"type": "http.response.start", "status": 403,
+async def _send_refusal(send: Any, message: str, status: int = 403,
+                        kind: str = "Forbidden") -> None:
+    body = json.dumps({"error": message, "type": kind}).encode()
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), *SECURITY_HEADERS]})
     await send({"type": "http.response.body", "body": body})
