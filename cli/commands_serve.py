@@ -53,8 +53,10 @@ def serve(store_path: Path, host: str, port: int, token: str | None, allow_hosts
     from enginelib.web import Service, create_app
     from enginelib.web.app import server_config
     from enginelib.web.origin_guard import binds_loopback, check_allowed_host
-    from enginelib.web.security import require_token_for
+    from enginelib.web.security import check_token, require_token_for
 
+    if token is not None:
+        check_token(token)
     require_token_for(host, token)
     for name in allow_hosts:
         check_allowed_host(name)

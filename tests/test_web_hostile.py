@@ -592,3 +592,31 @@ def test_serve_stops_on_sigterm_while_a_client_stalls_mid_upload(tmp_path: Path)
     assert not (tmp_path / "s" / ".writer.holder.json").exists()  # cleared at shutdown
     with open_test_store(tmp_path / "s", chunking=None) as store:  # nothing half-uploaded queued
         assert store.jobs().counts()["PENDING"] == 0
+
+
+@pytest.mark.parametrize("token", ["sécrét-tökén-0123456789", " padded-Token-0123456789 ",
+                                   "пароль-0123456789"])
+def test_a_token_no_http_header_can_carry_is_refused_at_start(
+        store_path: Path, tmp_path: Path, token: str) -> None:
+    """serve took a token with "é": curl's 'Authorization: Bearer ...' (UTF-8 bytes, read as
+    Latin-1) answered 401 for ever, Python's clients refused to send it, only ?token= worked."""
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+    from enginelib.errors import InvalidInputError
+    from enginelib.web import Service, create_app
+
+    service = Service(open_test_store(store_path))
+    try:
+        with pytest.raises(InvalidInputError, match="visible ASCII only.*token_urlsafe"):
+            create_app(service, token=token)
+    finally:
+        service.stop()
+    result = CliRunner(env={"ENGINELIB_EMBEDDER": "hashing"}).invoke(
+        main, ["serve", str(tmp_path / "s"), "--port", "0", "--token", token])
+    assert result.exit_code == 2 and "visible ASCII only" in result.output, result.output
+    assert not (tmp_path / "s").exists()  # refused before anything was made
+    # an ASCII token goes in every way
+    with make_client(store_path, token="Zq8-xT3 pL0vW9mK2rN5~!") as client:
+        auth = {"authorization": "Bearer Zq8-xT3 pL0vW9mK2rN5~!"}
+        assert client.get("/api/health", headers=auth).status_code == 200

@@ -14,7 +14,7 @@ from ..validation import MAX_QUERY_CHARS
 from . import api, pages
 from .openapi import openapi_document
 from .origin_guard import OriginGuard
-from .security import TokenMiddleware
+from .security import TokenMiddleware, check_token
 from .service import Service
 
 # A GET search carries its query in the URL: up to MAX_QUERY_CHARS characters of up to 4 UTF-8
@@ -66,6 +66,8 @@ def create_app(
             if on_stop is not None:
                 on_stop()
 
+    if token is not None:
+        check_token(token)
     guard = Middleware(OriginGuard, check_host=token is None if check_host is None
                        else check_host, allow_hosts=allow_hosts)
     middleware = [guard, *([Middleware(TokenMiddleware, token=token)] if token else [])]

@@ -26,6 +26,25 @@ MAX_NAME_BYTES = 255  # what a Linux or macOS file system takes for one name, in
 MIN_EXPOSED_TOKEN = 16  # characters; a guessable secret guards nothing on a network
 
 
+def check_token(token: str) -> str:
+    """``token`` if an HTTP client can send it in a header: ASCII letters, digits,
+    punctuation and inner spaces.
+
+    A header is Latin-1 to the server: a token with "é" sent as UTF-8 by curl (or refused
+    by Python's clients) never matched, so 'Authorization: Bearer TOKEN' answered 401 for
+    ever while ?token= worked; a space at either end is dropped by the header's parsing."""
+    bad = next((ch for ch in token if not " " <= ch <= "~"), None)
+    if bad is None and token != token.strip():
+        bad = " "
+    if bad is not None:
+        raise InvalidInputError(
+            f"the token holds {bad!r} (U+{ord(bad):04X}){' at an end' if bad == ' ' else ''}: "
+            "a token travels in HTTP headers, which carry visible ASCII only: use letters, "
+            "digits and punctuation, e.g. "
+            "`python -c \"import secrets; print(secrets.token_urlsafe(24))\"`")
+    return token
+
+
 def require_token_for(host: str, token: str | None) -> None:
     if binds_loopback(host):
         return
