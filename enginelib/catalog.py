@@ -85,9 +85,10 @@ class Catalog:
         self.lock_timeout = lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
         self._closed = False
-        # Set once the file was open: a later reconnect (after ``release``) must find it
-        # there, or DuckDB would start an empty catalog in its place (``_require_file``).
-        self._opened = False
+        # The file once open (device, inode): a later reconnect (after ``release``) must find
+        # it there, or DuckDB would start an empty catalog in its place, and a writer must
+        # find that file, not another store's put at the path (``_require_file``).
+        self._identity: tuple[int, int] | None = None
         # One caller at a time on the one connection: DuckDB refuses a second ("connection
         # is busy"), or hands it the first one's rows. The Store over this catalog holds it
         # for each public call, the job queue for each of its own, a worker for its pass.
@@ -125,7 +126,8 @@ class Catalog:
         # DuckDB lets one process hold a file read-write, or many hold it read-only. Writers
         # and readers therefore hold it only briefly and retry while another process has it.
         if not self.in_memory_db:
-            _require_file(self.path, opened=self._opened)
+            _require_file(self.path, opened=self._identity,
+                          same_file=not self.read_only)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.005
         while True:
@@ -133,7 +135,12 @@ class Catalog:
                 if self.in_memory_db:
                     return duckdb.connect(":memory:")
                 con = duckdb.connect(str(self.path), read_only=self.read_only)
-                self._opened = True
+                if self._identity is None:
+                    try:
+                        info = os.stat(self.path)
+                        self._identity = (info.st_dev, info.st_ino)
+                    except OSError:
+                        pass
                 return con
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
@@ -669,19 +676,24 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
-def _require_file(path: Path, *, opened: bool = False) -> None:
+def _require_file(path: Path, *, opened: tuple[int, int] | None = None,
+                  same_file: bool = False) -> None:
     """DuckDB opens whatever the path names: a pipe in the catalog's place blocked every
     command on the store for good, waiting for a writer.
 
-    ``opened``: this catalog had the file open before (a reconnect after ``release``). A
-    missing file then means the store was moved or deleted under the process (`serve`
-    releases the file whenever it is idle): DuckDB would start an empty catalog in its place,
-    every request failed as a damaged catalog, and the next open took the empty file for a
-    store that had never committed, its documents gone."""
+    ``opened``: the file this catalog had open before (device, inode), for a reconnect after
+    ``release``. A missing file then means the store was moved or deleted under the process
+    (`serve` releases the file whenever it is idle): DuckDB would start an empty catalog in
+    its place, every request failed as a damaged catalog, and the next open took the empty
+    file for a store that had never committed, its documents gone. ``same_file`` (a writer,
+    which holds the store's lock: nothing of ours replaces its file meanwhile): another file
+    at the path is another store put there, which the writer's indexes in memory and its
+    worker's jobs do not belong to."""
     try:
-        kind = special_kind(os.stat(path).st_mode)
+        info = os.stat(path)
+        kind = special_kind(info.st_mode)
     except FileNotFoundError:
-        if opened:
+        if opened is not None:
             raise StorageError(
                 f"the catalog {path} is gone since this process opened the store: its folder "
                 "was moved or deleted, or the file removed, meanwhile. Put it back where it "
@@ -690,6 +702,12 @@ def _require_file(path: Path, *, opened: bool = False) -> None:
         return  # a new catalog
     except OSError:
         return  # unreadable: DuckDB says so
+    if same_file and opened is not None and (info.st_dev, info.st_ino) != opened:
+        raise StorageError(
+            f"the catalog {path} is not the file this process opened: the store was replaced "
+            "meanwhile (moved away and another put at its path). Nothing was read from or "
+            "written to it: restart this process to use the store now there, or put the one "
+            "it opened back", path=path)
     if kind is not None:  # not CorruptStoreError: there are no blocks to mend
         store = shell_word(path.parent)
         raise StoreError(

@@ -620,3 +620,28 @@ def test_a_token_no_http_header_can_carry_is_refused_at_start(
     with make_client(store_path, token="Zq8-xT3 pL0vW9mK2rN5~!") as client:
         auth = {"authorization": "Bearer Zq8-xT3 pL0vW9mK2rN5~!"}
         assert client.get("/api/health", headers=auth).status_code == 200
+
+
+def test_a_store_replaced_while_served_is_refused_not_mixed_with_the_one_served(
+        store_path: Path) -> None:
+    """With the store moved away and another made at its path, serve reopened the new catalog
+    beside the old store's indexes in memory: searches answered the old documents, the list
+    the new ones, and an upload got a 500 (CatalogException: no jobs table)."""
+    from tests.helpers import doc
+
+    with make_client(store_path) as client:
+        service = client.app.state.service  # type: ignore[attr-defined]
+        with service.lock:
+            service.store.catalog.release()  # as after RELEASE_AFTER_S without a request
+            store_path.rename(store_path.with_name("served"))
+            with open_test_store(store_path) as other:
+                other.ingest_documents([doc("other", "Tyres and wheels. " * 20, title="Other")])
+        for response in (client.get("/api/documents"), client.get("/api/search?q=brakes"),
+                         client.post("/api/upload", files={"file": ("n.md", b"brake pads")})):
+            assert response.status_code == 503, response.text
+            assert "is not the file this process opened" in response.json()["error"]
+    with open_test_store(store_path) as other:  # the store put there was left as it was
+        assert [d["document_id"] for d in other.list_documents()] == ["other"]
+        assert other.jobs().counts()["PENDING"] == 0
+    with open_test_store(store_path.with_name("served")) as served:
+        assert len(served.list_documents()) == 3
