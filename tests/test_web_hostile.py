@@ -645,3 +645,48 @@ def test_a_store_replaced_while_served_is_refused_not_mixed_with_the_one_served(
         assert other.jobs().counts()["PENDING"] == 0
     with open_test_store(store_path.with_name("served")) as served:
         assert len(served.list_documents()) == 3
+
+
+@pytest.mark.parametrize(("path", "content_type", "first"), [
+    ("/api/upload", b"multipart/form-data; boundary=B",
+     b'--B\r\nContent-Disposition: form-data; name="file"; filename="a.md"\r\n\r\n# A\n\nbr'),
+    ("/api/search", b"application/json", b'{"query": "bra'),
+])
+def test_a_body_that_stops_coming_is_answered_408_not_waited_for(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, content_type: bytes,
+        first: bytes) -> None:
+    """A client that sent fewer bytes than its Content-Length said held the request, and its
+    connection, for ever: no answer, nothing logged (reproduced on a real serve)."""
+    import asyncio
+
+    from enginelib.web import Service, api, create_app
+
+    monkeypatch.setattr(api, "BODY_IDLE_S", 0.2)
+    service = Service(open_test_store(store_path))
+    app = create_app(service, worker=False)
+    replies: list[dict] = []
+    pulled = 0
+
+    async def receive() -> dict:
+        nonlocal pulled
+        pulled += 1
+        if pulled == 1:
+            return {"type": "http.request", "body": first, "more_body": True}
+        await asyncio.Event().wait()  # the rest never comes (wait_for below: the test's own end)
+        raise AssertionError("unreachable")
+
+    async def send(message: dict) -> None:
+        replies.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 8765),
+             "client": ("127.0.0.1", 5000), "http_version": "1.1", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1:8765"), (b"content-length", b"500"),
+                         (b"content-type", content_type)]}
+    try:
+        asyncio.run(asyncio.wait_for(app(scope, receive, send), 20))
+    finally:
+        service.stop()
+    assert replies[0]["status"] == 408
+    body = json.loads(b"".join(m.get("body", b"") for m in replies[1:]))
+    assert body["type"] == "SlowBodyError" and "no part of the request's body came" in body["error"]

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from datetime import date, datetime
 from typing import Any
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -72,6 +73,8 @@ def error_reply(exc: Exception, paths: Paths | None = None) -> Response:
         status = 413
     elif isinstance(exc, LengthRequiredError):
         status = 411
+    elif isinstance(exc, SlowBodyError):
+        status = 408
     elif isinstance(exc, UnsupportedFormatError):
         status = 415
     elif isinstance(exc, QueueFullError):
@@ -111,7 +114,8 @@ def endpoint(action: Callable[[Service, Request], Any], status: int = 200, *,
             # search, or {"job_id": 7} to retry-dlq, would get an answer that ignored it.
             if not query:
                 _takes_none(_query_params(request), request, "query parameters")
-            body = await _body(request) if request.method == "POST" else None
+            body = (await _body(Request(request.scope, _idle_bounded(request.receive)))
+                    if request.method == "POST" else None)
             if body is not None and fields == ():
                 _takes_none(body, request, "body fields")
             elif body is not None and fields is not None:
@@ -188,7 +192,8 @@ async def upload(request: Request) -> Response:
         # The length said is the most read: a body sent chunked as well (Transfer-Encoding
         # beside Content-Length: the server reads the chunks) was spooled to disk whole,
         # whatever its size, before the file in it was found too large.
-        request = Request(request.scope, _at_most(request.receive, declared))
+        request = Request(request.scope,
+                          _idle_bounded(_at_most(request.receive, declared)))
         async with request.form(max_files=1, max_fields=20,
                                 max_part_size=MAX_UPLOAD_FIELD_BYTES) as form:
             item = form.get("file")
@@ -221,6 +226,31 @@ async def upload(request: Request) -> Response:
     except ClientDisconnect:
         return client_gone()
     return reply(result, 202)
+
+
+# How long a request's body may stop coming before the request is answered 408: a client that
+# sent fewer bytes than its Content-Length said held its connection, and the handler waiting
+# for the rest, for ever (uvicorn bounds the head and idle keep-alive, not a body).
+BODY_IDLE_S = 30.0
+
+
+class SlowBodyError(InvalidInputError):
+    """No part of the request's body came for BODY_IDLE_S (408 Request Timeout)."""
+
+
+def _idle_bounded(receive: Receive) -> Receive:
+    """``receive``, giving up with SlowBodyError when nothing comes for BODY_IDLE_S."""
+
+    async def bounded() -> Message:
+        try:
+            with anyio.fail_after(BODY_IDLE_S):
+                return await receive()
+        except TimeoutError:
+            raise SlowBodyError(
+                f"no part of the request's body came for {BODY_IDLE_S:g} s: send the whole body "
+                "its Content-Length announces, without pauses") from None
+
+    return bounded
 
 
 def _at_most(receive: Receive, declared: int) -> Receive:

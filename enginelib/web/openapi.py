@@ -24,7 +24,8 @@ _ERROR_CODES = (
     "400 the request is wrong (the message says what to send); 401 no or a wrong token (a "
     "server started with --token); 403 a write from a page on another origin, or a Host that "
     "is not this machine; 404 no such document, job or route; 405 a method the route does "
-    "not take (Allow lists those it does); 409 the store is locked or read-only, or the job "
+    "not take (Allow lists those it does); 408 a body that stopped coming before its "
+    "Content-Length was sent; 409 the store is locked or read-only, or the job "
     "is not in the DLQ; 411 an upload "
     "without Content-Length; 413 a body over its limit; 415 a file type no loader reads; 429 "
     "an upload while as many as the server takes wait for its worker (send it again later)")
