@@ -153,6 +153,17 @@ def test_the_document_list_refuses_a_parameter_it_does_not_know(
     assert jobs.status_code == 400 and "did you mean 'status'?" in jobs.json()["error"]
 
 
+def test_the_document_list_takes_an_empty_filter_as_left_out(client: TestClient) -> None:
+    # ?domain=, ?source_type= and ?tag= (a form's blank fields) listed no document, while an
+    # empty truth_levels, prefix, limit or offset was left out, as in a search's query string
+    every = client.get("/api/documents").json()
+    assert len(every) == 3
+    for blank in ("domain=", "source_type=", "tag=",
+                  "domain=&tag=&source_type=&truth_levels=&prefix=&limit=&offset="):
+        assert client.get(f"/api/documents?{blank}").json() == every, blank
+    assert client.get("/api/documents?tag=nothing-has-it").json() == []  # a value still filters
+
+
 def test_an_upload_refuses_a_form_field_it_does_not_know(client: TestClient) -> None:
     # 'truthlevel=L1' was dropped: the document was ingested as L2 and the answer was 202
     response = client.post("/api/upload", files={"file": ("a.md", b"# A\n\ntext")},

@@ -243,10 +243,14 @@ class Service:
         # the filtered answer.
         check_known(params, DOCUMENT_LIST_PARAMS, "document list parameter")
         levels = params.get("truth_levels")
+        # An empty value is a filter left out, as in a search's query string and for
+        # truth_levels, prefix, limit and offset here: ?tag= (a form's blank field) filtered on
+        # the tag "" and listed no document.
         filters: dict[str, Any] = {
             "truth_levels": [v for v in levels.split(",") if v] if levels else None,
-            "domain": params.get("domain"), "source_type": params.get("source_type"),
-            "tag": params.get("tag"), "prefix": params.get("prefix"),
+            "domain": params.get("domain") or None,
+            "source_type": params.get("source_type") or None,
+            "tag": params.get("tag") or None, "prefix": params.get("prefix"),
             "limit": _int_param(params, "limit", 1000), "offset": _int_param(params, "offset", 0),
         }
         return self._locked(lambda: self.store.list_documents(**filters))  # type: ignore[no-any-return]
