@@ -69,7 +69,7 @@ from .snapshot_integrity import (
 )
 from .snapshot_restore import RestoreReport
 from .store_target import StoreLike, takes_store
-from .text import shell_word
+from .text import excerpt, shell_word
 from .utc import stamp_instant, utc_stamp
 from .validation import MAX_KEEP, check_bool
 
@@ -155,7 +155,7 @@ def validate_name(name: str) -> str:
     # the retention file beside them (a snapshot folder there wedged every later command).
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (LIVE, SETTINGS_NAME):
         raise InvalidInputError(
-            f"snapshot name {name!r} is not allowed: use letters, digits, '.', '_' or '-' "
+            f"snapshot name {excerpt(name)} is not allowed: use letters, digits, '.', '_' or '-' "
             f"(up to 100, not starting with '.' or '-', and not {LIVE!r} or {SETTINGS_NAME!r})"
         )
     return name

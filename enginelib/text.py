@@ -33,3 +33,13 @@ def shell_word(value: object) -> str:
     """``value`` as one shell word, for the commands our messages tell a user to run: a store
     path with a space or a quote must paste as it is."""
     return shlex.quote(str(value))
+
+
+def excerpt(value: object, limit: int = 60) -> str:
+    """``value`` as ``repr`` shows it, a string cut to its first ``limit`` characters: an
+    error message quotes what was sent, not all of it (a megabyte snapshot name was answered
+    with a megabyte message)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value):,} characters)"
+    shown = repr(value)
+    return shown if len(shown) <= limit + 20 else shown[:limit] + "..."

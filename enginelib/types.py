@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from .errors import InvalidTruthLevelError
+from .text import excerpt
 
 TruthLevel = Literal["L1", "L2", "L3", "L4"]
 Strategy = Literal["vector", "fulltext", "hybrid", "auto"]
@@ -58,7 +59,7 @@ def validate_truth_level(value: object) -> str:
         candidate = value.strip().upper()
         if candidate in TRUTH_LEVELS:
             return candidate
-    raise InvalidTruthLevelError(f"unknown truth level {value!r}: {expected}")
+    raise InvalidTruthLevelError(f"unknown truth level {excerpt(value)}: {expected}")
 
 
 def truth_rank(level: str) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidFilterError, InvalidInputError, InvalidQueryError, InvalidVectorError
+from .text import excerpt
 
 # -- documented maxima -------------------------------------------------------------------
 
@@ -154,7 +155,7 @@ def check_name(what: str, value: Any) -> str:
     check_text(f"{what} name", value)
     if not _NAME.fullmatch(value):
         raise InvalidInputError(
-            f"{what} name {value!r} is not allowed: use letters, digits, '.', '_' or '-' "
+            f"{what} name {excerpt(value)} is not allowed: use letters, digits, '.', '_' or '-' "
             f"(up to {MAX_NAME_CHARS} characters, not starting with '.' or '-')"
         )
     return str(value)

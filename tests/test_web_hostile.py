@@ -701,3 +701,20 @@ def test_a_body_that_stops_coming_is_answered_408_not_waited_for(
     assert replies[0]["status"] == 408
     body = json.loads(b"".join(m.get("body", b"") for m in replies[1:]))
     assert body["type"] == "SlowBodyError" and "no part of the request's body came" in body["error"]
+
+
+@pytest.mark.parametrize(("send", "words"), [
+    (lambda c: c.post("/api/search", json={"query": "brakes", "snapshot": "s" * 1_000_000}),
+     "snapshot name 'ssss"),
+    (lambda c: c.post("/api/search", json={"query": "brakes", "x" * 1_000_000: 1}),
+     "unknown search parameter(s) ['xxxx"),
+    (lambda c: c.post("/api/upload", files={"file": ("a.md", b"# A\n\nbrake pads")},
+                      data={"truth_level": "L" * 60_000}), "unknown truth level 'LLLL"),
+])
+def test_a_refusal_quotes_an_excerpt_of_a_huge_value_not_all_of_it(
+        client: TestClient, send: object, words: str) -> None:
+    # a megabyte snapshot or parameter name was answered with a megabyte message
+    response = send(client)  # type: ignore[operator]
+    assert response.status_code == 400, response.text[:300]
+    error = response.json()["error"]
+    assert words in error and " characters)" in error and len(error) < 1000, error[:300]

@@ -251,8 +251,10 @@ SHOWN_NAMES = 10
 
 
 def shown_names(names: Iterable[str]) -> list[str]:
-    """The first ``SHOWN_NAMES`` of ``names``, sorted: what a message lists."""
-    return sorted(names)[:SHOWN_NAMES]
+    """The first ``SHOWN_NAMES`` of ``names``, sorted, each cut to 60 characters: what a
+    message lists (a parameter named with a megabyte was answered with a megabyte)."""
+    return [name if len(name) <= 60 else f"{name[:60]}... ({len(name):,} characters)"
+            for name in sorted(names)[:SHOWN_NAMES]]
 
 
 def more_names(names: Iterable[str]) -> str:
