@@ -307,8 +307,23 @@ def _reader_went_away() -> NoReturn:
     sys.exit(BROKEN_PIPE_EXIT)
 
 
+# A lone surrogate: how Python holds a byte of a file name that is not UTF-8 (os.fsdecode's
+# surrogateescape). Written raw, it is that byte (invalid UTF-8) or a UnicodeEncodeError.
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def json_text(data: Any) -> str:
+    """``data`` as JSON that is valid UTF-8 whatever it holds: a lone surrogate (a file named
+    in another encoding) is written as its ``\\udcXX`` escape, which Python's json reads back
+    as the same string (os.fsencode gives the file's own bytes), where it was written raw, as
+    the byte of the name: JSON that strict UTF-8 readers refuse, or, with a strict stdout, an
+    "unexpected UnicodeEncodeError" after the command had done its work."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=_json_default)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default))
+    click.echo(json_text(data))
 
 
 def emit_mapping(data: dict[str, Any], as_json: bool) -> None:

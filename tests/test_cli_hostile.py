@@ -509,3 +509,27 @@ def test_no_command_prints_a_documents_control_characters(tmp_path: Path) -> Non
         assert not any(c in shown for c in "\x1b\x07\x9b"), (args, shown)
         assert not any(line.lstrip().startswith("forged.md") for line in shown.splitlines())
         assert "evil" in shown or "Brake pads wear" in shown, (args, shown)
+
+
+@pytest.mark.parametrize("stdout_errors", ["surrogateescape", "strict"])
+def test_json_naming_a_file_whose_name_is_not_utf8_is_valid_utf8(
+        tmp_path: Path, stdout_errors: str) -> None:
+    # `ingest --json` of a folder holding a Latin-1 named file: its skipped path was written
+    # as the raw byte (JSON a strict UTF-8 reader refuses), or, on a strict stdout, the ingest
+    # committed and then failed "unexpected UnicodeEncodeError ... a bug in enginelib"
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ok.md").write_text("# Tea\n\nA fine file about tea.\n", encoding="utf-8")
+    odd = os.path.join(os.fsencode(folder), b"caf\xe9.md")
+    with open(odd, "wb") as handle:
+        handle.write(b"# Coffee\n\nA file named in Latin-1.\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "enginelib.cli.main", "ingest", str(folder), "--store",
+         str(tmp_path / "store"), "--no-progress", "--json"],
+        cwd=REPO, capture_output=True, timeout=120,
+        env={**os.environ, **ENV, "PYTHONPATH": str(REPO),
+             "PYTHONIOENCODING": f"utf-8:{stdout_errors}"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.decode("utf-8"))  # strict: valid UTF-8
+    assert report["added"] == 1 and report["skipped"] == 1
+    assert os.fsencode(report["skipped_inputs"][0]["path"]) == odd  # the file's own bytes
