@@ -308,6 +308,7 @@ class TantivyTextIndex:
             writer.delete_documents_by_term(LABEL_FIELD, label)
             writer.add_document(self._to_tantivy(doc))
             self._pending = True
+        crash_point("after_text_add")  # fault tests: a failure with the writer in a frame
 
     def _to_tantivy(self, doc: TextDocument) -> tantivy.Document:
         suffix = normalize_language(doc.language, self.languages)
@@ -384,9 +385,18 @@ class TantivyTextIndex:
 
     def release(self) -> None:
         """Drop the writer and its lock without committing (the store is closing after a
-        failure; what was not saved replays from the catalog at the next open)."""
-        self._writer = None
+        failure; what was not saved replays from the catalog at the next open).
+
+        Consumed, not only dropped: a failure inside ``add`` (Ctrl-C there) keeps the writer
+        alive in its traceback's frames, and with it tantivy's lock, so the index reloaded to
+        replay the catalog could not write ("being written by another object")."""
+        writer, self._writer = self._writer, None
         self._pending = False
+        if writer is not None:
+            try:
+                writer.wait_merging_threads()  # drops what was not committed, and the lock
+            except ValueError:  # consumed already
+                pass
 
     def _write_stamp(self, generation: int | None) -> None:
         stamp = {**self._config(), "max_token": self._max_token,

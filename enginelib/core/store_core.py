@@ -485,10 +485,15 @@ class StoreCore:
         stamps say exactly what they hold) and replay the catalog from there, as an open
         after a kill does."""
         self._committed()  # the failure may have come before the generation was read
+        release = getattr(self._text_index, "release", None)
+        if release is not None:
+            release()  # its writer's lock, which the reloaded index needs to replay
         self._vector_index, self._text_index = self._open_indexes()
         self.hit_token_cache.clear()
-        self._indexes_behind = False
         self._sync_indexes()
+        # Only now: a replay that failed (the lock above, a full disk) left the indexes
+        # short of the catalog, and the next save stamped them current for good.
+        self._indexes_behind = False
 
     def persist(self) -> None:
         """Save both indexes stamped with the catalog generation, then the manifest."""
