@@ -268,7 +268,10 @@ def handle_errors(func: F) -> F:
         except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)) or debug_enabled():
                 raise
-            from enginelib.edge import map_error
+            from enginelib.edge import as_interrupt, interrupted, map_error
+
+            if interrupted(exc):  # DuckDB's words for a Ctrl-C (a query it stopped)
+                _interrupted(as_interrupt(exc))
 
             mapped = map_error(exc, "the command", None)
             message = str(mapped) if mapped is not None else (

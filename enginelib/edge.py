@@ -9,6 +9,7 @@ operation runs inside ``guard``, which re-raises them as the error tree of
 from __future__ import annotations
 
 import errno as errno_codes
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,9 +26,42 @@ _FULL_WORDS = ("No space left", "disk is full", "Disk full", "Disk quota exceede
                "File too large")
 
 
+# A KeyboardInterrupt raised in a Python callback DuckDB made: its text is "KeyboardInterrupt:
+# ..." or the callback's whole traceback, ending in that line.
+_PYTHON_INTERRUPT = re.compile(r"^KeyboardInterrupt\b", re.MULTILINE)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a KeyboardInterrupt, or DuckDB's words for one. DuckDB
+    takes the SIGINT that reaches a running query and raises RuntimeError('Query
+    interrupted') (2.x; InterruptException before), and one raised in a Python callback it
+    makes (``register``) comes out as a duckdb.Error 'KeyboardInterrupt: ...' (or its
+    traceback); the KeyboardInterrupt itself is gone. Taken as errors, a Ctrl-C read
+    "unexpected RuntimeError ... a bug in enginelib", or "failed in the catalog: run check
+    and repair"."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    interrupt = getattr(duckdb, "InterruptException", None)
+    if interrupt is not None and isinstance(exc, interrupt):
+        return True
+    if type(exc) is RuntimeError and str(exc) == "Query interrupted":
+        return True
+    return isinstance(exc, duckdb.Error) and _PYTHON_INTERRUPT.search(str(exc)) is not None
+
+
+def as_interrupt(exc: BaseException) -> KeyboardInterrupt:
+    """``exc``, a Ctrl-C (see ``interrupted``), as the KeyboardInterrupt it stands for."""
+    if isinstance(exc, KeyboardInterrupt):
+        return exc
+    stop = KeyboardInterrupt()
+    stop.__cause__ = exc
+    return stop
+
+
 def map_error(exc: BaseException, operation: str, path: str | Path | None) -> EngineError | None:
-    """The enginelib error for a dependency's exception, or None to let it through."""
-    if isinstance(exc, EngineError):
+    """The enginelib error for a dependency's exception, or None to let it through (a
+    Ctrl-C in DuckDB's words too: ``interrupted``)."""
+    if isinstance(exc, EngineError) or interrupted(exc):
         return None
     where = f" ({path})" if path is not None else ""
     if isinstance(exc, OSError) and exc.errno is not None:
@@ -107,6 +141,8 @@ def guard(operation: str, path: str | Path | None = None) -> Iterator[None]:
     except BaseException as exc:
         if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
             raise
+        if interrupted(exc):  # DuckDB's Ctrl-C: the caller's KeyboardInterrupt again
+            raise as_interrupt(exc) from exc
         mapped = map_error(exc, operation, path)
         if mapped is None:
             raise

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .edge import map_error
+from .edge import as_interrupt, interrupted, map_error
 from .errors import EngineError
 from .ingest import IngestOptions, Ingestor
 from .types import IngestReport, LoadedDocument, SkippedInput
@@ -83,7 +83,12 @@ def _raise_with_report(
         return
     committed = len(report.added) + len(report.updated)
     error = None
-    if not isinstance(exc, KeyboardInterrupt):
+    stopped = interrupted(exc)
+    # DuckDB's words for a Ctrl-C: raised as the KeyboardInterrupt it stands for, noted
+    made = as_interrupt(exc) if stopped and not isinstance(exc, KeyboardInterrupt) else None
+    if made is not None:
+        exc, duckdb_words = made, exc
+    if not stopped:
         error = exc if isinstance(exc, EngineError) else map_error(exc, operation, store.path)
     if error is None:
         # not ours (the caller's generator raised, Ctrl-C): it goes up as it is, with a note
@@ -95,6 +100,8 @@ def _raise_with_report(
             exc.report = report  # type: ignore[attr-defined]
         except AttributeError:  # an exception type without a __dict__
             pass
+        if made is not None:
+            raise made from duckdb_words
         return
     if saved:
         note = (f"; the {committed} document(s) of this call ARE committed (the catalog is "

@@ -76,3 +76,62 @@ def test_a_failure_inside_the_text_index_write_is_caught_up_not_stamped_current(
     assert searchable(reopened, "zircadium") == {"a", "c"}
     assert reopened.check().ok, reopened.check().problems
     reopened.close()
+
+
+def _interrupted_query() -> None:
+    """A real DuckDB query that a SIGINT stops half a second in: DuckDB takes the
+    KeyboardInterrupt and raises RuntimeError('Query interrupted') in its place."""
+    import os
+    import signal
+    import threading
+
+    import duckdb
+
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        duckdb.connect().execute("SELECT sum(hash(i)) FROM range(10000000000000) t(i)").fetchall()
+    finally:
+        timer.cancel()
+
+
+def test_ctrl_c_in_a_duckdb_query_is_a_keyboard_interrupt_and_exit_130(tmp_path: Path) -> None:
+    # Reproduced: `enginelib ingest` of 3000 files, SIGINT mid-batch; by where it landed the
+    # command said "Error: unexpected RuntimeError: Query interrupted (this is a bug in
+    # enginelib ...)" or "ingest failed in the catalog (DuckDB): 'KeyboardInterrupt: '; run
+    # `enginelib check` and `enginelib repair`", exit 2, where a Ctrl-C exits 130 saying what
+    # was committed; a Python caller got a RuntimeError for its own Ctrl-C.
+    import click
+    from click.testing import CliRunner
+
+    from enginelib.cli.options import INTERRUPTED_EXIT, handle_errors
+    from enginelib.edge import guard
+    from enginelib.ingest_run import _raise_with_report
+    from enginelib.types import IngestReport
+
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        with guard("search"):
+            _interrupted_query()
+    assert isinstance(stopped.value.__cause__, RuntimeError)  # DuckDB's, kept as the cause
+
+    @click.command()
+    @handle_errors
+    def long_query() -> None:
+        _interrupted_query()
+
+    result = CliRunner().invoke(long_query, [])
+    assert result.exit_code == INTERRUPTED_EXIT, result.output
+    assert result.output.startswith("interrupted: the store keeps what was committed")
+    assert "bug" not in result.output and "Error" not in result.output
+
+    # an ingest says what it had committed, as for a KeyboardInterrupt of its own
+    store = open_test_store(tmp_path / "s")
+    report = IngestReport(added=("a", "b"))
+    try:
+        _interrupted_query()
+    except RuntimeError as exc:
+        with pytest.raises(KeyboardInterrupt) as noted:
+            _raise_with_report(exc, report, "ingest", store, saved=False)  # type: ignore[arg-type]
+    assert "2 document(s) of this ingest were committed" in " ".join(noted.value.__notes__)
+    assert noted.value.report is report  # type: ignore[attr-defined]
+    store.close()
