@@ -95,6 +95,7 @@ from tests.helpers import open_test_store
 
 def interrupted_query():
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar_print = false")  # its bar went to our stdout
     done = threading.Event()
     def poke():
         deadline, last = time.monotonic() + 5, None
@@ -169,8 +170,8 @@ def through_ingest():
     finally:
         store.close()
 
-print(json.dumps({"guard": attempt(through_guard), "cli": attempt(through_cli),
-                  "ingest": attempt(through_ingest)}))
+print("RESULT " + json.dumps({"guard": attempt(through_guard), "cli": attempt(through_cli),
+                             "ingest": attempt(through_ingest)}))
 sys.stdout.flush()
 os._exit(0)
 """
@@ -194,7 +195,7 @@ def test_ctrl_c_in_a_duckdb_query_is_a_keyboard_interrupt_and_exit_130(tmp_path:
     done = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "s")], cwd=repo,
                           env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = json.loads(done.stdout.rpartition("RESULT ")[2])
     # DuckDB's error, kept as the cause of the caller's KeyboardInterrupt
     assert seen["guard"].get("raised") == "KeyboardInterrupt", seen
     assert seen["guard"]["cause"] in ("RuntimeError", "InterruptException"), seen
