@@ -111,7 +111,12 @@ def english_units() -> list[LoadedDocument]:
         for line in handle:
             row = json.loads(line)
             meta = row.get("metadata") or {}
-            title = row["title"] + (f" — {meta['heading']}" if meta.get("heading") else "")
+            # The corpus's titles already end with the article's heading ("GDPR Article 39 —
+            # Tasks of the data protection officer"): the title is taken as a loader takes it.
+            title = row["title"]
+            heading = meta.get("heading")
+            if heading and not title.endswith(heading):
+                title += f" — {heading}"
             docs.append(LoadedDocument(id=row["_id"], text=row["text"], title=title, language="en"))
     return docs
 
@@ -156,8 +161,19 @@ def harness_embedder(name: str) -> Any:
     return embedder
 
 
+# Bumped when what a corpus's documents are changes (not their chunking, which the store
+# checks itself): a store cached from the old documents is then left aside, not reused.
+# en 2: the English titles no longer carry their heading twice (2026-11-27).
+CORPUS_VERSIONS = {"en": 2, "fr": 1}
+
+
+def store_path(embedder_name: str, corpus: str) -> Path:
+    version = CORPUS_VERSIONS[corpus]
+    return CACHE / embedder_name / (corpus if version == 1 else f"{corpus}-v{version}")
+
+
 def open_store(embedder: Any, corpus: str) -> enginelib.Store:
-    path = CACHE / embedder.name / corpus
+    path = store_path(embedder.name, corpus)
     cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
     return _build(path, cached, lambda: english_units() if corpus == "en" else french_units())
 

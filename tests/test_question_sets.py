@@ -11,6 +11,7 @@ import pytest
 import enginelib
 from benchmarks import regulatory_eval as ev
 from enginelib import HashingEmbedder
+from enginelib.loaders.jsonl import parse_record
 from enginelib.search import fusion, rewrite
 from enginelib.types import LoadedDocument
 from tests.helpers import DATASETS
@@ -59,6 +60,27 @@ def test_french_text_has_the_english_structure() -> None:
     assert len(recitals) == 173 and all(u.language == "fr" for u in units)
     erasure = next(u for u in articles if u.id == "gdpr-art-17")
     assert "effacement" in (erasure.title or "") and erasure.text.startswith("1. La personne concernée")
+
+
+def test_english_units_name_their_heading_once() -> None:
+    """The corpus's titles end with the article's heading already; the harness once added
+    it again ("... — Tasks — Tasks"), weighting every article's heading twice in its vector
+    where a user's ingest has it once."""
+    units = {u.id: u for u in ev.english_units()}
+    assert units["gdpr-art-39"].title == "GDPR Article 39 — Tasks of the data protection officer"
+    assert units["gdpr-rct-1"].title == "GDPR Recital 1"
+    for unit in units.values():
+        parts = (unit.title or "").split(" — ")
+        assert len(parts) == len(set(parts)), unit.title
+
+
+def test_english_units_are_what_a_users_ingest_of_the_corpus_reads() -> None:
+    """The figures are a user's only if the harness's documents are the JSONL loader's."""
+    with open(DATASETS / "regulatory" / "corpus.jsonl", encoding="utf-8") as handle:
+        loaded = [parse_record(json.loads(line), base_id="corpus.jsonl", line_no=n)
+                  for n, line in enumerate(handle, start=1)]
+    units = ev.english_units()
+    assert [(u.id, u.title, u.text) for u in units] == [(d.id, d.title, d.text) for d in loaded]
 
 
 # -- the harness's own pieces ------------------------------------------------------------
