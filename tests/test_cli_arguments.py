@@ -141,6 +141,8 @@ HOSTILE = {
     "IntParamType": ["-1", "0", str(10**30), "abc", "1.5"],
     "IntRange": ["-1", "0", str(10**30), "abc"],
     "FloatParamType": ["nan", "inf", "-inf", "-1", "1e309"],
+    # a search option's number (integer or float), in digits 0-9 only
+    "RequestNumber": ["-1", "0", str(10**30), "abc", "1.5", "nan", "1e309", "1_0", "\u0661"],
     "FiniteRange": ["nan", "inf", "-1", "0", "1e309"],
     "StringParamType": ["", " ", "\n", "y" * 100_000, "'; DROP TABLE chunks; --", "../../etc/passwd",
                         "\udcff", "\x1b[31m"],

@@ -365,6 +365,27 @@ def test_filters_that_are_not_an_object_are_a_filter_error_alike(surfaces: Surfa
         400, {"error": str(raised.value), "type": "InvalidFilterError"})
 
 
+@pytest.mark.parametrize(("flag", "name", "text"), [
+    ("--limit", "limit", "1_0"), ("--limit", "limit", "\u0661\u0660"),
+    ("--offset", "offset", "\uff11"), ("--candidates", "candidates", "5_0"),
+    ("--rrf-k", "rrf_k", "+6_0"), ("--per-source-cap", "per_source_cap", "\u0662"),
+    ("--chunks-per-doc", "chunks_per_doc", "\u0968"), ("--min-score", "min_score", "1_0"),
+    ("--min-score", "min_score", "\u0660.\u0665"), ("--mmr-lambda", "mmr_lambda", "0.\uff15"),
+])
+def test_a_number_typed_in_other_digits_is_refused_by_the_command_line_as_by_the_api(
+        surfaces: Surfaces, flag: str, name: str, text: str) -> None:
+    # click's int() and float() read '1_0' as 10 and Arabic-Indic, Devanagari or full-width
+    # digits as ASCII ones: `--limit 1_0` searched for 10 hits, `--min-score \u0660.\u0665`
+    # dropped hits under 0.5, where ?limit=1_0 was refused as not in digits 0-9.
+    answer = surfaces.client.get("/api/search", params={"q": "brake pads", name: text})
+    assert answer.status_code == 400, answer.text
+    message = answer.json()["error"]
+    assert message.startswith(f"{name} must be ") and "digits 0-9" in message
+    result = surfaces.cli("search", "brake pads", flag, text, "--json")
+    assert result.exit_code == 2, result.output
+    assert result.output.endswith(f"Error: Invalid value for '{flag}': {message}\n")
+
+
 # -- defaults: a request that names no option ------------------------------------------------
 
 
