@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from enginelib import SearchResponse
+from enginelib.search.filters import DATE_FILTER_FIELDS
 from enginelib.search.gate import shown_words
 from enginelib.types import TRUTH_LEVELS
 
@@ -31,22 +32,43 @@ _LIST_FIELDS = {"truth_level", "domain", "source_type", "document_type", "author
 
 
 def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``key=value`` pairs: commas make lists; ``tags:all=a,b``; ``created_at.gte=2024-01-01``."""
+    """``key=value`` pairs: commas make lists; ``tags:all=a,b``; ``created_at.gte=2024-01-01``.
+
+    A field given twice is refused, as a JSON key given twice is by serve: the second pair
+    replaced the first unseen (``domain=a`` then ``domain=b`` filtered on b alone), and a
+    date field given whole and as a bound failed with a raw TypeError. A date field's
+    different bounds (``.gte`` and ``.lt``) make one range."""
     filters: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
             raise click.BadParameter(f"{pair!r} is not FIELD=VALUE", param_hint="--filter")
         key, value = (part.strip() for part in pair.split("=", 1))
+        if "." in key and key.split(".", 1)[0] in DATE_FILTER_FIELDS:
+            field, op = key.split(".", 1)
+            bounds = filters.setdefault(field, {})
+            if not isinstance(bounds, dict) or op in bounds:
+                raise _given_twice(key if isinstance(bounds, dict) else field)
+            bounds[op] = value
+            continue
+        field = "tags" if key.startswith("tags:") else key
+        if field in filters:
+            raise _given_twice(field)
         if key.startswith("tags:"):
             filters["tags"] = {key.split(":", 1)[1]: [v for v in value.split(",") if v]}
-        elif "." in key and key.split(".", 1)[0] in ("created_at", "updated_at", "validated_at"):
-            field, op = key.split(".", 1)
-            filters.setdefault(field, {})[op] = value
         elif key in _LIST_FIELDS:
             filters[key] = [v for v in value.split(",") if v]
         else:
             filters[key] = value
     return filters
+
+
+def _given_twice(field: str) -> click.BadParameter:
+    if field.split(".")[0] in DATE_FILTER_FIELDS:
+        date = field.split(".")[0]
+        fix = f"give each bound once: {date}.gte=2024-01-01 and {date}.lt=2025-01-01 make a range"
+    else:
+        fix = f"give each field once, several values comma-separated ({field}=a,b)"
+    return click.BadParameter(f"{field!r} is given more than once: {fix}", param_hint="--filter")
 
 
 @click.command("search")

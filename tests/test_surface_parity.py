@@ -386,6 +386,35 @@ def test_a_number_typed_in_other_digits_is_refused_by_the_command_line_as_by_the
     assert result.output.endswith(f"Error: Invalid value for '{flag}': {message}\n")
 
 
+@pytest.mark.parametrize(("pairs", "field"), [
+    (("domain=workshop", "domain=other"), "domain"),
+    (("tags:all=draft", "tags=manual"), "tags"),
+    (("metadata.reviewed=yes", "metadata.reviewed=no"), "metadata.reviewed"),
+    (("created_at.gte=2099-01-01", "created_at.gte=2000-01-01"), "created_at.gte"),
+    (("created_at=2024", "created_at.gte=2024-01-01"), "created_at"),
+    (("created_at.lt=2099-01-01", "created_at=2024"), "created_at"),
+])
+def test_a_filter_field_given_twice_on_the_command_line_is_refused(
+        surfaces: Surfaces, pairs: tuple[str, ...], field: str) -> None:
+    # The second --filter replaced the first unseen (domain=workshop then domain=other
+    # searched domain=other alone), as serve's JSON kept a repeated key's last value before
+    # it refused it; a date field given whole and as a bound was a raw TypeError.
+    args = [arg for pair in pairs for arg in ("--filter", pair)]
+    result = surfaces.cli("search", "brake pads", *args, "--json")
+    assert result.exit_code == 2, result.output
+    assert f"Error: Invalid value for --filter: {field!r} is given more than once" in result.output
+    assert "Traceback" not in result.output and "TypeError" not in result.output
+
+
+def test_a_date_fields_bounds_on_the_command_line_make_one_range(surfaces: Surfaces) -> None:
+    bounds = {"created_at": {"gte": "2000-01-01", "lt": "2099-01-01"}}
+    expected = python_response(surfaces.store, "brake pads", {"filters": bounds})
+    result = surfaces.cli("search", "brake pads", "--filter", "created_at.gte=2000-01-01",
+                          "--filter", "created_at.lt=2099-01-01", "--json")
+    assert result.exit_code == 0, result.output
+    assert comparable(json.loads(result.output))["hits"] == expected["hits"] != []
+
+
 # -- defaults: a request that names no option ------------------------------------------------
 
 
