@@ -138,10 +138,15 @@ def _query_vectors(
             )
         if not np.isfinite(array).all():
             raise InvalidVectorError("query vectors contain NaN or infinite values")
-        norms = np.linalg.norm(array, axis=1, keepdims=True)
+        # The norm in float64: in float32 the sum of squares overflowed for components past
+        # ~2e18 (inf, so the vector became zeros, refused as all-zero with numpy's overflow
+        # warning) and underflowed to 0 for components under ~1e-23 (refused as all zeros).
+        # Any finite float32 vector's squares fit float64; cosine ignores the scale.
+        wide = array.astype(np.float64)
+        norms = np.linalg.norm(wide, axis=1, keepdims=True)
         if (norms == 0).any():
             raise InvalidVectorError("a query vector is all zeros: it has no direction to search")
-        return (array / norms).astype(np.float32)
+        return (wide / norms).astype(np.float32)
     if not any(needs):
         return None
     # Row i of the result is request i's first query, zeros where a request needs none (a
