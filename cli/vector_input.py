@@ -11,7 +11,7 @@ import numpy as np
 
 from enginelib import InvalidVectorError, Store
 from enginelib.input_files import open_regular
-from enginelib.validation import MAX_DIM
+from enginelib.validation import MAX_DIM, real_array
 
 from .stdin_input import is_stdin, stdin_binary
 
@@ -51,10 +51,11 @@ def load_vector_file(path: Path) -> np.ndarray:
             f"--vector-file {path}: cannot read a vector ({exc}); give a JSON list of numbers "
             "or a .npy array"
         ) from exc
-    try:
-        array = np.asarray(raw, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidVectorError(f"--vector-file {path}: expected a list of numbers") from exc
+    if not isinstance(raw, (list, np.ndarray)):
+        raise InvalidVectorError(f"--vector-file {path}: expected a list of numbers")
+    # the Python API's rule: JSON text ("1.5") and true were read as numbers, an integer
+    # past float's range stopped the command with a raw OverflowError
+    array = real_array(raw, f"--vector-file {path}: the list")
     if array.ndim == 2 and array.shape[0] == 1:
         array = array[0]
     if array.ndim != 1 or array.size == 0:

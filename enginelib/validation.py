@@ -376,7 +376,12 @@ def check_search_options(options: Mapping[str, Any]) -> None:
         elif name == "filters":
             check_filters(value)
         elif name in ("query_vector", "query_vectors"):
-            check_vectors(value, name)
+            rows = check_vectors(value, name).shape[0]
+            if name == "query_vector" and rows != 1:
+                # search() read any array as one row: an (8, 8) matrix searched as 64 numbers
+                raise InvalidVectorError(
+                    f"query_vector is one vector (a flat list of numbers), got {rows} rows; "
+                    "search several with search_batch(queries, query_vectors=...)")
         elif name == "reranker" and not callable(value):
             raise InvalidInputError(f"reranker must be callable (query, passages) -> scores, "
                                     f"got {type(value).__name__}")
@@ -444,12 +449,45 @@ def as_float32(value: Any) -> np.ndarray:
         return np.asarray(value, dtype=np.float32)
 
 
+# What numpy makes of values that are not real numbers, as a message names them: each of
+# these converted to float32 without an error (text "1.5" parsed, a date as its day count, a
+# complex number without its imaginary part, True as 1) and was searched as a vector.
+_NOT_REAL = {"U": "text", "S": "bytes", "b": "booleans", "c": "complex numbers",
+             "M": "dates", "m": "time spans", "V": "records", "O": "values that are not numbers"}
+
+
+def real_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float32 array, if it holds real numbers (ints or floats) alone; an int
+    beyond float32's range becomes inf, for the caller's finiteness check to refuse."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged lists
+        raise InvalidVectorError(f"{name} must be a list of numbers, or rows of numbers of one "
+                                 "length") from exc
+    if raw.dtype.kind == "O" and all(_real(item) for item in raw.flat):
+        # Python ints past int64 (JSON has no limit), None beside numbers...: one by one
+        raw = np.array([_wide_float(item) for item in raw.flat]).reshape(raw.shape)
+    if raw.dtype.kind not in "iuf":
+        raise InvalidVectorError(f"{name} must be real numbers (floats or integers), got "
+                                 f"{_NOT_REAL.get(raw.dtype.kind, str(raw.dtype))}")
+    return as_float32(raw)
+
+
+def _real(item: Any) -> bool:
+    return isinstance(item, (int, float, np.integer, np.floating)) and not isinstance(
+        item, (bool, np.bool_))
+
+
+def _wide_float(item: Any) -> float:
+    try:
+        return float(item)
+    except OverflowError:  # an int of ~309+ digits
+        return math.inf if item > 0 else -math.inf
+
+
 def check_vectors(value: Any, name: str = "vectors", dim: int | None = None) -> np.ndarray:
     """A finite float matrix (a single vector becomes one row), of ``dim`` columns if given."""
-    try:
-        array = as_float32(value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidVectorError(f"{name} must be numbers: {exc}") from exc
+    array = real_array(value, name)
     if array.ndim == 1:
         array = array.reshape(1, -1)
     if array.ndim != 2 or array.shape[1] == 0:

@@ -4,11 +4,14 @@ whose edges the request checks do not reach."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import enginelib
+from enginelib.cli.main import main
 from tests.helpers import doc, open_test_store, paragraphs
 
 NO_GATE = {"answerability_threshold": None}
@@ -39,3 +42,60 @@ def test_a_query_vector_of_any_finite_scale_searches_its_direction(
     expected = store.search(query, query_vector=direction, strategy=strategy, **NO_GATE)
     scaled = store.search(query, query_vector=direction * scale, strategy=strategy, **NO_GATE)
     assert _labels(scaled) == _labels(expected) != []
+
+
+NOT_REAL = [
+    (["0.5"] * 64, "text"),
+    (np.array(["2024-01-01"] * 64, dtype="datetime64[D]"), "dates"),
+    (np.ones(64, dtype=np.complex64), "complex numbers"),
+    ([True] * 64, "booleans"),
+    ([None] * 64, "values that are not numbers"),
+]
+
+
+@pytest.mark.parametrize(("vector", "what"), NOT_REAL, ids=[what for _, what in NOT_REAL])
+def test_a_query_vector_of_what_is_not_real_numbers_is_refused(
+        store: enginelib.Store, vector: object, what: str) -> None:
+    # numpy converted each to float32 and the search ran: text "0.5" parsed, a date as its
+    # day count, a complex number without its imaginary part (and a ComplexWarning), True as 1
+    with pytest.raises(enginelib.InvalidVectorError, match=f"real numbers.*got {what}"):
+        store.search("", query_vector=vector, strategy="vector", **NO_GATE)
+    with pytest.raises(enginelib.InvalidVectorError, match=f"got {what}"):
+        store.search_batch(["brake pads"], query_vectors=[vector], **NO_GATE)
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (64, 1), (2, 64)])
+def test_a_matrix_given_as_query_vector_is_refused(store: enginelib.Store,
+                                                   shape: tuple[int, int]) -> None:
+    # search() flattened any array into one row: an (8, 8) matrix searched as 64 numbers
+    with pytest.raises(enginelib.InvalidVectorError, match="query_vector is one vector"):
+        store.search("", query_vector=np.ones(shape), strategy="vector", **NO_GATE)
+
+
+@pytest.fixture(scope="module")
+def store_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("hostile-cli") / "s"
+    with open_test_store(path) as made:
+        made.ingest_documents([doc("d0", paragraphs(3))])
+    return path
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    ("[" + ", ".join(["1" + "0" * 400] * 64) + "]", "beyond float32's range"),
+    ("[" + ", ".join(['"0.5"'] * 64) + "]", "real numbers (floats or integers), got text"),
+    ("[" + ", ".join(["true"] * 64) + "]", "got booleans"),
+    ("[" + ", ".join(["1e39"] * 64) + "]", "beyond float32's range"),
+])
+def test_a_vector_file_of_what_is_not_float32_numbers_is_refused(
+        store_folder: Path, tmp_path: Path, content: str, says: str) -> None:
+    # An integer past float's range stopped the command with "unexpected OverflowError ...
+    # (this is a bug in enginelib ...)"; JSON text and true were searched as numbers; 1e39
+    # printed numpy's "overflow encountered in cast" before the error.
+    vector_file = tmp_path / "q.json"
+    vector_file.write_text(content, encoding="utf-8")
+    result = CliRunner(env={"ENGINELIB_EMBEDDER": "hashing-64"}).invoke(main, [
+        "search", "--vector-file", str(vector_file), "--strategy", "vector", "--no-gate",
+        "--store", str(store_folder)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: ") and says in result.output, result.output
+    assert "unexpected" not in result.output and "Warning" not in result.output
