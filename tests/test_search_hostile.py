@@ -99,3 +99,18 @@ def test_a_vector_file_of_what_is_not_float32_numbers_is_refused(
     assert result.exit_code == 2, result.output
     assert result.output.startswith("Error: ") and says in result.output, result.output
     assert "unexpected" not in result.output and "Warning" not in result.output
+
+
+@pytest.mark.parametrize(("sub_query", "says"), [
+    ("brake\x00pads", "NUL character"), ("brake\ud800pads", "lone surrogate"),
+])
+def test_a_rewriter_sub_query_the_query_itself_may_not_hold_is_a_rewriter_error(
+        store: enginelib.Store, sub_query: str, says: str) -> None:
+    # The query is refused with a NUL or a lone surrogate; a hook's sub-query was searched
+    # with them, and a lone surrogate reached the model's tokenizer (tokenizers raises a
+    # bare TypeError on it; the hashing embedder let the search answer).
+    def rewriter(question: str) -> list[str]:
+        return [sub_query]
+
+    with pytest.raises(enginelib.RewriterError, match=f"'rewriter' returned a sub-query .*{says}"):
+        store.search("brake pads", rewriter=rewriter, cache=False, **NO_GATE)

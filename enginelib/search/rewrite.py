@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..acronyms import AcronymTable
-from ..errors import RewriterError
+from ..errors import InvalidInputError, RewriterError
 from ..language import detect_language
+from ..validation import check_text
 from .cache import GenerationMemo
 from .fusion import Ranking, best_per_label, order
 from .gate import bm25_idf
@@ -165,6 +166,13 @@ def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
                 f"the rewriter {name!r} returned a sub-query of {len(item)} characters; "
                 f"keep each under {MAX_REWRITE_CHARS}"
             )
+        try:
+            # the query's own rule: a lone surrogate reached the model's tokenizer (a raw
+            # TypeError from tokenizers) and a NUL the text index, where the query refuses both
+            check_text("a sub-query", item)
+        except InvalidInputError as exc:
+            raise RewriterError(f"the rewriter {name!r} returned a sub-query a search refuses: "
+                                f"{exc}") from exc
         words = as_words(item)
         if any(ch.isalnum() for ch in words):  # "??" or "()" alone searches nothing
             out.append(words)
