@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from enginelib.indexes.analyzers import code_tokens, word_parts
+from enginelib.text import excerpt
 
 USER_FIELDS = ("content", "title", "headings")
 _OPERATORS = {"AND", "OR", "NOT"}
@@ -95,7 +96,7 @@ def translate(
     text = parser.parse()
     if not text.strip():
         raise QuerySyntaxError(
-            f"query {query!r} has no searchable words; type at least one word or code"
+            f"query {short_query(query)} has no searchable words; type at least one word or code"
         )
     return Translation(text=text, terms=tuple(dict.fromkeys(parser.terms)),
                        uses_syntax=uses_syntax, corrections=parser.corrections)
@@ -112,7 +113,7 @@ def _lex(query: str, *, plain: bool) -> list[_Tok]:
             end = query.find('"', i + 1)
             if end < 0:
                 raise QuerySyntaxError(
-                    f"unbalanced double quote in query {query!r}: close the phrase with "
+                    f"unbalanced double quote in query {short_query(query)}: close the phrase with "
                     f'another " or remove the quote'
                 )
             tokens.append(_Tok("PHRASE", query[i + 1:end]))
@@ -157,9 +158,10 @@ def _lex_run(run: str, next_opens: bool) -> list[_Tok]:
     return out
 
 
-def _short(query: str) -> str:
-    """The query for a message: a long one cut, so the message stays readable."""
-    return repr(query) if len(query) <= 80 else repr(query[:77] + "...")
+def short_query(query: str) -> str:
+    """The query for a message: a long one cut, so the message stays readable (a refusal
+    quoted a 20,000-character query whole, in every syntax error and in serve's 400)."""
+    return excerpt(query, 80)
 
 
 def _quote(text: str) -> str:
@@ -192,8 +194,8 @@ class _Parser:
         text = self._sequence(depth=0, fields=None, negated=False)
         if self.pos < len(self.tokens):  # a stray ")"
             raise QuerySyntaxError(
-                f"unbalanced parenthesis in query {self.query!r}: remove the extra ')' or "
-                f"put the text in double quotes to search it literally"
+                f"unbalanced parenthesis in query {short_query(self.query)}: remove the extra "
+                "')' or put the text in double quotes to search it literally"
             )
         return text
 
@@ -211,7 +213,8 @@ class _Parser:
                 self.pos += 1
                 if not last_was_clause or self._at_end():
                     raise QuerySyntaxError(
-                        f"{tok.value} needs a term on each side in query {self.query!r}; "
+                        f"{tok.value} needs a term on each side in query "
+                        f"{short_query(self.query)}; "
                         f"quote it (\"{tok.value.lower()}\") to search the word"
                     )
                 out.append(tok.value)
@@ -226,8 +229,8 @@ class _Parser:
                 last_was_clause = bool(out)
         if depth > 0:
             raise QuerySyntaxError(
-                f"unbalanced parenthesis in query {self.query!r}: close the group with ')' "
-                f"or put the text in double quotes to search it literally"
+                f"unbalanced parenthesis in query {short_query(self.query)}: close the group "
+                "with ')' or put the text in double quotes to search it literally"
             )
         return " ".join(out)
 
@@ -249,7 +252,7 @@ class _Parser:
             what = prefix or "field:"
             raise QuerySyntaxError(
                 f"{'NOT/-' if prefix == '-' else what} must be followed by a term in query "
-                f"{self.query!r}"
+                f"{short_query(self.query)}"
             )
         tok = self.tokens[self.pos]
         self.pos += 1
@@ -257,8 +260,8 @@ class _Parser:
         if tok.kind == "LP":
             if self._groups_open >= MAX_GROUP_DEPTH:
                 raise QuerySyntaxError(
-                    f"query {_short(self.query)} nests groups more than {MAX_GROUP_DEPTH} deep: "
-                    "remove parentheses"
+                    f"query {short_query(self.query)} nests groups more than {MAX_GROUP_DEPTH} "
+                    "deep: remove parentheses"
                 )
             self._groups_open += 1
             inner = self._sequence(depth=1, fields=fields, negated=child_negated)

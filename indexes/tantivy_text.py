@@ -74,7 +74,13 @@ from enginelib.indexes.analyzers import (
 from enginelib.indexes.base import Labels, SearchResult, TextDocument
 from enginelib.indexes.lru import Lru
 from enginelib.indexes.tantivy_lexicon import TantivyLexicon
-from enginelib.indexes.tantivy_query import USER_FIELDS, QuerySyntaxError, Translation, translate
+from enginelib.indexes.tantivy_query import (
+    USER_FIELDS,
+    QuerySyntaxError,
+    Translation,
+    short_query,
+    translate,
+)
 from enginelib.input_files import read_regular
 from enginelib.search.gate import QueryTerm, bm25_idf
 from enginelib.search.highlights import is_function_word
@@ -597,11 +603,12 @@ class TantivyTextIndex:
                 return tantivy.Query.empty_query()
             if "Only excluding terms" in str(exc):
                 raise InvalidQueryError(
-                    f"query {original!r} only excludes terms (NOT / -); add at least one "
-                    f"term to search for"
+                    f"query {short_query(original)} only excludes terms (NOT / -); add at least "
+                    "one term to search for"
                 ) from exc
             raise InvalidQueryError(
-                f"cannot parse query {original!r}: {exc}; put literal text in double quotes"
+                f"cannot parse query {short_query(original)}: {exc}; put literal text in double "
+                "quotes"
             ) from exc
 
     def _is_stopword(self, word: str) -> bool:

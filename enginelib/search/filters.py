@@ -24,6 +24,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from ..errors import InvalidFilterError
+from ..text import excerpt
 from ..types import validate_truth_level
 from ..utc import naive_utc
 
@@ -69,7 +70,7 @@ def compile_filters(filters: Mapping[str, Any] | None) -> CompiledFilter:
     params: list[Any] = []
     for field, value in sorted(filters.items()):
         if not isinstance(field, str):
-            raise InvalidFilterError(f"filter field names must be strings, got {field!r}")
+            raise InvalidFilterError(f"filter field names must be strings, got {excerpt(field)}")
         if field in _SCALAR_FIELDS:
             values = _string_list(field, value)
             if field == "truth_level":
@@ -113,7 +114,8 @@ def _string_list(field: str, value: Any) -> list[str]:
     for v in values:
         if not isinstance(v, str) or not v:
             raise InvalidFilterError(
-                f"filter {field!r} expects a string or a list of strings, got {v!r}", field=field
+                f"filter {field!r} expects a string or a list of strings, got {excerpt(v)}",
+                field=field,
             )
     return list(values)
 
@@ -184,7 +186,8 @@ def _as_datetime(field: str, raw: Any) -> datetime:
             return naive_utc(datetime.fromisoformat(raw))
         except ValueError:
             pass
-    raise InvalidFilterError(f"filter {field!r}: {raw!r} is not an ISO date or datetime", field=field)
+    raise InvalidFilterError(f"filter {field!r}: {excerpt(raw)} is not an ISO date or datetime",
+                             field=field)
 
 
 def _scalar_text(field: str, value: Any) -> str:

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import InvalidInputError, InvalidQueryError
+from ..text import excerpt
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, FUSION_METHODS, STRATEGIES, validate_truth_level
 from ..validation import MAX_QUERY_CHARS, check_search_options
 from .filters import CompiledFilter, compile_filters
@@ -62,7 +63,7 @@ def parse_weights(text: str) -> tuple[float, ...]:
     parts = [part.strip() for part in text.split(",")]
     if not all(NUMBER_TEXT.fullmatch(part) for part in parts):
         raise InvalidInputError(
-            f"weights must be two numbers VECTOR,BM25 such as 0.7,0.3, got {text!r}")
+            f"weights must be two numbers VECTOR,BM25 such as 0.7,0.3, got {excerpt(text)}")
     return tuple(float(part) for part in parts)
 
 
@@ -326,7 +327,8 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
         values[name] = bool(values[name])
     if values["rewriter"] is not None and not callable(values["rewriter"]):
         raise InvalidInputError(
-            f"rewriter must be a callable question -> list of sub-queries, got {values['rewriter']!r}"
+            "rewriter must be a callable question -> list of sub-queries, got "
+            f"{excerpt(values['rewriter'])}"
         )
     if values["min_score"] is not None and not math.isfinite(values["min_score"]):
         raise InvalidInputError(f"min_score must be a finite number, got {values['min_score']}")

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from ..acronyms import AcronymTable
 from ..errors import InvalidInputError, RewriterError
 from ..language import detect_language
+from ..text import excerpt
 from ..validation import check_text
 from .cache import GenerationMemo
 from .fusion import Ranking, best_per_label, order
@@ -141,7 +142,7 @@ def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
         result = rewriter(question)
     except Exception as exc:  # the hook is the caller's code: any failure is theirs
         raise RewriterError(
-            f"the rewriter {name!r} failed on {question!r}: {type(exc).__name__}: {exc}; "
+            f"the rewriter {name!r} failed on {excerpt(question)}: {type(exc).__name__}: {exc}; "
             "fix the hook or search without rewriter="
         ) from exc
     if isinstance(result, (str, bytes)) or not isinstance(result, (list, tuple)):
@@ -158,8 +159,8 @@ def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
     for item in result:
         if not isinstance(item, str) or not item.strip():
             raise RewriterError(
-                f"the rewriter {name!r} returned {item!r} among its sub-queries; each must be "
-                "a non-empty string"
+                f"the rewriter {name!r} returned {excerpt(item)} among its sub-queries; each "
+                "must be a non-empty string"
             )
         if len(item) > MAX_REWRITE_CHARS:
             raise RewriterError(
