@@ -114,3 +114,21 @@ def test_a_rewriter_sub_query_the_query_itself_may_not_hold_is_a_rewriter_error(
 
     with pytest.raises(enginelib.RewriterError, match=f"'rewriter' returned a sub-query .*{says}"):
         store.search("brake pads", rewriter=rewriter, cache=False, **NO_GATE)
+
+
+@pytest.mark.parametrize("gate", [{}, NO_GATE], ids=["gate on", "gate off"])
+def test_a_search_that_ranks_nothing_says_so_gate_on_or_off(store: enginelib.Store,
+                                                            gate: dict[str, object]) -> None:
+    # With the gate off, a query no chunk matched was refused as "offset 0 is past the last
+    # result (total 0)", a page nobody asked for; with it on or off, a min_score that dropped
+    # every match was "no chunk matched the query", which sends one to reword the query.
+    unmatched = store.search("zzqqxx", strategy="fulltext", **gate)
+    assert (unmatched.status, unmatched.reason) == (
+        enginelib.NO_RELEVANT_SOURCES, "no chunk matched the query")
+    cut = store.search("brake pads", min_score=0.99, **gate)
+    assert cut.status == enginelib.NO_RELEVANT_SOURCES
+    assert cut.reason.startswith("no chunk matched the query with a fused score of at least "
+                                 "min_score 0.99")
+    assert store.search("brake pads", **NO_GATE).hits  # the same query matches without it
+    past = store.search("brake pads", offset=500, **gate)
+    assert past.reason.startswith("offset 500 is past the last result (total ")

@@ -38,7 +38,8 @@ def assess(
     if threshold is None:  # the gate is off: gathering evidence nobody weighs costs ms
         return gate.decide(gate.GateEvidence(), None)
     if len(top_positions) == 0:
-        return gate.no_match(threshold, empty_store=len(view.labels) == 0)
+        return gate.no_match(threshold, empty_store=len(view.labels) == 0,
+                             min_score=request.min_score)
     top = np.asarray(top_positions[: gate.TOP_N], dtype=np.int64)
     top_cosines = sample_cosines = None
     # A joined embedder's gate reads its first model's part alone (``GATE_PART``), so that

@@ -254,11 +254,18 @@ _WORD_SHOWN = 40
 
 
 def no_match(threshold: float | None, *, empty_store: bool = False,
-             message: str | None = None) -> GateDecision:
-    """A refusal because nothing matched; ``message`` says what (the default: the query)."""
-    if message is None:
-        message = ("the store holds no documents yet: ingest some first (`enginelib ingest PATH`)"
-                   if empty_store else "no chunk matched the query")
+             message: str | None = None, min_score: float | None = None) -> GateDecision:
+    """A refusal because nothing matched; ``message`` says what (the default: the query,
+    and the ``min_score`` every candidate had to reach, where one was asked)."""
+    if message is None and empty_store:
+        message = "the store holds no documents yet: ingest some first (`enginelib ingest PATH`)"
+    elif message is None and min_score is not None:
+        # "no chunk matched the query" sent the user to reword a query whose chunks matched
+        # and fell below their own cut
+        message = (f"no chunk matched the query with a fused score of at least min_score "
+                   f"{min_score:g} (asked, or set by the preset): lower it, or search without it")
+    elif message is None:
+        message = "no chunk matched the query"
     return GateDecision("refuse", NO_MATCH, 0.0, threshold, GateEvidence(), message)
 
 

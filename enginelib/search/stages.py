@@ -66,6 +66,13 @@ def answer(
     ranking = page(store, view, request, strategy, qvec, allowed, first)
     total = len(ranking.items)
     items = ranking.items[request.offset : end]
+    if not items and total == 0:
+        # nothing ranked, with the gate off: said as the gate says it ("offset 0 is past the
+        # last result (total 0)" blamed a page nobody asked for)
+        decision = gate.no_match(request.answerability_threshold,
+                                 empty_store=len(view.labels) == 0, min_score=request.min_score)
+        return empty_response(store, request, strategy, decision.message, total=0,
+                              similarity=similarity, decision=decision)
     if not items:
         return _no_match(
             store, request, strategy,
