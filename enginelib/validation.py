@@ -202,6 +202,13 @@ def check_tag_count(what: str, count: int) -> None:
             f"{MAX_ID_CHARS:,} characters): keep the ones searches filter on")
 
 
+def too_long_number(what: str) -> str:
+    """The refusal of JSON text holding an integer longer than Python reads: json.loads
+    raises a bare ValueError advising ``sys.set_int_max_str_digits()``, the server's to set."""
+    return (f"{what}: an integer of over {sys.get_int_max_str_digits():,} digits, more than "
+            "Python reads: send it as a string")
+
+
 def too_many_digits(value: int) -> bool:
     """An int longer than Python writes as text (4,300 digits unless set otherwise), which
     every str(), repr() and JSON dump of it refuses with a bare ValueError."""

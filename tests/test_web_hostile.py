@@ -71,6 +71,45 @@ def test_a_json_body_nested_too_deeply_is_400(client: TestClient, body: bytes) -
     assert "nested too deeply" in response.json()["error"]
 
 
+DEEP_FILTERS = "[" * 3_000 + "]" * 3_000
+LONG_NUMBER = '{"metadata.year": ' + "1" * 5_000 + "}"
+
+
+@pytest.mark.parametrize(("send", "says"), [
+    (lambda c: c.get("/api/search", params={"q": "brakes", "filters": DEEP_FILTERS}),
+     "filters are nested too deeply to parse"),
+    (lambda c: c.post("/api/search", json={"query": "brakes", "filters": DEEP_FILTERS}),
+     "filters are nested too deeply to parse"),
+    (lambda c: c.get("/api/search", params={"q": "brakes", "filters": LONG_NUMBER}),
+     "filters: an integer of over 4,300 digits, more than Python reads: send it as a string"),
+    (lambda c: c.post("/api/check-answer", json={
+        "answer": "Brakes.", "search": {"query": "brakes", "filters": LONG_NUMBER}}),
+     "filters: an integer of over 4,300 digits"),
+])
+def test_filters_text_json_cannot_parse_is_a_filter_error(
+        client: TestClient, send: object, says: str) -> None:
+    # ?filters= of 3,000 nested brackets was an unhandled RecursionError (a 500 with no JSON
+    # body), a 5,000-digit number a 500 {"type": "ValueError", "error": "Exceeds the limit
+    # (4300 digits) ...; use sys.set_int_max_str_digits() to increase the limit"}
+    response = send(client)  # type: ignore[operator]
+    assert response.status_code == 400, response.text[:300]
+    assert response.json()["type"] == "InvalidFilterError"
+    assert says in response.json()["error"]
+
+
+def test_a_json_body_with_a_number_python_cannot_read_says_what_to_send(
+        client: TestClient) -> None:
+    # was "request body is not valid JSON: Exceeds the limit (4300 digits) for integer string
+    # conversion ...; use sys.set_int_max_str_digits() to increase the limit": the server's
+    # setting, no use to a client
+    response = client.post("/api/search", content=b'{"query": "brakes", "limit": '
+                           + b"1" * 5_000 + b"}", headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text[:300]
+    assert response.json()["error"] == (
+        "request body: an integer of over 4,300 digits, more than Python reads: send it as a "
+        "string")
+
+
 @pytest.mark.parametrize(("content_type", "body"), [
     ("multipart/form-data", b"--x\r\n"),  # no boundary
     ("multipart/form-data; boundary=y", b"--x\r\nContent-Disposition: form-data; "

@@ -37,7 +37,7 @@ from ..errors import (
 )
 from ..jobs.times import utc_iso
 from ..search.request import more_names, shown_names
-from ..validation import MAX_ID_CHARS, MAX_TAGS
+from ..validation import MAX_ID_CHARS, MAX_TAGS, too_long_number
 from .public import Paths
 from .security import safe_upload_name
 from .service import DuplicateKeyError, Service, check_known, unique_keys
@@ -163,10 +163,12 @@ async def _body(request: Request) -> dict[str, Any]:
         data = json.loads(raw, object_pairs_hook=unique_keys)
     except DuplicateKeyError as exc:
         raise InvalidInputError(f"request body: {exc}") from exc
-    except ValueError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         # `curl -d` sends a form's type: its JSON is read as JSON, its name=value pairs are not
         hint = _FORM_HINT if "x-www-form-urlencoded" in content_type else ""
         raise InvalidInputError(f"request body is not valid JSON: {exc}{hint}") from exc
+    except ValueError as exc:  # it said "use sys.set_int_max_str_digits()", the server's call
+        raise InvalidInputError(too_long_number("request body")) from exc
     except RecursionError as exc:  # json's parser recurses once per level of nesting
         raise InvalidInputError("request body is nested too deeply to parse: a search or an "
                                 "answer to check is an object a few levels deep") from exc

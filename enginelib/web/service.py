@@ -58,7 +58,7 @@ from ..search.request import (
     unknown_options_error,
 )
 from ..store import Store
-from ..validation import check_float, check_int, check_text
+from ..validation import check_float, check_int, check_text, too_long_number
 from .claims import claim_map
 from .public import Paths
 from .spaced_offsets import plus_for_space
@@ -537,6 +537,14 @@ def _filters_param(filters: Any, *, text: bool = False) -> Any:
                 f"filters is not valid JSON ({exc.msg} at character {exc.pos}): send an "
                 'object such as {"domain": "privacy", "tags": ["gdpr"]}'
             ) from exc
+        # Both were a 500: a number of 5,000 digits ("ValueError: Exceeds the limit (4300
+        # digits)"), and ?filters=[[[[... 3,000 deep an unhandled RecursionError.
+        except ValueError as exc:
+            raise InvalidFilterError(too_long_number("filters")) from exc
+        except RecursionError as exc:  # json's parser recurses once per level of nesting
+            raise InvalidFilterError(
+                'filters are nested too deeply to parse: send an object such as {"domain": '
+                '"privacy", "tags": ["gdpr"]}') from exc
     if isinstance(filters, dict) and not filters:
         return None
     if text:  # an unencoded '+' of a date bound's offset arrived as a space
