@@ -155,3 +155,29 @@ def test_beir_eval_keeps_each_querys_score_and_gate_decision(tmp_path: Path) -> 
                         options={"strategy": "fulltext"})
     assert peer["embedder"] == "hashing-32" and peer["per_query"]["q1"] == 1.0
     assert "(n = 3," in ev.paired_test(out["per_query"], peer["per_query"])
+
+
+def test_markdown_reading_counts_each_hit_as_the_unit_its_heading_path_names(
+    tmp_path: Path,
+) -> None:
+    """benchmarks.regulatory_markdown asks over the laws' Markdown files as a user ingests
+    them: a hit is the article, annex or recital its chunk's heading path ends in."""
+    from benchmarks import regulatory_markdown as md
+
+    body = "The data subject shall have the right to obtain the erasure of personal data.\n"
+    (tmp_path / "gdpr.md").write_text(
+        "# GDPR: Articles\n\n## CHAPTER III — Rights\n\n#### Article 17 — Right to erasure\n\n"
+        f"1. {body}\n2. {body}\n#### Article 18 — Restriction\n\nRestriction of processing.\n")
+    (tmp_path / "gdpr_recitals.md").write_text(
+        f"# GDPR: Recitals\n\n#### Recital (65)\n\nA data subject should have {body}")
+    (tmp_path / "eu_ai_act.md").write_text(
+        "# AI Act\n\n#### ANNEX III — High-risk AI systems\n\n1. Biometrics.\n")
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64))
+    store.ingest_path(*(tmp_path / n for n in ("gdpr.md", "gdpr_recitals.md", "eu_ai_act.md")))
+    units = {md.unit_of(hit) for hit in store.search(
+        "erasure of personal data biometrics restriction", limit=50,
+        answerability_threshold=None).hits}
+    assert units == {"gdpr-art-17", "gdpr-art-18", "gdpr-rct-65", "euaiact-anx-III"}
+    question = {"expected": ["gdpr-art-17", "gdpr-rct-65"]}
+    assert md.expected(question, articles_only=True) == ("gdpr-art-17",)
+    assert md.expected({"expected": ["gdpr-rct-26"]}, articles_only=True) == ("gdpr-rct-26",)
