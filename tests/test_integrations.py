@@ -492,3 +492,22 @@ def test_a_raised_refusal_survives_pickling_and_copying(regulatory):
             assert (again.query, again.reason, again.reason_code) == (
                 raised.query, raised.reason, raised.reason_code)
             assert again.response.status == raised.response.status == "NO_RELEVANT_SOURCES"
+
+
+def test_langchain_refuses_arguments_that_are_not_its_own(enginelib_store_factory):
+    # pydantic ignores a keyword that is not a field: EnginelibRetriever(store=s, k=1,
+    # filters={"tenant_id": "a"}) searched every tenant with the default limit, no word said
+    store = enginelib_store_factory(records=[
+        {"id": f"d{i}", "text": "Brake pads wear out.", "tenant_id": "ab"[i % 2]}
+        for i in range(4)])
+    with pytest.raises(InvalidInputError, match=r"unknown argument\(s\) \['filters', 'k'\]: "
+                                                r"search options go in search_kwargs"):
+        LangChainRetriever(store=store, k=1, filters={"tenant_id": "a"}, search_kwargs=NO_GATE)
+    with pytest.raises(InvalidInputError, match="did you mean 'search_kwargs'"):
+        LangChainRetriever(store=store, searchkwargs={"filters": {"tenant_id": "a"}})
+    with pytest.raises(InvalidInputError, match=r"search_kwargs=\{'mmr': True\}"):
+        LangChainRetriever(store=store, search_type="mmr")
+    # LangChain's own fields are still taken
+    retriever = LangChainRetriever(store=store, name="docs", tags=["t"], metadata={"m": 1},
+                                   search_kwargs={"filters": {"tenant_id": "a"}, **NO_GATE})
+    assert {d.metadata["document_id"] for d in retriever.invoke("brake pads")} == {"d0", "d2"}

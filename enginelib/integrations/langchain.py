@@ -18,7 +18,8 @@ the retriever returns ``[]`` like any LangChain retriever with nothing relevant,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 try:
@@ -37,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from ..errors import InvalidInputError
+from ..search.request import OPTIONS, shown_names
 from ..store import Store
 from ._common import (
     check_refusal,
@@ -64,6 +66,7 @@ class EnginelibRetriever(BaseRetriever):
         # (pydantic would wrap them in a ValidationError). Kept as given (k stays k), so
         # that retriever.search_kwargs["k"] = 2 works as on LangChain's own retrievers.
         check_store(data.get("store"), FRAMEWORK)
+        _refuse_unknown(data, type(self).model_fields)
         given = data.get("search_kwargs") or {}
         search_options(given, limit_alias="k", framework=FRAMEWORK)
         data["search_kwargs"] = dict(given)
@@ -94,6 +97,28 @@ class EnginelibRetriever(BaseRetriever):
             None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
             **overrides,
         )
+
+
+def _refuse_unknown(data: Mapping[str, Any], fields: Iterable[str]) -> None:
+    """Pydantic ignores a keyword that is not a field: ``EnginelibRetriever(store=s, k=2,
+    filters={"tenant_id": "a"})`` searched every tenant, ten results, without a word."""
+    unknown = set(data) - set(fields)
+    if not unknown:
+        return
+    search = sorted(unknown & ({"k", "preset"} | set(OPTIONS)))
+    if search:
+        example = ", ".join(f"{name!r}: ..." for name in search[:3])
+        hint = f": search options go in search_kwargs, e.g. search_kwargs={{{example}}}"
+    else:
+        close = [m for n in shown_names(unknown)
+                 for m in difflib.get_close_matches(n, sorted(fields), n=1, cutoff=0.6)]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+    if "search_type" in unknown:  # VectorStoreRetriever's: "mmr", "similarity_score_threshold"
+        hint += ("; for search_type='mmr' give search_kwargs={'mmr': True}, for a score "
+                 "threshold search_kwargs={'min_score': ...}")
+    raise InvalidInputError(
+        f"{FRAMEWORK} retriever: unknown argument(s) {shown_names(unknown)}{hint}; it takes "
+        f"{', '.join(sorted(fields))}")
 
 
 def _renamed(options: Mapping[str, Any]) -> dict[str, Any]:
