@@ -511,3 +511,18 @@ def test_langchain_refuses_arguments_that_are_not_its_own(enginelib_store_factor
     retriever = LangChainRetriever(store=store, name="docs", tags=["t"], metadata={"m": 1},
                                    search_kwargs={"filters": {"tenant_id": "a"}, **NO_GATE})
     assert {d.metadata["document_id"] for d in retriever.invoke("brake pads")} == {"d0", "d2"}
+
+
+@pytest.mark.parametrize("query", [None, b"brake pads", 7, ["brake pads", "consent"],
+                                   {"query_str": "brake pads"}])
+def test_llama_index_refuses_a_query_that_is_neither_a_string_nor_a_bundle(
+        enginelib_store_factory, query):
+    # LlamaIndex's retrieve() read the query before _retrieve did: pydantic's ValidationError
+    # from its RetrievalStartEvent (None, 7, a list) or an AttributeError (bytes, a dict)
+    store = enginelib_store_factory(records=[{"id": "a", "text": "Brake pads wear out."}])
+    llama = LlamaIndexRetriever(store, **NO_GATE)
+    with pytest.raises(InvalidQueryError, match="takes one query string or a QueryBundle, got"):
+        llama.retrieve(query)
+    with pytest.raises(InvalidQueryError, match="takes one query string or a QueryBundle, got"):
+        asyncio.run(llama.aretrieve(query))
+    assert len(llama.retrieve("brake pads")) == len(asyncio.run(llama.aretrieve("brake pads"))) == 1

@@ -32,7 +32,7 @@ from typing import Any
 try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.retrievers import BaseRetriever
-    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+    from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType, TextNode
     from llama_index.core.vector_stores.types import (
         FilterCondition,
         FilterOperator,
@@ -87,6 +87,12 @@ class EnginelibRetriever(BaseRetriever):
         self.on_refusal = check_refusal(on_refusal)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        return super().retrieve(_query(str_or_query_bundle))
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        return await super().aretrieve(_query(str_or_query_bundle))
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         words, image = query_bundle.query_str, query_bundle.image_path
         if image is not None and query_bundle.embedding is None and not str(words).strip():
@@ -132,6 +138,20 @@ class EnginelibRetriever(BaseRetriever):
         # LlamaIndex's default calls _retrieve on the event loop, which then waited for the
         # whole search; a worker thread leaves it free (as LangChain's ainvoke does).
         return await asyncio.to_thread(self._retrieve, query_bundle)
+
+
+def _query(given: Any) -> QueryType:
+    """A query LlamaIndex's ``retrieve`` can take: it read anything else before our
+    ``_retrieve`` saw it, failing inside its own event models (pydantic's ValidationError for
+    None, a number or a list) or with an AttributeError (bytes, a dict)."""
+    if not isinstance(given, (str, QueryBundle)):
+        hint = ("decode it first" if isinstance(given, (bytes, bytearray)) else
+                "call retrieve() once per query" if isinstance(given, (list, tuple)) else
+                "give the question as a str, or QueryBundle(query_str=...)")
+        raise InvalidQueryError(
+            f"the {FRAMEWORK} retriever takes one query string or a QueryBundle, got "
+            f"{type(given).__name__}: {hint}")
+    return given
 
 
 def ranked_scores(fused: Sequence[float]) -> list[float]:
