@@ -85,6 +85,9 @@ class Catalog:
         self.lock_timeout = lock_timeout
         self._con: duckdb.DuckDBPyConnection | None = None
         self._closed = False
+        # What a call after close() is told, when "open the store again" is not the way
+        # (an in-memory store: its folder went with the close).
+        self.closed_message: str | None = None
         # The file once open (device, inode): a later reconnect (after ``release``) must find
         # it there, or DuckDB would start an empty catalog in its place, and a writer must
         # find that file, not another store's put at the path (``_require_file``).
@@ -117,7 +120,8 @@ class Catalog:
         """The DuckDB connection, opened on demand (see ``release``)."""
         if self._con is None:
             if self._closed:  # release() lets go for a while; close() is for good
-                raise StoreError(f"the catalog {self.path} is closed: open the store again",
+                raise StoreError(self.closed_message or
+                                 f"the catalog {self.path} is closed: open the store again",
                                  path=self.path)
             self._con = self._connect()
         return self._con

@@ -67,6 +67,9 @@ def ram_folder() -> str:
             return candidate
     return tempfile.gettempdir()
 
+_CLOSED = ("this in-memory store is closed, and its documents went with it: to keep a store "
+           "past close(), save(path) it first and open that folder with enginelib.open(path)")
+
 
 class MemoryStore(Store):
     """A Store whose folder is private, RAM-backed and removed on close, GC or exit."""
@@ -75,11 +78,18 @@ class MemoryStore(Store):
     _cleanup: weakref.finalize[Any, Any] | None = None
 
     def close(self) -> None:
+        # The store's own advice after a close, "open it again with enginelib.open(path)",
+        # named the private folder the close removes: following it made a new, empty store.
+        self._catalog.closed_message = _CLOSED
         try:
             super().close()
         finally:
             if self._cleanup is not None:
                 self._cleanup()
+
+    def require_open(self) -> None:
+        if self._shut:
+            raise StoreError(_CLOSED, path=MEMORY)
 
     def save(self, path: str | Path) -> Path:
         """Copy this store to ``path`` (a new or empty folder); ``enginelib.open(path)`` then

@@ -252,3 +252,20 @@ def test_a_save_killed_half_way_leaves_no_store_at_the_target(tmp_path: Path) ->
             store.save(tmp_path / "file.txt" / "below")  # a parent that cannot be a folder
     with enginelib.open(target, embedder=HashingEmbedder(16)) as saved:
         assert [d["document_id"] for d in saved.list_documents()] == ["a"]
+
+
+def test_a_closed_memory_store_says_its_documents_are_gone(ram: Path) -> None:
+    # it said "open it again with enginelib.open(path)", naming the private folder close()
+    # had removed: following the advice made a new, empty store there
+    store = enginelib.memory(RECORDS, embedder=HashingEmbedder(32))
+    folder, queue = store.path, store.jobs()
+    store.close()
+    for call in (lambda: store.search("brake pads"), lambda: store.list_documents(),
+                 queue.counts,
+                 lambda: store.save(ram.parent / "kept"),
+                 lambda: store.ingest_documents([enginelib.LoadedDocument(id="b", text="t")])):
+        with pytest.raises(StoreError, match="in-memory store is closed, and its documents "
+                                             r"went with it: .*save\(path\) it first") as caught:
+            call()
+        assert str(folder) not in str(caught.value)
+    assert not (ram.parent / "kept").exists()
