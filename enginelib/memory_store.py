@@ -192,6 +192,7 @@ def open_memory(
                     f"records must be a list (or iterable) of records, got one "
                     f"{type(records).__name__}: wrap it in a list, e.g. memory([record])")
             documents = [as_document(r, i) for i, r in enumerate(records, start=1)]
+            _refuse_shared_ids(documents)
             if documents:
                 ingest_options: dict[str, Any] = {"truth_level": truth_level} if truth_level else {}
                 # a seed is what a test asserts against: every record goes in, or none
@@ -205,6 +206,19 @@ def open_memory(
             store.close()
             raise
     return store
+
+
+def _refuse_shared_ids(documents: list[LoadedDocument]) -> None:
+    """Two seed records with one id: the ingest reads the second as a new version of the
+    first, and the store held one document where the test counted two, without a word."""
+    first: dict[object, int] = {}
+    for number, document in enumerate(documents, start=1):
+        seen = first.setdefault(document.id, number)
+        if seen != number:
+            raise InvalidInputError(
+                f"records {seen} and {number} both have the id {document.id!r}: a seed holds "
+                "each document once (the second would replace the first); give each record "
+                "its own id")
 
 
 def sweep_orphans(parent: Path) -> list[Path]:

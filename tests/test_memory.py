@@ -269,3 +269,20 @@ def test_a_closed_memory_store_says_its_documents_are_gone(ram: Path) -> None:
             call()
         assert str(folder) not in str(caught.value)
     assert not (ram.parent / "kept").exists()
+
+
+@pytest.mark.parametrize("as_objects", [False, True])
+def test_seed_records_that_share_an_id_are_refused(ram: Path, as_objects: bool) -> None:
+    # the second was ingested as a new version of the first: one document where the test
+    # counted two, the first record's text gone from every search, without a word
+    records = [{"id": "pads", "text": "Replace the pads at 3 mm."},
+               {"id": "disc", "text": "Discs are replaced in pairs."},
+               {"id": "pads", "text": "Tyres are rotated every 10,000 km."}]
+    seed = ([enginelib.LoadedDocument(id=r["id"], text=r["text"]) for r in records]
+            if as_objects else records)
+    with pytest.raises(InvalidInputError, match="records 1 and 3 both have the id 'pads'"):
+        enginelib.memory(seed, embedder=HashingEmbedder(16))
+    assert os.listdir(ram) == []
+    # records without an id are numbered, never taken for one another
+    with enginelib.memory([{"text": "a b"}, {"text": "c d"}], embedder=HashingEmbedder(16)) as store:
+        assert store.stats()["documents"] == 2
