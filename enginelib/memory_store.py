@@ -29,7 +29,7 @@ from .edge import guard
 from .embedder import Embedder
 from .errors import IngestError, InvalidInputError, StorageError, StoreError
 from .store import LOCK_NAME, Store
-from .types import LoadedDocument
+from .types import LoadedDocument, validate_truth_level
 from .validation import check_store_path
 
 MEMORY = ":memory:"
@@ -166,6 +166,8 @@ def open_memory(
             f"unknown option(s) {sorted(options)} for an in-memory store; it takes embedder, "
             "chunking, index_options, records and truth_level"
         )
+    if truth_level is not None:  # checked with no record to apply it to, too: a typo shows
+        validate_truth_level(truth_level)
     parent = ram_folder()
     sweep_orphans(Path(parent))
     folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent)
@@ -194,7 +196,9 @@ def open_memory(
             documents = [as_document(r, i) for i, r in enumerate(records, start=1)]
             _refuse_shared_ids(documents)
             if documents:
-                ingest_options: dict[str, Any] = {"truth_level": truth_level} if truth_level else {}
+                # "is not None": a falsy level ("" or 0) was dropped unseen, for the default L2
+                ingest_options: dict[str, Any] = (
+                    {} if truth_level is None else {"truth_level": truth_level})
                 # a seed is what a test asserts against: every record goes in, or none
                 try:
                     store.ingest_documents(documents, strict=True, **ingest_options)

@@ -286,3 +286,13 @@ def test_seed_records_that_share_an_id_are_refused(ram: Path, as_objects: bool) 
     # records without an id are numbered, never taken for one another
     with enginelib.memory([{"text": "a b"}, {"text": "c d"}], embedder=HashingEmbedder(16)) as store:
         assert store.stats()["documents"] == 2
+
+
+@pytest.mark.parametrize("level", ["", 0, "L9"])
+def test_a_seed_truth_level_that_is_no_level_is_refused(ram: Path, level: object) -> None:
+    # "" and 0 were taken for "none given" (a truth test): the records went in as L2
+    records = [{"id": "pads", "text": "Replace the pads at 3 mm."}]
+    for seed in (records, None, []):
+        with pytest.raises(enginelib.InvalidTruthLevelError, match="unknown truth level"):
+            enginelib.memory(seed, embedder=HashingEmbedder(16), truth_level=level)
+    assert os.listdir(ram) == []
