@@ -229,3 +229,19 @@ def test_a_bad_thread_count_in_the_environment_is_named(monkeypatch: pytest.Monk
         assert threads_from_env() == threads
     with pytest.raises(enginelib.InvalidInputError, match="num_threads"):
         E5SmallEmbedder(num_threads=0)
+
+
+@pytest.mark.parametrize("dim", [0, -1, "64", 64.0, True, None, 16_385, 10**9])
+def test_the_test_embedder_refuses_a_dimension_no_store_takes(dim: object) -> None:
+    # taken as given: 0 failed at the first embed with a ZeroDivisionError, -1 with numpy's
+    # "negative dimensions are not allowed", "64" with a TypeError, 10**9 allocated 4 GB a text
+    from enginelib.errors import InvalidInputError
+    from enginelib.testing import test_embedder
+
+    for build in (HashingEmbedder, test_embedder):
+        with pytest.raises(InvalidInputError, match="embedding dimension must be"):
+            build(dim)  # type: ignore[arg-type]
+    assert HashingEmbedder(1).embed(["brake pads"]).shape == (1, 1)
+    assert HashingEmbedder(16_384).dim == 16_384
+    with pytest.raises(UnknownEmbedderError, match="'hashing-16385': embedding dimension"):
+        make_embedder("hashing-16385")

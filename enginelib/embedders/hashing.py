@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..validation import MAX_DIM, check_int
 from .base import ProgressHook, normalize_rows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -20,7 +21,10 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = 64, *, name: str | None = None) -> None:
-        self.dim = dim
+        # Checked here, not at the first embed: 0 failed there with a ZeroDivisionError, -1
+        # with numpy's "negative dimensions", "64" with a TypeError, and 10**9 allocated
+        # 4 GB a text. The bounds are a store's (validation.MAX_DIM).
+        self.dim = check_int("embedding dimension", dim, minimum=1, maximum=MAX_DIM)
         self.name = name or f"hashing-{dim}"
 
     def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:

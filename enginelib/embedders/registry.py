@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import EmbeddingError, UnknownEmbedderError
+from ..errors import EmbeddingError, InvalidInputError, UnknownEmbedderError
 from .base import Embedder
 from .e5 import E5_SMALL, E5SmallEmbedder
 from .hashing import HashingEmbedder
@@ -42,7 +42,10 @@ def make_embedder(name: str) -> Embedder:
         dim_text = spec.partition("-")[2] or "64"
         if not dim_text.isdigit() or int(dim_text) <= 0:
             raise UnknownEmbedderError(f"embedder {name!r}: the hashing dimension must be a positive int")
-        return HashingEmbedder(int(dim_text))
+        try:
+            return HashingEmbedder(int(dim_text))
+        except InvalidInputError as exc:  # a dimension past any store's: said as a name's
+            raise UnknownEmbedderError(f"embedder {name!r}: {exc}") from exc
     close = difflib.get_close_matches(spec, list(EMBEDDERS), n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UnknownEmbedderError(
