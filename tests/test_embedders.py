@@ -245,3 +245,19 @@ def test_the_test_embedder_refuses_a_dimension_no_store_takes(dim: object) -> No
     assert HashingEmbedder(16_384).dim == 16_384
     with pytest.raises(UnknownEmbedderError, match="'hashing-16385': embedding dimension"):
         make_embedder("hashing-16385")
+
+
+def test_the_test_embedder_takes_a_list_of_texts_only() -> None:
+    # embed("brake pads") gave ten rows, one per character, without an error; a None or bytes
+    # text failed inside the loop (AttributeError: 'NoneType' object has no attribute 'lower')
+    from enginelib.errors import InvalidInputError
+
+    embedder = HashingEmbedder(16)
+    with pytest.raises(InvalidInputError, match=r"got 'brake pads': wrap one text in a list"):
+        embedder.embed("brake pads")  # type: ignore[arg-type]
+    for texts, named in (([None], r"texts\[0\] is None"), (["ok", b"x"], r"texts\[1\] is b'x'"),
+                         (None, "got None")):
+        with pytest.raises(InvalidInputError, match=named):
+            embedder.embed(texts)  # type: ignore[arg-type]
+    assert embedder.embed(("brake pads", "", "ブレーキ")).shape == (3, 16)
+    assert embedder.embed([]).shape == (0, 16)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..validation import MAX_DIM, check_int
+from ..errors import InvalidInputError
+from ..validation import MAX_DIM, check_int, show_value
 from .base import ProgressHook, normalize_rows
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -28,6 +29,7 @@ class HashingEmbedder:
         self.name = name or f"hashing-{dim}"
 
     def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:
+        _check_texts(texts)
         matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in _WORD.findall(text.lower()):
@@ -40,3 +42,16 @@ class HashingEmbedder:
         if progress is not None:
             progress(len(texts))
         return normalize_rows(matrix)
+
+
+def _check_texts(texts: object) -> None:
+    """A list of str: one str was embedded a vector per character (embed("brake pads"), ten
+    rows, no error), and None or bytes failed inside the loop (AttributeError, TypeError)."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+        raise InvalidInputError(f"embed() takes a list of texts, got {show_value(texts)}"
+                                + (": wrap one text in a list, embed([text])"
+                                   if isinstance(texts, str) else ""))
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"embed() takes texts (str): texts[{i}] is "
+                                    f"{show_value(text)}")
