@@ -159,10 +159,7 @@ def _read(path: Path, what: str, read: Callable[..., T], option: str) -> T:
         if is_stdin(path):
             return read(STDIN_NAME, handle=stdin_text(option))
         return read(path)
-    except UnicodeDecodeError as exc:
-        raise CommandError(f"could not read the {what} in {_shown(path)}: not UTF-8 text ({exc.reason} "
-                           f"at byte {exc.start})") from exc
-    except InvalidInputError as exc:  # it names the file and line already
+    except InvalidInputError as exc:  # it names the file (and line) already, bytes not UTF-8 too
         raise CommandError(f"could not read the {what}: {exc}") from exc
     except (ValueError, KeyError) as exc:
         raise CommandError(f"could not read the {what} in {_shown(path)}: {exc}") from exc

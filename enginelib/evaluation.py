@@ -35,7 +35,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -191,10 +191,17 @@ def _open_text(path: Any, name: str) -> TextIO:
         raise InvalidInputError(f"cannot read {file}: {exc.strerror or exc}") from exc
 
 
-def _source(path: str | Path, name: str, handle: TextIO | None) -> AbstractContextManager[TextIO]:
+@contextmanager
+def _source(path: str | Path, name: str, handle: TextIO | None) -> Iterator[TextIO]:
     """``handle`` when the caller opened the input (standard input: left open), else the file
-    at ``path``, opened."""
-    return nullcontext(handle) if handle is not None else _open_text(path, name)
+    at ``path``, opened. Bytes that are not UTF-8 are an InvalidInputError naming the file:
+    they were Python's bare UnicodeDecodeError (the CLI alone named the file)."""
+    try:
+        with nullcontext(handle) if handle is not None else _open_text(path, name) as opened:
+            yield opened
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path}: not UTF-8 text ({exc.reason}): save it as UTF-8 "
+                                "and read it again") from exc
 
 
 def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:

@@ -432,12 +432,12 @@ def test_eval_names_the_file_it_cannot_read(store: Path, tmp_path: Path) -> None
     qrels.write_bytes(b"q1\tcorpus.md\t1\n\xff\xfe\n")
     code, output = run_cli(["eval", "--store", str(store), "--queries", str(queries),
                             "--qrels", str(qrels)])
-    assert code == 2 and f"could not read the judgments in {qrels}: not UTF-8 text" in output
+    assert code == 2 and f"could not read the judgments: {qrels}: not UTF-8 text" in output
     qrels.write_text("q1\tcorpus.md\t1\n")
     queries.write_bytes(b"\xff\xfe")
     code, output = run_cli(["eval", "--store", str(store), "--queries", str(queries),
                             "--qrels", str(qrels)])
-    assert code == 2 and f"could not read the queries in {queries}" in output
+    assert code == 2 and f"could not read the queries: {queries}: not UTF-8 text" in output
 
 
 def test_export_verify_names_a_queries_file_that_is_not_utf8(store: Path, tmp_path: Path) -> None:

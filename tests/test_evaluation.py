@@ -564,3 +564,18 @@ def test_read_queries_from_an_open_text_tells_jsonl_from_tsv_by_its_first_line()
     assert read_queries("<stdin>", handle=io.StringIO("")) == {}
     assert not tsv.closed  # the caller's to close
     assert read_qrels("<stdin>", handle=io.StringIO("q1 0 a 2\n")) == {"q1": {"a": 2}}
+
+
+@pytest.mark.parametrize("read", [read_qrels, read_queries])
+def test_reading_a_file_that_is_not_utf8_names_it(tmp_path: Path, read) -> None:  # type: ignore[no-untyped-def]
+    # Python's bare UnicodeDecodeError ("'utf-8' codec can't decode byte 0xff ..."), naming
+    # no file: only the CLI named it
+    import io
+
+    path = tmp_path / "input.tsv"
+    path.write_bytes(b"q1\tbrakes\t1\n\xff\xfe\n")
+    with pytest.raises(InvalidInputError, match=f"{path}: not UTF-8 text .*save it as UTF-8"):
+        read(path)
+    piped = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="^-: not UTF-8 text"):
+        read("-", handle=piped)
