@@ -42,6 +42,7 @@ from typing import Any, TextIO
 
 from .errors import InvalidInputError
 from .evaluation_inputs import (
+    MAX_GRADE,
     check_cutoff,
     check_gains,
     check_judged,
@@ -51,6 +52,7 @@ from .evaluation_inputs import (
     check_run,
     check_run_tag,
     check_scored,
+    grade_out_of_range,
 )
 from .input_files import open_regular
 from .validation import MAX_LIMIT, check_int, check_path
@@ -228,6 +230,8 @@ def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
                     continue  # header
                 raise _bad_line(path, number, f"grade {grade!r} is not a number: expected a "
                                 "whole-number relevance grade such as 0, 1 or 2") from None
+            if not -MAX_GRADE <= value <= MAX_GRADE:
+                raise _bad_line(path, number, grade_out_of_range("the grade", grade))
             qrels.setdefault(qid, {})[doc] = value
     return qrels
 

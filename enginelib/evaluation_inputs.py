@@ -20,6 +20,10 @@ from .validation import check_int, show_value
 
 # A cutoff past any corpus a metric is run on here; a larger one is a mistake, not a depth.
 MAX_CUTOFF = 1_000_000
+# The largest relevance grade (in size): trec_eval's is a C long. Larger ones overflowed the
+# DCG's float sum: three documents graded 10**308 made nDCG NaN, or 0.0 for a ranking with
+# one of them first, and 10**400 an OverflowError.
+MAX_GRADE = 2**31 - 1
 
 
 def check_cutoff(k: Any, name: str = "k") -> int:
@@ -52,7 +56,14 @@ def check_judged(judged: Any, name: str = "judged") -> Mapping[str, int]:
             raise InvalidInputError(
                 f"{name}[{doc!r}] must be an integer grade (0 or less: not relevant, 1 or "
                 f"more: relevant), got {show_value(grade)}")
+        if not -MAX_GRADE <= grade <= MAX_GRADE:
+            raise InvalidInputError(grade_out_of_range(f"{name}[{doc!r}]", grade))
     return judged
+
+
+def grade_out_of_range(where: str, grade: Any) -> str:
+    return (f"{where} is {show_value(grade)}: a relevance grade is a small whole number (0 "
+            f"not relevant, 1, 2, 3... more relevant), within -{MAX_GRADE:,}..{MAX_GRADE:,}")
 
 
 def check_qrels(qrels: Any, name: str = "qrels") -> Mapping[str, Mapping[str, int]]:

@@ -579,3 +579,20 @@ def test_reading_a_file_that_is_not_utf8_names_it(tmp_path: Path, read) -> None:
     piped = io.TextIOWrapper(io.BytesIO(path.read_bytes()), encoding="utf-8")
     with pytest.raises(InvalidInputError, match="^-: not UTF-8 text"):
         read("-", handle=piped)
+
+
+def test_a_grade_too_large_for_the_dcg_is_refused() -> None:
+    # three documents graded 10**308 overflowed the DCG's float sum: nDCG was NaN for the
+    # ideal ranking and 0.0 for one with a relevant document first; 10**400 an OverflowError
+    import io
+
+    huge = {"a": 10**308, "b": 10**308, "c": 10**308}
+    for call in (lambda: ndcg(["a", "b", "c"], huge), lambda: ndcg(["a"], {"a": 10**400}),
+                 lambda: evaluate({"q1": ["b", "x"]}, {"q1": huge}),
+                 lambda: recall(["a"], {"a": -(2**31)})):
+        with pytest.raises(InvalidInputError, match="a relevance grade is a small whole number"):
+            call()
+    with pytest.raises(InvalidInputError, match=r"^qrels\.tsv:2: the grade is '1e308'"):
+        read_qrels("qrels.tsv", handle=io.StringIO("q1 a 1\nq1 b 1e308\n"))
+    assert ndcg(["a"], {"a": 2**31 - 1}) == 1.0
+    assert read_qrels("q", handle=io.StringIO("q1 0 a 3\n")) == {"q1": {"a": 3}}
