@@ -131,10 +131,15 @@ def check_run_tag(tag: Any) -> str:
 
 
 def _finite(value: Any) -> bool:
-    """A real number (not a bool) that is neither NaN nor infinite."""
-    return (not isinstance(value, (bool, np.bool_))
-            and isinstance(value, (int, float, np.integer, np.floating))
-            and math.isfinite(value))
+    """A real number (not a bool) that is neither NaN nor infinite, nor an int past float's
+    range (math.isfinite raised OverflowError for 10**400: a bare error, not a refusal)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _check_query_ids(value: Any, name: str, holds: str) -> None:

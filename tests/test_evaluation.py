@@ -596,3 +596,15 @@ def test_a_grade_too_large_for_the_dcg_is_refused() -> None:
         read_qrels("qrels.tsv", handle=io.StringIO("q1 a 1\nq1 b 1e308\n"))
     assert ndcg(["a"], {"a": 2**31 - 1}) == 1.0
     assert read_qrels("q", handle=io.StringIO("q1 0 a 3\n")) == {"q1": {"a": 3}}
+
+
+def test_a_score_or_gain_past_floats_range_is_refused_not_an_overflow() -> None:
+    # math.isfinite(10**400) raised OverflowError: the check meant to refuse it crashed
+    for call, named in (
+            (lambda: evaluate_run({"q1": [("a", 10**400)]}, QRELS), r"run\['q1'\]\[0\] has the score"),
+            (lambda: list(trec_run_lines({"q1": [("a", -(10**400))]}, "t")), "has the score"),
+            (lambda: documents_by_best_chunk([("a", 10**400)]), r"hits\[0\] has the score"),
+            (lambda: dcg([1, 10**400]), r"gains\[1\] must be a finite number")):
+        with pytest.raises(InvalidInputError, match=named):
+            call()
+    assert dcg([10**300]) == pytest.approx(1e300)
