@@ -52,6 +52,7 @@ from .evaluation_inputs import (
     check_run,
     check_run_tag,
     check_scored,
+    check_trec_ids,
     grade_out_of_range,
 )
 from .input_files import open_regular
@@ -309,6 +310,7 @@ def trec_run_lines(run: Run, tag: str) -> Iterator[str]:
     are checked before the first line)."""
     check_run(run)
     check_run_tag(tag)
+    check_trec_ids(run)
     return _run_lines(run, tag)
 
 

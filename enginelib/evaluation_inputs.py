@@ -130,6 +130,24 @@ def check_run_tag(tag: Any) -> str:
     return tag
 
 
+def check_trec_ids(run: Mapping[str, Sequence[tuple[str, float]]]) -> None:
+    """The query and document ids of a run written as TREC lines: each one word. The
+    columns are split on white space, so 'q 1' or 'my doc.md' made a line of 7 columns
+    (trec_eval stops, or reads the next column as the id) and an empty id one of 5."""
+    for qid, ranked in run.items():
+        _one_word(qid, f"run's query id {show_value(qid)}")
+        for i, (doc, _score) in enumerate(ranked):
+            _one_word(doc, f"run[{qid!r}][{i}]'s document id {show_value(doc)}")
+
+
+def _one_word(text: str, what: str) -> None:
+    if not text or any(c.isspace() for c in text):
+        raise InvalidInputError(
+            f"the {what} cannot be written as a TREC run: its columns are split on white space, "
+            "so an id is one word, never empty; give ids without spaces (or write the run in "
+            "another format)")
+
+
 def _finite(value: Any) -> bool:
     """A real number (not a bool) that is neither NaN nor infinite, nor an int past float's
     range (math.isfinite raised OverflowError for 10**400: a bare error, not a refusal)."""

@@ -608,3 +608,19 @@ def test_a_score_or_gain_past_floats_range_is_refused_not_an_overflow() -> None:
         with pytest.raises(InvalidInputError, match=named):
             call()
     assert dcg([10**300]) == pytest.approx(1e300)
+
+
+@pytest.mark.parametrize(("run", "named"), [
+    ({"q 1": [("a", 1.0)]}, "query id 'q 1'"),
+    ({"q1": [("a", 1.0), ("my notes.md", 0.5)]}, r"run\['q1'\]\[1\]'s document id 'my notes.md'"),
+    ({"": [("a", 1.0)]}, "query id ''"),
+    ({"q1": [("", 1.0)]}, "document id ''"),
+    ({"q1": [("a\tb", 1.0)]}, r"document id 'a\\tb'"),
+])
+def test_a_run_whose_ids_are_not_one_word_is_not_written_as_trec(run, named) -> None:  # type: ignore[no-untyped-def]
+    # 'q 1 Q0 a 1 1.000000 t' has 7 columns: trec_eval stops, or reads '1' as the query id;
+    # the tag was checked for this, the ids (a document id is a file path) never were
+    with pytest.raises(InvalidInputError, match=f"{named} cannot be written as a TREC run"):
+        trec_run_lines(run, "t")
+    assert evaluate_run(run, {qid: {doc: 1 for doc, _ in ranked} for qid, ranked in run.items()}
+                        ).queries == 1  # scoring such ids is fine
