@@ -225,12 +225,17 @@ def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
                 raise _bad_line(path, number, f"expected 3 or 4 columns (BEIR `query-id corpus-id "
                                 f"score`, TREC `qid 0 docid grade`), got {len(parts)}")
             try:
-                value = int(float(grade))
+                as_float = float(grade)
+                value = int(as_float)
             except (ValueError, OverflowError):  # "x", "nan", "inf"
                 if number == 1:
                     continue  # header
                 raise _bad_line(path, number, f"grade {grade!r} is not a number: expected a "
                                 "whole-number relevance grade such as 0, 1 or 2") from None
+            if value != as_float:  # int() cut 0.5 to 0: a judged-relevant pair read as not
+                raise _bad_line(path, number, f"grade {grade!r} is not a whole number: expected "
+                                "a relevance grade such as 0, 1 or 2 (scale graded judgments "
+                                "to whole numbers first)")
             if not -MAX_GRADE <= value <= MAX_GRADE:
                 raise _bad_line(path, number, grade_out_of_range("the grade", grade))
             qrels.setdefault(qid, {})[doc] = value

@@ -624,3 +624,14 @@ def test_a_run_whose_ids_are_not_one_word_is_not_written_as_trec(run, named) -> 
         trec_run_lines(run, "t")
     assert evaluate_run(run, {qid: {doc: 1 for doc, _ in ranked} for qid, ranked in run.items()}
                         ).queries == 1  # scoring such ids is fine
+
+
+def test_a_fractional_grade_is_refused_not_cut_to_a_whole_one() -> None:
+    # int(float("0.5")) read a judgment of 0.5 as 0, not relevant, and 1.7 as 1, unseen
+    import io
+
+    for grade in ("0.5", "1.7", "-0.5"):
+        with pytest.raises(InvalidInputError, match=f"^qrels:2: grade '{grade}' is not a whole"):
+            read_qrels("qrels", handle=io.StringIO(f"q1 a 1\nq1 b {grade}\n"))
+    assert read_qrels("qrels", handle=io.StringIO("q1 a 1.0\nq1 0 b 2e0\n")) == {
+        "q1": {"a": 1, "b": 2}}
