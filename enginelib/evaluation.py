@@ -212,6 +212,7 @@ def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
     (``qid 0 docid grade``), tab- or space-separated. ``handle``: read that text instead
     (standard input, say), ``path`` naming it in messages."""
     qrels: Qrels = {}
+    first_line: dict[tuple[str, str], int] = {}
     with _source(path, "qrels path", handle) as handle:
         for number, line in enumerate(handle, start=1):
             parts = line.split()
@@ -238,7 +239,15 @@ def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
                                 "to whole numbers first)")
             if not -MAX_GRADE <= value <= MAX_GRADE:
                 raise _bad_line(path, number, grade_out_of_range("the grade", grade))
-            qrels.setdefault(qid, {})[doc] = value
+            judged = qrels.setdefault(qid, {})
+            if doc in judged and judged[doc] != value:
+                # the later line replaced the earlier grade, unseen (as read_queries refuses
+                # a query id given again with other words)
+                raise _bad_line(path, number, f"query {qid!r} judges {doc!r} again, {value} "
+                                f"here and {judged[doc]} on line {first_line[qid, doc]}: "
+                                "expected one grade for each pair; keep the right one")
+            judged[doc] = value
+            first_line.setdefault((qid, doc), number)
     return qrels
 
 

@@ -635,3 +635,16 @@ def test_a_fractional_grade_is_refused_not_cut_to_a_whole_one() -> None:
             read_qrels("qrels", handle=io.StringIO(f"q1 a 1\nq1 b {grade}\n"))
     assert read_qrels("qrels", handle=io.StringIO("q1 a 1.0\nq1 0 b 2e0\n")) == {
         "q1": {"a": 1, "b": 2}}
+
+
+def test_a_pair_judged_twice_with_other_grades_is_refused() -> None:
+    # the later line replaced the earlier grade without a word (read_queries refuses a query
+    # id given again with other text); merged judgments of two assessors did this
+    import io
+
+    with pytest.raises(InvalidInputError, match=r"^qrels:3: query 'q1' judges 'a' again, 0 "
+                                                r"here and 2 on line 1"):
+        read_qrels("qrels", handle=io.StringIO("q1 0 a 2\nq1 0 b 1\nq1 0 a 0\n"))
+    # the same judgment twice is harmless
+    assert read_qrels("qrels", handle=io.StringIO("q1 a 2\nq1 a 2\nq2 a 0\n")) == {
+        "q1": {"a": 2}, "q2": {"a": 0}}
