@@ -162,6 +162,18 @@ def _ingest_path(*paths: Any, include: Any = (), exclude: Any = (), max_bytes: A
     check_bool("prune", prune)
 
 
+def _enqueue_paths(*paths: Any, include: Any = (), exclude: Any = (), max_attempts: Any = None,
+                   **options: Any) -> None:
+    # unchecked, "" queued every file under the current folder (Path("") is "."), and None,
+    # 3 or a list were bare TypeErrors from pathlib
+    if not paths:
+        raise InvalidInputError("enqueue_paths needs at least one file or folder")
+    for path in paths:
+        _path("path", path)
+    check_globs("include", include)
+    check_globs("exclude", exclude)
+
+
 def _path(name: str, value: Any) -> None:
     if not isinstance(value, (str, Path)):
         raise InvalidInputError(f"{name} must be a str or Path, got {type(value).__name__}")
@@ -249,7 +261,7 @@ CHECKS: dict[str, Callable[..., None] | None] = {
     "rebuild_indexes": None,
     "ingest_documents": _ingest_documents,
     "ingest_path": _ingest_path,
-    "enqueue_paths": None,
+    "enqueue_paths": _enqueue_paths,
     "export_postgres": _export,
     "to_sql": _to_sql,
     "persist": None,

@@ -176,3 +176,39 @@ def test_an_inbox_entry_with_a_relative_source_is_kept_aside_not_read_from_the_w
         [kept] = json.loads((folder / "hand.bad").read_text(encoding="utf-8"))
         assert kept["error"] == "an entry's source 'brakes.md' is not an absolute path"
         assert store.list_documents() == []
+
+
+@pytest.mark.parametrize(("paths", "message"), [
+    (("",), "path is empty"),
+    ((None,), "path must be a str or Path, got NoneType"),
+    ((3,), "path must be a str or Path, got int"),
+    ((b"/tmp",), "path must be a str or Path, got bytes"),
+    ((["a.md"],), "path must be a str or Path, got list"),
+    ((), "enqueue_paths needs at least one file or folder"),
+])
+def test_enqueue_paths_checks_its_paths_as_ingest_path_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: tuple[object, ...],
+        message: str) -> None:
+    # "" queued every file under the current folder (Path("") is "."); None, 3, bytes or a
+    # list failed as bare TypeErrors from pathlib; no path at all queued nothing unsaid
+    work = tmp_path / "work"
+    work.mkdir()
+    write(work / "private.md")
+    monkeypatch.chdir(work)
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError, match=message):
+            store.enqueue_paths(*paths)
+        assert store.jobs().jobs() == []
+        with pytest.raises(InvalidInputError, match="include must be a list of glob patterns"):
+            store.enqueue_paths(work, include=None)
+
+
+def test_jobs_for_paths_refuses_an_empty_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the route `ingest --queue` takes while another process holds the store (the inbox)
+    from enginelib.jobs import jobs_for_paths
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "private.md")
+    for bad, message in (("", "path is empty"), (None, "path must be a str or Path")):
+        with pytest.raises(InvalidInputError, match=message):
+            jobs_for_paths([bad], {})  # type: ignore[list-item]

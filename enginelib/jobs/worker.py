@@ -29,7 +29,13 @@ from ..embedders.sharing import readers_admitted, released
 from ..errors import IngestError, InvalidInputError, SourceTooLargeError
 from ..fair_lock import FairRLock
 from ..text import shell_word
-from ..validation import CONTROL_CHARS, check_float, check_new_document_id, check_text
+from ..validation import (
+    CONTROL_CHARS,
+    check_float,
+    check_new_document_id,
+    check_path,
+    check_text,
+)
 from . import inbox
 from . import table as t
 from .failures import classify
@@ -305,6 +311,7 @@ def jobs_for_paths(
     IngestOptions.build(**dict(options))
     jobs: list[NewJob] = []
     for given in paths:
+        given = check_path(given)  # "" resolved to the current folder, and queued all of it
         root = Path(given).resolve()
         if not root.exists():
             raise fail(Path(given), "no such file or folder")
