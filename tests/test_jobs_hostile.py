@@ -212,3 +212,36 @@ def test_jobs_for_paths_refuses_an_empty_path(tmp_path: Path, monkeypatch: pytes
     for bad, message in (("", "path is empty"), (None, "path must be a str or Path")):
         with pytest.raises(InvalidInputError, match=message):
             jobs_for_paths([bad], {})  # type: ignore[list-item]
+
+
+def test_a_read_only_stores_queue_is_listed_and_refuses_every_change(tmp_path: Path) -> None:
+    # each change failed inside DuckDB: "Invalid Input Error: Cannot execute statement of
+    # type UPDATE on database catalog which is attached in read-only mode!"
+    import enginelib
+    from enginelib.errors import ReadOnlyStoreError
+    from enginelib.jobs import NewJob
+
+    write(source := tmp_path / "brakes.md")
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(source)
+        store.jobs().fail(store.jobs().claim("w") or {}, "w", "broken", permanent=True)
+    reader = enginelib.open(tmp_path / "store", read_only=True)
+    try:
+        queue = reader.jobs()
+        [job] = queue.jobs(status=DLQ)  # reading the DLQ is fine
+        assert queue.counts()[DLQ] == 1
+        changes = {
+            "retry_dlq": queue.retry_dlq, "drop_dlq": queue.drop_dlq,
+            "drop": lambda: queue.drop(job["job_id"]), "purge_done": queue.purge_done,
+            "prune": queue.prune, "expire_leases": queue.expire_leases,
+            "claim": lambda: queue.claim("w"),
+            "enqueue": lambda: queue.enqueue([NewJob(str(source), "brakes.md", {})]),
+            "run_once": Worker(reader, queue).run_once,
+        }
+        for name, change in changes.items():
+            with pytest.raises(ReadOnlyStoreError, match="opened read-only .* open it without "
+                                                         "read_only=True"):
+                change()
+            assert queue.counts()[DLQ] == 1, name
+    finally:
+        reader.close()

@@ -17,7 +17,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import duckdb
 
 from ..catalog import Catalog, utcnow
-from ..errors import InvalidInputError, JobNotFoundError, JobStateError
+from ..errors import InvalidInputError, JobNotFoundError, JobStateError, ReadOnlyStoreError
 from ..validation import MAX_LIST_OFFSET, MAX_LISTED, check_float, check_int
 from . import shape
 from . import table as t
@@ -125,6 +125,23 @@ def _in_turn(method: Callable[Concatenate[JobQueue, _P], _R]) -> Callable[Concat
     return taking_turns
 
 
+def _writing(method: Callable[Concatenate[JobQueue, _P], _R]) -> Callable[Concatenate[JobQueue, _P], _R]:
+    """``method`` changes the jobs tables: refused on a read-only catalog (a store opened with
+    read_only=True, a snapshot), where DuckDB's own error ("Cannot execute statement of type
+    UPDATE on database catalog which is attached in read-only mode!") came out bare."""
+
+    @functools.wraps(method)
+    def writing(queue: JobQueue, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if queue.catalog.read_only:
+            raise ReadOnlyStoreError(
+                f"{method.__name__}(): this store was opened read-only (or is a snapshot), so "
+                "its job queue can be listed, not changed: open it without read_only=True",
+                path=queue.catalog.path.parent)
+        return method(queue, *args, **kwargs)
+
+    return writing
+
+
 class JobQueue:
     """Jobs of one store. Writers only mutate; ``time_unit`` scales every delay (tests).
     Safe to use from any thread beside the store's own calls: each method takes its turn on
@@ -165,6 +182,7 @@ class JobQueue:
 
     # -- writing ---------------------------------------------------------------------------
 
+    @_writing
     @_in_turn
     def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
         now = self.clock()
@@ -180,6 +198,7 @@ class JobQueue:
             _wake_workers(self.catalog)
         return ids
 
+    @_writing
     @_in_turn
     def expire_leases(self) -> list[int]:
         """RUNNING jobs whose lease ran out (their worker died) wait for their retry as a
@@ -189,6 +208,7 @@ class JobQueue:
             return [int(job_id) for job_id, owner, attempts, most in t.expired_runs(con, now)
                     if self._lose(con, now, (job_id, owner, attempts, most), t.LEASE_EXPIRED)]
 
+    @_writing
     @_in_turn
     def reclaim_orphans(self, gone: Callable[[str], bool]) -> list[int]:
         """RUNNING jobs whose worker ``gone(owner)`` says cannot be running are taken back now
@@ -213,6 +233,7 @@ class JobQueue:
         delay = retry_delay(max(attempts, 0), self.rand) * self.time_unit
         return t.FAILED, now + timedelta(seconds=delay)
 
+    @_writing
     @_in_turn
     def claim(self, owner: str) -> dict[str, Any] | None:
         """The next due job, now RUNNING under ``owner``'s lease; None when nothing is due."""
@@ -230,6 +251,7 @@ class JobQueue:
         job["options"] = json.loads(job["options"])
         return job
 
+    @_writing
     @_in_turn
     def complete(self, job: dict[str, Any], owner: str, documents: Sequence[str]) -> None:
         now = self.clock()
@@ -243,6 +265,7 @@ class JobQueue:
                 "done (Retry DLQ ingests this one after all)", now, now, job["document_id"],
                 job["job_id"]])
 
+    @_writing
     @_in_turn
     def fail(self, job: dict[str, Any], owner: str, error: str, *, permanent: bool = False) -> str:
         """Record a failed attempt: FAILED with the next attempt scheduled, or DLQ when the
@@ -258,6 +281,7 @@ class JobQueue:
             ])
         return status
 
+    @_writing
     @_in_turn
     def retry_dlq(self) -> int:
         """DLQ jobs back to PENDING with a fresh set of attempts; returns how many."""
@@ -268,6 +292,7 @@ class JobQueue:
             _wake_workers(self.catalog)
         return retried
 
+    @_writing
     @_in_turn
     def drop(self, job_id: int) -> int:
         """Delete DLQ job ``job_id`` and its attempts for good (one transaction: a kill
@@ -288,6 +313,7 @@ class JobQueue:
         self._discard_uploads(dropped)
         return len(dropped)
 
+    @_writing
     @_in_turn
     def drop_dlq(self) -> int:
         """Delete every DLQ job and its attempts for good, as ``drop`` does; returns how many."""
@@ -306,6 +332,7 @@ class JobQueue:
             if kind == t.UPLOAD:
                 discard_upload(self.catalog.path.parent, Path(source))
 
+    @_writing
     @_in_turn
     def purge_done(self) -> int:
         """Move DONE jobs to ``jobs_history``, then hold the history to the retention (in the
@@ -316,6 +343,7 @@ class JobQueue:
             self._prune(con, now)
         return moved
 
+    @_writing
     @_in_turn
     def prune(self) -> Pruned:
         """Delete what the retention no longer keeps, in one transaction: a kill halfway
