@@ -168,9 +168,18 @@ class Store(StoreCore):
     # -- jobs (implemented in enginelib.jobs) ----------------------------------------------
 
     def jobs(self, **options: Any) -> JobQueue:
-        """This store's ingestion job queue (max_attempts, lease_s, time_unit, clock)."""
-        from .jobs import JobQueue
+        """This store's ingestion job queue (max_attempts, lease_s, time_unit, clock, rand,
+        retention)."""
+        import inspect
 
+        from .jobs import JobQueue
+        from .search.request import unknown_options_error
+
+        # a misspelt option was a bare TypeError from JobQueue.__init__
+        known = [name for name in inspect.signature(JobQueue).parameters if name != "catalog"]
+        unknown = set(options) - set(known)
+        if unknown:
+            raise unknown_options_error(unknown, known, "job queue option")
         return JobQueue(self._catalog, **options)
 
     def enqueue_paths(self, *paths: str | Path, include: Sequence[str] = (),

@@ -19,6 +19,7 @@ from enginelib.jobs import (
     RUNNING,
     JobQueue,
     NewJob,
+    Retention,
     Worker,
     delay_bounds,
     inbox,
@@ -295,6 +296,26 @@ def test_queue_settings_out_of_range_are_named(
     with open_test_store(tmp_path / "store") as store:
         with pytest.raises(InvalidInputError, match=message):
             JobQueue(store.catalog, **{setting: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"max_attempt": 3}, r"unknown job queue option\(s\) \['max_attempt'\] \(did you mean "
+                         "'max_attempts'"),
+    ({"lease": 30}, "did you mean 'lease_s'"),
+    # taken, then failed at their first use: an AttributeError at the first prune, a
+    # TypeError at the first claim
+    ({"retention": {"keep_days": 1}}, r"retention must be a Retention\(keep_days=..."),
+    ({"clock": "2024-01-01"}, "clock must be a function"),
+    ({"rand": 0.5}, "rand must be a function"),
+])
+def test_a_job_queue_option_misnamed_or_of_the_wrong_kind_is_refused(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    # store.jobs(max_attempt=3) was a bare TypeError from JobQueue.__init__
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(InvalidInputError, match=message):
+            store.jobs(**options)
+        assert store.jobs(max_attempts=2, retention=Retention(keep_days=1)).max_attempts == 2
 
 
 def test_a_worker_refuses_a_poll_that_is_not_a_number_of_seconds(tmp_path: Path) -> None:

@@ -161,6 +161,15 @@ class JobQueue:
         max_attempts = check_int("max_attempts", max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
         lease_s = check_float("lease_s", lease_s, minimum=1e-6, maximum=MAX_LEASE_S)
         time_unit = check_float("time_unit", time_unit, minimum=1e-9, maximum=1e3)
+        # else taken as given, and failed at their first use: an AttributeError at the first
+        # prune (a dict for retention), a TypeError at the first claim (a clock not callable)
+        if retention is not None and not isinstance(retention, Retention):
+            raise InvalidInputError(f"retention must be a Retention(keep_days=..., "
+                                    f"keep_rows=...), got {type(retention).__name__}")
+        for name, hook in (("clock", clock), ("rand", rand)):
+            if not callable(hook):
+                raise InvalidInputError(f"{name} must be a function (called with no "
+                                        f"argument), got {type(hook).__name__}")
         self.catalog = catalog
         self.max_attempts = max_attempts
         self.lease_s = lease_s
