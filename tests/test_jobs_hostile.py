@@ -245,3 +245,32 @@ def test_a_read_only_stores_queue_is_listed_and_refuses_every_change(tmp_path: P
             assert queue.counts()[DLQ] == 1, name
     finally:
         reader.close()
+
+
+def test_tags_given_as_a_set_reach_the_document_as_tags(tmp_path: Path) -> None:
+    # the set was stored in the jobs table as its str, "{'x', 'y'}", which the worker read
+    # as one comma-separated string: the document was tagged "{'x'" and "'y'}"
+    import datetime
+
+    from enginelib.jobs import NewJob
+
+    write(source := tmp_path / "brakes.md")
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(source, tags={"x", "y"}, entities=frozenset({"ACME"}),
+                            metadata={"when": datetime.date(2024, 1, 2)})
+        store.jobs().enqueue([NewJob(str(source), "other.md", {"tags": {"z", "w"}})])
+        assert [o.status for o in Worker(store, store.jobs()).run_until_idle()] == [DONE, DONE]
+        document = store.get_document("brakes.md")
+        assert sorted(document["tags"]) == ["x", "y"]
+        assert document["custom"] == {"when": "2024-01-02"}  # as a direct ingest stores it
+        assert sorted(store.get_document("other.md")["tags"]) == ["w", "z"]
+
+
+def test_tags_given_as_a_set_through_the_inbox_reach_the_document_as_tags(tmp_path: Path) -> None:
+    from enginelib.jobs import NewJob
+
+    write(source := tmp_path / "brakes.md")
+    with open_test_store(tmp_path / "store") as store:
+        inbox.drop(store.path, [NewJob(str(source), "brakes.md", {"tags": {"x", "y"}})])
+        assert [o.status for o in Worker(store, store.jobs()).run_until_idle()] == [DONE]
+        assert sorted(store.get_document("brakes.md")["tags"]) == ["x", "y"]

@@ -26,7 +26,7 @@ from ..core.folders import require_folder
 from ..durable import write_atomic
 from ..errors import InvalidInputError
 from ..validation import check_int, check_new_document_id, check_text
-from .queue import MAX_ATTEMPTS, NewJob
+from .queue import MAX_ATTEMPTS, NewJob, json_value
 
 if TYPE_CHECKING:
     from .queue import JobQueue
@@ -48,7 +48,7 @@ def drop(store_path: Path, jobs: Sequence[NewJob]) -> Path:
                                    {"max_attempts": j.max_attempts})} for j in jobs]
     folder = require_folder(store_path, INBOX_DIR)  # a file there: a bare "File exists (...)"
     path = folder / f"{uuid.uuid4().hex}.json"
-    write_atomic(path, json.dumps(payload, default=str).encode("utf-8"))
+    write_atomic(path, json.dumps(payload, default=json_value).encode("utf-8"))
     return path
 
 

@@ -77,6 +77,15 @@ class NewJob:
     max_attempts: int | None = None
 
 
+def json_value(value: Any) -> Any:
+    """An option value JSON has no type for: a set as the list the ingest reads it as (its
+    str, "{'x', 'y'}", was read back as one comma-separated string of tags), else its str
+    (a date in metadata, as a direct ingest stores it)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
 @dataclass(frozen=True)
 class JobPage:
     """A page of jobs; ``next_after`` is the ``after`` of the next page (None: none left)."""
@@ -200,7 +209,7 @@ class JobQueue:
                     for job in jobs]
         columns = ([job.kind for job in jobs], [job.source for job in jobs],
                    [job.document_id for job in jobs],
-                   [json.dumps(job.options, default=str) for job in jobs], attempts)
+                   [json.dumps(job.options, default=json_value) for job in jobs], attempts)
         with self.catalog.transaction() as con:
             ids = t.insert_jobs(con, columns, [now, now, now])
         if ids:

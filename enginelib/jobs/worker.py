@@ -308,7 +308,11 @@ def jobs_for_paths(
     from ..loaders.walk import fail, selected
     from ..types import SkippedInput
 
-    IngestOptions.build(**dict(options))
+    built = IngestOptions.build(**dict(options))
+    # Lists as the ingest reads them: a set of tags was kept as given, stored in the jobs
+    # table as its str ("{'x', 'y'}"), and the job tagged its document "{'x'" and "'y'}".
+    options = {**options, **{key: list(getattr(built, key)) for key in ("tags", "entities")
+                             if key in options}}
     jobs: list[NewJob] = []
     for given in paths:
         given = check_path(given)  # "" resolved to the current folder, and queued all of it
