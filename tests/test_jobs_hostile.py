@@ -274,3 +274,27 @@ def test_tags_given_as_a_set_through_the_inbox_reach_the_document_as_tags(tmp_pa
         inbox.drop(store.path, [NewJob(str(source), "brakes.md", {"tags": {"x", "y"}})])
         assert [o.status for o in Worker(store, store.jobs()).run_until_idle()] == [DONE]
         assert sorted(store.get_document("brakes.md")["tags"]) == ["x", "y"]
+
+
+@pytest.mark.parametrize(("jobs", "message"), [
+    ("brakes.md", "takes a list of NewJob, got str"),
+    ([{"source": "brakes.md"}], "item 0 is a dict"),
+    (None, "takes a list of NewJob, got NoneType"),
+])
+def test_enqueue_refuses_what_is_not_a_list_of_new_jobs(tmp_path: Path, jobs: object,
+                                                         message: str) -> None:
+    # AttributeError: 'str' object has no attribute 'max_attempts'
+    from enginelib.jobs import NewJob
+
+    with open_test_store(tmp_path / "store") as store:
+        queue = store.jobs()
+        with pytest.raises(InvalidInputError, match=message):
+            queue.enqueue(jobs)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="kind 'zip' is not one of"):
+            queue.enqueue([NewJob(str(tmp_path / "a.md"), "a.md", {}, kind="zip")])
+        with pytest.raises(InvalidInputError, match="options must be a dict"):
+            queue.enqueue([NewJob(str(tmp_path / "a.md"), "a.md", None)])  # type: ignore[arg-type]
+        # a job id of the wrong kind found no row: [] as for a job never retried
+        with pytest.raises(InvalidInputError, match="job_id must be an integer, got '1'"):
+            queue.attempts("1")  # type: ignore[arg-type]
+        assert queue.jobs() == []

@@ -77,6 +77,26 @@ class NewJob:
     max_attempts: int | None = None
 
 
+def _check_new_jobs(jobs: Any) -> None:
+    """NewJobs in a list: a str, a dict or a list of dicts failed on their first attribute
+    (AttributeError: 'dict' object has no attribute 'max_attempts'), and a kind the worker
+    does not know was queued and run as a file."""
+    if isinstance(jobs, (str, bytes)) or not isinstance(jobs, Sequence):
+        raise InvalidInputError(f"enqueue() takes a list of NewJob, got {type(jobs).__name__}")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, NewJob):
+            raise InvalidInputError(
+                f"enqueue() takes a list of NewJob(source, document_id, options), and item {i} "
+                f"is a {type(job).__name__} (enginelib.jobs.jobs_for_paths makes them from "
+                "paths)")
+        if not isinstance(job.options, dict):
+            raise InvalidInputError(f"job {i}: options must be a dict of ingest options, got "
+                                    f"{type(job.options).__name__}")
+        if job.kind not in (t.FILE, t.UPLOAD):
+            raise InvalidInputError(f"job {i}: kind {job.kind!r} is not one of "
+                                    f"{[t.FILE, t.UPLOAD]}")
+
+
 def json_value(value: Any) -> Any:
     """An option value JSON has no type for: a set as the list the ingest reads it as (its
     str, "{'x', 'y'}", was read back as one comma-separated string of tags), else its str
@@ -203,6 +223,7 @@ class JobQueue:
     @_writing
     @_in_turn
     def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
+        _check_new_jobs(jobs)
         now = self.clock()
         attempts = [self.max_attempts if job.max_attempts is None else
                     check_int("max_attempts", job.max_attempts, minimum=1, maximum=MAX_ATTEMPTS)
@@ -444,6 +465,8 @@ class JobQueue:
 
     @_in_turn
     def attempts(self, job_id: int) -> list[dict[str, Any]]:
+        # "7" or None found no row and answered [], as for a job never retried
+        job_id = check_int("job_id", job_id, minimum=-(2**63), maximum=2**63 - 1)
         if not self._exists():
             return []
         return t.attempts_of(self.catalog.con, job_id)
