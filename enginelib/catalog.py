@@ -212,6 +212,11 @@ class Catalog:
                 path=self.path,
             )
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` ran (for good; ``release`` only lets go for a while)."""
+        return self._closed
+
     def close(self) -> None:
         self._closed = True
         if self._con is not None:

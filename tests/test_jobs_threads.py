@@ -259,3 +259,27 @@ def test_a_job_queued_in_the_worker_process_wakes_it_from_idle(
             assert queue.retry_dlq() == 1
             _wait_for(lambda: queue.counts()[DONE] == 2, "the job sent back by retry_dlq")
         assert {d["document_id"] for d in store.list_documents()} == {sources[0].name, missing.name}
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_a_worker_whose_store_is_closed_stops(tmp_path: Path, sources: list[Path],
+                                              busy: bool) -> None:
+    """Closed while a worker thread ran (its stop event never set: an exception out of the
+    `with` block), the loop retried the closed catalog every minute for ever, logging "is
+    closed" (idle, it waited for a job that could never come), and the thread kept the
+    process from exiting."""
+    store = open_test_store(tmp_path / "store")
+    worker = Worker(store, store.jobs())
+    thread = threading.Thread(target=worker.run_forever, args=(threading.Event(), 0.01),
+                              daemon=True)
+    thread.start()
+    if busy:
+        store.enqueue_paths(*sources[:2])
+    else:
+        time.sleep(0.2)  # idle: nothing due, nothing to wake it
+    store.close()  # waits for the job in hand
+    thread.join(WAIT_S)
+    assert not thread.is_alive(), "the worker went on after its store was closed"
+    assert worker.last_error is not None and "closed" in worker.last_error
+    with open_test_store(tmp_path / "store") as again:  # nothing was left RUNNING
+        assert again.jobs().counts()["RUNNING"] == 0

@@ -200,7 +200,7 @@ class Worker:
         self, stop: threading.Event, poll_s: float = 1.0,
         on_idle: Callable[[], None] | None = None,
     ) -> None:
-        """Process jobs as they become due until ``stop`` is set.
+        """Process jobs as they become due until ``stop`` is set (or the store is closed).
 
         While idle it opens the catalog only when a job can be due (the earliest retry or
         lease end, an inbox file, or ``wake``, which a job queued in this process sets):
@@ -210,6 +210,8 @@ class Worker:
         poll_s = check_float("poll_s", poll_s, minimum=1e-6, maximum=MAX_POLL_S)
         failures = 0
         while not stop.is_set():
+            if self._closed(None):  # while idle: nothing else would look at the catalog
+                return
             try:
                 if self._has_work() and self.run_once() is not None:
                     failures = 0
@@ -218,6 +220,8 @@ class Worker:
                     on_idle()
                 failures, self.last_error = 0, None
             except Exception as exc:  # noqa: BLE001 - a job's own failure is recorded in run_once
+                if self._closed(exc):
+                    return
                 # The queue itself failed (a full disk, a catalog another process holds):
                 # the loop must outlive it, or serve goes on accepting uploads nobody ingests.
                 failures += 1
@@ -227,6 +231,16 @@ class Worker:
                 self.wake.wait(delay)
                 continue
             self.wake.wait(poll_s)
+
+    def _closed(self, exc: Exception | None) -> bool:
+        """Whether the store was closed for good (its close waits for the job in hand):
+        retried, the loop said "is closed" every minute for ever (or, idle, waited for a job
+        that could never come), and a thread not told to stop kept the process from exiting."""
+        if not self.queue.catalog.closed:
+            return False
+        self.last_error = f"{type(exc).__name__}: {exc}" if exc is not None else "store closed"
+        _log.warning("enginelib worker: its store was closed; the worker stops")
+        return True
 
     def _has_work(self) -> bool:
         if self.wake.is_set():
