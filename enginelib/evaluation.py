@@ -34,6 +34,7 @@ import io
 import itertools
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from .evaluation_inputs import (
     check_gains,
     check_judged,
     check_qrels,
+    check_queries,
     check_ranking,
     check_rankings,
     check_run,
@@ -56,7 +58,8 @@ from .evaluation_inputs import (
     grade_out_of_range,
 )
 from .input_files import open_regular
-from .validation import MAX_LIMIT, check_int, check_path
+from .types import validate_truth_level
+from .validation import MAX_LIMIT, check_int, check_path, show_value
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
 Run = dict[str, list[tuple[str, float]]]  # query id -> [(document id, score)] best first
@@ -373,9 +376,22 @@ def rank_documents(
     """
     import time
 
+    # Unchecked, a str or a list of queries failed as a bare TypeError ("string indices must
+    # be integers"), a path or None for the store as an AttributeError, and truth_levels="L1"
+    # was searched as its characters ("unknown truth level 'L'"), where a search takes it.
+    if not (callable(getattr(store, "search_batch", None)) and callable(getattr(store, "stats", None))):
+        raise InvalidInputError(f"store must be an open enginelib Store, such as "
+                                f"enginelib.open('mystore'), got {type(store).__name__}")
+    check_queries(queries)
+    if isinstance(truth_levels, str):
+        truth_levels = [part for part in re.split(r"[,\s]+", truth_levels) if part]
+    elif truth_levels is not None and not isinstance(truth_levels, (list, tuple, set, frozenset)):
+        raise InvalidInputError(f"truth_levels must be a list like ['L1', 'L2'], got "
+                                f"{show_value(truth_levels)}")
     # a hit is a chunk and chunks_per_doc=1, so the search limit is the depth: name it as such
     depth = check_int("depth", depth, minimum=1, maximum=MAX_LIMIT)
-    levels = tuple(truth_levels) if truth_levels else levels_present(store)
+    levels = (tuple(dict.fromkeys(validate_truth_level(level) for level in truth_levels))
+              if truth_levels else levels_present(store))
     if not levels:
         return StoreRun({qid: [] for qid in queries}, strategy, (), 0.0)
     # lenient: a dataset's query with an unbalanced quote (common in BEIR argument texts)

@@ -82,6 +82,16 @@ def check_rankings(rankings: Any, name: str = "rankings") -> Mapping[str, Sequen
     return rankings
 
 
+def check_queries(queries: Any, name: str = "queries") -> Mapping[str, str]:
+    """query id (str) -> the query's text (str)."""
+    _check_query_ids(queries, name, "the query's text")
+    for qid, text in queries.items():
+        if not isinstance(text, str):
+            raise InvalidInputError(f"{name}[{qid!r}] must be the query's text (str), got "
+                                    f"{show_value(text)}")
+    return queries
+
+
 def check_run(run: Any, name: str = "run") -> Mapping[str, Sequence[tuple[str, float]]]:
     """query id (str) -> (document id, finite score) pairs, best first."""
     _check_query_ids(run, name, "(document id, score) pairs best first")

@@ -243,6 +243,29 @@ def test_rank_documents_searches_every_level_present(judged_store: tuple[Path, P
     assert result.run["q1"][0][0] == "brakes"
 
 
+def test_rank_documents_checks_its_store_queries_and_levels(
+        judged_store: tuple[Path, Path, Path]) -> None:
+    # a str or a list of queries was a bare TypeError ("string indices must be integers"), a
+    # path for the store an AttributeError ('str' object has no attribute 'stats'), and
+    # truth_levels="L3" was searched as its characters: "unknown truth level 'L'"
+    store_path, _, _ = judged_store
+    with pytest.raises(InvalidInputError, match="store must be an open enginelib Store"):
+        rank_documents(str(store_path), {"q1": "brake pads"})
+    with enginelib.open(store_path, embedder=HashingEmbedder(64), read_only=True) as store:
+        for queries, named in (("brake pads", "queries must be a mapping"),
+                               (["brake pads"], "queries must be a mapping"),
+                               ({1: "brake pads"}, "query id 1: query ids are str"),
+                               ({"q1": None}, r"queries\['q1'\] must be the query's text")):
+            with pytest.raises(InvalidInputError, match=named):
+                rank_documents(store, queries)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="truth_levels must be a list"):
+            rank_documents(store, {"q1": "brake pads"}, truth_levels=3)  # type: ignore[arg-type]
+        for levels in ("L3", "l3, L3", ["l3"]):
+            result = rank_documents(store, {"q1": "brake pads rotors"}, strategy="fulltext",
+                                    truth_levels=levels)
+            assert result.truth_levels == ("L3",) and result.run["q1"][0][0] == "brakes"
+
+
 def test_cli_eval_json_and_trec_run(
     judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
