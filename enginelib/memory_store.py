@@ -13,6 +13,7 @@ the next in-memory store opened on the machine removes folders whose process is 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -103,7 +104,12 @@ class MemoryStore(Store):
         try:
             inside = target.resolve().is_relative_to(self.path.resolve())
             taken = target.exists() and (not target.is_dir() or any(target.iterdir()))
-        except OSError as exc:  # a name too long, a loop of links, a folder it cannot list
+        except (OSError, RuntimeError) as exc:  # a name too long, a folder it cannot list,
+            # a loop of links (RuntimeError from Python 3.11-3.12's resolve(), raw)
+            if isinstance(exc, RuntimeError) or exc.errno == errno.ELOOP:
+                raise InvalidInputError(f"cannot save the in-memory store to {target}: it goes "
+                                        "through a loop of symbolic links; give another "
+                                        "path") from exc
             raise InvalidInputError(f"cannot save the in-memory store to the path given "
                                     f"({len(str(target))} characters): {exc.strerror}") from exc
         if inside:

@@ -296,3 +296,12 @@ def test_a_seed_truth_level_that_is_no_level_is_refused(ram: Path, level: object
         with pytest.raises(enginelib.InvalidTruthLevelError, match="unknown truth level"):
             enginelib.memory(seed, embedder=HashingEmbedder(16), truth_level=level)
     assert os.listdir(ram) == []
+
+
+def test_save_through_a_loop_of_links_is_refused_saying_so(ram: Path, tmp_path: Path) -> None:
+    # Path.resolve() raised RuntimeError("Symlink loop from ...") on Python 3.11 and 3.12
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(16)) as store:
+        with pytest.raises(InvalidInputError, match="loop of symbolic links"):
+            store.save(loop / "saved")
