@@ -102,7 +102,8 @@ class MemoryStore(Store):
                 "(enginelib.open(':memory:') always starts empty): give a folder path")
         target = check_store_path(path)
         try:
-            inside = target.resolve().is_relative_to(self.path.resolve())
+            # the private folder around the store folder: close() removes all of it
+            inside = target.resolve().is_relative_to(self.path.parent.resolve())
             taken = target.exists() and (not target.is_dir() or any(target.iterdir()))
         except (OSError, RuntimeError) as exc:  # a name too long, a folder it cannot list,
             # a loop of links (RuntimeError from Python 3.11-3.12's resolve(), raw)
@@ -115,7 +116,8 @@ class MemoryStore(Store):
         if inside:
             raise InvalidInputError(
                 f"cannot save the in-memory store to {target}: it is inside the store's own "
-                "folder, which is removed on close; choose a path outside it")
+                f"folder ({self.path.parent}), private and removed on close; choose a path "
+                "outside it")
         if taken:
             raise StoreError(
                 f"cannot save the in-memory store to {target}: it exists and is not an empty "

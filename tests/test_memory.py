@@ -305,3 +305,13 @@ def test_save_through_a_loop_of_links_is_refused_saying_so(ram: Path, tmp_path: 
     with enginelib.memory(RECORDS, embedder=HashingEmbedder(16)) as store:
         with pytest.raises(InvalidInputError, match="loop of symbolic links"):
             store.save(loop / "saved")
+
+
+def test_save_beside_the_store_in_its_private_folder_is_refused(ram: Path) -> None:
+    # only the store folder itself was refused: a save to store.path.parent / "kept" was
+    # taken, and close() removed it with the private folder around the store
+    store = enginelib.memory(RECORDS, embedder=HashingEmbedder(16))
+    with pytest.raises(InvalidInputError, match="inside the store's own folder .*removed on close"):
+        store.save(store.path.parent / "kept")
+    store.close()
+    assert os.listdir(ram) == []
