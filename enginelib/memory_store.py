@@ -100,8 +100,13 @@ class MemoryStore(Store):
             raise InvalidInputError(
                 f"save() writes the store to a folder, and {MEMORY!r} names no folder "
                 "(enginelib.open(':memory:') always starts empty): give a folder path")
-        target = check_store_path(path)
+        given = target = check_store_path(path)
         try:
+            if target.is_symlink():
+                # written where the link leads, which it then names: renamed over the link
+                # itself, the save failed "Not a directory" (a link to an empty folder) or
+                # replaced the link with the store (a link to nothing)
+                target = Path(os.path.realpath(target))
             # the private folder around the store folder: close() removes all of it
             inside = target.resolve().is_relative_to(self.path.parent.resolve())
             taken = target.exists() and (not target.is_dir() or any(target.iterdir()))
@@ -141,7 +146,7 @@ class MemoryStore(Store):
                 fsync_dir(target.parent)
             finally:
                 shutil.rmtree(partial, ignore_errors=True)
-        return target
+        return given
 
     def stats(self) -> dict[str, Any]:
         data = super().stats()

@@ -315,3 +315,19 @@ def test_save_beside_the_store_in_its_private_folder_is_refused(ram: Path) -> No
         store.save(store.path.parent / "kept")
     store.close()
     assert os.listdir(ram) == []
+
+
+@pytest.mark.parametrize("leads_to", ["an empty folder", "nothing yet"])
+def test_save_to_a_link_writes_where_it_leads(ram: Path, tmp_path: Path, leads_to: str) -> None:
+    # renamed over the link itself: "Not a directory" for a link to an empty folder (a
+    # mount point's link, say), and a link to nothing was replaced by the store
+    real = tmp_path / "disk" / "stores" / "kept"
+    if leads_to == "an empty folder":
+        real.mkdir(parents=True)
+    link = tmp_path / "kept"
+    link.symlink_to(real, target_is_directory=True)
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(16)) as store:
+        assert store.save(link) == link
+    assert link.is_symlink() and (real / "manifest.json").is_file()
+    with enginelib.open(link) as saved:
+        assert saved.stats()["documents"] == len(RECORDS)
