@@ -298,3 +298,36 @@ def test_enqueue_refuses_what_is_not_a_list_of_new_jobs(tmp_path: Path, jobs: ob
         with pytest.raises(InvalidInputError, match="job_id must be an integer, got '1'"):
             queue.attempts("1")  # type: ignore[arg-type]
         assert queue.jobs() == []
+
+
+def test_a_job_interrupted_by_ctrl_c_is_taken_back_by_the_same_worker(tmp_path: Path) -> None:
+    """Ctrl-C in a notebook's run_until_idle() left the job RUNNING under the worker's own
+    name, a live worker's: its next run_until_idle() ran nothing, the job held for the whole
+    lease (300 s). Now handed back, it is taken back at the next pass as a lost attempt and
+    runs at its retry."""
+    import enginelib
+    from enginelib import HashingEmbedder
+    from enginelib.jobs import FAILED
+
+    class Interrupted(HashingEmbedder):
+        armed = True
+
+        def embed(self, texts, progress=None):  # type: ignore[no-untyped-def]
+            if Interrupted.armed:
+                Interrupted.armed = False
+                raise KeyboardInterrupt
+            return super().embed(texts, progress)
+
+    write(source := tmp_path / "brakes.md")
+    clock = Clock()
+    with enginelib.open(tmp_path / "store", embedder=Interrupted(16, name="hashing-16")) as store:
+        store.enqueue_paths(source)
+        queue = store.jobs(clock=clock)
+        worker = Worker(store, queue)
+        with pytest.raises(KeyboardInterrupt):
+            worker.run_until_idle()
+        assert worker.run_until_idle() == []  # the lost attempt waits for its retry
+        [job] = queue.jobs()
+        assert (job["status"], job["attempts"]) == (FAILED, 1)
+        clock.advance(3600)
+        assert [o.status for o in worker.run_until_idle()] == [DONE]

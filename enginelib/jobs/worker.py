@@ -146,7 +146,8 @@ class Worker:
             self._idle_until = 0.0
             try:
                 return self._run(job)
-            except Exception:
+            except BaseException:  # Ctrl-C too: the job stayed RUNNING under this live
+                # worker's name, and its next pass left it there for the whole lease
                 self._hand_back()
                 raise
 
@@ -181,10 +182,10 @@ class Worker:
             _log.warning("enginelib worker: pruning old finished jobs failed: %s", exc)
 
     def _hand_back(self) -> None:
-        """The end of a claimed job could not be written (a full disk, the catalog gone): it
-        stays RUNNING under this worker's name, which a live worker's lease protects, so
-        serve's worker left it for the whole lease (300 s) once the disk had room again.
-        Under a new name, this worker's next pass sees the old one as gone and takes the job
+        """The end of a claimed job could not be written (a full disk, the catalog gone, the
+        run interrupted by Ctrl-C): it stays RUNNING under this worker's name, which a live
+        worker's lease protects, so serve's worker left it for the whole lease (300 s) once
+        the disk had room again. Under a new name, this worker's next pass sees the old one as gone and takes the job
         back at once, its attempt counted as lost."""
         self.owner = _owner_name(self)
         self._reclaimed = False
