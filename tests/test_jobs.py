@@ -814,6 +814,17 @@ def test_the_job_list_takes_a_set_of_statuses_and_an_empty_one_lists_none(
             queue.jobs(statuses=[PENDING, "LOST"])
 
 
+def test_one_status_given_as_statuses_says_to_give_status(tmp_path: Path, corpus: Path) -> None:
+    # its letters were read as statuses: "job status 'P' is not one of [...]"
+    with open_test_store(tmp_path / "store") as store:
+        store.enqueue_paths(corpus / "tyres.txt")
+        queue = store.jobs()
+        with pytest.raises(InvalidInputError, match=r"statuses must be a list .* for one, give "
+                                                    r"status='PENDING'"):
+            queue.jobs(statuses=PENDING)  # type: ignore[arg-type]
+        assert len(queue.jobs(status=PENDING)) == 1
+
+
 def test_a_queued_jsonl_file_is_streamed_into_the_ingest_batch_by_batch(tmp_path: Path) -> None:
     """The job read its whole file into memory before ingesting any of it (a gzipped JSONL may
     inflate to many times its size). Streamed, the batches before a bad line are in the

@@ -442,6 +442,9 @@ class JobQueue:
         """``jobs``, with the cursor of the next page: ``after`` a job id lists the jobs past
         it, so a page stays right when jobs are purged or queued in between (``offset`` counts
         rows, and skipped or repeated jobs then)."""
+        if isinstance(statuses, str):  # its letters were read as statuses: "job status 'P'"
+            raise InvalidInputError(f"statuses must be a list such as ['PENDING', 'FAILED'], got "
+                                    f"{statuses[:40]!r}: for one, give status={statuses[:40]!r}")
         wanted = statuses if statuses is not None else [status] if status is not None else None
         for name in wanted or ():
             if name not in t.STATUSES:
