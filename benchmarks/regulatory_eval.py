@@ -10,9 +10,10 @@ keyword``, plus the gate's refusal rate and nDCG@10 on SciFact/NFCorpus test que
 
 Splits: ``train`` chooses constants, ``test`` reports them, ``fresh`` (2026-11-23) was written
 after every constant was chosen and is only ever reported, never used to choose. ``fresh2``
-(2026-11-27, 42 English questions on articles the other splits barely ask about) was written
-before a change to weighted fusion was tried on it; it names the article only, never a
-recital, so it reads lower than the other splits where a recital that answers also counts.
+(2026-11-27: 41 English questions on articles the other splits barely ask about, then 31
+French ones on the French text's Articles 1-23 with their English translations for EN>FR)
+was written before anything was tried on it; it names the article only, never a recital,
+so it reads lower than the other splits where a recital that answers also counts.
 
 Stores are built once under ``benchmarks/.cache/regulatory/<embedder>/`` (vectors cached by
 content in ``benchmarks/.cache/vectors``) and rebuilt when the default chunking changes.
