@@ -150,12 +150,7 @@ def _ingest_documents(documents: Any, *, progress: Any = False, batch_size: Any 
 
 def _ingest_path(*paths: Any, include: Any = (), exclude: Any = (), max_bytes: Any = None,
                  progress: Any = False, prune: Any = False, **options: Any) -> None:
-    if not paths:
-        raise InvalidInputError("ingest_path needs at least one file or folder")
-    for path in paths:
-        _path("path", path)
-    check_globs("include", include)
-    check_globs("exclude", exclude)
+    _paths_and_globs("ingest_path", paths, include, exclude)
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, minimum=1, maximum=MAX_FILE_BYTES)
     check_bool("progress", progress)
@@ -166,8 +161,12 @@ def _enqueue_paths(*paths: Any, include: Any = (), exclude: Any = (), max_attemp
                    **options: Any) -> None:
     # unchecked, "" queued every file under the current folder (Path("") is "."), and None,
     # 3 or a list were bare TypeErrors from pathlib
+    _paths_and_globs("enqueue_paths", paths, include, exclude)
+
+
+def _paths_and_globs(method: str, paths: tuple[Any, ...], include: Any, exclude: Any) -> None:
     if not paths:
-        raise InvalidInputError("enqueue_paths needs at least one file or folder")
+        raise InvalidInputError(f"{method} needs at least one file or folder")
     for path in paths:
         _path("path", path)
     check_globs("include", include)
