@@ -8,6 +8,7 @@ import click
 
 from .commands_jobs import store_argument
 from .options import (
+    Integer,
     emit_json,
     handle_errors,
     json_option,
@@ -27,8 +28,8 @@ from .options import (
 @click.option("--source-type", default=None, help="Only this source type.")
 @click.option("--tag", default=None, help="Only documents carrying this tag.")
 @click.option("--prefix", default=None, help="Only ids starting with this.")
-@click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True)
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--limit", type=Integer(min=1), default=1000, show_default=True)
+@click.option("--offset", type=Integer(min=0), default=0, show_default=True)
 @json_option
 @handle_errors
 def list_command(store_path: Path, truth_levels: str | None, domain: str | None,

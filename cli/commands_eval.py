@@ -24,6 +24,7 @@ from enginelib.validation import MAX_LIMIT
 from .options import (
     CommandError,
     GivenPath,
+    Integer,
     emit_json,
     handle_errors,
     json_option,
@@ -53,7 +54,7 @@ STDIN_NAME = "<stdin>"  # how messages name standard input ("<stdin>:3: not JSON
 @click.option("--fusion", type=click.Choice(FUSION_METHODS), default="rrf", show_default=True)
 @click.option("--truth-level", "truth_levels", default=None,
               help="Comma-separated levels to search [default: every level present in the store].")
-@click.option("--depth", type=click.IntRange(1, MAX_LIMIT), default=EVAL_DEPTH, show_default=True,
+@click.option("--depth", type=Integer(1, MAX_LIMIT), default=EVAL_DEPTH, show_default=True,
               help="Documents ranked per query.")
 @click.option("--run-out", type=GivenPath(dir_okay=False, path_type=Path), default=None,
               help="Write the ranking in TREC run format (qid Q0 docid rank score tag).")

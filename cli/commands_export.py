@@ -18,7 +18,15 @@ from enginelib.export.options import (
 )
 from enginelib.export.queries import parse_filter, read_queries, sample_queries
 
-from .options import GivenPath, emit_json, handle_errors, json_option, open_store, store_option
+from .options import (
+    GivenPath,
+    Integer,
+    emit_json,
+    handle_errors,
+    json_option,
+    open_store,
+    store_option,
+)
 
 if TYPE_CHECKING:
     from enginelib.export import ExportReport
@@ -51,8 +59,8 @@ def export() -> None:
               help="Kept for old scripts: row level security is always on now.")
 @click.option("--index", "index", type=click.Choice(INDEX_METHODS), default="hnsw", show_default=True,
               help="Vector index method.")
-@click.option("--hnsw-m", type=int, default=HNSW_M, show_default=True, help="HNSW graph degree.")
-@click.option("--hnsw-ef-construction", type=int, default=HNSW_EF_CONSTRUCTION, show_default=True,
+@click.option("--hnsw-m", type=Integer(), default=HNSW_M, show_default=True, help="HNSW graph degree.")
+@click.option("--hnsw-ef-construction", type=Integer(), default=HNSW_EF_CONSTRUCTION, show_default=True,
               help="HNSW build-time candidate list size.")
 @click.option("--source-paths", type=click.Choice(SOURCE_PATH_MODES), default="relative",
               show_default=True,
@@ -127,7 +135,7 @@ def _summary(report: ExportReport) -> str:
 @click.option("--table-prefix", default="", help="Table prefix of the export.")
 @click.option("--queries", "queries_path", type=GivenPath(exists=True, dir_okay=False, path_type=Path),
               default=None, help="Queries: one per line, or BEIR queries.jsonl (its \"text\" field).")
-@click.option("--sample", type=click.IntRange(1, 100_000), default=50, show_default=True,
+@click.option("--sample", type=Integer(1, 100_000), default=50, show_default=True,
               help="How many queries to run (from --queries, else chunk openings of the store).")
 @click.option("--filter", "extra_filters", multiple=True,
               help="A filter (JSON object) to add to the matrix built from the store's values.")

@@ -39,6 +39,7 @@ from enginelib.validation import MAX_LIST_OFFSET, MAX_LISTED
 from .options import (
     CommandError,
     FiniteRange,
+    Integer,
     emit_json,
     handle_errors,
     json_option,
@@ -56,7 +57,7 @@ def store_argument(func: Any) -> Any:
 def retention_options(func: Any) -> Any:
     """``--keep-days`` and ``--keep-rows``: what the prune of finished jobs keeps."""
     func = click.option(
-        "--keep-rows", type=click.IntRange(0, MAX_KEEP_ROWS), default=DEFAULT_KEEP_ROWS,
+        "--keep-rows", type=Integer(0, MAX_KEEP_ROWS), default=DEFAULT_KEEP_ROWS,
         show_default=True, help="Rows of the jobs history the prune keeps (the newest).")(func)
     return click.option(
         "--keep-days", type=FiniteRange(0, MAX_KEEP_DAYS), default=DEFAULT_KEEP_DAYS,
@@ -91,7 +92,7 @@ def enqueue_paths(
 @click.command("worker")
 @store_argument
 @click.option("--forever", is_flag=True, help="Keep polling for jobs instead of stopping when idle.")
-@click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS,
+@click.option("--max-attempts", type=Integer(1, MAX_ATTEMPTS), default=DEFAULT_MAX_ATTEMPTS,
               show_default=True, help="Attempts before the DLQ for the jobs it takes from the "
               "inbox that name none; a job keeps the number it was queued with.")
 @click.option("--lease", "lease_s", type=FiniteRange(0.01, MAX_LEASE_S), default=DEFAULT_LEASE_S,
@@ -151,7 +152,7 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.option("--retry-dlq", is_flag=True, help="Put DLQ jobs back to PENDING (fresh attempts).")
 @click.option("--drop-dlq", is_flag=True, help="Delete every DLQ job and its attempts for good "
               "(an uploaded file too); --retry-dlq runs them again instead.")
-@click.option("--drop", "drop_id", type=click.IntRange(0, 2**63 - 1), default=None,
+@click.option("--drop", "drop_id", type=Integer(0, 2**63 - 1), default=None,
               metavar="JOB_ID", help="Delete this DLQ job and its attempts for good (an "
               "uploaded file too); a job not in the DLQ, or no such job, is an error.")
 @click.option("--purge-done", is_flag=True, help="Move DONE jobs to the history table.")
@@ -160,12 +161,12 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
               "attempts; the worker does it by itself when idle.")
 @click.option("--status", type=click.Choice(["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"]),
               default=None, help="Only jobs with this status.")
-@click.option("--limit", type=click.IntRange(1, MAX_LISTED), default=DEFAULT_LISTED,
+@click.option("--limit", type=Integer(1, MAX_LISTED), default=DEFAULT_LISTED,
               show_default=True, help="At most this many jobs, oldest first.")
-@click.option("--offset", type=click.IntRange(0, MAX_LIST_OFFSET), default=0, show_default=True,
+@click.option("--offset", type=Integer(0, MAX_LIST_OFFSET), default=0, show_default=True,
               help="Skip this many jobs first (the next page: --offset LIMIT); a purge or a "
               "job queued between two pages makes the next skip or repeat jobs: use --after.")
-@click.option("--after", type=click.IntRange(-(2**63), 2**63 - 1), default=None,
+@click.option("--after", type=Integer(-(2**63), 2**63 - 1), default=None,
               metavar="JOB_ID", help="Only jobs with a larger id (the next page: --after the "
               "last id listed, `next_after` in --json); stays right when jobs are purged or "
               "queued between pages.")

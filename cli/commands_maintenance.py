@@ -13,6 +13,7 @@ from enginelib.manifest import read_manifest
 from enginelib.text import shell_word
 
 from .options import (
+    Integer,
     embedder_from_env,
     emit_json,
     handle_errors,
@@ -68,9 +69,9 @@ def repair(store_path: Path, as_json: bool) -> None:
 
 @click.command("reindex")
 @store_option
-@click.option("--max-tokens", type=int, default=None, help="New chunk size (default: unchanged).")
-@click.option("--overlap-tokens", type=int, default=None, help="New overlap (default: unchanged).")
-@click.option("--min-tokens", type=int, default=None, help="New minimum chunk (default: unchanged).")
+@click.option("--max-tokens", type=Integer(), default=None, help="New chunk size (default: unchanged).")
+@click.option("--overlap-tokens", type=Integer(), default=None, help="New overlap (default: unchanged).")
+@click.option("--min-tokens", type=Integer(), default=None, help="New minimum chunk (default: unchanged).")
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
 @click.option("--embedder", "embedder_name", default=None, metavar="NAME",
               help="Switch the store to this embedder (default: keep the one it has).")

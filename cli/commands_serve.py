@@ -13,14 +13,14 @@ from enginelib.core.lock import clear_holder, note_holder
 from enginelib.jobs.queue import MAX_ATTEMPTS, MAX_POLL_S, Retention
 
 from .commands_jobs import retention_options, store_argument
-from .options import CommandError, FiniteRange, handle_errors, not_blank, open_store
+from .options import CommandError, FiniteRange, Integer, handle_errors, not_blank, open_store
 
 
 @click.command("serve")
 @store_argument
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but this machine requires a token.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--port", type=Integer(0, 65535), default=8765, show_default=True)
 @click.option("--token", default=None, envvar="ENGINELIB_TOKEN",
               callback=not_blank("give the secret, or leave the option out to serve this "
                                  "machine alone without one"),
@@ -30,10 +30,10 @@ from .options import CommandError, FiniteRange, handle_errors, not_blank, open_s
                    "repeat for more.")
 @click.option("--max-upload-mb", type=FiniteRange(0.001, 1024 * 1024), default=20.0,
               show_default=True, help="Largest file the upload accepts.")
-@click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=5, show_default=True,
+@click.option("--max-attempts", type=Integer(1, MAX_ATTEMPTS), default=5, show_default=True,
               help="Attempts before the DLQ for the jobs it queues (uploads, and `ingest "
                    "--queue` without --max-attempts); a job keeps the number it was queued with.")
-@click.option("--max-waiting-uploads", type=click.IntRange(1, 2**31 - 1), default=1000,
+@click.option("--max-waiting-uploads", type=Integer(1, 2**31 - 1), default=1000,
               show_default=True, help="Uploads waiting for the worker before more are refused "
               "(429) until it catches up.")
 @click.option("--max-waiting-upload-mb", type=FiniteRange(0.001, 1024 * 1024), default=1024.0,

@@ -10,7 +10,15 @@ import click
 from enginelib import snapshots as snap
 from enginelib.utc import stamp_instant
 
-from .options import emit_json, emit_mapping, handle_errors, json_option, printable, store_option
+from .options import (
+    Integer,
+    emit_json,
+    emit_mapping,
+    handle_errors,
+    json_option,
+    printable,
+    store_option,
+)
 
 
 @click.group("snapshot")
@@ -21,7 +29,7 @@ def snapshot() -> None:
 @snapshot.command("create")
 @store_option
 @click.argument("name", required=False)
-@click.option("--keep", type=int, default=None,
+@click.option("--keep", type=Integer(), default=None,
               help=f"Keep this many newest unpinned snapshots from now on (default {snap.DEFAULT_KEEP}).")
 @click.option("--pin", is_flag=True, help="Pin it: retention never removes a pinned snapshot.")
 @json_option
@@ -142,7 +150,7 @@ def pin(store_path: Path, name: str, unpin: bool) -> None:
 
 @snapshot.command("retention")
 @store_option
-@click.argument("keep", type=int, required=False)
+@click.argument("keep", type=Integer(), required=False)
 @json_option
 @handle_errors
 def retention(store_path: Path, keep: int | None, as_json: bool) -> None:

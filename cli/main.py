@@ -19,6 +19,7 @@ from .commands_search import search_command
 from .options import (
     FiniteRange,
     GivenPath,
+    Integer,
     embedder_option,
     emit_json,
     emit_mapping,
@@ -122,7 +123,7 @@ def init(store_path: Path, vector_dim: int | None, embedder_name: str | None) ->
               help="All or nothing: the first bad file or record fails the call, nothing is written.")
 @click.option("--queue", is_flag=True, help="Enqueue one job per file and return; "
               "`enginelib worker` (or `serve`) ingests them, retrying failures.")
-@click.option("--max-attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=None,
+@click.option("--max-attempts", type=Integer(1, MAX_ATTEMPTS), default=None,
               help=f"With --queue: attempts of each job before it goes to the DLQ "
                    f"[default: {DEFAULT_MAX_ATTEMPTS}].")
 @click.option("--prune", is_flag=True,
@@ -278,7 +279,7 @@ def show(store_path: Path, snapshot: str | None, document_id: str, as_json: bool
 
 @main.command()
 @store_option
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=Integer(min=1), default=20, show_default=True)
 @click.option("--zero-results", is_flag=True, help="Only searches that returned no hit.")
 @json_option
 @handle_errors

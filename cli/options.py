@@ -20,7 +20,16 @@ from enginelib import EngineError, Store
 from enginelib.embedder import Embedder
 from enginelib.errors import StoreLockedError
 from enginelib.jobs.times import utc_iso
-from enginelib.search.request import DEFAULTS, OPTIONS, from_text, is_flag, option_spec
+from enginelib.search.request import (
+    DEFAULTS,
+    INTEGER_TEXT,
+    NUMBER_TEXT,
+    OPTIONS,
+    from_text,
+    is_flag,
+    option_spec,
+)
+from enginelib.text import excerpt
 from enginelib.types import validate_truth_level
 from enginelib.validation import CONTROL_CHARS
 
@@ -148,7 +157,7 @@ def embedder_from_env(name: str | None = None) -> Embedder | None:
 
 def vector_dim_option(func: F) -> F:
     return click.option(
-        "--vector-dim", type=click.IntRange(min=1), default=None, metavar="N",
+        "--vector-dim", type=Integer(min=1), default=None, metavar="N",
         help="Create the store without a model, for vectors you bring (N dimensions): records "
         "carry a `vector` field, searches use --vector-file.",
     )(func)
@@ -186,10 +195,10 @@ def writer_wait(given: float | None) -> float:
     text = os.environ.get(ENV_WAIT, "").strip()
     if not text:
         return 0.0
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise click.UsageError(f"${ENV_WAIT} must be a number of seconds, got {text!r}") from None
+    if not is_number_text(text, NUMBER_TEXT):  # float() took '1_0' and '١٠' as 10
+        raise click.UsageError(f"${ENV_WAIT} must be a number of seconds in digits 0-9, got "
+                               f"{excerpt(text)}")
+    seconds = float(text)
     if not 0 <= seconds <= 86400 or seconds != seconds:
         raise click.UsageError(f"${ENV_WAIT} must be within 0..86400 seconds, got {text!r}")
     return seconds
@@ -217,11 +226,38 @@ def printable(text: object, *, lines: bool = False) -> str:
     return pattern.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
-class FiniteRange(click.FloatRange):
-    """A float range that also refuses nan and inf: click's range lets nan through (every
-    comparison with it is false) and an infinite lease overflowed deep inside."""
+# Longest number text read: int() of 4,301+ digits is a ValueError that click quoted whole.
+MAX_NUMBER_CHARS = 400
+
+
+def is_number_text(text: str, pattern: re.Pattern[str]) -> bool:
+    """``text`` is a number written in ASCII digits (``INTEGER_TEXT`` or ``NUMBER_TEXT``), as
+    the API reads a query string's. Python's int() and float(), which click's int and float
+    types are, also take '1_0' as 10 and Arabic-Indic or full-width digits as ASCII ones, so a
+    typo or a pasted value was read as some other number."""
+    return len(text) <= MAX_NUMBER_CHARS and pattern.fullmatch(text.strip()) is not None
+
+
+class Integer(click.IntRange):
+    """Every integer option's type: click's IntRange (no bounds given: any integer) reading
+    digits 0-9 alone (``is_number_text``); a test holds every command to it."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not is_number_text(value, INTEGER_TEXT):
+            self.fail(f"{excerpt(value)} is not a valid integer: write it in digits 0-9",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class FiniteRange(click.FloatRange):
+    """Every float option's type: a float range reading digits 0-9 alone (``is_number_text``)
+    that also refuses nan and inf: click's range lets nan through (every comparison with it is
+    false) and an infinite lease overflowed deep inside."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not is_number_text(value, NUMBER_TEXT):
+            self.fail(f"{excerpt(value)} is not a valid float: write it in digits 0-9",
+                      param, ctx)
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)

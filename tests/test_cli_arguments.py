@@ -136,14 +136,18 @@ def test_blank_names_are_refused_rather_than_read_as_the_default(
     assert not (folder / "out.sql").exists()
 
 
+# Numbers Python's int() and float() (click's int and float types) read, and the API's query
+# strings refuse: an underscore, Arabic-Indic, full-width and Devanagari digits.
+NOT_DIGITS_0_9 = ["1_0", "\u0661\u0660", "\uff11\uff10", "\u0967", "1_0.5"]
+
 HOSTILE = {
     "Path": ["{missing}", "{folder}", "{file}", "/dev/null", "a\nb", "x" * 5000, "\udcff"],
-    "IntParamType": ["-1", "0", str(10**30), "abc", "1.5"],
-    "IntRange": ["-1", "0", str(10**30), "abc"],
-    "FloatParamType": ["nan", "inf", "-inf", "-1", "1e309"],
+    # every integer option (cli/options.Integer), in digits 0-9 only
+    "Integer": ["-1", "0", str(10**30), "abc", "1.5", "9" * 5000, *NOT_DIGITS_0_9],
     # a search option's number (integer or float), in digits 0-9 only
-    "RequestNumber": ["-1", "0", str(10**30), "abc", "1.5", "nan", "1e309", "1_0", "\u0661"],
-    "FiniteRange": ["nan", "inf", "-1", "0", "1e309"],
+    "RequestNumber": ["-1", "0", str(10**30), "abc", "1.5", "nan", "1e309", *NOT_DIGITS_0_9],
+    # every float option
+    "FiniteRange": ["nan", "inf", "-inf", "-1", "0", "1e309", *NOT_DIGITS_0_9],
     "StringParamType": ["", " ", "\n", "y" * 100_000, "'; DROP TABLE chunks; --", "../../etc/passwd",
                         "\udcff", "\x1b[31m"],
     "Choice": ["bogus", ""],
@@ -177,3 +181,61 @@ def test_hostile_values_for_every_argument_of_every_command(
     say(request, f"{n} hostile arguments over every command: "
         + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
     assert n > 500
+
+
+def numeric_params() -> list[tuple[tuple[str, ...], click.Parameter]]:
+    """Every number a command takes: click's int and float types (and their ranges), and the
+    search options' own type. The root group's ``--wait`` comes as the path ``()``."""
+    group = [((), p) for p in main.params]
+    return [(path, p) for path, p in [*group, *((path, p) for path, command in commands()
+                                                for p in command.params)]
+            if isinstance(p.type, (click.types.IntParamType, click.types.FloatParamType))
+            or type(p.type).__name__ == "RequestNumber"]
+
+
+def test_every_numeric_option_of_every_command_reads_digits_0_9_only(
+        folder: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    # Only search's options read numbers as the API does: `list --limit 1_0`, `jobs --offset
+    # ١٠`, `snapshot retention １０`, `reindex --max-tokens 1_0`, `serve --port ８０８０`,
+    # `enginelib --wait 1_0` were read as 10 (Python's int() and float()).
+    store = tmp_path / "store"
+    shutil.copytree(folder / "template", store)
+    cases = numeric_params()
+    assert len(cases) >= 30, cases
+    for path, param in cases:
+        for value in NOT_DIGITS_0_9:
+            if path == ():
+                args = ["--wait", value, "stats", "--store", str(store)]
+            else:
+                args = invocation(path, param, value, store, folder)
+            if path[:1] in (("serve",), ("worker",)):
+                # were the value taken, a bad value after it stops the server before it runs
+                stopper = "--poll" if param.name == "time_unit" else "--time-unit"
+                args += [stopper, "0"]
+            code, output = run(args)
+            assert code == 2 and "digits 0-9" in output, (path, param.name, value, output[-400:])
+    say(request, f"{len(cases)} numeric options x {len(NOT_DIGITS_0_9)} numbers not in digits "
+        "0-9, each refused")
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0661\u0660", "\uff11\uff10"])
+def test_the_wait_variable_reads_digits_0_9_only(folder: Path, tmp_path: Path, value: str) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(folder / "template", store)
+    result = CliRunner(env={**ENV, "ENGINELIB_WAIT": value}).invoke(
+        main, ["stats", "--store", str(store)])
+    assert result.exit_code == 2
+    assert "$ENGINELIB_WAIT must be a number of seconds in digits 0-9" in result.output
+
+
+def test_numbers_in_digits_0_9_read_as_before(folder: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(folder / "template", store)
+    code, output = run(["--wait", " 2.5 ", "list", "--store", str(store), "--limit", " 1 ",
+                        "--offset", "+0"])
+    assert code == 0 and output.startswith("corpus.md"), output
+    code, output = run(["snapshot", "retention", "--store", str(store), "4"])
+    assert (code, output) == (0, "keep 4 newest unpinned snapshots\n")
+    code, output = run(["list", "--store", str(store), "--limit", "9" * 5000])
+    assert code == 2 and "(5,000 characters) is not a valid integer" in output
+    assert len(output) < 1000
