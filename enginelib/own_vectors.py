@@ -95,8 +95,14 @@ def own_vectors(document: LoadedDocument, chunks: int, dim: int) -> np.ndarray:
     if not np.isfinite(array).all():
         raise InvalidVectorError(f"document {document.id!r} brings NaN or infinite vector values "
                                  "(or numbers beyond float32's range, about 3.4e38)")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    # The norm in float64, as a query vector's (search/engine._query_vectors): in float32 the
+    # squares of components past ~2e18 overflowed (inf: the vector became zeros, refused as
+    # "an all-zero vector" with numpy's overflow warning) and those under ~1e-23 underflowed
+    # (refused as all zeros). Any finite float32 vector's squares fit float64.
+    wide = array.astype(np.float64)
+    norms = np.linalg.norm(wide, axis=1, keepdims=True)
     if (norms == 0).any():
-        raise InvalidVectorError(f"document {document.id!r} brings an all-zero vector")
+        raise InvalidVectorError(f"document {document.id!r} brings an all-zero vector: it has "
+                                 "no direction to search")
     # The indexes search by cosine on unit vectors, as the model embedders return them.
-    return (array / norms).astype(np.float32)
+    return (wide / norms).astype(np.float32)

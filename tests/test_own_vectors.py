@@ -127,6 +127,28 @@ def test_bad_vector_fields_name_the_record(value, message):
         enginelib.memory(records, embedder=ExternalVectors(DIM))
 
 
+@pytest.mark.parametrize("scale", [1e20, 3e37, 1e-25, 1e-40])
+def test_own_vectors_of_any_finite_scale_are_stored_as_their_direction(tmp_path, scale):
+    # Normalized in float32, the squares of components past ~2e18 overflowed (the vector
+    # became zeros, refused as "vectors contain an all-zero vector" with numpy's overflow
+    # warning, an error where warnings are) and those under ~1e-23 underflowed (refused as
+    # "brings an all-zero vector"): the whole ingest failed. Cosine does not depend on scale.
+    vectors = _vectors()
+    records = [{**record, "vector": [v * scale for v in record["vector"]]} for record in _records()]
+    corpus = tmp_path / "records.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    with enginelib.open(tmp_path / "s", embedder=ExternalVectors(DIM)) as store:
+        report = store.ingest_path(corpus)
+        assert sorted(report.added) == sorted(TEXTS) and report.skipped == ()
+        direct = store.ingest_documents([enginelib.LoadedDocument(
+            id="given", text="Check the pads.", vectors=np.array(vectors["gdpr"]) * scale)])
+        assert direct.added == ("given",)
+        for key in TEXTS:
+            hits = store.search("", strategy="vector", query_vector=vectors[key], limit=2, **NO_GATE).hits
+            assert hits[0].document_id in ({key, "given"} if key == "gdpr" else {key})
+            assert hits[0].scores.similarity == pytest.approx(1.0, abs=1e-5)
+
+
 def test_bad_dimension_for_external_store():
     with pytest.raises(enginelib.InvalidInputError, match="positive integer"):
         ExternalVectors(0)
