@@ -10,7 +10,7 @@ import numpy as np
 from .embedders.base import Embedder
 from .errors import EmbeddingError, InvalidInputError, InvalidVectorError
 from .types import LoadedDocument
-from .validation import as_float32
+from .validation import real_array
 
 EXTERNAL_PREFIX = "external-"
 
@@ -61,13 +61,13 @@ def _matrix(document: LoadedDocument) -> np.ndarray:
     # A LoadedDocument's vectors are whatever the caller put there (JSONL records are
     # checked when read): a string was numpy's bare ValueError, a (1, 1, dim) array was
     # "vectors of dim dimensions; this store takes dim". First read for the fingerprint,
-    # where the error skips the record under its id.
+    # where the error skips the record under its id. Real numbers alone, as a query vector:
+    # numpy parsed text "0.5", took True as 1 and dropped a complex number's imaginary part,
+    # and a Python int past float's range was a bare OverflowError out of the ingest.
     try:
-        array = as_float32(document.vectors)
-    except (TypeError, ValueError) as exc:
-        raise InvalidVectorError(
-            f"vectors must be numbers ({exc}): give a float array with one row per "
-            "chunk") from exc
+        array = real_array(document.vectors, "vectors")
+    except InvalidVectorError as exc:
+        raise InvalidVectorError(f"{exc}: give a float array with one row per chunk") from exc
     if array.ndim == 1:
         array = array.reshape(1, -1)
     if array.ndim != 2 or array.size == 0:

@@ -118,7 +118,12 @@ def test_bad_own_vectors_are_refused(change, message):
     [("nope", "must be a list of numbers"), ([1.0, float("nan")], "NaN"), ([], "non-empty"),
      ([[1.0], [2.0]], "one list of numbers"),
      # beyond float32: refused by name, with no numpy overflow warning (an error here)
-     ([1e39] + [0.0] * (DIM - 1), "beyond float32's range")],
+     ([1e39] + [0.0] * (DIM - 1), "beyond float32's range"),
+     # numpy parsed text and took true as 1 (ingested); an integer past float's range was a
+     # bare OverflowError that stopped the whole ingest
+     (["0.5"] * DIM, "'vector' must be real numbers .*got text"),
+     ([True] * DIM, "got booleans"), (5, "must be a list of numbers, got int"),
+     ([10**400] + [0] * (DIM - 1), "beyond float32's range")],
 )
 def test_bad_vector_fields_name_the_record(value, message):
     records = _records()
@@ -147,6 +152,54 @@ def test_own_vectors_of_any_finite_scale_are_stored_as_their_direction(tmp_path,
             hits = store.search("", strategy="vector", query_vector=vectors[key], limit=2, **NO_GATE).hits
             assert hits[0].document_id in ({key, "given"} if key == "gdpr" else {key})
             assert hits[0].scores.similarity == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_jsonl_record_whose_vector_is_not_real_numbers_is_skipped_the_rest_ingested(tmp_path):
+    # A JSON integer of 400 digits stopped the whole ingest_path with numpy's bare
+    # "OverflowError: int too large to convert to float"; strings and booleans were read as
+    # numbers and ingested.
+    records = _records()
+    records[0]["vector"] = [10**400] + [0] * (DIM - 1)
+    records[1]["vector"] = [str(v) for v in records[1]["vector"]]
+    records[2]["vector"] = [v > 0 for v in records[2]["vector"]]
+    corpus = tmp_path / "records.jsonl"
+    corpus.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    with enginelib.open(tmp_path / "s", embedder=ExternalVectors(DIM)) as store:
+        report = store.ingest_path(corpus)
+        assert report.added == ("bolts",)
+        reasons = [skipped.reason for skipped in report.skipped]
+        assert [r.split(": ", 1)[1] for r in reasons] == [
+            "'vector' contains NaN or infinite values (or numbers beyond float32's range, about 3.4e38)",
+            "'vector' must be real numbers (floats or integers), got text",
+            "'vector' must be real numbers (floats or integers), got booleans"]
+
+
+NOT_REAL = [(["0.5"] * DIM, "text"), ([True] * DIM, "booleans"),
+            (np.ones(DIM, dtype=np.complex64), "complex numbers"),
+            (np.array(["2024-01-01"] * DIM, dtype="datetime64[D]"), "dates")]
+
+
+@pytest.mark.parametrize(("vectors", "what"), NOT_REAL, ids=[what for _, what in NOT_REAL])
+def test_a_document_whose_vectors_are_not_real_numbers_is_skipped_by_name(tmp_path, vectors, what):
+    # numpy converted each to float32 and the document was ingested: text parsed, True as 1,
+    # a complex number without its imaginary part (and a ComplexWarning), a date as its days
+    with enginelib.open(tmp_path / "s", embedder=ExternalVectors(DIM)) as store:
+        report = store.ingest_documents([
+            enginelib.LoadedDocument(id="x", text="brake pads", vectors=vectors),
+            enginelib.LoadedDocument(id="y", text="brake fluid", vectors=_vectors()["pads"])])
+        assert report.added == ("y",)
+        assert [(s.path, s.reason) for s in report.skipped] == [("x", (
+            f"document 'x': vectors must be real numbers (floats or integers), got {what}: "
+            "give a float array with one row per chunk"))]
+
+
+def test_a_document_with_an_integer_past_floats_range_is_refused_by_name(tmp_path):
+    # numpy's bare "OverflowError: int too large to convert to float" out of ingest_documents
+    with enginelib.open(tmp_path / "s", embedder=ExternalVectors(DIM)) as store:
+        with pytest.raises(InvalidVectorError, match="beyond float32's range"):
+            store.ingest_documents([enginelib.LoadedDocument(
+                id="x", text="brake pads", vectors=[10**400] + [0] * (DIM - 1))])
+        assert store.list_documents() == []
 
 
 def test_bad_dimension_for_external_store():

@@ -29,11 +29,11 @@ from typing import IO, Any, cast
 
 import numpy as np
 
-from ..errors import LoaderError
+from ..errors import InvalidVectorError, LoaderError
 from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
-from ..validation import as_float32
+from ..validation import real_array
 from .base import SNIFF_BYTES, LoadItem, fail, missing, too_big
 
 TEXT_FIELDS = ("text", "content")
@@ -152,10 +152,14 @@ def own_vectors(metadata: dict[str, Any]) -> np.ndarray | None:
         raise _BadLine(f"give one of {', '.join(repr(k) for k in keys)}, not several")
     key = keys[0]
     raw = metadata.pop(key)
+    if not isinstance(raw, (list, tuple, np.ndarray)):
+        raise _BadLine(f"'{key}' must be a list of numbers, got {type(raw).__name__}")
     try:
-        array = as_float32(raw)
-    except (TypeError, ValueError) as exc:
-        raise _BadLine(f"'{key}' must be a list of numbers") from exc
+        # numbers alone: numpy parsed the JSON string "0.5", took true as 1, and a JSON
+        # integer past float's range was a bare OverflowError that stopped the whole ingest
+        array = real_array(raw, f"'{key}'")
+    except InvalidVectorError as exc:
+        raise _BadLine(str(exc)) from exc
     if key != "vectors":
         array = array.reshape(1, -1) if array.ndim == 1 else array
         if array.shape[0] != 1:
