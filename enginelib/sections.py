@@ -26,6 +26,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from .text import clip_words
+
 # Words that open a numbered unit, with the nesting level each gives (under every Markdown
 # level): English, French and German, and the other EU languages a regulation is published in
 # that have a stemmer here (Spanish, Italian, Portuguese, Dutch), whose texts name their units
@@ -80,6 +82,11 @@ _NEXT_LINE = re.compile(r"\s*\n([^\n]{1,120})\n")  # the short line under a bare
 _MAX_NUMBERED_LINE = 200  # a longer line is a paragraph that starts with "Article 5 ..."
 _MAX_BARE_TITLE_LINE = 100
 _PLAIN_LEVEL_BASE = 6
+# Longest heading title a chunk's heading path shows. Every chunk of a section repeats its
+# path (in the catalog, the text segments and the text embedded), so an unbounded title made
+# storage quadratic: a setext heading is its whole paragraph, and a 1 MB paragraph over a
+# "---" line (or a 1 MB "# ..." line) gave each of the ~500 chunks under it a 1 MB path.
+MAX_HEADING_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -245,6 +252,12 @@ def _with_title_line(text: str, line_end: int, line: str) -> str:
     ):
         return line
     return f"{line} — {candidate}"
+
+
+def shown_path(path: tuple[str, ...]) -> tuple[str, ...]:
+    """A heading path as a chunk carries it: each title cut to ``MAX_HEADING_CHARS``. Cut
+    here, not where headings are found, so that sections compare by their whole titles."""
+    return tuple(clip_words(title, MAX_HEADING_CHARS) for title in path)
 
 
 class HeadingIndex:

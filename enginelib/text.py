@@ -43,3 +43,13 @@ def excerpt(value: object, limit: int = 60) -> str:
         return f"{value[:limit]!r}... ({len(value):,} characters)"
     shown = repr(value)
     return shown if len(shown) <= limit + 20 else shown[:limit] + "..."
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters with "\u2026" at the end, at its last word
+    break when that keeps at least half of it; as it is when it fits."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    at_word = cut.rsplit(None, 1)[0] if cut[-1:].strip() and text[len(cut)].strip() else cut
+    return (at_word if len(at_word) >= limit // 2 else cut).rstrip() + "\u2026"

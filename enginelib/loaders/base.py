@@ -20,7 +20,7 @@ from typing import TypeAlias
 
 from ..errors import LoaderError, SourceMissingError, SourceTooLargeError
 from ..input_files import open_regular
-from ..text import normalize_text
+from ..text import clip_words, normalize_text
 from ..types import LoadedDocument, SkippedInput
 from ..validation import MAX_TITLE_CHARS
 
@@ -146,11 +146,7 @@ def found_title(title: str | None) -> str | None:
     line, or a page whose <h1> holds its whole text, got the document refused ("title is
     5,999 characters") for a title its author never chose; one given on purpose (front
     matter, a JSONL record's "title") is still held to the limit."""
-    if title is None or len(title) <= MAX_TITLE_CHARS:
-        return title
-    cut = title[:MAX_TITLE_CHARS - 1]
-    at_word = cut.rsplit(None, 1)[0] if cut[-1:].strip() and title[len(cut)].strip() else cut
-    return (at_word if len(at_word) >= MAX_TITLE_CHARS // 2 else cut).rstrip() + "\u2026"
+    return None if title is None else clip_words(title, MAX_TITLE_CHARS)
 
 
 def require_text(text: str, path: str | Path) -> str:
