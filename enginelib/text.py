@@ -8,18 +8,24 @@ import shlex
 import unicodedata
 
 # C0 controls other than tab and newline carry no text and break BM25 and Postgres (NUL).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+# ... but these stand between words, as line breaks do: a vertical tab is a Word document's
+# line break (Shift+Enter), a form feed pdftotext's page break, the separators a data file's
+# records and fields. Removed, they glued the words on either side ("brake\vpads" was stored
+# as "brakepads", which a search for "pads" or "brake" does not find).
+_LINE_BREAKING = re.compile(r"[\x0b\x0c\x1c-\x1f]")
 
 
 def normalize_text(raw: str) -> str:
     """Return the canonical form of a document's text.
 
-    BOM dropped, CRLF and lone CR turned into LF, control characters removed, Unicode NFC
+    BOM dropped, CRLF and lone CR turned into LF, as are vertical tab, form feed and the
+    information separators (x1C-x1F), other control characters removed, Unicode NFC
     (so "e" + combining acute and the precomposed "é" are stored, searched and cited alike).
     Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
     """
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub("", text)
+    text = _LINE_BREAKING.sub("\n", _CONTROL.sub("", text))
     # after the controls go: "\x00\ufeff" left a BOM that a second pass removed
     text = text.lstrip("\ufeff")
     return unicodedata.normalize("NFC", text)

@@ -236,8 +236,23 @@ def test_text_is_normalized_once_crlf_bom_nfc_controls(tmp_path: Path) -> None:
     assert enginelib.text.normalize_text("\x00\ufeffText") == "Text"  # a BOM after a NUL stayed
 
 
+def test_a_line_or_page_break_control_keeps_the_words_apart(tmp_path: Path) -> None:
+    # Vertical tab (Word's Shift+Enter), form feed (pdftotext's page break) and the
+    # separators x1C-x1F were removed with the other controls: "brake\vpads" was stored as
+    # "brakepads", and a full-text search for "pads" or "brake" found nothing.
+    raw = b"Check the brake\x0bpads monthly.\x0cReplace rotors.\x1cfluid\x1dhose\x1ecable\x1fend\n"
+    (tmp_path / "word.txt").write_bytes(raw)
+    document = only(tmp_path / "word.txt")
+    assert document.text == "Check the brake\npads monthly.\nReplace rotors.\nfluid\nhose\ncable\nend\n"
+    with enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(32)) as store:
+        store.ingest_path(tmp_path / "word.txt")
+        for word in ("brake", "pads", "monthly", "fluid", "hose", "cable", "end"):
+            hits = store.search(word, strategy="fulltext", answerability_threshold=None).hits
+            assert [h.document_id for h in hits] == ["word.txt"], word
+
+
 _NORMALIZED_PIECES = st.sampled_from([
-    "\ufeff", "\r", "\n", "\x00", "\x01", "\x7f", "a", "e", "\u0301", "\u0327", "\u0308",
+    "\ufeff", "\r", "\n", "\x00", "\x01", "\x7f", "\x0b", "\x0c", "\x1c", "\x1f", "a", "e", "\u0301", "\u0327", "\u0308",
     "\u1100", "\u1161", "\u11a8", "\u0344", "\u0958", "\u2126", "\u212b", "\u0f73", " ",
     "\u0345", "\u0313", "\u03b1", "\u05b8", "\u05b7",
 ])
