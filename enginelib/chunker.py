@@ -447,7 +447,18 @@ class Chunker:
         return get_encoding(self.config.encoding)
 
     def count_tokens(self, text: str) -> int:
-        """Exact token count; text such as "<|endoftext|>" is counted as ordinary text."""
+        """Exact token count; text such as "<|endoftext|>" is counted as ordinary text.
+
+        Checked as ``chunk`` checks its text: a run of blanks the tokenizer cannot read
+        raises InvalidInputError, where tiktoken panicked (a pyo3 PanicException, a
+        BaseException that no ``except Exception`` catches)."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"count_tokens expects a str, got {type(text).__name__}")
+        _check_blank_runs(text)
+        return self._count(text)
+
+    def _count(self, text: str) -> int:
+        # a part of a text chunk() has checked: no blank run can be past MAX_BLANK_RUN
         return len(self._enc.encode_ordinary(text))
 
     def chunk(self, text: str) -> list[ChunkSpan]:
@@ -538,7 +549,7 @@ class Chunker:
         for i, path in enumerate(paths):
             start, end = starts[i], starts[i + 1]
             if start < end:
-                units.append(_Unit(start, end, self.count_tokens(text[start:end]), [path],
+                units.append(_Unit(start, end, self._count(text[start:end]), [path],
                                    numbered.get(start, False), [start]))
         return units
 
@@ -560,18 +571,18 @@ class Chunker:
                 continue
             if i + 1 < len(units) and unit.is_ancestor_of(units[i + 1]):
                 nxt = units[i + 1]
-                units[i] = unit.joined(nxt, self.count_tokens(text[unit.start : nxt.end]))
+                units[i] = unit.joined(nxt, self._count(text[unit.start : nxt.end]))
                 del units[i + 1]
                 continue
             if i > 0 and units[i - 1].may_join_sibling(unit):
-                count = self.count_tokens(text[units[i - 1].start : unit.end])
+                count = self._count(text[units[i - 1].start : unit.end])
                 if count <= cfg.max_tokens:
                     units[i - 1] = units[i - 1].joined(unit, count)
                     del units[i]
                     i -= 1
                     continue
             if i + 1 < len(units) and unit.may_join_sibling(units[i + 1]):
-                count = self.count_tokens(text[unit.start : units[i + 1].end])
+                count = self._count(text[unit.start : units[i + 1].end])
                 if count <= cfg.max_tokens:
                     units[i] = unit.joined(units[i + 1], count)
                     del units[i + 1]
@@ -598,7 +609,7 @@ class Chunker:
                     end, line_end = line_end, None
                 else:
                     end = self._cut(text, tokens, core, budget, hi)
-                count = self.count_tokens(text[start:end])
+                count = self._count(text[start:end])
                 if count <= cfg.max_tokens:
                     break
                 # The in-context estimate was a little low: shrink the core by the excess,
@@ -699,14 +710,14 @@ class Chunker:
                 i += 1
                 continue
             if i > 0:  # backwards first: a short tail joins the chunk before it
-                count = self.count_tokens(text[spans[i - 1][0] : spans[i][2]])
+                count = self._count(text[spans[i - 1][0] : spans[i][2]])
                 if count <= cfg.max_tokens:
                     spans[i - 1] = [spans[i - 1][0], spans[i - 1][1], spans[i][2], count]
                     del spans[i]
                     i -= 1
                     continue
             if i + 1 < len(spans):
-                count = self.count_tokens(text[spans[i][0] : spans[i + 1][2]])
+                count = self._count(text[spans[i][0] : spans[i + 1][2]])
                 if count <= cfg.max_tokens:
                     spans[i] = [spans[i][0], spans[i][1], spans[i + 1][2], count]
                     del spans[i + 1]

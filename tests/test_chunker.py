@@ -302,6 +302,19 @@ def test_a_million_blanks_in_a_row_are_refused_not_a_tokenizer_panic(tmp_path: P
     assert Chunker().chunk("x" + " " * (MAX_BLANK_RUN - 1) + "y")[-1].content.endswith("y")
 
 
+def test_count_tokens_refuses_what_the_tokenizer_cannot_read_as_chunk_does() -> None:
+    # Chunker.count_tokens handed any text to tiktoken: a run of 1,100,000 blanks was its
+    # pyo3 PanicException (a BaseException, past every `except Exception`), and None its
+    # TypeError "argument 'text': 'NoneType' object cannot be converted to 'PyString'"
+    chunker = Chunker()
+    with pytest.raises(InvalidInputError, match=r"run of 1,100,000 spaces .* at character 1"):
+        chunker.count_tokens("x" + "\u3000" * 1_100_000 + "y")
+    with pytest.raises(InvalidInputError, match="count_tokens expects a str, got NoneType"):
+        chunker.count_tokens(None)  # type: ignore[arg-type]
+    assert chunker.count_tokens("x" + " " * (MAX_BLANK_RUN - 1) + "y") > 1
+    assert chunker.count_tokens("<|endoftext|>" * 1_000) > 1_000  # text, never special
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
     [
