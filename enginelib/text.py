@@ -13,19 +13,25 @@ _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
 # line break (Shift+Enter), a form feed pdftotext's page break, the separators a data file's
 # records and fields. Removed, they glued the words on either side ("brake\vpads" was stored
 # as "brakepads", which a search for "pads" or "brake" does not find).
-_LINE_BREAKING = re.compile(r"[\x0b\x0c\x1c-\x1f]")
+# Unicode's own line breaks, NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR (a blank line),
+# likewise: every line-wise reading (headings, numbered articles, paragraph cuts) knows "\n"
+# alone, so in a text laid out with them "# Title" took the whole rest of the text as its
+# title, the document's title too, and no heading after it was found.
+_LINE_BREAKING = re.compile(r"[\x0b\x0c\x1c-\x1f\x85\u2028]")
+_PARAGRAPH_SEPARATOR = "\u2029"
 
 
 def normalize_text(raw: str) -> str:
     """Return the canonical form of a document's text.
 
-    BOM dropped, CRLF and lone CR turned into LF, as are vertical tab, form feed and the
-    information separators (x1C-x1F), other control characters removed, Unicode NFC
+    BOM dropped, CRLF and lone CR turned into LF, as are vertical tab, form feed, the
+    information separators (x1C-x1F), NEL and LINE SEPARATOR (PARAGRAPH SEPARATOR into a
+    blank line), other control characters removed, Unicode NFC
     (so "e" + combining acute and the precomposed "é" are stored, searched and cited alike).
     Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
     """
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
-    text = _LINE_BREAKING.sub("\n", _CONTROL.sub("", text))
+    text = _LINE_BREAKING.sub("\n", _CONTROL.sub("", text)).replace(_PARAGRAPH_SEPARATOR, "\n\n")
     # after the controls go: "\x00\ufeff" left a BOM that a second pass removed
     text = text.lstrip("\ufeff")
     return unicodedata.normalize("NFC", text)

@@ -251,8 +251,30 @@ def test_a_line_or_page_break_control_keeps_the_words_apart(tmp_path: Path) -> N
             assert [h.document_id for h in hits] == ["word.txt"], word
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_text_laid_out_with_unicode_line_separators_has_its_headings(
+        tmp_path: Path, separator: str) -> None:
+    # Every line-wise reading knows "\n" alone: "# Brakes" took the rest of the text as its
+    # title (the document's title too, and the one heading of every chunk), and "## Fluid"
+    # after it was no heading at all.
+    lines = ["# Brakes", "Pads wear out.", "## Fluid", "Fluid absorbs water."]
+    path = tmp_path / "manual.md"
+    path.write_text(separator.join(lines), encoding="utf-8")
+    document = only(path)
+    assert document.title == "Brakes"
+    assert separator not in document.text
+    with enginelib.open(tmp_path / "s", embedder=enginelib.HashingEmbedder(32)) as store:
+        store.ingest_path(path)
+        hit = store.search("fluid absorbs", strategy="fulltext", answerability_threshold=None).hits[0]
+        assert hit.heading_path == "Brakes > Fluid"
+        stored = store.get_document("manual.md")["content"]
+        citation = hit.citation
+        assert stored[citation.quote_start:citation.quote_end] == citation.quote != ""
+
+
 _NORMALIZED_PIECES = st.sampled_from([
-    "\ufeff", "\r", "\n", "\x00", "\x01", "\x7f", "\x0b", "\x0c", "\x1c", "\x1f", "a", "e", "\u0301", "\u0327", "\u0308",
+    "\ufeff", "\r", "\n", "\x00", "\x01", "\x7f", "\x0b", "\x0c", "\x1c", "\x1f",
+    "\x85", "\u2028", "\u2029", "a", "e", "\u0301", "\u0327", "\u0308",
     "\u1100", "\u1161", "\u11a8", "\u0344", "\u0958", "\u2126", "\u212b", "\u0f73", " ",
     "\u0345", "\u0313", "\u03b1", "\u05b8", "\u05b7",
 ])
