@@ -276,6 +276,9 @@ class Catalog:
             [key, value],
         )
 
+    def delete_meta(self, key: str) -> None:
+        self.con.execute("DELETE FROM meta WHERE key = ?", [key])
+
     @property
     def generation(self) -> int:
         return int(self.get_meta("generation") or 0)

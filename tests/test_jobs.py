@@ -802,6 +802,41 @@ def test_an_inbox_file_whose_refused_entries_cannot_be_kept_is_queued_once(
         assert len(queue.jobs()) == 1 and not list(folder.iterdir())
 
 
+def test_an_inbox_file_whose_import_was_killed_before_its_removal_is_queued_once(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """SIGKILL between the commit of an inbox file's jobs and the file's removal (reproduced:
+    a worker killed at a random moment while importing, and at the crash point there) left
+    the file in the inbox: the next pass queued every job of it a second time."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    good = {"source": str(corpus / "tyres.txt"), "document_id": "tyres.txt", "options": {}}
+    with open_test_store(tmp_path / "store") as store:
+        folder = store.path / inbox.INBOX_DIR
+        folder.mkdir(parents=True)
+        (folder / "one.json").write_text(json.dumps([good]), encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+    script = ("import sys; from tests.helpers import open_test_store; from enginelib.jobs import inbox\n"
+              "store = open_test_store(sys.argv[1]); inbox.import_into(store.path, store.jobs())")
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "store")], cwd=root, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root), "ENGINELIB_CRASH_AT": "inbox_after_enqueue"},
+        capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with open_test_store(tmp_path / "store") as store:
+        queue = store.jobs()
+        assert len(queue.jobs()) == 1  # committed before the kill
+        assert inbox.import_into(store.path, queue) == 0
+        assert len(queue.jobs()) == 1 and not list(folder.iterdir())
+        assert store._catalog.con.execute(
+            "SELECT count(*) FROM meta WHERE key LIKE 'jobs.receipt:%'").fetchone() == (0,)
+        assert [o.status for o in Worker(store, queue).run_until_idle()] == [DONE]
+
+
 def test_the_job_list_takes_a_set_of_statuses_and_an_empty_one_lists_none(
     tmp_path: Path, corpus: Path
 ) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import faults
 from ..core import layout
 from ..core.folders import require_folder
 from ..durable import write_atomic
@@ -137,7 +138,11 @@ def import_into(store_path: Path, queue: JobQueue) -> int:
             _set_aside(path, str(exc))
             continue
         jobs, refused = _sort_entries(entries)
-        queue.enqueue(jobs)  # a failure here is the catalog's: the file stays for the next pass
+        # A failure here is the catalog's: the file stays for the next pass. The receipt
+        # (the file's name, committed with its jobs) makes that next pass queue nothing when
+        # a kill came between this commit and the unlink below: it queued every job again.
+        ids = queue.enqueue(jobs, receipt=_receipt(path))
+        faults.crash_point("inbox_after_enqueue")
         try:
             if refused:
                 _keep_refused(path, refused, len(entries))
@@ -145,8 +150,13 @@ def import_into(store_path: Path, queue: JobQueue) -> int:
             # Its jobs are queued: left (a full disk refusing the *.bad), the file was queued
             # again at every pass, a duplicate of each job each time.
             path.unlink()
-        imported += len(jobs)
+        queue.forget_receipt(_receipt(path))
+        imported += len(ids)
     return imported
+
+
+def _receipt(path: Path) -> str:
+    return f"inbox:{path.name}"
 
 
 def _sort_entries(entries: list[Any]) -> tuple[list[NewJob], list[dict[str, Any]]]:

@@ -32,6 +32,8 @@ MAX_LEASE_S = 30 * 86_400.0
 MAX_POLL_S = 3_600.0
 # A page of the job list when none is asked for; the answer's counts tell what is beyond it.
 DEFAULT_LISTED = 1000
+# Catalog meta keys recording an enqueue that must not run twice (see JobQueue.enqueue).
+_RECEIPT_PREFIX = "jobs.receipt:"
 # How long finished jobs are kept (see Retention), and how often a worker prunes them.
 DEFAULT_KEEP_DAYS = 30.0
 DEFAULT_KEEP_ROWS = 10_000
@@ -222,7 +224,11 @@ class JobQueue:
 
     @_writing
     @_in_turn
-    def enqueue(self, jobs: Sequence[NewJob]) -> list[int]:
+    def enqueue(self, jobs: Sequence[NewJob], *, receipt: str | None = None) -> list[int]:
+        """Queue ``jobs``; returns their ids. With ``receipt`` (a name never used twice, such
+        as an inbox file's), the jobs are queued once: the receipt is recorded in the same
+        transaction, and a second enqueue with it queues nothing (``forget_receipt`` clears
+        it once what it names is gone)."""
         _check_new_jobs(jobs)
         now = self.clock()
         attempts = [self.max_attempts if job.max_attempts is None else
@@ -232,10 +238,22 @@ class JobQueue:
                    [job.document_id for job in jobs],
                    [json.dumps(job.options, default=json_value) for job in jobs], attempts)
         with self.catalog.transaction() as con:
+            if receipt is not None:
+                key = _RECEIPT_PREFIX + receipt
+                if self.catalog.get_meta(key) is not None:
+                    return []  # queued by a pass that was killed before it removed the file
+                self.catalog.set_meta(key, now.isoformat())
             ids = t.insert_jobs(con, columns, [now, now, now])
         if ids:
             _wake_workers(self.catalog)
         return ids
+
+    @_writing
+    @_in_turn
+    def forget_receipt(self, receipt: str) -> None:
+        """Clear an ``enqueue`` receipt once what it names can no longer be queued again."""
+        with self.catalog.transaction():
+            self.catalog.delete_meta(_RECEIPT_PREFIX + receipt)
 
     @_writing
     @_in_turn
