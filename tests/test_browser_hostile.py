@@ -1,0 +1,60 @@
+"""The pages in Chromium with what a hostile or careless user brings: names too long to wrap,
+emoji, a slow or failing network, a second click, a keyboard and no mouse.
+
+The server and the browser are test_browser's (Debian's Chromium through Playwright).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect
+
+from tests.test_browser import browser, served  # noqa: F401 - fixtures
+
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def upload(page: Page, base: str, name: str, text: str, level: str = "L1") -> None:
+    """Upload ``name`` from the console and wait until its document is indexed."""
+    page.goto(base + "/")
+    page.select_option("#upload-level", level)
+    page.set_input_files("#upload-file", files=[{
+        "name": name, "mimeType": "text/markdown", "buffer": text.encode()}])
+    page.click("#upload-form button[type=submit]")
+    expect(page.locator("#message")).to_contain_text(f"queued {name}")
+    expect(page.locator("#sources tr[data-status=INDEXED]", has_text=name)).to_have_count(
+        1, timeout=20_000)
+
+
+def scroll_width(page: Page) -> int:
+    return int(page.evaluate("document.documentElement.scrollWidth"))
+
+
+def test_a_long_unbroken_name_does_not_push_the_pages_sideways(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """A name with no space to break at (a 200-character file name, a 3,000-character title)
+    was as wide as its text: the console's table grew to thousands of pixels, its Status
+    column and the DLQ row's Drop far off screen to the right; the inspector's hit and the
+    document page's heading ran past the window, the whole page scrolling sideways."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    name = "l" + "o" * 190 + "ng.md"
+    upload(page, base, name, "# T" + "i" * 3000 + "tle\n\nThe drum brakes judder when the drums "
+                       "are out of round.")
+    drop = page.locator("#sources tr[data-status=DLQ] button.drop-job")
+    box = drop.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= VIEWPORT["width"], box
+    assert scroll_width(page) <= VIEWPORT["width"]
+
+    page.goto(base + "/inspect")
+    page.fill("#query", "drum brakes judder")
+    page.click("#search-button")
+    hit = page.locator("#hits > li", has_text="judder")
+    expect(hit).to_have_count(1)
+    assert scroll_width(page) <= VIEWPORT["width"]
+
+    hit.locator(".doc-link").click()
+    expect(page.locator("mark#cited")).to_contain_text("judder")
+    assert scroll_width(page) <= VIEWPORT["width"]
