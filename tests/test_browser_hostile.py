@@ -58,3 +58,24 @@ def test_a_long_unbroken_name_does_not_push_the_pages_sideways(
     hit.locator(".doc-link").click()
     expect(page.locator("mark#cited")).to_contain_text("judder")
     assert scroll_width(page) <= VIEWPORT["width"]
+
+
+def test_the_inspector_marks_the_query_terms_after_an_emoji(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """The API's offsets count characters (code points); JavaScript's string indices count
+    UTF-16 units, two for an emoji: each mark after one was moved, "the r" and " 🚗🚗 gr"
+    marked for "rotor" and "grinding"."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    upload(page, base, "emoji.md", "# Emoji\n\n🚗🚗🚗🚗 the rotor squeal 🚗🚗 grinding rotor "
+                                   "noise, e\u0301 and 👩\u200d👩\u200d👧 too.")
+    page.goto(base + "/inspect")
+    page.fill("#query", "rotor grinding")
+    page.check("#no_gate")
+    page.click("#search-button")
+    hit = page.locator("#hits > li[data-document='emoji.md']")
+    expect(hit.locator("mark")).to_have_text(["rotor", "grinding", "rotor"])
+    # the text between the marks whole, the family emoji's joiners too (e\u0301 is NFC now)
+    expect(hit.locator("blockquote")).to_contain_text(
+        "🚗🚗🚗🚗 the rotor squeal 🚗🚗 grinding rotor noise, \u00e9 and 👩\u200d👩\u200d👧 too.")

@@ -29,17 +29,20 @@ function showError(message) {
 }
 
 function quote(hit) {
-  // The chunk text with the query terms marked; highlights carry global offsets.
+  // The chunk text with the query terms marked; highlights carry global offsets. They count
+  // characters (code points, as Python does), a string's indices UTF-16 units: an emoji
+  // (two units) before a term moved its mark, so the text is cut as an array of characters.
   const node = el("blockquote");
   let cursor = 0;
-  const text = hit.content;
+  const chars = Array.from(hit.content);
+  const text = (start, end) => chars.slice(start, end).join("");
   for (const h of hit.highlights) {
     const start = h.start_offset - hit.start_offset, end = h.end_offset - hit.start_offset;
-    if (start < cursor || end > text.length) continue;
-    node.append(text.slice(cursor, start), el("mark", {}, text.slice(start, end)));
+    if (start < cursor || end < start || end > chars.length) continue;
+    node.append(text(cursor, start), el("mark", {}, text(start, end)));
     cursor = end;
   }
-  node.append(text.slice(cursor));
+  node.append(text(cursor));
   return node;
 }
 
