@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.test_browser import browser, served  # noqa: F401 - fixtures
+from tests.test_browser import QUERY, browser, served  # noqa: F401 - fixtures
 
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -79,3 +79,33 @@ def test_the_inspector_marks_the_query_terms_after_an_emoji(
     # the text between the marks whole, the family emoji's joiners too (e\u0301 is NFC now)
     expect(hit.locator("blockquote")).to_contain_text(
         "🚗🚗🚗🚗 the rotor squeal 🚗🚗 grinding rotor noise, \u00e9 and 👩\u200d👩\u200d👧 too.")
+
+
+def test_a_failed_search_does_not_leave_the_last_ones_results_on_screen(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """A search that failed (filters that are not JSON) showed its error above the previous
+    search's gate and hits, as if they were its answer, and Check citations went on checking
+    against them; a new search left the last answer's check beside hits it was not about."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/inspect")
+    page.fill("#query", QUERY)
+    page.click("#search-button")
+    expect(page.locator("#hits > li").first).to_be_visible()
+    page.fill("#answer", "Personal data are erased without undue delay [1].")
+    page.click("#check")
+    expect(page.locator(".claim")).to_have_count(1)
+
+    page.fill("#query", "tyres")
+    page.click("#search-button")
+    expect(page.locator("#hits > li", has_text="tyres").first).to_be_visible()
+    expect(page.locator("#claims")).to_be_empty()  # it checked the erasure search's [1]
+
+    page.fill("#filters", "{domain: privacy")
+    page.click("#search-button")
+    expect(page.locator("#error")).to_contain_text("filters is not valid JSON")
+    expect(page.locator("#hits > li")).to_have_count(0)
+    expect(page.locator("#gate")).to_be_hidden()
+    page.click("#check")
+    expect(page.locator("#error")).to_contain_text("run a search first")

@@ -69,6 +69,17 @@ function renderHit(hit) {
        el("a", {href: hit.document_url, class: "doc-link"}, "open the document at the cited span")));
 }
 
+// What is on screen belongs to one search: a failed one showed its error above the last
+// one's gate and hits (and Check citations checked against them), a new one beside the
+// last answer's check, whose [n] named the last search's citations.
+function clearResults() {
+  lastSearch = null;
+  const gate = document.getElementById("gate");
+  gate.hidden = true; gate.replaceChildren();
+  document.getElementById("hits").replaceChildren();
+  document.getElementById("claims").replaceChildren();
+}
+
 async function runSearch(event) {
   event.preventDefault();
   showError(null);
@@ -76,6 +87,7 @@ async function runSearch(event) {
   try {
     const data = await api("/api/search", {method: "POST", headers: {"content-type": "application/json"},
                                            body: JSON.stringify(request)});
+    clearResults();
     lastSearch = request;
     const gate = document.getElementById("gate");
     gate.hidden = false;
@@ -85,7 +97,7 @@ async function runSearch(event) {
       " · confidence " + fixed(data.gate.confidence, 3) + " · " + data.strategy_used + " · "
       + data.execution_time_ms.toFixed(1) + " ms");
     document.getElementById("hits").replaceChildren(...data.hits.map(renderHit));
-  } catch (error) { showError(error.message); }
+  } catch (error) { clearResults(); showError(error.message); }
 }
 
 async function checkAnswer() {
