@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.test_browser import QUERY, browser, served  # noqa: F401 - fixtures
 
@@ -109,3 +109,34 @@ def test_a_failed_search_does_not_leave_the_last_ones_results_on_screen(
     expect(page.locator("#gate")).to_be_hidden()
     page.click("#check")
     expect(page.locator("#error")).to_contain_text("run a search first")
+
+
+def test_a_slow_search_answered_after_a_newer_one_is_not_shown(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """On a slow network, a search sent again with another query before the first answered:
+    the first answer, arriving last, replaced the second's hits under the second's query,
+    and Check citations checked against the first search."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/inspect")
+    held: list[Route] = []
+    page.route("**/api/search", lambda route: held.append(route)
+               if "tyres" in (route.request.post_data or "") else route.continue_())
+    page.fill("#query", "tyres")
+    page.click("#search-button")
+    for _ in range(100):  # the route sees the request once the page has sent it
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    page.fill("#query", QUERY)
+    page.click("#search-button")
+    hits = page.locator("#hits > li")
+    expect(hits.first).to_have_attribute("data-document", "gdpr-17")
+    shown = [hits.nth(i).get_attribute("data-chunk") for i in range(hits.count())]
+    with page.expect_response(lambda response: "tyres" in (response.request.post_data or "")):
+        held[0].continue_()
+    page.wait_for_timeout(300)  # the page has read the tyres answer: shown, it replaced the hits
+    expect(hits.first).to_have_attribute("data-document", "gdpr-17")
+    assert [hits.nth(i).get_attribute("data-chunk") for i in range(hits.count())] == shown

@@ -2,6 +2,9 @@
 // the citation with highlights and offsets, and the gate's decision; checks an answer.
 "use strict";
 let lastSearch = null;
+// The latest search's number: on a slow network an earlier search's answer could come last
+// and replace the latest one's hits, under its query.
+let searches = 0;
 
 function searchRequest() {
   const levels = [...document.querySelectorAll("input[name=truth_levels]:checked")].map((n) => n.value);
@@ -82,11 +85,13 @@ function clearResults() {
 
 async function runSearch(event) {
   event.preventDefault();
+  const search = ++searches;
   showError(null);
   const request = searchRequest();
   try {
     const data = await api("/api/search", {method: "POST", headers: {"content-type": "application/json"},
                                            body: JSON.stringify(request)});
+    if (search !== searches) return;
     clearResults();
     lastSearch = request;
     const gate = document.getElementById("gate");
@@ -97,7 +102,9 @@ async function runSearch(event) {
       " · confidence " + fixed(data.gate.confidence, 3) + " · " + data.strategy_used + " · "
       + data.execution_time_ms.toFixed(1) + " ms");
     document.getElementById("hits").replaceChildren(...data.hits.map(renderHit));
-  } catch (error) { clearResults(); showError(error.message); }
+  } catch (error) {
+    if (search === searches) { clearResults(); showError(error.message); }
+  }
 }
 
 async function checkAnswer() {
