@@ -140,3 +140,41 @@ def test_a_slow_search_answered_after_a_newer_one_is_not_shown(
     page.wait_for_timeout(300)  # the page has read the tyres answer: shown, it replaced the hits
     expect(hits.first).to_have_attribute("data-document", "gdpr-17")
     assert [hits.nth(i).get_attribute("data-chunk") for i in range(hits.count())] == shown
+
+
+def test_an_answer_that_is_not_the_apis_json_is_said_so(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """Behind a proxy whose session ran out, a call is answered 200 with the proxy's login
+    page: the console said "purged undefined jobs". A proxy's 502 page said "Bad Gateway", a
+    server that is down "Failed to fetch": neither said what to do."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/")
+    expect(page.locator("#count-DONE")).to_have_text("1")
+    message = page.locator("#message")
+
+    page.route("**/api/jobs/purge-done", lambda route: route.fulfill(
+        status=200, content_type="text/html", body="<html><h1>Sign in</h1></html>"))
+    page.click("#purge-done")
+    expect(message).to_contain_text("HTTP 200")
+    expect(message).to_contain_text("not the API's JSON (text/html)")
+    expect(message).not_to_contain_text("undefined")
+    page.unroute("**/api/jobs/purge-done")
+
+    page.route("**/api/jobs/retry-dlq", lambda route: route.fulfill(
+        status=502, content_type="text/html", body="<html>Bad gateway</html>"))
+    page.click("#retry-dlq")
+    expect(message).to_contain_text("HTTP 502")
+    expect(message).to_contain_text("not the API's JSON (text/html)")
+    page.unroute("**/api/jobs/retry-dlq")
+
+    page.route("**/api/**", lambda route: route.abort("connectionrefused"))
+    page.click("#purge-done")
+    expect(message).to_contain_text("no answer from the server")
+    expect(message).to_contain_text("is `enginelib serve` running?")
+    page.unroute("**/api/**")
+
+    page.click("#purge-done")  # the server's own JSON, as before
+    expect(message).to_have_text("purged 1 job")
+    expect(page.locator("#count-DONE")).to_have_text("0")
