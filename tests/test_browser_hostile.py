@@ -178,3 +178,31 @@ def test_an_answer_that_is_not_the_apis_json_is_said_so(
     page.click("#purge-done")  # the server's own JSON, as before
     expect(message).to_have_text("purged 1 job")
     expect(page.locator("#count-DONE")).to_have_text("0")
+
+
+def test_an_upload_under_way_says_so_and_is_sent_once(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """On a slow network an upload showed nothing until it was answered, and Upload, pressed
+    again meanwhile, sent the file a second time (two jobs for one file)."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/")
+    expect(page.locator("#count-DONE")).to_have_text("1")
+    held: list[Route] = []
+    page.route("**/api/upload", lambda route: held.append(route))
+    page.set_input_files("#upload-file", files=[{
+        "name": "slow.md", "mimeType": "text/markdown",
+        "buffer": b"# Slow\n\nThe handbrake cable stretches over the years."}])
+    submit = page.locator("#upload-form button[type=submit]")
+    submit.click()
+    expect(page.locator("#message")).to_have_text("uploading slow.md…")
+    expect(submit).to_be_disabled()
+    page.evaluate("document.getElementById('upload-form').requestSubmit()")  # Enter in a field
+    page.wait_for_timeout(300)
+    assert len(held) == 1
+    held[0].continue_()
+    expect(page.locator("#message")).to_contain_text("queued slow.md")
+    expect(submit).to_be_enabled()
+    expect(submit).to_be_focused()  # disabled meanwhile, it had lost the keyboard's focus
+    assert len(held) == 1

@@ -72,13 +72,27 @@ document.getElementById("drop-dlq").addEventListener("click", () => {
   }
 });
 document.getElementById("purge-done").addEventListener("click", () => act("/api/jobs/purge-done", "purged", "purged"));
+// One upload at a time, said while under way: on a slow network nothing showed until the
+// answer, and Upload pressed again meanwhile sent the file twice (two jobs).
 document.getElementById("upload-form").addEventListener("submit", async (event) => {
   event.preventDefault();
+  const form = event.target;
+  if (form.dataset.busy) return;
+  const body = new FormData(form);  // before the fields are disabled: those are left out
+  const focused = document.activeElement;  // a disabled field loses the keyboard's focus
+  form.dataset.busy = "1";
+  for (const field of form.elements) field.disabled = true;
+  say("uploading " + body.get("file").name + "…");
   try {
-    const result = await api("/api/upload", {method: "POST", body: new FormData(event.target)});
+    const result = await api("/api/upload", {method: "POST", body: body});
     say("queued " + result.document_id + " as job " + result.job_id);
-    event.target.reset();
+    form.reset();
   } catch (error) { say(error.message, true); }
+  finally {
+    for (const field of form.elements) field.disabled = false;
+    delete form.dataset.busy;
+    if (form.contains(focused) && document.activeElement === document.body) focused.focus();
+  }
   await refresh();
 });
 refresh();
