@@ -15,8 +15,10 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,13 @@ def call(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
 
 @pytest.fixture()
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    with serving(tmp_path) as base:
+        yield base, tmp_path / "src"
+
+
+@contextmanager
+def serving(tmp_path: Path, token: str | None = None) -> Iterator[str]:
+    """`serve` (with ``token``, if given) on build_store's store in ``tmp_path``: its URL."""
     store, src = tmp_path / "store", tmp_path / "src"
     build_store(store, src)
     port = free_port()
@@ -58,19 +67,22 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [sys.executable, "-m", "enginelib.cli.main", "serve", str(store), "--port", str(port),
-         "--poll", "0.1"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+         "--poll", "0.1", *(("--token", token) if token else ())],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             assert process.poll() is None, (tmp_path / "serve.log").read_text()
             try:
-                call(base, "/api/health")
+                urllib.request.urlopen(base + "/api/health", timeout=30).close()
+                break
+            except urllib.error.HTTPError:  # 401: up, asking for the token
                 break
             except OSError:
                 assert time.monotonic() < deadline, "serve did not come up"
                 time.sleep(0.2)
-        yield base, src
+        yield base
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.test_browser import QUERY, browser, served  # noqa: F401 - fixtures
+from tests.test_browser import QUERY, browser, served, serving  # noqa: F401 - fixtures
 
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -206,3 +206,30 @@ def test_an_upload_under_way_says_so_and_is_sent_once(
     expect(submit).to_be_enabled()
     expect(submit).to_be_focused()  # disabled meanwhile, it had lost the keyboard's focus
     assert len(held) == 1
+
+
+def test_a_page_opened_with_the_token_drops_it_from_the_address_bar(
+    browser: Browser, tmp_path: Path  # noqa: F811
+) -> None:
+    """`serve --token`: a page opened once with ?token= sets the cookie the pages' calls
+    carry. The token stayed in the address bar, so in the history, a bookmark, a screen
+    share, and Back to that page sent it again in the URL."""
+    token = "Zq8-xT3_pL0vW9mK2rN5"
+    with serving(tmp_path, token=token) as base:
+        page = browser.new_page(viewport=VIEWPORT)
+        sent: list[str] = []
+        page.on("request", lambda request: sent.append(request.url))
+        page.goto(f"{base}/inspect?token={token}")
+        assert page.url == base + "/inspect"
+        page.fill("#query", QUERY)
+        page.click("#search-button")  # the cookie carries the token
+        expect(page.locator("#hits > li").first).to_be_visible()
+        page.click("text=Ingestion console")
+        expect(page.locator("#count-DONE")).to_have_text("1")
+        page.go_back()
+        assert page.url == base + "/inspect"
+        page.goto(f"{base}/documents/gdpr-17?start=0&token={token}&end=10")
+        assert page.url == base + "/documents/gdpr-17?start=0&end=10"
+        expect(page.locator("mark#cited")).to_have_text("Article 17")
+        assert [url for url in sent if token in url] == [
+            f"{base}/inspect?token={token}", f"{base}/documents/gdpr-17?start=0&token={token}&end=10"]

@@ -332,6 +332,29 @@ def test_token_is_checked_on_every_request(store_path: Path) -> None:
         assert client.get("/api/jobs").status_code == 200  # the cookie set by ?token=
 
 
+def test_a_page_opened_with_the_token_is_sent_again_without_it(store_path: Path) -> None:
+    """The token stayed in the address bar (the history, a bookmark, a screen share): a page
+    opened with a right ?token= is answered 303 to its URL less the token, with the cookie.
+    An API call, read by a program, keeps its answer."""
+    with make_client(store_path, token="s3cret") as client:
+        for asked, location in [
+            ("/inspect?token=s3cret", "/inspect"),
+            ("/documents/a%2Fb%20c?start=1&token=s3cret&end=5", "/documents/a%2Fb%20c?start=1&end=5"),
+            ("/?tok%65n=s3cret&x=%C3%A9+y", "/?x=%C3%A9+y"),
+            ("http://127.0.0.1:8765//example.com/?token=s3cret", "/example.com/"),  # no other site
+            ("/%5Cexample.com?token=s3cret", "/%5Cexample.com"),
+        ]:
+            response = client.get(asked, follow_redirects=False)
+            assert response.status_code == 303, asked
+            assert response.headers["location"] == location
+            assert "enginelib_token=s3cret" in response.headers["set-cookie"]
+            assert "s3cret" not in response.text
+        client.cookies.clear()
+        assert client.get("/inspect?token=wrong", follow_redirects=False).status_code == 401
+        answer = client.get("/api/jobs?token=s3cret", follow_redirects=False)
+        assert answer.status_code == 200 and "counts" in answer.json()
+
+
 @pytest.mark.parametrize("host", ["rebind.test", "rebind.test:8765", "127.0.0.1.nip.io",
                                   "localhost.evil.test", "[::2]:8765", "127.0.0.1:x", ""])
 def test_a_host_that_is_not_this_machine_is_refused(client: TestClient, host: str) -> None:

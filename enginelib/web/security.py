@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hmac
 import unicodedata
+from urllib.parse import quote, unquote_plus
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from ..errors import InvalidInputError, UnsafeBindError
 from .origin_guard import binds_loopback
@@ -104,8 +105,29 @@ class TokenMiddleware(BaseHTTPMiddleware):
                           "(or open the page once with ?token=TOKEN)", "type": "Unauthorized"},
                 status_code=401,
             )
-        response = await call_next(request)
+        if request.query_params.get("token") and request.method in ("GET", "HEAD") and (
+                not request.url.path.startswith(("/api/", "/static/"))):
+            # A page is opened again without the token: left in the address bar, it was kept
+            # in the history and bookmarks, shown in a screen share, and sent again by Back.
+            response: Response = RedirectResponse(_without_token(request), status_code=303)
+        else:
+            response = await call_next(request)
         if request.query_params.get("token"):
             # Pages opened with ?token= keep working for the JavaScript's API calls.
             response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
         return response
+
+
+# What stays as it is in the URL sent again: its %XX escapes and delimiters. Anything else
+# (a byte above 0x7F, a backslash, which a browser reads as '/') is escaped.
+_URL_SAFE = "/%:@!$&'()*+,;=~-._"
+
+
+def _without_token(request: Request) -> str:
+    """The request's path and query string as sent, less its ``token`` parameters."""
+    raw_path = request.scope.get("raw_path") or request.url.path.encode()
+    # one leading '/': "//example.com/" is another site to the browser
+    path = "/" + quote(raw_path, safe=_URL_SAFE).lstrip("/")
+    kept = [quote(part, safe=_URL_SAFE) for part in request.scope.get("query_string", b"").split(b"&")
+            if part and unquote_plus(part.partition(b"=")[0].decode("latin-1")) != "token"]
+    return path + ("?" + "&".join(kept) if kept else "")
