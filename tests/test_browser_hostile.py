@@ -6,6 +6,7 @@ The server and the browser are test_browser's (Debian's Chromium through Playwri
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playwright.sync_api import Browser, Page, Route, expect
@@ -233,3 +234,28 @@ def test_a_page_opened_with_the_token_drops_it_from_the_address_bar(
         expect(page.locator("mark#cited")).to_have_text("Article 17")
         assert [url for url in sent if token in url] == [
             f"{base}/inspect?token={token}", f"{base}/documents/gdpr-17?start=0&token={token}&end=10"]
+
+
+def test_every_control_has_a_name_and_errors_are_announced(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """To a screen reader the console's file field and truth level, the inspector's query
+    and answer had no name, every DLQ row's button was "Drop", and a search's error and
+    gate appeared unannounced."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/")
+    expect(page.get_by_label("File to upload")).to_have_attribute("type", "file")
+    expect(page.get_by_label("Truth level")).to_have_value("L2")
+    expect(page.get_by_role("button", name=re.compile(r"^Drop job \d+ \(.*empty\.md\)$"))
+           ).to_have_count(1)
+
+    page.goto(base + "/inspect")
+    page.get_by_label("Query").fill(QUERY)
+    expect(page.get_by_role("group", name="Truth levels").get_by_role("checkbox")).to_have_count(4)
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("status")).to_contain_text("confidence")
+    page.get_by_label("Answer to check").fill("Personal data are erased [1].")
+    page.get_by_label("Filters").fill("{domain: privacy")
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("alert")).to_contain_text("filters is not valid JSON")

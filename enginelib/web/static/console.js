@@ -48,7 +48,9 @@ function renderSources(rows) {
 
 // A DLQ row's own Drop: that job only (DELETE /api/jobs/ID), asked first: it is for good.
 function dropButton(row) {
-  const button = el("button", {type: "button", class: "drop-job", "data-job-id": row.job_id}, "Drop");
+  // named for its job: a screen reader listed every row's button as "Drop"
+  const button = el("button", {type: "button", class: "drop-job", "data-job-id": row.job_id,
+                               "aria-label": "Drop job " + row.job_id + " (" + row.source + ")"}, "Drop");
   button.addEventListener("click", () => {
     if (confirm("Drop job " + row.job_id + " (" + row.document_id + ") for good?")) {
       act("/api/jobs/" + row.job_id, "dropped", "dropped", "DELETE");
