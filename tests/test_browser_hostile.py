@@ -259,3 +259,28 @@ def test_every_control_has_a_name_and_errors_are_announced(
     page.get_by_label("Filters").fill("{domain: privacy")
     page.get_by_role("button", name="Search").click()
     expect(page.get_by_role("alert")).to_contain_text("filters is not valid JSON")
+
+
+def test_a_refresh_keeps_the_keyboard_on_the_row_button_it_was_on(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """The Sources table is built anew at each refresh (every 5 s while jobs run): a keyboard
+    user who had tabbed to a DLQ row's Drop lost the focus to the page, the next Tab starting
+    again from its top."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/")
+    drop = page.locator("#sources button.drop-job")
+    expect(drop).to_have_count(1)
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.classList.contains('drop-job')"):
+            break
+    expect(drop).to_be_focused()
+    page.evaluate("refresh()")  # what the 5 s timer calls
+    expect(page.locator("#message")).to_be_empty()
+    page.wait_for_timeout(500)
+    expect(drop).to_be_focused()
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.keyboard.press("Enter")  # still the row's own button
+    expect(drop).to_be_focused()

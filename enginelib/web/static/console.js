@@ -33,6 +33,9 @@ function schedule(active) {
 
 function renderSources(rows) {
   const body = document.querySelector("#sources tbody");
+  // The rows are made anew each refresh (every 5 s while jobs run): a keyboard user on a
+  // row's Drop lost the focus to the page; it goes to the same job's new button.
+  const focused = body.contains(document.activeElement) ? document.activeElement.dataset.jobId : undefined;
   body.replaceChildren(...rows.map((row) => el("tr", {"data-status": row.status},
     el("td", {}, row.source, row.error ? el("div", {class: "muted"}, row.error) : null),
     el("td", {}, el("span", {class: "badge st-" + row.status}, row.status),
@@ -44,6 +47,10 @@ function renderSources(rows) {
        row.authority_score === null || row.authority_score === undefined ? "" : row.authority_score),
     el("td", {}, row.evidence_level || ""),
     el("td", {}, row.last_ingested ? row.last_ingested.replace("T", " ").slice(0, 19) + " UTC" : ""))));
+  if (focused !== undefined) {
+    const again = body.querySelector('button[data-job-id="' + CSS.escape(focused) + '"]');
+    if (again) again.focus();
+  }
 }
 
 // A DLQ row's own Drop: that job only (DELETE /api/jobs/ID), asked first: it is for good.
