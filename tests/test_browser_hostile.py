@@ -11,7 +11,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.test_browser import QUERY, browser, served, serving  # noqa: F401 - fixtures
+from tests.test_browser import QUERY, browser, call, served, serving  # noqa: F401 - fixtures
 
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -284,3 +284,38 @@ def test_a_refresh_keeps_the_keyboard_on_the_row_button_it_was_on(
     page.once("dialog", lambda dialog: dialog.dismiss())
     page.keyboard.press("Enter")  # still the row's own button
     expect(drop).to_be_focused()
+
+
+def test_a_refresh_takes_back_its_error_once_the_server_answers_again(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """A refresh that got no answer (serve restarting), or that read the worker's own error (a
+    full disk), said so; once the server answered again, or the worker recovered, the
+    counters moved on under the old error, shown until some button replaced it."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/")
+    message = page.locator("#message")
+    expect(page.locator("#count-DONE")).to_have_text("1")
+
+    page.route("**/api/sources", lambda route: route.abort("connectionrefused"))
+    page.evaluate("refresh()")
+    expect(message).to_contain_text("no answer from the server")
+    page.unroute("**/api/sources")
+    page.evaluate("refresh()")
+    expect(message).to_be_empty()
+
+    jobs = call(base, "/api/jobs?limit=1")
+    page.route("**/api/jobs?limit=1", lambda route: route.fulfill(json={
+        **jobs, "worker_error": "disk full: free space on the store's disk"}))
+    page.evaluate("refresh()")
+    expect(message).to_have_text("worker: disk full: free space on the store's disk (retrying)")
+    page.unroute("**/api/jobs?limit=1")
+    page.evaluate("refresh()")
+    expect(message).to_be_empty()
+
+    page.click("#purge-done")  # a button's own message stays through the refresh after it
+    expect(message).to_have_text("purged 1 job")
+    page.evaluate("refresh()")
+    page.wait_for_timeout(500)
+    expect(message).to_have_text("purged 1 job")

@@ -3,10 +3,15 @@
 "use strict";
 const STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"];
 let timer = null;
+// Whether the message is a refresh's own (no answer, the worker's error): the next refresh
+// that reads no error takes it back. It stayed, under counters that had moved on, until a
+// button's message replaced it.
+let refreshSaid = false;
 
-function say(text, isError) {
+function say(text, isError, byRefresh) {
   const node = document.getElementById("message");
   node.textContent = text; node.className = isError ? "error" : "muted";
+  refreshSaid = Boolean(byRefresh);
 }
 
 async function refresh() {
@@ -20,9 +25,10 @@ async function refresh() {
     document.getElementById("count-HISTORY").textContent = jobs.history;
     renderSources(sources);
     // the worker keeps retrying after its own failure (a full disk): say why nothing moves
-    if (jobs.worker_error) { say("worker: " + jobs.worker_error + " (retrying)", true); }
+    if (jobs.worker_error) { say("worker: " + jobs.worker_error + " (retrying)", true, true); }
+    else if (refreshSaid) { say(""); }
     schedule(jobs.active || Boolean(jobs.worker_error));
-  } catch (error) { say(error.message, true); }
+  } catch (error) { say(error.message, true, true); }
 }
 
 function schedule(active) {
