@@ -319,3 +319,20 @@ def test_a_refresh_takes_back_its_error_once_the_server_answers_again(
     page.evaluate("refresh()")
     page.wait_for_timeout(500)
     expect(message).to_have_text("purged 1 job")
+
+
+def test_a_search_with_no_gate_does_not_say_the_evidence_passed_it(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """With "no gate" ticked the gate does not run (its answer says "the gate is off"); the
+    inspector said "Answerable · evidence passes the gate" all the same."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/inspect")
+    page.fill("#query", QUERY)
+    page.check("#no_gate")
+    page.click("#search-button")
+    expect(page.locator("#gate-reason")).to_have_text("the gate is off")
+    page.uncheck("#no_gate")
+    page.click("#search-button")
+    expect(page.locator("#gate-reason")).not_to_have_text("the gate is off")

@@ -97,8 +97,10 @@ async function runSearch(event) {
     const gate = document.getElementById("gate");
     gate.hidden = false;
     gate.className = "gate " + data.gate.decision;
+    // A search with no gate is answered without it: "evidence passes the gate" was said of
+    // it too; the gate's own message says it is off.
     gate.replaceChildren(el("strong", {id: "gate-decision"}, data.gate.decision === "answer" ? "Answerable" : "Refused: NO_RELEVANT_SOURCES"),
-      " · ", el("span", {id: "gate-reason"}, data.gate.reason || "evidence passes the gate"),
+      " · ", el("span", {id: "gate-reason"}, data.gate.reason || data.gate.message || "evidence passes the gate"),
       " · confidence " + fixed(data.gate.confidence, 3) + " · " + data.strategy_used + " · "
       + data.execution_time_ms.toFixed(1) + " ms");
     document.getElementById("hits").replaceChildren(...data.hits.map(renderHit));
