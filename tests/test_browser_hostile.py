@@ -336,3 +336,32 @@ def test_a_search_with_no_gate_does_not_say_the_evidence_passed_it(
     page.uncheck("#no_gate")
     page.click("#search-button")
     expect(page.locator("#gate-reason")).not_to_have_text("the gate is off")
+
+
+def test_an_answer_check_that_comes_after_a_new_search_is_not_shown(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """On a slow network, Check citations, then a new search before the check answered: the
+    check, answered last, showed its claims (its [1] the erasure search's citation) beside
+    the new search's hits."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/inspect")
+    page.fill("#query", QUERY)
+    page.click("#search-button")
+    expect(page.locator("#hits > li").first).to_be_visible()
+    held: list[Route] = []
+    page.route("**/api/check-answer", lambda route: held.append(route))
+    page.fill("#answer", "Personal data are erased without undue delay [1].")
+    page.click("#check")
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    page.fill("#query", "tyres")
+    page.click("#search-button")
+    expect(page.locator("#hits > li", has_text="tyres").first).to_be_visible()
+    with page.expect_response("**/api/check-answer"):
+        held[0].continue_()
+    page.wait_for_timeout(300)
+    expect(page.locator("#claims")).to_be_empty()

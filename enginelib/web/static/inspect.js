@@ -5,6 +5,10 @@ let lastSearch = null;
 // The latest search's number: on a slow network an earlier search's answer could come last
 // and replace the latest one's hits, under its query.
 let searches = 0;
+// The same for answer checks: one answered after a new search's results (or a newer check)
+// showed its claims, whose [n] named another search's citations. `shown` counts the
+// searches whose results (or error) were put on screen.
+let checks = 0, shown = 0;
 
 function searchRequest() {
   const levels = [...document.querySelectorAll("input[name=truth_levels]:checked")].map((n) => n.value);
@@ -76,6 +80,7 @@ function renderHit(hit) {
 // one's gate and hits (and Check citations checked against them), a new one beside the
 // last answer's check, whose [n] named the last search's citations.
 function clearResults() {
+  shown += 1;
   lastSearch = null;
   const gate = document.getElementById("gate");
   gate.hidden = true; gate.replaceChildren();
@@ -110,11 +115,14 @@ async function runSearch(event) {
 }
 
 async function checkAnswer() {
+  const check = ++checks, results = shown;
+  const current = () => check === checks && results === shown;
   showError(null);
   if (lastSearch === null) { showError("run a search first: the answer is checked against its citations"); return; }
   try {
     const data = await api("/api/check-answer", {method: "POST", headers: {"content-type": "application/json"},
       body: JSON.stringify({answer: document.getElementById("answer").value, search: lastSearch})});
+    if (!current()) return;
     const summary = el("p", {id: "claims-summary"}, data.fabricated.length
       ? "Fabricated references: " + data.fabricated.join(", ")
       : "Every reference points to a returned citation.",
@@ -127,7 +135,7 @@ async function checkAnswer() {
                                                  + " (chars " + ref.citation.start_offset + "–" + ref.citation.end_offset + ")"
                                                : "FABRICATED: no such citation"))))));
     document.getElementById("claims").replaceChildren(summary, ...claims);
-  } catch (error) { showError(error.message); }
+  } catch (error) { if (current()) showError(error.message); }
 }
 
 document.getElementById("search-form").addEventListener("submit", runSearch);
