@@ -365,3 +365,30 @@ def test_an_answer_check_that_comes_after_a_new_search_is_not_shown(
         held[0].continue_()
     page.wait_for_timeout(300)
     expect(page.locator("#claims")).to_be_empty()
+
+
+def test_a_refresh_answered_after_a_newer_one_does_not_show_its_older_counts(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """Refreshes overlap (the 5 s timer, a button's own refresh): one answered after a newer
+    one put back its older counts and rows, and with them whether jobs are active, which
+    could stop the auto-refresh while a job was waiting."""
+    base, _ = served
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/")
+    expect(page.locator("#count-DONE")).to_have_text("1")
+    before = call(base, "/api/jobs?limit=1")
+    held: list[Route] = []
+    page.route("**/api/jobs?limit=1", lambda route: route.continue_() if held
+               else held.append(route))  # the first one held back
+    page.evaluate("() => { refresh(); }")  # the timer's, slow to answer: not awaited
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    page.click("#purge-done")
+    expect(page.locator("#message")).to_have_text("purged 1 job")
+    expect(page.locator("#count-DONE")).to_have_text("0")
+    held[0].fulfill(json=before)  # what it read before the purge
+    page.wait_for_timeout(500)
+    expect(page.locator("#count-DONE")).to_have_text("0")

@@ -7,6 +7,9 @@ let timer = null;
 // that reads no error takes it back. It stayed, under counters that had moved on, until a
 // button's message replaced it.
 let refreshSaid = false;
+// The latest refresh's number: refreshes overlap (the timer's, a button's), and one answered
+// after a newer one put back its older counts, rows and "active", which could stop the timer.
+let refreshes = 0;
 
 function say(text, isError, byRefresh) {
   const node = document.getElementById("message");
@@ -15,10 +18,12 @@ function say(text, isError, byRefresh) {
 }
 
 async function refresh() {
+  const mine = ++refreshes;
   try {
     // Only the counts are shown (the sources table lists the jobs): the default page of 1000
     // job rows was read under the store's lock and sent every 5 s, holding searches back.
     const [jobs, sources] = await Promise.all([api("/api/jobs?limit=1"), api("/api/sources")]);
+    if (mine !== refreshes) return;
     for (const status of STATUSES) {
       document.getElementById("count-" + status).textContent = jobs.counts[status];
     }
@@ -28,7 +33,7 @@ async function refresh() {
     if (jobs.worker_error) { say("worker: " + jobs.worker_error + " (retrying)", true, true); }
     else if (refreshSaid) { say(""); }
     schedule(jobs.active || Boolean(jobs.worker_error));
-  } catch (error) { say(error.message, true, true); }
+  } catch (error) { if (mine === refreshes) say(error.message, true, true); }
 }
 
 function schedule(active) {
