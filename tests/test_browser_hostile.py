@@ -392,3 +392,23 @@ def test_a_refresh_answered_after_a_newer_one_does_not_show_its_older_counts(
     held[0].fulfill(json=before)  # what it read before the purge
     page.wait_for_timeout(500)
     expect(page.locator("#count-DONE")).to_have_text("0")
+
+
+def test_an_idle_console_shows_a_job_queued_elsewhere_when_it_is_looked_at_again(
+    served: tuple[str, Path], browser: Browser  # noqa: F811
+) -> None:
+    """The console refreshes by itself only while the jobs it last saw were active: a job
+    queued elsewhere (another tab, `ingest --queue`) left an idle console on its old counts
+    and rows until it was reloaded, however often the user came back to it."""
+    base, _ = served
+    context = browser.new_context(viewport=VIEWPORT)
+    idle, other = context.new_page(), context.new_page()
+    idle.goto(base + "/")
+    expect(idle.locator("#count-DONE")).to_have_text("1")
+    upload(other, base, "elsewhere.md", "# Elsewhere\n\nWheel bearings hum at speed.")
+    expect(other.locator("#count-DONE")).to_have_text("2")
+    idle.bring_to_front()
+    idle.evaluate("window.dispatchEvent(new Event('focus'))")  # the user comes back to it
+    expect(idle.locator("#count-DONE")).to_have_text("2")
+    expect(idle.locator("#sources tr", has_text="elsewhere.md")).to_have_count(1)
+    context.close()

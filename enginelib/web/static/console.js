@@ -115,4 +115,10 @@ document.getElementById("upload-form").addEventListener("submit", async (event) 
   }
   await refresh();
 });
+// The timer runs only while the jobs this page last saw were active: a job queued elsewhere
+// (another tab, `ingest --queue`) left an idle console on its old counts until reloaded.
+// It refreshes whenever the user comes back to it.
+document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") refresh(); });
+window.addEventListener("focus", () => refresh());
+window.addEventListener("pageshow", (event) => { if (event.persisted) refresh(); });  // Back
 refresh();
