@@ -32,6 +32,16 @@ def scroll_width(page: Page) -> int:
     return int(page.evaluate("document.documentElement.scrollWidth"))
 
 
+
+def _inspected(browser: Browser, base: str) -> Page:
+    """A new page of the inspector showing the hits of a search for QUERY."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(base + "/inspect")
+    page.fill("#query", QUERY)
+    page.click("#search-button")
+    expect(page.locator("#hits > li").first).to_be_visible()
+    return page
+
 def test_a_long_unbroken_name_does_not_push_the_pages_sideways(
     served: tuple[str, Path], browser: Browser  # noqa: F811
 ) -> None:
@@ -88,12 +98,7 @@ def test_a_failed_search_does_not_leave_the_last_ones_results_on_screen(
     """A search that failed (filters that are not JSON) showed its error above the previous
     search's gate and hits, as if they were its answer, and Check citations went on checking
     against them; a new search left the last answer's check beside hits it was not about."""
-    base, _ = served
-    page = browser.new_page(viewport=VIEWPORT)
-    page.goto(base + "/inspect")
-    page.fill("#query", QUERY)
-    page.click("#search-button")
-    expect(page.locator("#hits > li").first).to_be_visible()
+    page = _inspected(browser, served[0])
     page.fill("#answer", "Personal data are erased without undue delay [1].")
     page.click("#check")
     expect(page.locator(".claim")).to_have_count(1)
@@ -344,12 +349,7 @@ def test_an_answer_check_that_comes_after_a_new_search_is_not_shown(
     """On a slow network, Check citations, then a new search before the check answered: the
     check, answered last, showed its claims (its [1] the erasure search's citation) beside
     the new search's hits."""
-    base, _ = served
-    page = browser.new_page(viewport=VIEWPORT)
-    page.goto(base + "/inspect")
-    page.fill("#query", QUERY)
-    page.click("#search-button")
-    expect(page.locator("#hits > li").first).to_be_visible()
+    page = _inspected(browser, served[0])
     held: list[Route] = []
     page.route("**/api/check-answer", lambda route: held.append(route))
     page.fill("#answer", "Personal data are erased without undue delay [1].")
