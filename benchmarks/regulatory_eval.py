@@ -31,7 +31,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,20 +180,28 @@ def open_store(embedder: Any, corpus: str) -> enginelib.Store:
 
 
 def _build(path: Path, embedder: Any, documents: Any) -> enginelib.Store:
-    """Open the cached store, rebuilding it when the code's chunking no longer matches
-    (the default ``ChunkingConfig``: a store chunked otherwise is refused at open)."""
+    """Open the cached store of ``documents()``, built if need be (``cached_store``)."""
+    return cached_store(path, embedder,
+                        lambda store: store.ingest_documents(documents(), truth_level="L1"))
+
+
+def cached_store(
+    path: Path, embedder: Any, fill: Callable[[enginelib.Store], Any]
+) -> enginelib.Store:
+    """Open the cached store, rebuilding it with ``fill`` when missing or when the code's
+    chunking no longer matches (the default ``ChunkingConfig``: a store chunked otherwise is
+    refused at open)."""
     try:
-        store = enginelib.Store.open(path, embedder=embedder, create=False,
-                                     chunking=ChunkingConfig())
+        return enginelib.Store.open(path, embedder=embedder, create=False,
+                                    chunking=ChunkingConfig())
     except (IncompatibleStoreError, StoreNotFoundError):
         if (path / "manifest.json").exists():
             remove_store(path)
-        store = enginelib.Store.open(path, embedder=embedder)
-        docs = documents()
-        started = time.perf_counter()
-        store.ingest_documents(docs, truth_level="L1")
-        print(f"built {path.name}: {len(docs)} documents in {time.perf_counter() - started:.0f} s",
-              file=sys.stderr)
+    store = enginelib.Store.open(path, embedder=embedder)
+    started = time.perf_counter()
+    fill(store)
+    print(f"built {path.name}: {store.stats()['documents']} documents in "
+          f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     return store
 
 

@@ -43,18 +43,11 @@ TOP_CHUNKS = 40  # deep enough for three distinct units when an article has many
 
 
 def open_markdown_store(embedder: Any, corpus: str) -> enginelib.Store:
-    path = R.CACHE / embedder.name / f"{corpus}-markdown"
     cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
-    try:
-        return enginelib.Store.open(path, embedder=cached, create=False,
-                                    chunking=R.ChunkingConfig())
-    except (R.IncompatibleStoreError, R.StoreNotFoundError):
-        if (path / "manifest.json").exists():
-            R.remove_store(path)
-    store = enginelib.Store.open(path, embedder=cached)
     files = [FOLDERS[corpus] / name for name, (where, *_) in FILES.items() if where == corpus]
-    store.ingest_path(*files, truth_level="L1", language=corpus)
-    return store
+    return R.cached_store(R.CACHE / embedder.name / f"{corpus}-markdown", cached,
+                          lambda store: store.ingest_path(*files, truth_level="L1",
+                                                          language=corpus))
 
 
 def unit_of(hit: Any) -> str | None:
