@@ -418,6 +418,7 @@ class RequestNumber(click.ParamType):
         except EngineError as exc:
             self.fail(str(exc), param, ctx)
 
+
 def cli_default(name: str) -> Any:
     """An option's default as the command line spells it (truth levels: ``L1,L2``)."""
     value = DEFAULTS[name]

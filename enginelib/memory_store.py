@@ -68,6 +68,7 @@ def ram_folder() -> str:
             return candidate
     return tempfile.gettempdir()
 
+
 _CLOSED = ("this in-memory store is closed, and its documents went with it: to keep a store "
            "past close(), save(path) it first and open that folder with enginelib.open(path)")
 
