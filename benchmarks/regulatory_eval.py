@@ -188,21 +188,48 @@ def _build(path: Path, embedder: Any, documents: Any) -> enginelib.Store:
 def cached_store(
     path: Path, embedder: Any, fill: Callable[[enginelib.Store], Any]
 ) -> enginelib.Store:
-    """Open the cached store, rebuilding it with ``fill`` when missing or when the code's
+    """Open the cached store, rebuilding it with ``fill`` when missing, when the code's
     chunking no longer matches (the default ``ChunkingConfig``: a store chunked otherwise is
-    refused at open)."""
+    refused at open), or when its build never finished. A build stopped half-way leaves a
+    store that opens with the documents committed so far: without ``built_marker`` it was
+    reused as the whole corpus (SciFact with 3,072 of its 5,183 documents scored 0.584)."""
+    marker = built_marker(path)
     try:
-        return enginelib.Store.open(path, embedder=embedder, create=False,
-                                    chunking=ChunkingConfig())
+        store = enginelib.Store.open(path, embedder=embedder, create=False,
+                                     chunking=ChunkingConfig())
+        if _marked_count(marker) == store.stats()["documents"]:
+            return store
+        store.close()
+        print(f"{path.name}: an unfinished build, rebuilt", file=sys.stderr)
+        remove_store(path)
     except (IncompatibleStoreError, StoreNotFoundError):
         if (path / "manifest.json").exists():
             remove_store(path)
+    marker.unlink(missing_ok=True)
     store = enginelib.Store.open(path, embedder=embedder)
     started = time.perf_counter()
-    fill(store)
-    print(f"built {path.name}: {store.stats()['documents']} documents in "
+    try:
+        fill(store)
+    except BaseException:  # Ctrl-C included: what was committed stays, unmarked
+        store.close()
+        raise
+    documents = store.stats()["documents"]
+    marker.write_text(f"{documents}\n", encoding="utf-8")
+    print(f"built {path.name}: {documents} documents in "
           f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     return store
+
+
+def built_marker(path: Path) -> Path:
+    """Beside the store, written once its build is done: the number of documents it holds."""
+    return path.with_name(f"{path.name}.built")
+
+
+def _marked_count(marker: Path) -> int | None:
+    try:
+        return int(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 # -- running --------------------------------------------------------------------------

@@ -106,6 +106,35 @@ def test_the_harness_reads_the_gates_evidence_from_the_search_it_ranks(tmp_path:
     store.close()
 
 
+def test_a_cached_store_whose_build_stopped_half_way_is_rebuilt(tmp_path: Path) -> None:
+    """A killed build leaves a store that opens with what it committed; the harness must not
+    take it for the whole corpus."""
+    embedder = HashingEmbedder(64)
+    path = tmp_path / "cache" / "corpus"
+    docs = [LoadedDocument(id=f"d{i}", text=f"document number {i} about brakes")
+            for i in range(3)]
+    fills: list[int] = []
+
+    def stopped(store: enginelib.Store) -> None:
+        store.ingest_documents(docs[:1])  # committed, then the build dies
+        raise KeyboardInterrupt
+
+    def whole(store: enginelib.Store) -> None:
+        fills.append(1)
+        store.ingest_documents(docs)
+
+    with pytest.raises(KeyboardInterrupt):
+        ev.cached_store(path, embedder, stopped)
+    enginelib.open(path, embedder=embedder).close()  # the partial store opens as any store
+    store = ev.cached_store(path, embedder, whole)
+    assert store.stats()["documents"] == 3 and fills == [1]
+    store.close()
+    store = ev.cached_store(path, embedder, whole)  # finished: reused as it is
+    assert store.stats()["documents"] == 3 and fills == [1]
+    store.close()
+    assert ev.built_marker(path).read_text(encoding="utf-8").strip() == "3"
+
+
 def test_the_landed_fusion_switches_are_restored() -> None:
     with ev.landed_fusion():
         assert not fusion.EVIDENCE_WEIGHTING and not rewrite.DEFINITION_TWINS
@@ -151,7 +180,8 @@ def test_beir_eval_keeps_each_querys_score_and_gate_decision(tmp_path: Path) -> 
     assert "q3 WEAK_EVIDENCE" in ev.refusals(out) and "zyxwv" in ev.refusals(out)
     dev = ev.beir_eval(HashingEmbedder(64), str(folder), "dev", stores=stores, vectors_root=vectors)
     assert set(dev["per_query"]) == {"q1"}
-    assert [p.name for p in (stores / "hashing-64").iterdir()] == ["beir-tiny-all"]
+    assert sorted(p.name for p in (stores / "hashing-64").iterdir()) == [
+        "beir-tiny-all", "beir-tiny-all.built"]
     peer = ev.beir_eval(HashingEmbedder(32), str(folder), "test", stores=stores, vectors_root=vectors,
                         options={"strategy": "fulltext"})
     assert peer["embedder"] == "hashing-32" and peer["per_query"]["q1"] == 1.0
