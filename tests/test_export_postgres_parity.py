@@ -54,6 +54,12 @@ MATRIX: list[dict[str, Any]] = [
     {"metadata.year": [2020, 2022]},
     {"metadata.year": "2021"},  # the engine compares text: "2021" matches the number 2021
     {"metadata.score": 1.5},
+    # a number meets a stored number of the same value: 2.0 the stored 2, 3 the stored 3.0,
+    # and a float written with an exponent ("1e+20" in Python, not the catalog's text)
+    {"metadata.score": 2.0},
+    {"metadata.weight": 3},
+    {"metadata.weight": 1e20},
+    {"metadata.weight": [2.5e-07, "x"]},
     {"metadata.region": "eu"},
     {"custom.region": ["eu", "us"]},
     {"metadata.oem": True},
@@ -72,6 +78,7 @@ def matrix_store(path: Path) -> Store:
             "created_at": f"20{20 + i % 4}-0{1 + i % 9}-15T10:30:00",
             "year": 2020 + i % 3,
             "score": [1.5, 2, 2.5][i % 3],
+            "weight": [1e20, 2.5e-07, 3.0][i % 3],
             "region": ["eu", "us", "apac"][i % 3],
             "oem": i % 2 == 0,
             "document_type": "manual" if i % 2 else "note",

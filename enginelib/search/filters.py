@@ -9,7 +9,9 @@ Accepted shapes (field -> value):
                                                    includes it, "gt" starts after it; a
                                                    bound with an offset, "...T10:00+02:00",
                                                    is that instant in UTC; one without is UTC)
-    metadata.<key> (alias custom.<key>):           scalar or [scalars] (compared as text)
+    metadata.<key> (alias custom.<key>):           scalar or [scalars] (compared as text; a
+                                                   number also meets a stored number of
+                                                   the same value: 5 matches 5.0, 1e20 1e+20)
 Field names and metadata keys never reach SQL as text: columns come from a fixed map and a
 metadata key becomes a JSON path *parameter*.
 """
@@ -17,6 +19,7 @@ metadata key becomes a JSON path *parameter*.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -93,11 +96,13 @@ def compile_filters(filters: Mapping[str, Any] | None) -> CompiledFilter:
                     f"metadata key {key!r} may only contain letters, digits, '_' and '-'",
                     field=field,
                 )
-            values = [_scalar_text(field, v) for v in (value if isinstance(value, list) else [value])]
+            given = value if isinstance(value, list) else [value]
+            values = [_scalar_text(field, v) for v in given]
             if not values:
                 raise InvalidFilterError(f"filter {field!r} has an empty list", field=field)
-            clauses.append("json_extract_string(d.custom, ?) IN (SELECT unnest(?::VARCHAR[]))")
-            params.extend([f'$."{key}"', values])
+            clause, clause_params = _metadata_clause(f'$."{key}"', values, given)
+            clauses.append(clause)
+            params.extend(clause_params)
         else:
             raise InvalidFilterError(
                 f"unknown filter field {field!r}; filterable fields are: {', '.join(FILTER_FIELDS)}",
@@ -188,6 +193,50 @@ def _as_datetime(field: str, raw: Any) -> datetime:
             pass
     raise InvalidFilterError(f"filter {field!r}: {excerpt(raw)} is not an ISO date or datetime",
                              field=field)
+
+
+# A stored number and a number in the filter are compared as numbers, not only as text:
+# str(1e20) is "1e+20" where DuckDB writes the stored 1e20 as "100000000000000000000.0", and
+# str(5.0) is "5.0" where a stored 5 reads "5", so a filter with the very value a document
+# was ingested with matched nothing. A number stored in digits alone (an integer, of any
+# width) meets the integral values written as integers, exactly; one written with a fraction
+# or an exponent meets the values a double holds exactly, as doubles (as doubles, 2**64 + 1
+# would equal 2**64).
+_METADATA_TEXT = "json_extract_string(d.custom, ?) IN (SELECT unnest(?::VARCHAR[]))"
+_METADATA_INTEGER = ("(json_type(d.custom, ?) IN ('UBIGINT', 'BIGINT', 'DOUBLE') AND "
+                     "json_extract_string(d.custom, ?) IN (SELECT unnest(?::VARCHAR[])))")
+_METADATA_DOUBLE = ("(json_type(d.custom, ?) = 'DOUBLE' AND NOT regexp_full_match("
+                    "json_extract_string(d.custom, ?), '-?[0-9]+') AND TRY_CAST("
+                    "json_extract_string(d.custom, ?) AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])))")
+def _metadata_clause(path: str, texts: list[str], given: list[Any]) -> tuple[str, list[Any]]:
+    """The WHERE part of one metadata.<key> filter: its values as text, and its numbers as
+    numbers (see above)."""
+    numbers = [v for v in given if isinstance(v, (int, float)) and not isinstance(v, bool)
+               and math.isfinite(v)]  # NaN and infinity are refused before, by check_filters
+    integers = sorted({int(v) for v in numbers if v == int(v)})
+    doubles = sorted({d for d in map(_exact_double, numbers) if d is not None})
+    clauses: list[str] = [_METADATA_TEXT]
+    params: list[Any] = [path, texts]
+    if integers:
+        clauses.append(_METADATA_INTEGER)
+        params += [path, path, [str(i) for i in integers]]
+    if doubles:
+        clauses.append(_METADATA_DOUBLE)
+        params += [path, path, path, doubles]
+    if len(clauses) == 1:
+        return clauses[0], params
+    return "(" + " OR ".join(clauses) + ")", params
+
+
+def _exact_double(number: float) -> float | None:
+    """``number`` as a double if a double holds it exactly (an int past 2**53 may not)."""
+    if isinstance(number, float):
+        return number
+    try:
+        as_double = float(number)
+    except OverflowError:  # an int of 309+ digits
+        return None
+    return as_double if int(as_double) == number else None
 
 
 def _scalar_text(field: str, value: Any) -> str:

@@ -1,0 +1,52 @@
+"""Filter values a caller writes the way they stored them: each must find its documents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import enginelib
+from enginelib.memory_store import open_memory
+from enginelib.testing import test_embedder
+
+EVERY_LEVEL = ["L1", "L2", "L3", "L4"]
+# What each document stores under metadata.x (documents d0, d1, ...).
+STORED: list[Any] = [1e20, 1e-07, 1.5e300, 1e16, 5, 5.0, "5", 2**64 + 1, 10**20]
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[enginelib.Store]:
+    records = [{"id": f"d{i}", "text": f"brake pads note {i}", "metadata": {"x": value}}
+               for i, value in enumerate(STORED)]
+    opened = open_memory(records=records, embedder=test_embedder())
+    yield opened
+    opened.close()
+
+
+def _stored_values(store: enginelib.Store, value: Any) -> list[Any]:
+    response = store.search("brake pads", filters={"metadata.x": value}, limit=50,
+                            truth_levels=EVERY_LEVEL, answerability_threshold=None)
+    return sorted((STORED[int(hit.document_id[1:])] for hit in response.hits), key=repr)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    # str(1e20) is "1e+20" where the catalog writes "100000000000000000000.0": the filter
+    # with the very float a document was ingested with matched nothing
+    (1e20, [1e20, 10**20]),
+    (1e-07, [1e-07]),
+    (1.5e300, [1.5e300]),
+    (1e16, [1e16]),
+    # a number meets a stored number of the same value, as in Python and in jsonb
+    (5, [5, 5.0, "5"]),
+    (5.0, [5, 5.0]),
+    ("5", [5, "5"]),  # compared as text, as documented
+    (10**20, [1e20, 10**20]),
+    # integers past a double's precision stay exact: 2**64 is not 2**64 + 1
+    (2**64, []),
+    (2**64 + 1, [2**64 + 1]),
+])
+def test_a_number_filter_finds_the_documents_stored_with_that_number(
+        store: enginelib.Store, value: Any, expected: list[Any]) -> None:
+    assert _stored_values(store, value) == sorted(expected, key=repr)
