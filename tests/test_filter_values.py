@@ -50,3 +50,26 @@ def _stored_values(store: enginelib.Store, value: Any) -> list[Any]:
 def test_a_number_filter_finds_the_documents_stored_with_that_number(
         store: enginelib.Store, value: Any, expected: list[Any]) -> None:
     assert _stored_values(store, value) == sorted(expected, key=repr)
+
+
+def test_a_truth_level_filter_outside_the_levels_searched_says_how_to_widen_them() -> None:
+    # filters={"truth_level": "L3"} under the default L1 + L2 can match nothing; the refusal
+    # said "no chunk matches the truth levels and filters", not why nor what to pass
+    records = [{"id": "l3", "text": "brake pads worn", "metadata": {"truth_level": "L3"}},
+               {"id": "l1", "text": "brake pads new", "metadata": {"truth_level": "L1"}}]
+    with open_memory(records=records, embedder=test_embedder()) as store:
+        refused = store.search("brake pads", filters={"truth_level": "L3"},
+                               answerability_threshold=None)
+        assert not refused.ok and refused.hits == ()
+        assert "(L1, L2, the default)" in refused.reason
+        assert "truth_levels=['L3']" in refused.reason and "--truth-level L3" in refused.reason
+        chosen = store.search("brake pads", filters={"truth_level": ["l3", "L4"]},
+                              truth_levels=["L1"], answerability_threshold=None)
+        assert "truth_level L3, L4 lies outside the truth levels searched (L1)," in chosen.reason
+        widened = store.search("brake pads", filters={"truth_level": "L3"}, truth_levels=["L3"],
+                               answerability_threshold=None)
+        assert [hit.document_id for hit in widened.hits] == ["l3"]
+        # levels that meet, but no document: the general reason, which is true
+        empty = store.search("brake pads", filters={"truth_level": "L2"},
+                             answerability_threshold=None)
+        assert empty.reason == "no chunk matches the truth levels and filters"

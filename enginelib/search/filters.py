@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import InvalidFilterError
 from ..text import excerpt
-from ..types import validate_truth_level
+from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, validate_truth_level
 from ..utc import naive_utc
 
 _SCALAR_FIELDS = {
@@ -110,6 +110,26 @@ def compile_filters(filters: Mapping[str, Any] | None) -> CompiledFilter:
             )
     key = json.dumps(filters, sort_keys=True, default=str)
     return CompiledFilter(" AND ".join(clauses), tuple(params), key)
+
+
+def truth_level_conflict(filters: Mapping[str, Any] | None, searched: tuple[str, ...]) -> str | None:
+    """Why nothing can match, when the ``truth_level`` filter names only levels outside the
+    truth levels searched (the two narrow each other): ``filters={"truth_level": "L3"}``
+    under the default L1 + L2 came back as "no chunk matches the truth levels and filters",
+    with no word of the default or of how to widen it. None when they meet (or the filter
+    names no level); ``filters`` were compiled before, so they are valid."""
+    given = (filters or {}).get("truth_level")
+    if given is None:
+        return None
+    levels = [validate_truth_level(v) for v in (given if isinstance(given, (list, tuple)) else [given])]
+    if set(levels) & set(searched):
+        return None
+    wanted = list(dict.fromkeys(levels))
+    default = ", the default" if tuple(searched) == DEFAULT_SEARCH_TRUTH_LEVELS else ""
+    return (f"the filter truth_level {', '.join(wanted)} lies outside the truth levels searched "
+            f"({', '.join(searched)}{default}), so nothing can match: search those levels with "
+            f"truth_levels={wanted!r} (--truth-level {','.join(wanted)} on the command line, "
+            f"truth_levels={','.join(wanted)} in serve's query string)")
 
 
 def _string_list(field: str, value: Any) -> list[str]:

@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import RerankerError
 from ..references import other_words, references, standing
 from . import answerability, fusion, fusion_evidence, gate, paging, post, rewrite
+from .filters import truth_level_conflict
 from .highlights import is_function_word
 from .hits import Block, build_hits, context, empty_response
 from .request import GATE_TOP_N, SearchRequest
@@ -49,7 +50,9 @@ def answer(
     """One request, uncached: filter, rank, gate, page, cite."""
     allowed = allowed_chunks(view, request)
     if allowed.empty:
-        return _no_match(store, request, strategy, "no chunk matches the truth levels and filters")
+        reason = (truth_level_conflict(request.raw_filters, request.truth_levels)
+                  or "no chunk matches the truth levels and filters")
+        return _no_match(store, request, strategy, reason)
     end = request.offset + request.limit
     paging.check_window(end)
     first = rank(store, view, request, strategy, qvec, allowed, request.candidates)
