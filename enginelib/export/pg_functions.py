@@ -338,12 +338,16 @@ def _declare_filters(names: Names) -> sql.Composed:
         ).format(arr=arr),
         sql.SQL("f_tags_all text[] := {arr}(filters->'tags'->'all');").format(arr=arr),
         sql.SQL("f_metadata jsonb := filters->'metadata';"),
-        # metadata.<key> filters as {key: {"text": [values as text], "num": [numbers]}}; the
-        # engine compares json_extract_string(custom, key) with str(value), the same text ->>
-        # gives, and a number with a stored number by value (5 meets 5.0), as jsonb does.
+        # metadata.<key> filters as {filter key: {"key": key, "text": [values as text],
+        # "num": [numbers]}}; the engine compares json_extract_string(custom, key) with
+        # str(value), the same text ->> gives, and a number with a stored number by value (5
+        # meets 5.0), as jsonb does. Keyed by the filter's own key: by the metadata key,
+        # metadata.region and custom.region made one entry and the server kept one of the
+        # two where the engine requires both.
         sql.SQL(
-            "f_metadata_keys jsonb := (SELECT pg_catalog.jsonb_object_agg(pg_catalog.split_part(e.key, '.', 2), "
-            "pg_catalog.jsonb_build_object('text', pg_catalog.to_jsonb({arr}(e.value)), 'num', "
+            "f_metadata_keys jsonb := (SELECT pg_catalog.jsonb_object_agg(e.key, "
+            "pg_catalog.jsonb_build_object('key', pg_catalog.split_part(e.key, '.', 2), "
+            "'text', pg_catalog.to_jsonb({arr}(e.value)), 'num', "
             "(SELECT pg_catalog.jsonb_agg(x) FROM pg_catalog.jsonb_array_elements(CASE WHEN "
             "pg_catalog.jsonb_typeof(e.value) = 'array' THEN e.value ELSE pg_catalog.jsonb_build_array(e.value) "
             "END) x WHERE pg_catalog.jsonb_typeof(x) = 'number'))) "
@@ -378,9 +382,9 @@ def filter_clause(names: Names) -> sql.Composed:
         sql.SQL("(f_metadata IS NULL OR d.metadata @> f_metadata)"),
         sql.SQL(
             "(f_metadata_keys IS NULL OR NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_each(f_metadata_keys) m "
-            "WHERE NOT coalesce(m.value->'text' ? (d.metadata->>m.key), false) "
-            "AND NOT coalesce(pg_catalog.jsonb_typeof(d.metadata->m.key) = 'number' "
-            "AND m.value->'num' @> pg_catalog.jsonb_build_array(d.metadata->m.key), false)))"
+            "WHERE NOT coalesce(m.value->'text' ? (d.metadata->>(m.value->>'key')), false) "
+            "AND NOT coalesce(pg_catalog.jsonb_typeof(d.metadata->(m.value->>'key')) = 'number' "
+            "AND m.value->'num' @> pg_catalog.jsonb_build_array(d.metadata->(m.value->>'key')), false)))"
         ),
     ]
     for field in _DATES:
