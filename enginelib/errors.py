@@ -20,6 +20,7 @@
      |    +-- UnsupportedFormatError     no loader for this file type
      |    +-- PruneRefusedError          ingest --prune would empty a folder that looks unmounted
      +-- DocumentNotFoundError         (also KeyError)
+     |    +-- VersionNotFoundError       the document has no such version  (.version)
      +-- JobNotFoundError              no job with that id in the queue (also KeyError)
      +-- JobStateError                 the job is not in the status the action needs (HTTP 409)
      +-- InvalidInputError             (also ValueError) bad argument from the caller
@@ -184,6 +185,19 @@ class DocumentNotFoundError(EngineError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message again
         return str(self.args[0])
+
+
+class VersionNotFoundError(DocumentNotFoundError):
+    """The document is known (now, or in its history) but never had this version: the
+    message was "no document with id 'd@1.0'", an id nobody gave, for a document that is
+    there."""
+
+    def __init__(self, document_id: str, version: str, versions: list[str]) -> None:
+        super().__init__(document_id)
+        known = ", ".join(versions) or "none"
+        self.args = (f"document {document_id!r} has no version {version!r}; its versions are "
+                     f"{known} (`enginelib history {shlex.quote(document_id)}` lists them)",)
+        self.version = version
 
 
 class JobNotFoundError(EngineError, KeyError):

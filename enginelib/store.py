@@ -253,9 +253,10 @@ class Store(StoreCore):
             return str(doc["content"])
         text = self._catalog.version_text(document_id, version)
         if text is None:
-            from .errors import DocumentNotFoundError
+            from .errors import VersionNotFoundError
 
-            raise DocumentNotFoundError(f"{document_id}@{version}")
+            versions = [v["version"] for v in self.history(document_id)]  # raises if unknown
+            raise VersionNotFoundError(document_id, version, versions)
         return text
 
     def logged_queries(self, *, limit: int = 100, zero_results: bool = False) -> list[dict[str, Any]]:

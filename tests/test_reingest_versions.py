@@ -57,3 +57,23 @@ def test_a_path_written_another_way_for_the_same_file_is_unchanged(
         (other / "a.md").write_text("# A\n\nBrake pads wear.\n", encoding="utf-8")
         assert store.ingest_path("other").updated == ("a.md",)
         assert store.get_document("a.md")["source_path"] == str(other / "a.md")
+
+
+def test_a_version_the_document_never_had_is_named_as_such(tmp_path: Path) -> None:
+    # version_text("a", "1.0") said "no document with id 'a@1.0' in this store": an id nobody
+    # gave, for a document that is there, and no word of the versions it has
+    from enginelib.errors import DocumentNotFoundError, VersionNotFoundError
+
+    with open_store(tmp_path / "s") as store:
+        store.ingest_documents([LoadedDocument(id="a", text="Brake pads wear.")])
+        store.ingest_documents([LoadedDocument(id="a", text="Brake pads wear fast.")])
+        with pytest.raises(VersionNotFoundError) as missing:
+            store.version_text("a", "1.0")
+        assert str(missing.value) == ("document 'a' has no version '1.0'; its versions are "
+                                      "1.0.0, 1.1.0 (`enginelib history a` lists them)")
+        assert missing.value.version == "1.0" and missing.value.document_id == "a"
+        store.delete_document("a")  # a deleted document's history still answers
+        with pytest.raises(VersionNotFoundError, match="its versions are 1.0.0, 1.1.0 "):
+            store.version_text("a", "2.0.0")
+        with pytest.raises(DocumentNotFoundError, match="no document with id 'b'"):
+            store.version_text("b", "1.0.0")
