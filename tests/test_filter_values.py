@@ -73,3 +73,18 @@ def test_a_truth_level_filter_outside_the_levels_searched_says_how_to_widen_them
         empty = store.search("brake pads", filters={"truth_level": "L2"},
                              answerability_threshold=None)
         assert empty.reason == "no chunk matches the truth levels and filters"
+
+
+@pytest.mark.parametrize("bound", ["20240630", "2024-W26-7", "2024-06-30\n"])
+def test_a_date_bound_outside_iso_extended_form_is_refused_as_the_server_refuses_it(
+        bound: str) -> None:
+    # Python reads "20240630" and "2024-W26-7" too, but not as a date alone: "lte 20240630"
+    # ended at midnight and dropped the documents of June 30, which "lte 2024-06-30" keeps;
+    # the exported hybrid_search refused the bound (check_filters)
+    records = [{"id": "a", "text": "brake pads", "metadata": {"created_at": "2024-06-30T12:00:00"}}]
+    with open_memory(records=records, embedder=test_embedder()) as store:
+        kept = store.search("brake pads", filters={"created_at": {"lte": "2024-06-30"}},
+                            answerability_threshold=None)
+        assert [hit.document_id for hit in kept.hits] == ["a"]
+        with pytest.raises(enginelib.InvalidFilterError, match="such as 2024-06-30 or"):
+            store.search("brake pads", filters={"created_at": {"lte": bound}})

@@ -20,7 +20,7 @@ Filters are decoded once into variables at the top of a function, never per row.
 from __future__ import annotations
 
 from ..indexes.analyzers import MAX_TOKEN_CHARS
-from ..search.filters import DATE_ONLY_PATTERN, THROUGH_THE_DAY
+from ..search.filters import DATE_ONLY_PATTERN, ISO_DATETIME_PATTERN, THROUGH_THE_DAY
 from ..search.fusion import RRF_K
 from ..search.request import DEFAULT_CANDIDATES, DEFAULT_LIMIT
 from ..types import DEFAULT_SEARCH_TRUTH_LEVELS, TRUTH_LEVELS
@@ -59,8 +59,7 @@ FILTER_KEYS: tuple[str, ...] = (*_ANY_OF, "tags", "metadata", *_DATES)
 _METADATA_KEY_PATTERN = r"^(metadata|custom)\.[A-Za-z0-9_\-]{1,128}$"
 # What both the engine's datetime.fromisoformat and Postgres's timestamptz read: a date,
 # optionally a time, then optionally an offset ("now", "epoch" or a bare number are not dates).
-_ISO_DATETIME = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
-                 r"([T ][0-9]{2}(:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,6})?)?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?$")
+_ISO_DATETIME = ISO_DATETIME_PATTERN
 # The engine's code tokens (analyzers.CODE_PATTERN_RUST) in Postgres's regex dialect.
 CODE_PATTERN_SQL = r"[[:alnum:]_]+(?:[-./][[:alnum:]_]+)*"
 # tantivy's BM25 constants.

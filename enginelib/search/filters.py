@@ -190,6 +190,13 @@ def _date_bounds(field: str, value: Any) -> list[tuple[str, datetime]]:
 THROUGH_THE_DAY = {"lte": "<", "to": "<", "gt": ">="}
 DATE_ONLY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"  # the same regex in Python and Postgres
 _DATE_ONLY = re.compile(DATE_ONLY_PATTERN)
+# The bounds written as text that both sides take: ISO 8601's extended form. Python also
+# reads "20240630" and "2024-W26-7", which the server refused, and which the rule above did
+# not see as a date alone: "lte 20240630" ended at midnight and dropped June 30's documents.
+ISO_DATETIME_PATTERN = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+                        r"([T ][0-9]{2}(:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,6})?)?)?"
+                        r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?$")
+_ISO_DATETIME = re.compile(ISO_DATETIME_PATTERN)
 
 
 def _whole_day(raw: Any) -> bool:
@@ -206,13 +213,13 @@ def _as_datetime(field: str, raw: Any) -> datetime:
         return naive_utc(raw)
     if isinstance(raw, date):
         return datetime(raw.year, raw.month, raw.day)
-    if isinstance(raw, str):
+    if isinstance(raw, str) and _ISO_DATETIME.fullmatch(raw):
         try:
             return naive_utc(datetime.fromisoformat(raw))
         except ValueError:
             pass
-    raise InvalidFilterError(f"filter {field!r}: {excerpt(raw)} is not an ISO date or datetime",
-                             field=field)
+    raise InvalidFilterError(f"filter {field!r}: {excerpt(raw)} is not an ISO date or datetime "
+                             "such as 2024-06-30 or 2024-06-30T08:00:00+02:00", field=field)
 
 
 # A stored number and a number in the filter are compared as numbers, not only as text:
