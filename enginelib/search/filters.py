@@ -235,6 +235,8 @@ _METADATA_INTEGER = ("(json_type(d.custom, ?) IN ('UBIGINT', 'BIGINT', 'DOUBLE')
 _METADATA_DOUBLE = ("(json_type(d.custom, ?) = 'DOUBLE' AND NOT regexp_full_match("
                     "json_extract_string(d.custom, ?), '-?[0-9]+') AND TRY_CAST("
                     "json_extract_string(d.custom, ?) AS DOUBLE) IN (SELECT unnest(?::DOUBLE[])))")
+
+
 def _metadata_clause(path: str, texts: list[str], given: list[Any]) -> tuple[str, list[Any]]:
     """The WHERE part of one metadata.<key> filter: its values as text, and its numbers as
     numbers (see above)."""
