@@ -72,14 +72,33 @@ def detect_language(text: str, sample_chars: int = 20_000, min_words: int = 3) -
 def query_language(text: str) -> str | None:
     """The language of a short query, or None when it has no function word of any language
     known here ("plaquettes frein 1K0615301M", "GDPR fines"): keywords say nothing of it.
-    English or French as ``detect_language`` says, unless ``other_language`` finds another."""
+    English or French as ``detect_language`` says, unless ``other_language`` finds another.
+    A keyword query with French's own small words, "à" or an elided article ("droit à
+    l'effacement", "délai d'effacement"), is French: no other language here writes them."""
     other = other_language(text)
     if other is not None:
         return other
     words = [w.lower() for w in _WORD.findall(text)]
-    if not any(w in _FRENCH or w in _ENGLISH for w in words):
-        return None
+    if not any(w in _FRENCH or w in _ENGLISH or w in _QUESTION_WORDS for w in words):
+        return "fr" if _FRENCH_MARK.search(text) else None
     return detect_language(text, min_words=1)
+
+
+# Question words, auxiliaries and pronouns that tell a question's language though its
+# text holds no article ("What legal bases make processing lawful besides consent?"). Read
+# by queries only: ingest's passage guess keeps its own lists.
+_QUESTION_WORDS = frozenset(
+    "what who whom whose when where why how does do did must can could should would shall "
+    "may might my our your we you they i if than into about under there these those "
+    "quel quelle quels quelles comment combien pourquoi quand où doit doivent peut peuvent "
+    "faut je".split()
+)
+
+
+# "à", or an elided French article or pronoun ("l'", "d'", "qu'"...) with either apostrophe.
+_FRENCH_MARK = re.compile(
+    r"(?<![^\W\d_])(?:à(?![^\W\d_])|(?:l|d|qu|n|s|c|j|m|t|jusqu|lorsqu|puisqu)['’](?=[^\W\d_]))",
+    re.IGNORECASE)
 
 
 def other_language(text: str) -> str | None:

@@ -164,3 +164,35 @@ def test_keywords_alone_have_no_language_to_compare(french: Store) -> None:
     weight, doc_id = _bm25_weight(french, "tourist information erased")
     assert doc_id == "tourisme"
     assert weight == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("query, language", [
+    ("droit à l'effacement", "fr"),  # "à" and an elided article: French's own marks
+    ("délai d’effacement", "fr"),
+    ("l’IA à haut risque", "fr"),
+    ("What legal bases make processing lawful besides consent?", "en"),  # no article
+    ("Does anonymous data fall under data protection law?", "en"),
+    ("Quel délai pour notifier ?", "fr"),
+    ("AIPD", None),
+    ("GDPR fines", None),
+    ("don't erase O'Brien", None),
+])
+def test_a_short_querys_language_is_told_by_its_small_words(query: str, language: str | None) -> None:
+    from enginelib.language import query_language
+
+    assert query_language(query) == language
+
+
+def test_the_gate_reads_keywords_alone_as_the_passages_language(french: Store) -> None:
+    """The gate and fusion read keywords the same way: with no word telling their language,
+    nothing says the query crosses languages (read as English, a French keyword query met
+    French text with the lenient cross-lingual levels)."""
+    def crossing(query: str) -> bool:
+        response = french.search(query, limit=3)
+        assert response.gate is not None  # answered or not, the evidence is there
+        return response.gate.evidence.cross_lingual
+
+    assert not crossing("tourisme information randonnées")
+    assert not crossing("AIPD randonnées")
+    assert not crossing("droit à l'effacement")
+    assert crossing("Can tourist information be erased?")
