@@ -54,7 +54,7 @@ def embed_passages(
                 vectors = embedder.embed(turn)
                 if progress is not None:
                     progress(len(turn))
-        parts.append(_checked(vectors, dim, len(turn)))
+        parts.append(_checked(vectors, dim, turn))
         start += len(turn)
         if shared:
             size = next_turn(len(turn), time.perf_counter() - began)
@@ -72,14 +72,43 @@ def embed_queries(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
             vectors = embedder.embed_queries(texts)
         else:
             vectors = embedder.embed(texts)
-    return _checked(vectors, int(embedder.dim), len(queries), what="query embedding")
+    return _checked(vectors, int(embedder.dim), texts, what="query embedding")
 
 
-def _checked(vectors: Any, dim: int, count: int, what: str = "embedder output") -> np.ndarray:
+def _checked(
+    vectors: Any, dim: int, texts: Sequence[str], what: str = "embedder output"
+) -> np.ndarray:
     array = check_vectors(vectors, dim, what=what)
-    if array.shape[0] != count:  # zipped with the texts later, it failed as a bare ValueError
-        raise EmbeddingError(f"{what} has {array.shape[0]} vectors for {count} texts")
-    return array
+    if array.shape[0] != len(texts):  # zipped with the texts later: a bare ValueError
+        raise EmbeddingError(f"{what} has {array.shape[0]} vectors for {len(texts)} texts")
+    return _unit_rows(array, texts, what)
+
+
+# How far a row's length may be from 1 and still count as a unit vector (float32 rounding).
+_UNIT_TOLERANCE = 1e-4
+
+
+def _unit_rows(array: np.ndarray, texts: Sequence[str], what: str) -> np.ndarray:
+    """Rows of unit length, as the contract promises and the search assumes: a caller's
+    model that did not normalize had its query cosines reported times its norms (similarity
+    447, gate confidence 1.0), and an all-zero passage row was committed, then refused by the
+    vector index at every later search and open (full-text ones too)."""
+    wide = array.astype(np.float64)  # squares of float32 values past ~2e18 overflow float32
+    norms = np.linalg.norm(wide, axis=1)
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        first = texts[int(zero[0])]
+        shown = first if len(first) <= 60 else first[:57] + "..."
+        raise EmbeddingError(
+            f"{what} has an all-zero vector for {zero.size} of {len(texts)} text(s) (the "
+            f"first: {shown!r}): it has no direction to search by; make the embedder give "
+            "every text a nonzero vector (e.g. a fixed unit vector for empty or unknown text)")
+    off = np.abs(norms - 1.0) > _UNIT_TOLERANCE
+    if not off.any():  # the built-ins: kept bit for bit, as the embedding cache holds them
+        return array
+    unit = array.copy()
+    unit[off] = (wide[off] / norms[off, None]).astype(np.float32)
+    return unit
 
 
 Lookup = Callable[[list[str]], dict[str, np.ndarray]]
