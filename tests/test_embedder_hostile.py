@@ -75,3 +75,21 @@ def test_vectors_not_of_unit_length_are_searched_by_cosine(tmp_path: Path) -> No
     # The query's vector kept its length: similarity 447.2 and a confidence of 1.0.
     assert found["scaled"] == found["unit"]
     assert 0.0 < found["scaled"][0][0][1] <= 1.0
+
+
+@pytest.mark.parametrize("bend, kind", [
+    (lambda texts, vectors: "0.1 0.2", "text"),
+    (lambda texts, vectors: {"vectors": vectors}, "not numbers"),
+    (lambda texts, vectors: (list(row) for row in vectors), "not numbers"),
+    (lambda texts, vectors: vectors.astype(str), "text"),
+    (lambda texts, vectors: vectors.astype(complex), "complex numbers"),
+])
+def test_output_that_is_not_real_numbers_is_an_embedding_error(
+    tmp_path: Path, bend: Callable[[list[str], np.ndarray], Any], kind: str
+) -> None:
+    # A str was numpy's bare ValueError, a dict or generator a bare TypeError (neither naming
+    # the embedder), text digits were parsed and a complex array lost its imaginary part.
+    with enginelib.open(tmp_path / "s", embedder=Bent(bend)) as store:
+        with pytest.raises(EmbeddingError, match=rf"embedder output must be real.*{kind}"):
+            store.ingest_documents([doc("pads", "brake pads wear out")])
+        assert store.list_documents() == []

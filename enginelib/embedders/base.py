@@ -7,8 +7,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import EmbeddingError
-from ..validation import as_float32
+from ..errors import EmbeddingError, InvalidVectorError
+from ..validation import real_array
 
 ProgressHook = Callable[[int], None]
 
@@ -42,8 +42,15 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 def check_vectors(vectors: np.ndarray, dim: int, what: str = "embedder output") -> np.ndarray:
-    """Validate shape and finiteness; returns float32. Raises EmbeddingError."""
-    array = as_float32(vectors)
+    """Validate kind, shape and finiteness; returns float32. Raises EmbeddingError."""
+    # Real numbers only, as for the vectors a caller brings: a str was numpy's bare ValueError,
+    # a dict or generator a bare TypeError, text "0.5" was parsed, and a complex array lost
+    # its imaginary part with a ComplexWarning (an error where warnings are errors).
+    try:
+        array = real_array(vectors, what)
+    except InvalidVectorError as exc:
+        raise EmbeddingError(f"{exc}: an embedder returns a float array, one row per text "
+                             f"(got {type(vectors).__name__})") from exc
     if array.ndim != 2 or array.shape[1] != dim:
         raise EmbeddingError(f"{what} has shape {array.shape}, expected (n, {dim})")
     if not np.isfinite(array).all():
