@@ -28,6 +28,8 @@ WHERE substring(d.content, c.start_offset + 1, c.end_offset - c.start_offset) <>
 ORDER BY 1 LIMIT ?
 """
 _CHECKS = {"orphans": _ORPHANS_SQL, "counts": _COUNTS_SQL, "offsets": _OFFSETS_SQL}
+# Vectors an unfinished reindex staged, kept for the next one (create_staging).
+SALVAGE_TABLE = "reindex_salvage"
 _EMBEDDING_TYPE_SQL = (
     "SELECT data_type FROM information_schema.columns "
     "WHERE table_name = 'chunks' AND column_name = 'embedding'"
@@ -80,8 +82,41 @@ FROM reindex_documents r WHERE documents.document_id = r.document_id
 
 
 def create_staging(catalog: Catalog, dim: int) -> None:
+    """Empty staging tables for a reindex to ``dim`` dims. Vectors a reindex that did not
+    finish (killed, out of disk, a failing model) had staged are kept aside first, for this
+    one to find by cache key: with a slow model a restarted reindex embedded everything
+    again (an hour of e5-small on two cores for 10k chunks)."""
+    con = catalog.con
+    _staging_ddl(dim)  # checks dim before it goes into a statement
+    salvage = f"FLOAT[{dim}]"
+    if _column_type(catalog, SALVAGE_TABLE) not in (None, salvage):
+        con.execute(f"DROP TABLE {SALVAGE_TABLE}")  # vectors of another dimension: no use
+    con.execute(f"CREATE TABLE IF NOT EXISTS {SALVAGE_TABLE} "
+                f"(cache_key VARCHAR PRIMARY KEY, embedding {salvage})")
+    if _column_type(catalog, "reindex_chunks") == salvage:
+        # Idempotent: a kill before the DROP below salvages the same rows again next time.
+        con.execute(f"INSERT INTO {SALVAGE_TABLE} SELECT DISTINCT ON (cache_key) cache_key, "
+                    "embedding FROM reindex_chunks ON CONFLICT DO NOTHING")
     for statement in _staging_ddl(dim):
-        catalog.con.execute(statement)
+        con.execute(statement)
+
+
+def salvaged_embeddings(catalog: Catalog, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    """The vectors of ``keys`` an unfinished reindex had staged (see ``create_staging``)."""
+    if not keys:
+        return {}
+    result = catalog.con.execute(
+        f"SELECT cache_key, embedding FROM {SALVAGE_TABLE} "
+        "WHERE cache_key IN (SELECT unnest(?::VARCHAR[]))", [list(keys)]).fetchnumpy()
+    return {k: np.asarray(v, dtype=np.float32)
+            for k, v in zip(result["cache_key"], result["embedding"], strict=True)}
+
+
+def _column_type(catalog: Catalog, table: str) -> str | None:
+    row = first(catalog.con.execute(
+        "SELECT data_type FROM information_schema.columns "
+        "WHERE table_name = ? AND column_name = 'embedding'", [table]).fetchall())
+    return str(row[0]) if row else None
 
 
 def document_ids(catalog: Catalog) -> list[str]:
@@ -130,4 +165,5 @@ def swap_in_staged(
     catalog.insert_acronyms(acronyms)
     con.execute("DROP TABLE reindex_chunks")
     con.execute("DROP TABLE reindex_documents")
+    con.execute(f"DROP TABLE IF EXISTS {SALVAGE_TABLE}")
     return count

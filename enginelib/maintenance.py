@@ -69,7 +69,8 @@ from .store_target import StoreLike, takes_store
 from .text import shell_word
 from .validation import check_float
 
-REINDEX_STEPS: tuple[str, ...] = ("reindex_before_catalog_commit", "reindex_after_catalog_commit")
+REINDEX_STEPS: tuple[str, ...] = (
+    "reindex_batch_staged", "reindex_before_catalog_commit", "reindex_after_catalog_commit")
 _BATCH = 64
 _SAMPLE = 10  # problems list at most this many ids of one kind
 
@@ -584,7 +585,11 @@ def _stage_batch(
     """Embed one batch (cache hits skipped when the dimension is unchanged) into staging."""
     catalog = store._catalog
     texts = [t for _, _, row_texts in staged for t in row_texts]
-    lookup = catalog.cached_embeddings if reuse_cache else (lambda _keys: {})
+    def lookup(keys: list[str]) -> dict[str, np.ndarray]:
+        found = catalog.cached_embeddings(keys) if reuse_cache else {}
+        rest = [k for k in keys if k not in found]
+        return {**found, **cm.salvaged_embeddings(catalog, rest)}
+
     flat_vectors, fresh = vectors_with_cache(
         embedder, texts, lookup, before_embedding=bar.start_embedding, progress=bar.advance_chunks)
     catalog.release()
@@ -612,4 +617,5 @@ def _stage_batch(
                  "keywords": cols.objects(d[2] for d in docs)}
     cm.stage(catalog, table, documents)
     catalog.release()
+    faults.crash_point("reindex_batch_staged")
     return len(missing)

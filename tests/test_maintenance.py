@@ -393,3 +393,27 @@ def test_check_names_a_reindex_killed_after_its_commit_and_repair_finishes_it(
         assert store.search("pads rotor", answerability_threshold=None).hits
     finally:
         store.close()
+
+
+def test_a_reindex_killed_midway_is_resumed_by_the_next_one(tmp_path: Path) -> None:
+    # Two batches of documents: the first is staged when the reindexer is killed.
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc(f"d{i:02d}", f"note {i} on brake pads") for i in range(70)])
+    result = subprocess.run([sys.executable, "-c", _REINDEXER, str(path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "ENGINELIB_CRASH_AT": "reindex_batch_staged:1"})
+    assert result.returncode == -9, result.stderr
+    with open_test_store(path) as store:  # the old model's store, whole
+        assert store.manifest.embedding_dim == 64 and store.check().ok
+        hits = store.search("note 7 on brake pads", strategy="vector", limit=1,
+                            answerability_threshold=None).hits
+        assert hits[0].document_id == "d07"
+        # It embedded all 70 again; the 64 vectors the killed one staged are reused.
+        report = store.reindex(embedder=HashingEmbedder(32))
+        assert (report.chunks_after, report.chunks_embedded) == (70, 6)
+    with enginelib.open(path) as store:
+        assert store.manifest.embedding_dim == 32 and store.check().ok
+        hits = store.search("note 7 on brake pads", strategy="vector", limit=1,
+                            answerability_threshold=None).hits
+        assert hits[0].document_id == "d07"
