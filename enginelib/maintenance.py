@@ -35,7 +35,7 @@ from .chunk_texts import FOLDER as TEXTS_FOLDER
 from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
 from .core import folders, layout
-from .core.generations import finish_interrupted_reindex, finish_reindex
+from .core.generations import finish_interrupted_reindex, finish_reindex, reindexed_manifest
 from .core.layout import REINDEX_MARKER
 from .core.lock import WriterLock, acquire_writer_lock
 from .core.recovery import discard_index_files
@@ -567,8 +567,17 @@ def _reindex_store(
         count = cm.swap_in_staged(catalog, dim, generation, index_version, reuse_cache, acronyms)
         catalog.set_meta("reindexed_generation", str(generation))
         faults.crash_point("reindex_before_catalog_commit")
-    faults.crash_point("reindex_after_catalog_commit")
-    manifest = finish_reindex(root, store.manifest, marker, index_version)
+    try:
+        faults.crash_point("reindex_after_catalog_commit")
+        manifest = finish_reindex(root, store.manifest, marker, index_version)
+    except BaseException:
+        # The catalog holds the new model's vectors, and the marker left on disk has the next
+        # writer's open finish the manifest. This object goes on with the new model: with the
+        # old one its vector searches found nothing and its ingests failed in DuckDB
+        # ("Cannot cast list with length 64 to array with length 32").
+        store._adopt_model(reindexed_manifest(store.manifest, marker, index_version), embedder,
+                           rebuild=False)
+        raise
     store._adopt_model(manifest, embedder)
     return ReindexReport(
         documents=len(ids), chunks_before=chunks_before, chunks_after=count,

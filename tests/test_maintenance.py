@@ -15,8 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import enginelib
-from enginelib import ChunkingConfig, HashingEmbedder, IncompatibleStoreError, maintenance
+from enginelib import ChunkingConfig, HashingEmbedder, IncompatibleStoreError, faults, maintenance
 from enginelib.cli.main import main
+from enginelib.errors import DiskFullError
 from enginelib.store import open_for_maintenance
 from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs
 
@@ -417,3 +418,28 @@ def test_a_reindex_killed_midway_is_resumed_by_the_next_one(tmp_path: Path) -> N
         hits = store.search("note 7 on brake pads", strategy="vector", limit=1,
                             answerability_threshold=None).hits
         assert hits[0].document_id == "d07"
+
+
+def test_a_reindex_failing_after_its_commit_leaves_the_open_store_on_the_new_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s"
+    store = open_test_store(path)
+    store.ingest_documents([doc(f"d{i}", f"note {i} on brake pads") for i in range(5)])
+    monkeypatch.setenv(faults.ENOSPC_VAR, "reindex_after_catalog_commit")  # manifest not written
+    with pytest.raises(DiskFullError):
+        store.reindex(embedder=HashingEmbedder(32))
+    monkeypatch.delenv(faults.ENOSPC_VAR)
+    # The catalog holds 32-dim vectors: with the old model kept, this search found nothing
+    # and the ingest failed in DuckDB ("Cannot cast list with length 64 to ... 32").
+    assert (store.embedder.name, store.manifest.embedding_dim) == ("hashing-32", 32)
+    hits = store.search("note 3 on brake pads", strategy="vector", limit=1,
+                        answerability_threshold=None).hits
+    assert [h.document_id for h in hits] == ["d3"]
+    store.ingest_documents([doc("new", "note new on brake pads")])
+    assert store.search("note new on brake pads", strategy="vector", limit=1,
+                        answerability_threshold=None).hits[0].document_id == "new"
+    store.close()
+    with enginelib.open(path) as reopened:
+        assert reopened.manifest.embedding_dim == 32 and reopened.check().ok
+        assert len(reopened.list_documents()) == 6

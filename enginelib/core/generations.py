@@ -23,14 +23,21 @@ def finish_reindex(
     root: Path, manifest: mf.Manifest, marker: dict[str, Any], index_version: str
 ) -> mf.Manifest:
     """Record the new model and chunking in the manifest, then drop the marker."""
-    new = replace(
+    new = reindexed_manifest(manifest, marker, index_version)
+    mf.write_manifest(root, new)
+    (root / layout.REINDEX_MARKER).unlink(missing_ok=True)
+    return new
+
+
+def reindexed_manifest(
+    manifest: mf.Manifest, marker: dict[str, Any], index_version: str
+) -> mf.Manifest:
+    """``manifest`` as the reindex that wrote ``marker`` leaves it (nothing written)."""
+    return replace(
         manifest, embedding_model=marker["embedding_model"], embedding_dim=marker["embedding_dim"],
         chunking=marker["chunking"], chunking_hash=marker["chunking_hash"],
         generation=marker["generation"], index_version=index_version,
     )
-    mf.write_manifest(root, new)
-    (root / layout.REINDEX_MARKER).unlink(missing_ok=True)
-    return new
 
 
 def finish_interrupted_reindex(root: Path, manifest: mf.Manifest, *, writable: bool) -> mf.Manifest:

@@ -579,25 +579,34 @@ class StoreCore:
     def rebuild_indexes(self) -> None:
         """Throw both derived indexes away and rebuild them from the catalog, then persist."""
         self.require_writable()
+        self._discard_indexes()
+        self._vector_index, self._text_index = self._open_indexes()
+        self.hit_token_cache.clear()
+        self._sync_indexes()
+
+    def _discard_indexes(self) -> None:
         discard_index_files(self._index_root)
         # The chunk texts are derived too, and a damaged segment passes the index checks.
         shutil.rmtree(self.path / TEXTS_FOLDER, ignore_errors=True)
         if self._view is not None:
             self._view.close()
             self._view = None
-        self._vector_index, self._text_index = self._open_indexes()
-        self.hit_token_cache.clear()
-        self._sync_indexes()
 
-    def _adopt_model(self, manifest: mf.Manifest, embedder: Embedder) -> None:
-        """After a reindex: switch to the new model, dimension and chunking in place."""
+    def _adopt_model(self, manifest: mf.Manifest, embedder: Embedder, *, rebuild: bool = True) -> None:
+        """After a reindex: switch to the new model, dimension and chunking in place, and
+        rebuild the indexes (a caller already failing only drops them: the next use
+        rebuilds them, as ``_catch_up_indexes`` finds no files to reload)."""
         self.manifest = manifest
         self.embedder = embedder
         self._catalog.dim = manifest.embedding_dim
         self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self._committed()
-        self.rebuild_indexes()
+        if rebuild:
+            self.rebuild_indexes()
+        else:
+            self._discard_indexes()
+            self._indexes_behind = True
 
     @classmethod
     def open_for_maintenance(cls, path: str | Path, *, lock_timeout: float = 0.0) -> Self:
