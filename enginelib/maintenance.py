@@ -42,6 +42,7 @@ from .core.recovery import discard_index_files
 from .core.store_core import StoreCore
 from .durable import write_atomic
 from .embedders import (
+    DEFAULT_EMBEDDER,
     Embedder,
     cache_key,
     embedder_for_store,
@@ -51,6 +52,7 @@ from .embedders import (
 )
 from .errors import (
     CorruptStoreError,
+    EmbeddingError,
     IncompatibleStoreError,
     StoreError,
     StoreLockedError,
@@ -60,6 +62,7 @@ from .index_audit import VECTOR_SAMPLE, verify_files, wrong_vectors
 from .indexes import TEXT_BACKENDS, TEXT_FILES, VECTOR_BACKENDS, VECTOR_FILES
 from .jobs import shape as job_tables
 from .keywords import DEFAULT_KEYWORDS, top_keywords
+from .own_vectors import is_external
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
 from .snapshot_integrity import OPTIONAL_TABLES, checksummed, damage, index_damage
@@ -511,9 +514,17 @@ def reindex(
 def _reindex_embedder(store: StoreCore, embedder: Embedder | str | None) -> Embedder:
     """The embedder a reindex writes with: the one asked for, else the store's own (a
     reindex never switches models unless told to)."""
-    if embedder is None:
-        return embedder_for_store(store.manifest.embedding_model, store.manifest.embedding_dim)
-    return resolve_embedder(embedder)
+    chosen = (embedder_for_store(store.manifest.embedding_model, store.manifest.embedding_dim)
+              if embedder is None else resolve_embedder(embedder))
+    if is_external(chosen.name):
+        # It failed at the first batch with the ingest's advice ("give records a 'vector'
+        # field when ingesting, and search with query_vector="), which says nothing of this.
+        raise EmbeddingError(
+            f"a reindex embeds every chunk again, and this store has no model ({chosen.name}):"
+            " its vectors are the ones you brought. To give it a model, name one (`enginelib "
+            f"reindex --embedder {DEFAULT_EMBEDDER}`); to change its vectors, ingest your "
+            "records again with new ones")
+    return chosen
 
 
 def _reindex_store(

@@ -380,3 +380,17 @@ def test_cli_vector_file_dash_on_a_terminal_is_refused_not_waited_on(store_path)
         os.close(controller)
     assert refused.returncode == 2
     assert "--vector-file -: standard input is a terminal: pipe the input in" in refused.stderr.decode()
+
+
+def test_cli_reindex_of_a_store_without_a_model_says_what_to_do(runner, store_path):
+    # It failed with the ingest's advice ("Give records a 'vector' field when ingesting,
+    # and search with query_vector="), which said nothing of the reindex asked for.
+    result = runner.invoke(main, ["reindex", "--store", str(store_path), "--no-progress"])
+    assert result.exit_code == 2
+    assert "a reindex embeds every chunk again, and this store has no model (external-8)" in (
+        result.output)
+    assert "`enginelib reindex --embedder e5-small`" in result.output
+    switched = runner.invoke(main, ["reindex", "--store", str(store_path), "--no-progress",
+                                    "--embedder", "hashing-16"])
+    assert switched.exit_code == 0, switched.output
+    assert "hashing-16 (16 dims)" in switched.output
