@@ -605,6 +605,7 @@ def _stage_batch(
     """Embed one batch (cache hits skipped when the dimension is unchanged) into staging."""
     catalog = store._catalog
     texts = [t for _, _, row_texts in staged for t in row_texts]
+
     def lookup(keys: list[str]) -> dict[str, np.ndarray]:
         found = catalog.cached_embeddings(keys) if reuse_cache else {}
         rest = [k for k in keys if k not in found]

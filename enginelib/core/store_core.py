@@ -592,7 +592,9 @@ class StoreCore:
             self._view.close()
             self._view = None
 
-    def _adopt_model(self, manifest: mf.Manifest, embedder: Embedder, *, rebuild: bool = True) -> None:
+    def _adopt_model(
+        self, manifest: mf.Manifest, embedder: Embedder, *, rebuild: bool = True
+    ) -> None:
         """After a reindex: switch to the new model, dimension and chunking in place, and
         rebuild the indexes (a caller already failing only drops them: the next use
         rebuilds them, as ``_catch_up_indexes`` finds no files to reload)."""
