@@ -92,3 +92,42 @@ def test_a_query_past_the_models_512_tokens_is_embedded_from_its_start(
     assert np.allclose(model.embed_queries([long])[0], model.embed_queries([fitted])[0])
     unbroken = "x" * 5000  # no space to cut at: cut inside the word
     assert engine.token_count(model._fit_query(unbroken), True) <= MAX_QUERY_TOKENS
+
+
+TYPO_DOCS = {
+    "gdpr-17": ("GDPR Article 17 — Right to erasure", "The data subject shall have the right to "
+                "obtain from the controller the erasure of personal data concerning him or her "
+                "without undue delay."),
+    "gdpr-39": ("GDPR Article 39 — Tasks of the data protection officer", "The data protection "
+                "officer shall inform and advise the controller and monitor compliance."),
+    "gdpr-83": ("GDPR Article 83 — General conditions for imposing administrative fines",
+                "Each supervisory authority shall ensure that the imposition of administrative "
+                "fines is effective, proportionate and dissuasive."),
+    "gdpr-20": ("GDPR Article 20 — Right to data portability", "The data subject shall have the "
+                "right to receive the personal data in a structured, machine-readable format."),
+    "rgpd-17": ("Article 17 — Droit à l'effacement", FR["fr-effacement"]),
+    "rgpd-20": ("Article 20 — Droit à la portabilité", FR["fr-portabilite"]),
+}
+
+
+@pytest.mark.parametrize("typed, correct", [
+    ("right to erasre of personal data", "right to erasure of personal data"),
+    ("tasks of the data protecton oficer", "tasks of the data protection officer"),
+    ("GPDR administrative fines", "GDPR administrative fines"),
+    ("droit à l'efacement des données", "droit à l'effacement des données"),
+])
+def test_a_typo_finds_the_same_article_in_a_default_hybrid_search(
+    tmp_path: Path, model: E5SmallEmbedder, typed: str, correct: str
+) -> None:
+    """The issue's promise with the default model and search: BM25 searches the corrected
+    word, the model reads what was typed, and the first article is the correct question's."""
+    store = enginelib.open(tmp_path / "s", embedder=model)
+    store.ingest_documents([
+        enginelib.LoadedDocument(id=key, title=title, text=text)
+        for key, (title, text) in TYPO_DOCS.items()
+    ])
+    asked = store.search(typed, limit=3)
+    meant = store.search(correct, limit=3)
+    assert asked.corrections and asked.status == meant.status == "ok"
+    assert asked.hits[0].document_id == meant.hits[0].document_id
+    store.close()

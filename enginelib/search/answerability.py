@@ -52,7 +52,7 @@ def assess(
     terms = _terms(store, request.queries)
     hit_tokens: set[str] = set()
     first = view.record(int(top[0]))
-    asked = request.queries[0]
+    asked = request.embed_text(0)  # as typed: a correction ("Wann" -> "Want") is no language
     # Keywords alone ("DPIA", "GDPR fines") say nothing of their language: nothing says the
     # query crosses languages, so the same-language levels apply, as fusion reads it too.
     # Read as English, a French keyword query met French text with the lenient cross-lingual

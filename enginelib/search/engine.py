@@ -58,7 +58,8 @@ def _run(
     plans = [rewrite.plan(store, r, view.generation) for r in requests]
     rewrite_ms = (time.perf_counter() - plan_started) * 1000.0 / len(requests)
     # a new request only where the plan changed the queries (a frozen copy costs ~30 fields)
-    requests = [r if p.sub_queries == r.queries else dataclasses.replace(r, queries=p.sub_queries)
+    requests = [r if p.sub_queries == r.queries and not p.embed_texts
+                else dataclasses.replace(r, queries=p.sub_queries, embed_texts=p.embed_texts)
                 for r, p in zip(requests, plans, strict=True)]
     strategies = [
         choose_strategy(r.queries[0]) if r.strategy == "auto" else r.strategy for r in requests
@@ -153,8 +154,8 @@ def _query_vectors(
     # full-text one, as when searched alone, or one answered from the response cache). The
     # other sub-queries are embedded in the same batch; retrieval finds them in the per-process cache.
     todo = [i for i, need in enumerate(needs) if need]
-    firsts = [requests[i].queries[0] for i in todo]
-    rest = [q for i in todo for q in requests[i].queries[1:]]
+    firsts = [requests[i].embed_text(0) for i in todo]
+    rest = [requests[i].embed_text(j) for i in todo for j in range(1, len(requests[i].queries))]
     embedded = store.query_embeddings.embed(firsts + rest)[: len(firsts)]
     if len(todo) == len(requests):
         return embedded

@@ -102,6 +102,9 @@ def _option(default: Any = MISSING, *, factory: Callable[[], Any] | None = None,
 @dataclass(frozen=True)
 class SearchRequest:
     queries: tuple[str, ...]  # the query and its rewrites; fused per chunk keeping the best
+    # What the vector method embeds for each query, when not the query itself (query
+    # understanding's plan: a corrected query embeds the words as typed).
+    embed_texts: tuple[str, ...] = ()
     strategy: str = _option(
         "hybrid", choices=STRATEGIES, cli="--strategy", api="strategy",
         help="vector, fulltext, hybrid (both, fused) or auto (quoted or short technical "
@@ -186,6 +189,10 @@ class SearchRequest:
         """Candidates each retriever returns for a page in one piece; pages past
         ``candidates`` are stitched from deeper rankings (see ``search.paging``)."""
         return max(self.candidates, self.offset + self.limit)
+
+    def embed_text(self, index: int) -> str:
+        """What the vector method embeds for ``queries[index]``."""
+        return self.embed_texts[index] if self.embed_texts else self.queries[index]
 
 
 # -- the options, read from the dataclass -------------------------------------------------

@@ -175,8 +175,8 @@ def _vector_rankings(
 ) -> list[Ranking]:
     """One ranking per sub-query (the first query's vector is given, the rest embedded)."""
     rankings = []
-    for i, text in enumerate(request.queries):
-        vec = qvec if i == 0 else store.query_embeddings.embed([text])[0]
+    for i in range(len(request.queries)):
+        vec = qvec if i == 0 else store.query_embeddings.embed([request.embed_text(i)])[0]
         if request.exact:
             if allowed is None:
                 matrix, labels = view.vectors, view.labels

@@ -8,8 +8,10 @@ Where sub-queries come from, in order:
    each searched as its words (quotes, brackets and AND/OR/NOT dropped; one with no word
    left is skipped);
 3. typo corrections: a word the full-text index does not know is replaced by its nearest
-   indexed word in every sub-query, so both retrievers (BM25 and the embedding) see
-   "gdpr" when "GPDR" was typed; the response lists them (``corrections``);
+   indexed word in every sub-query, so BM25 searches "gdpr" when "GPDR" was typed; the
+   response lists them (``corrections``). The embedding reads the words as typed: the
+   nearest word is a guess from the corpus's vocabulary, often wrong for a word the corpus
+   just lacks ("book" -> "took", "Wann" -> "Want"), and the model reads any word;
 4. learned acronyms: a sub-query naming an acronym or an expansion the corpus defines
    gets a twin naming both ("DPIA" -> "data protection impact assessment (DPIA)");
 5. definition questions: "How is X defined?", "What is meant by X?", "Qu'entend-on par
@@ -62,6 +64,9 @@ class QueryPlan:
     sub_queries: tuple[str, ...]  # the (corrected) question first
     corrections: Mapping[str, str] = field(default_factory=dict)  # typed -> searched word
     expansions: Mapping[str, str] = field(default_factory=dict)  # acronym <-> expansion
+    # What the vector method embeds for each sub-query (empty: the sub-queries themselves):
+    # a corrected sub-query embeds the words as typed (see ``_plan``).
+    embed_texts: tuple[str, ...] = ()
 
 
 def plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
@@ -95,17 +100,25 @@ def _plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
         corrected.append(apply_corrections(query, fixes))
     table = acronym_table(store, generation)
     expansions: dict[str, str] = {}
-    out: list[str] = []
-    for query in corrected:
-        out.append(query)
-        variant, used = table.expand(query)
+    # (sub-query, what the vector method embeds for it). A correction is the corpus's
+    # nearest word to one it does not hold, a guess: BM25 can only match the words the index
+    # has, so it searches the guess; the model reads any word, and a wrong guess changed what
+    # it read ("an address book of friends" became "address took", "Wann" became "Want").
+    planned: list[tuple[str, str]] = []
+    for query, fixed in zip(queries, corrected, strict=True):
+        planned.append((fixed, query))
+        variant, used = table.expand(fixed)
         if variant is not None:
-            out.append(variant)
+            planned.append((variant, variant))
             expansions.update(used)
     definition = definition_variant(corrected[0]) if DEFINITION_TWINS else None
     if definition is not None:
-        out.append(definition)
-    return QueryPlan(tuple(dict.fromkeys(out)), corrections, expansions)
+        planned.append((definition, definition))
+    kept = dict(reversed(planned))  # a repeated sub-query keeps its first embedding text
+    sub_queries = tuple(dict.fromkeys(text for text, _ in planned))
+    embed_texts = tuple(kept[text] for text in sub_queries)
+    return QueryPlan(sub_queries, corrections, expansions,
+                     () if embed_texts == sub_queries else embed_texts)
 
 
 # Add the definitions twin (step 5). A module default until the search request carries an
