@@ -247,13 +247,7 @@ class Ingestor:
         bar.advance_documents(len(prepared))
 
     def _prepare(self, document: LoadedDocument) -> _Prepared:
-        if not isinstance(document.id, str) or not document.id.strip():
-            raise IngestError("document has an empty id", path=document.source_path)
-        check_record(document)
-        if not document.text.strip():
-            raise IngestError(
-                f"document {document.id!r} has no text: nothing to index", path=document.source_path
-            )
+        check_loaded(document)
         spans = self.store.chunker.chunk(document.text)
         row, fields = self._row(document, spans)
         title = document.title or ""
@@ -453,6 +447,26 @@ def _bump(version: str, *, major: bool, content: bool) -> str:
     return f"{ma}.{mi + 1}.0" if content else f"{ma}.{mi}.{pa + 1}"
 
 
+
+
+def check_loaded(document: LoadedDocument) -> None:
+    """Raise what an ingest would skip ``document`` for, before a chunk or a vector is made:
+    its id, text and fields (``check_record``), a blank text, and the values its metadata sets
+    as columns (truth level, tags, entities, created_at). One place for both the ingest and
+    serve's check of an upload before it is queued, so they cannot drift apart."""
+    if not isinstance(document.id, str) or not document.id.strip():
+        raise IngestError("document has an empty id", path=document.source_path)
+    check_record(document)
+    if not document.text.strip():
+        raise IngestError(
+            f"document {document.id!r} has no text: nothing to index", path=document.source_path
+        )
+    metadata = document.metadata
+    if "truth_level" in metadata:
+        validate_truth_level(metadata["truth_level"])
+    for key in ("tags", "entities"):
+        as_str_tuple(metadata.get(key, ()), key)
+    _as_datetime(metadata.get("created_at"))
 
 
 def _as_datetime(value: Any) -> datetime | None:

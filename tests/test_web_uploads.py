@@ -188,7 +188,8 @@ def test_an_upload_that_fails_for_good_leaves_no_file_behind(client: TestClient)
     """An upload whose records the ingest refuses (the loader reads them) went to the DLQ
     keeping its file for Retry DLQ, which could only fail the same way: a client could fill
     the disk with such uploads, none counted as waiting."""
-    body = b'{"text": "brake pads", "created_at": "yesterday"}\n' + b" " * 10_000
+    # vectors of another dimension than the store's: only the ingest knows the store's
+    body = b'{"text": "brake pads", "vector": [1.0, 2.0]}\n' + b" " * 10_000
     for i in range(3):
         assert client.post("/api/upload",
                            files={"file": (f"c{i}.jsonl", body)}).status_code == 202
@@ -201,3 +202,25 @@ def test_an_upload_that_fails_for_good_leaves_no_file_behind(client: TestClient)
     again = wait_for(client, lambda d: d["counts"]["DLQ"] == 3 and d["counts"]["PENDING"] == 0)
     assert all("no longer exists in the store: upload it again" in job["last_error"]
                for job in again["jobs"])
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    (b'{"id": "a\\u0000b", "text": "pads"}', "document id contains a NUL character"),
+    (b'{"text": "pads", "truth_level": "L9"}', "unknown truth level 'L9'"),
+    (b'{"text": "pads", "created_at": "yesterday"}', "created_at 'yesterday' is not an ISO"),
+    (b'{"text": "pads", "tags": [1, 2]}', "tags must be a list of strings"),
+])
+def test_an_upload_with_a_record_the_ingest_refuses_is_refused_before_it_is_queued(
+    client: TestClient, line: bytes, reason: str,
+) -> None:
+    """The loader read each line, so such an upload was accepted with 202; its job committed
+    the records before the bad one, then failed for good into the DLQ, its file removed: half
+    a corpus in the store, and 'upload a corrected one' far from the one who uploaded it."""
+    good = b'{"id": "first", "text": "brake pads wear down"}\n'
+    response = client.post("/api/upload", files={"file": ("corpus.jsonl", good + line + b"\n")})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error.startswith("upload cannot be indexed, not queued: corpus.jsonl document 2: ")
+    assert reason in error
+    assert client.get("/api/jobs").json()["total"] == 0
+    assert client.get("/api/documents").json() == []

@@ -415,6 +415,7 @@ def _require_loadable(target: Path, name: str) -> None:
                     f"upload {name} holds more than {MAX_UPLOAD_DOCUMENTS:,} documents, the most "
                     "one upload may: split it, or ingest the corpus with `enginelib ingest` on "
                     "the server")
+            _require_ingestible(item, count, name)
     except LoaderError as exc:
         # the loader names the file by its path inside the store: the client sent a name
         reason = str(exc).replace(str(target), name)
@@ -423,6 +424,20 @@ def _require_loadable(target: Path, name: str) -> None:
         raise InvalidInputError(f"upload cannot be indexed, not queued: {reason}") from exc
     except OSError as exc:  # a gzip stream that is not one
         raise InvalidInputError(f"upload {name} cannot be read as gzip: {exc}") from exc
+
+
+def _require_ingestible(document: Any, number: int, name: str) -> None:
+    """The ingest's own checks of a record (a JSONL line's id, truth level, tags, dates):
+    passed by the loader, such a record was accepted with 202, then failed its job for good
+    after the records before it were committed, its file removed."""
+    from ..errors import IngestError
+    from ..ingest import check_loaded
+
+    try:
+        check_loaded(document)
+    except (IngestError, InvalidInputError) as exc:
+        raise InvalidInputError(f"upload cannot be indexed, not queued: {name} document "
+                                f"{number}: {exc}") from exc
 
 
 def _require_inflated_within(target: Path, name: str, limit: int) -> None:
