@@ -117,6 +117,25 @@ def test_search_a_snapshot_through_the_api(client: TestClient) -> None:
         assert bad.status_code == 400 and "snapshot" in bad.json()["error"], name
 
 
+def test_a_snapshot_taken_before_a_reindex_to_another_model_is_searched_with_its_own(
+        store_path: Path) -> None:
+    """serve opened every snapshot with its warm model: one taken before a reindex to another
+    model answered 400 "open it with embedder= that model", advice for a Python caller."""
+    from enginelib import HashingEmbedder
+
+    with open_test_store(store_path) as store:
+        store.reindex(embedder=HashingEmbedder(32))
+    store = open_test_store(store_path, dim=32)
+    body = {"query": "right to erasure", "no_gate": True, "snapshot": "before-brakes"}
+    with TestClient(create_app(Service(store, poll_s=0.05)),
+                    base_url="http://127.0.0.1:8765") as client:
+        old = client.post("/api/search", json=body)
+        assert old.status_code == 200, old.text
+        assert old.json()["hits"][0]["document_id"] == "gdpr-17"
+        live = client.post("/api/search", json={**body, "snapshot": None}).json()
+        assert "gdpr-17" in {h["document_id"] for h in live["hits"]}
+
+
 def test_a_damaged_snapshot_is_the_servers_problem_not_the_requests(
         client: TestClient, store_path: Path) -> None:
     # a snapshot table damaged on the server's disk answered 400, "your request is wrong"

@@ -175,7 +175,7 @@ class Service:
         if not snapshot:
             return self.store
         if snapshot not in self._snapshots:
-            from ..snapshots import validate_name
+            from ..snapshots import snapshot_folder, snapshot_manifest, validate_name
             from ..store import open_snapshot
 
             # The library's error names the store's folder and a CLI command: neither is for
@@ -184,8 +184,14 @@ class Service:
             if validate_name(snapshot) not in known:
                 raise SnapshotError(f"no snapshot {snapshot!r} in this store; " + (
                     f"its snapshots: {', '.join(known)}" if known else "it has none"))
+            # A snapshot taken before a reindex to another model is searched with the model
+            # it recorded, loaded once, as `enginelib search --snapshot` does: given the warm
+            # one, it was refused 400 "open it with embedder= that model", advice for Python.
+            recorded = snapshot_manifest(snapshot_folder(self.store.path, snapshot))
+            live = self.store.embedder
+            same = (recorded.embedding_model, recorded.embedding_dim) == (live.name, int(live.dim))
             self._snapshots[snapshot] = open_snapshot(self.store.path, snapshot,
-                                                      embedder=self.store.embedder)
+                                                      embedder=live if same else None)
         return self._snapshots[snapshot]
 
     def search(self, params: dict[str, Any], *, text: bool = False) -> dict[str, Any]:
