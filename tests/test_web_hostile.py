@@ -472,6 +472,27 @@ def test_the_upload_sweep_at_start_removes_only_folders_an_upload_made(store_pat
     assert (elsewhere / "photos" / "cat.jpg").is_file()
 
 
+def test_uploads_to_an_uploads_folder_linked_to_another_disk_are_ingested(
+        store_path: Path, tmp_path: Path) -> None:
+    """The containment check compared the file's resolved path with the store's: with
+    uploads/ a link to a bigger disk, as the sweep above allows, every upload was refused
+    400 "upload name 'notes.md' would leave the store"."""
+    elsewhere = tmp_path / "big-disk"
+    elsewhere.mkdir()
+    (store_path / "uploads").symlink_to(elsewhere, target_is_directory=True)
+    with make_client(store_path) as client:
+        answer = client.post("/api/upload", files={"file": ("notes.md", b"# Notes\n\nPads.")})
+        assert answer.status_code == 202, answer.text
+        wait_for(client, lambda d: d["counts"]["DONE"] == 2)
+        assert client.get("/api/documents/notes.md").json()["document"]["text"] == (
+            "# Notes\n\nPads.")
+        for name in ("../x.md", "a/b.md"):  # the check still keeps a name in its folder
+            upload = client.app.state.service.upload  # type: ignore[attr-defined]
+            with pytest.raises(ValueError, match="would leave its upload folder"):
+                upload(name, b"text", {"truth_level": "L2"})
+    assert not [p for p in elsewhere.rglob("*") if p.is_file()]  # done: its file removed
+
+
 @pytest.mark.parametrize(("sent", "stored"), [
     ("Übersicht.md", "Übersicht.md"),
     ("re\u0301sume\u0301 (v2).md", "résumé (v2).md"),  # a Mac's decomposed name, composed

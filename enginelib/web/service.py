@@ -285,9 +285,11 @@ class Service:
         uploads = require_folder(self.store.path, UPLOAD_DIR)
         folder = (uploads / uuid.uuid4().hex[:UPLOAD_FOLDER_CHARS]).resolve()
         target = folder / name
-        # The name was checked to be plain; this makes sure the file stays in the store.
-        if self.store.path.resolve() not in target.parents:
-            raise InvalidInputError(f"upload name {name!r} would leave the store")
+        # The name was checked to be plain; this makes sure the file lands in its own folder.
+        # Not "inside the store's path": with uploads/ a link to a bigger disk (which the
+        # sweep and the worker's discard allow for), every upload was refused as leaving it.
+        if Path(os.path.normpath(target)).parent != folder:
+            raise InvalidInputError(f"upload name {name!r} would leave its upload folder")
         try:
             # Not parents=True: with the store's folder moved or deleted while serving, that
             # made it again at the old path (an empty folder where the user would move it back).
