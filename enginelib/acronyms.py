@@ -203,7 +203,7 @@ class AcronymTable:
         folded = fold(query)
         for match in _QUERY_TOKEN.finditer(query):
             token = match.group()
-            if not _typed_as_acronym(token):
+            if not _typed_as_acronym(token) or _is_operator(query, match.start(), match.end()):
                 continue
             key = fold(token)
             expansion = self.expansion_of.get(key) or self.expansion_of.get(key.removesuffix("s"))
@@ -228,6 +228,18 @@ class AcronymTable:
         for start, end, text in sorted(edits, reverse=True):
             out = out[:start] + text + out[end:]
         return out, used
+
+
+# The query language's operators (indexes/tantivy_query.py): "AND", "OR" or "NOT" alone
+# between spaces, parentheses or quotes. "OR" is also an acronym a medical corpus defines
+# ("operating room (OR)"): its twin turned the operator into words around a group "(OR)",
+# a query the parser refuses. "the OR?" is a word, and keeps its twin.
+_QUERY_OPERATOR = re.compile(r'(?<![^\s()"])(?:AND|OR|NOT)(?![^\s()"])')
+
+
+def _is_operator(query: str, start: int, end: int) -> bool:
+    found = _QUERY_OPERATOR.match(query, start)  # (the lookbehind sees the text before start)
+    return found is not None and found.end() == end
 
 
 def _typed_as_acronym(token: str) -> bool:

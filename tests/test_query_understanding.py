@@ -293,6 +293,27 @@ def test_a_dotted_capital_i_before_an_expansion_keeps_the_twin_in_place() -> Non
     assert fold("İstanbul Ünal") == "istanbul unal"
 
 
+def test_an_operator_the_corpus_defines_as_an_acronym_stays_an_operator() -> None:
+    # A medical corpus defines "operating room (OR)": the twin of "appendectomy OR
+    # cholecystectomy" read "appendectomy operating room (OR) cholecystectomy", a group
+    # holding a bare OR, and the whole search failed on a query the user never typed.
+    store = enginelib.memory([
+        {"id": "def", "text": "Patients are moved to the operating room (OR) after induction."},
+        {"id": "b", "text": "Appendectomy is common. Cholecystectomy too."},
+    ], embedder=HashingEmbedder(32), truth_level="L1")
+    for strategy in ("fulltext", "hybrid"):
+        response = store.search("appendectomy OR cholecystectomy", strategy=strategy,
+                                answerability_threshold=None)
+        assert response.sub_queries == ("appendectomy OR cholecystectomy",)
+        assert "b" in [hit.document_id for hit in response.hits]
+    # "OR" written as a word (not alone between spaces) is the acronym, and keeps its twin.
+    table = AcronymTable.build([("OR", "operating room", 2)])
+    assert table.expand("what is the OR?") == ("what is the operating room (OR)?",
+                                                {"OR": "operating room"})
+    assert table.expand("a OR b") == table.expand("x AND (OR y)") == (None, {})
+    store.close()
+
+
 def test_a_table_less_some_acronyms_drops_both_directions() -> None:
     table = AcronymTable.build([("DPIA", "data protection impact assessment", 2),
                                 ("AI", "artificial intelligence", 5)])
