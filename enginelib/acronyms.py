@@ -194,22 +194,32 @@ class AcronymTable:
             {w: a for w, a in self.acronym_of.items() if fold(a) not in drop},
         )
 
-    def expand(self, query: str) -> tuple[str | None, dict[str, str]]:
+    def expand(self, query: str, *, grouped: bool = False) -> tuple[str | None, dict[str, str]]:
         """A sub-query naming both forms of every acronym the query uses in either form,
         and what was expanded (``{"DPIA": "data protection impact assessment"}``); None
-        when the query names none."""
+        when the query names none.
+
+        ``grouped``: the query is written in the query language (a phrase, an operator,
+        ``+``/``-``, a field): both forms become one group, ``("data protection impact
+        assessment" DPIA)``, so that what applies to the form typed applies to the twin
+        (``brake -DPIA`` excluded only "data" and searched the rest, ``title:DPIA`` put only
+        "data" in the title). A quoted phrase is searched as typed: ``-"DPIA review"`` made
+        ``-"data protection impact assessment (DPIA) review"``, which excludes less.
+        """
+        phrases = _phrase_spans(query) if grouped else []
         edits: list[tuple[int, int, str]] = []
         used: dict[str, str] = {}
         folded = fold(query)
         for match in _QUERY_TOKEN.finditer(query):
             token = match.group()
-            if not _typed_as_acronym(token) or _is_operator(query, match.start(), match.end()):
+            if (not _typed_as_acronym(token) or _is_operator(query, match.start(), match.end())
+                    or _inside(match.start(), phrases)):
                 continue
             key = fold(token)
             expansion = self.expansion_of.get(key) or self.expansion_of.get(key.removesuffix("s"))
             if expansion is None:
                 continue
-            edits.append((match.start(), match.end(), f"{expansion} ({token})"))
+            edits.append((match.start(), match.end(), _twin(expansion, token, grouped)))
             used[token] = expansion
         spans = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(folded)]
         for k, (_, _, first_word) in enumerate(spans):
@@ -220,8 +230,11 @@ class AcronymTable:
                 start, end = spans[k][0], spans[k + size - 1][1]
                 if any(s < end and start < e for s, e, _ in edits):
                     continue
-                edits.append((start, end, f"{query[start:end]} ({acronym})"))
-                used[query[start:end]] = acronym
+                typed = query[start:end]
+                if grouped and (_SYNTAX_INSIDE.search(typed) or _inside(start, phrases)):
+                    continue  # "data -protection ...": the operator is the user's, leave it
+                edits.append((start, end, _twin(typed, acronym, grouped)))
+                used[typed] = acronym
         if not edits:
             return None, {}
         out = query
@@ -235,6 +248,31 @@ class AcronymTable:
 # ("operating room (OR)"): its twin turned the operator into words around a group "(OR)",
 # a query the parser refuses. "the OR?" is a word, and keeps its twin.
 _QUERY_OPERATOR = re.compile(r'(?<![^\s()"])(?:AND|OR|NOT)(?![^\s()"])')
+
+
+# Query syntax between the words of an expansion as typed: a quote, a group, a field, an
+# operator on a word. Such a span is the user's query, not a name to pair with its acronym.
+_SYNTAX_INSIDE = re.compile(r'["():]|(?<!\S)[-+]|\b(?:AND|OR|NOT)\b')
+
+
+def _phrase_spans(query: str) -> list[tuple[int, int]]:
+    """(opening quote, closing quote) of each phrase, paired as the query language pairs
+    them: each double quote closes the one before it."""
+    quotes = [i for i, ch in enumerate(query) if ch == '"']
+    return list(zip(quotes[::2], quotes[1::2], strict=False))
+
+
+def _inside(position: int, phrases: Sequence[tuple[int, int]]) -> bool:
+    return any(opening < position < closing for opening, closing in phrases)
+
+
+def _twin(long_form: str, short_form: str, grouped: bool) -> str:
+    """The text that names both forms: "expansion (ACR)" as words, or one group."""
+    if not grouped:
+        return f"{long_form} ({short_form})"
+    # a quote inside the expansion as the corpus wrote it would end the phrase early
+    phrase = " ".join(long_form.replace('"', " ").split())
+    return f'("{phrase}" {short_form})'
 
 
 def _is_operator(query: str, start: int, end: int) -> bool:

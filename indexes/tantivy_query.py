@@ -89,7 +89,7 @@ def translate(
 ) -> Translation:
     """Translate ``query``; raise QuerySyntaxError when it is malformed."""
     tokens = _lex(query, plain=plain)
-    uses_syntax = any(t.kind in ("PHRASE", "OP", "PREFIX", "FIELD", "STAR") for t in tokens)
+    uses_syntax = any(t.kind in _SYNTAX_KINDS for t in tokens)
     if not uses_syntax:
         tokens = [t for t in tokens if t.kind not in ("LP", "RP")]
     parser = _Parser(tokens, field_map, code_field, query, lexicon)
@@ -100,6 +100,19 @@ def translate(
         )
     return Translation(text=text, terms=tuple(dict.fromkeys(parser.terms)),
                        uses_syntax=uses_syntax, corrections=parser.corrections)
+
+
+_SYNTAX_KINDS = frozenset({"PHRASE", "OP", "PREFIX", "FIELD", "STAR"})
+
+
+def uses_syntax(query: str) -> bool:
+    """Whether ``query`` is written in the query language (a phrase, an operator, ``+`` /
+    ``-``, a field, a prefix) and lexes; a query that does not is searched as plain words
+    (parentheses are punctuation there), or refused."""
+    try:
+        return any(t.kind in _SYNTAX_KINDS for t in _lex(query, plain=False))
+    except QuerySyntaxError:
+        return False
 
 
 def _lex(query: str, *, plain: bool) -> list[_Tok]:

@@ -314,6 +314,37 @@ def test_an_operator_the_corpus_defines_as_an_acronym_stays_an_operator() -> Non
     store.close()
 
 
+def test_an_acronym_twin_keeps_the_operator_or_field_on_the_acronym() -> None:
+    # The twin of "brake -DPIA" was "brake -data protection impact assessment (DPIA)": the
+    # minus excluded "data" only, DPIA became a term searched for, and the chunk the user
+    # excluded came back; "title:DPIA" put only "data" in the title.
+    store = enginelib.memory([
+        {"id": "def", "text": "A data protection impact assessment (DPIA) is carried out by "
+                              "the controller.", "title": "Glossary"},
+        {"id": "pads", "text": "Brake pads wear out. A DPIA covers brake telemetry and its "
+                               "protection.", "title": "Pads"},
+        {"id": "rotor", "text": "Brake rotors warp when hot.", "title": "Rotors"},
+    ], embedder=HashingEmbedder(32), truth_level="L1")
+
+    def found(query: str) -> set[str]:
+        response = store.search(query, strategy="fulltext", answerability_threshold=None)
+        assert len(response.sub_queries) == 2, response.sub_queries  # the twin ran
+        return {hit.document_id for hit in response.hits}
+
+    assert found("brake -DPIA") == found("brake NOT DPIAs") == {"rotor"}
+    assert found("title:DPIA") == set()
+    assert found("+DPIA brake") == {"def", "pads"}
+    assert found("brake -(data protection impact assessment)") == {"rotor"}
+    table = AcronymTable.build([("DPIA", "data protection impact assessment", 2)])
+    assert table.expand("brake -DPIA", grouped=True)[0] == (
+        'brake -("data protection impact assessment" DPIA)')
+    # a phrase is searched as typed; a query without syntax keeps the words' twin
+    assert table.expand('brake -"DPIA review"', grouped=True) == (None, {})
+    assert table.expand("when is a DPIA required")[0] == (
+        "when is a data protection impact assessment (DPIA) required")
+    store.close()
+
+
 def test_a_table_less_some_acronyms_drops_both_directions() -> None:
     table = AcronymTable.build([("DPIA", "data protection impact assessment", 2),
                                 ("AI", "artificial intelligence", 5)])

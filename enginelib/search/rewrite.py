@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from ..acronyms import AcronymTable
 from ..errors import InvalidInputError, RewriterError
+from ..indexes.tantivy_query import uses_syntax
 from ..language import detect_language
 from ..text import excerpt
 from ..validation import check_text
@@ -107,7 +108,7 @@ def _plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
     planned: list[tuple[str, str]] = []
     for query, fixed in zip(queries, corrected, strict=True):
         planned.append((fixed, query))
-        variant, used = table.expand(fixed)
+        variant, used = table.expand(fixed, grouped=uses_syntax(fixed))
         if variant is not None:
             planned.append((variant, variant))
             expansions.update(used)
