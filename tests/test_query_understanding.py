@@ -509,6 +509,14 @@ def test_a_rewriters_query_syntax_is_searched_as_words_not_an_error(regulatory: 
     assert response.sub_queries == ("erasure", "portability", "right to erasure", "fines",
                                     "data subject")
     assert response.hits
+    # a field with no word after it ("content:*") was refused by the text index, and with
+    # it the whole search; one with a word stays a field search
+    for strategy in ("hybrid", "fulltext"):
+        response = regulatory.search("erasure", rewriter=lambda q: ["content:*", "Title:?",
+                                                                    "title:fines"],
+                                     strategy=strategy, answerability_threshold=None)
+        assert response.sub_queries == ("erasure", "title:fines")
+        assert response.hits
     # the user's own question keeps the syntax and its refusal
     with pytest.raises(InvalidInputError, match="lenient"):
         regulatory.search('"right to erasure', rewriter=lambda q: subs)

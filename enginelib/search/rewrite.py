@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from ..acronyms import AcronymTable
 from ..errors import InvalidInputError, RewriterError
-from ..indexes.tantivy_query import uses_syntax
+from ..indexes.tantivy_query import USER_FIELDS, uses_syntax
 from ..language import detect_language
 from ..text import excerpt
 from ..validation import check_text
@@ -189,7 +189,9 @@ def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
             raise RewriterError(f"the rewriter {name!r} returned a sub-query a search refuses: "
                                 f"{exc}") from exc
         words = as_words(item)
-        if any(ch.isalnum() for ch in words):  # "??" or "()" alone searches nothing
+        # "??", "()" or "content:*" searches nothing (a field name is no word to search: the
+        # text index refused "content:*" and with it the user's whole search)
+        if any(ch.isalnum() for ch in _FIELD_NAME.sub(" ", words)):
             out.append(words)
     return out
 
@@ -198,6 +200,9 @@ def call_rewriter(rewriter: Rewriter, question: str) -> list[str]:
 # alone) failed the whole search with an error about a query the user never typed: a
 # hook's sub-query is searched as its words. Prefixes (``term*``) and fields stay.
 _SYNTAX = re.compile(r'["()\[\]{}]|(?<!\S)[-+](?=\S)|\b(?:AND|OR|NOT)\b|&&|\|\|')
+
+
+_FIELD_NAME = re.compile(rf"\b(?:{'|'.join(USER_FIELDS)}):", re.IGNORECASE)
 
 
 def as_words(sub_query: str) -> str:
