@@ -224,6 +224,8 @@ class AcronymTable:
         spans = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(folded)]
         for k, (_, _, first_word) in enumerate(spans):
             for words, acronym in self._by_first_word.get(first_word, ()):
+                if acronym in _OPERATOR_WORDS:
+                    continue
                 size = len(words)
                 if tuple(s[2] for s in spans[k:k + size]) != words:
                     continue
@@ -248,6 +250,9 @@ class AcronymTable:
 # ("operating room (OR)"): its twin turned the operator into words around a group "(OR)",
 # a query the parser refuses. "the OR?" is a word, and keeps its twin.
 _QUERY_OPERATOR = re.compile(r'(?<![^\s()"])(?:AND|OR|NOT)(?![^\s()"])')
+# Nor is such an acronym written into a twin: "the operating room" became "the operating
+# room (OR)", a group holding the operator, and a plain question failed.
+_OPERATOR_WORDS = frozenset({"AND", "OR", "NOT"})
 
 
 # Query syntax between the words of an expansion as typed: a quote, a group, a field, an

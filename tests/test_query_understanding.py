@@ -349,6 +349,21 @@ def test_an_operator_the_corpus_defines_as_an_acronym_stays_an_operator() -> Non
     store.close()
 
 
+def test_an_expansion_whose_acronym_is_an_operator_gets_no_twin() -> None:
+    # "When is the operating room cleaned?" ran the twin "When is the operating room (OR)
+    # cleaned?", whose "(OR)" is a group holding the operator: a plain question failed.
+    store = enginelib.memory([
+        {"id": "def", "text": "The operating room (OR) is cleaned after each operation."},
+        {"id": "b", "text": "Appendectomy is common."},
+    ], embedder=HashingEmbedder(32), truth_level="L1")
+    for query in ("When is the operating room cleaned?", "operating room -appendectomy"):
+        for strategy in ("fulltext", "hybrid"):
+            response = store.search(query, strategy=strategy, answerability_threshold=None)
+            assert response.sub_queries == (query,)
+            assert response.hits[0].document_id == "def"
+    store.close()
+
+
 def test_an_acronym_twin_keeps_the_operator_or_field_on_the_acronym() -> None:
     # The twin of "brake -DPIA" was "brake -data protection impact assessment (DPIA)": the
     # minus excluded "data" only, DPIA became a term searched for, and the chunk the user
