@@ -115,6 +115,12 @@ def other_language(text: str) -> str | None:
     return best if ranked[0] > max(english, french) else None
 
 
+def function_words(language: str | None) -> frozenset[str]:
+    """The function words listed for German, Spanish, Italian, Dutch or Portuguese (empty
+    for any other language: English and French stop words are the text index's own)."""
+    return _OTHER.get(language or "", frozenset())
+
+
 HIT_SAMPLE_CHARS = 2000  # of a hit's text, read for its language
 
 

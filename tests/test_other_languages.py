@@ -88,3 +88,22 @@ def test_the_gate_reads_a_german_question_over_english_text_as_cross_lingual(
     # The German text is recorded as English at ingest (it tells only English and French),
     # so an English question over it stays "same language", as before.
     assert _cross_lingual(tmp_path, text, question) is cross
+
+
+def test_a_questions_own_function_words_are_not_what_it_asks_about(tmp_path: Path) -> None:
+    """German, Spanish or Italian function words are in no English passage: kept as content
+    words they were the rarest words the question asked for, and were reported missing."""
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64))
+    store.ingest_documents([LoadedDocument(id="a", text=ENGLISH, language="en")])
+    for question, dropped in [
+        ("Wie lange muss ich die Daten speichern?", {"wie", "muss", "ich"}),
+        ("¿Cuánto tiempo deben conservarse los datos?", {"cuánto", "deben", "los"}),
+    ]:
+        response = store.search(question, limit=3)
+        assert response.gate is not None
+        words = set(response.gate.evidence.content_words)
+        assert words and not words & dropped
+        assert not set(response.gate.evidence.missing_words) & dropped
+    english = store.search("How long must I keep the data?", limit=3)
+    assert english.gate is not None and "long" in english.gate.evidence.content_words
+    store.close()

@@ -12,7 +12,7 @@ import numpy as np
 from ..chunk_view import ChunkView
 from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
-from ..language import hit_language, query_language
+from ..language import function_words, hit_language, query_language
 from . import gate
 from .quotes import content_terms, only_function_words
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
@@ -49,7 +49,7 @@ def assess(
         query = normalize_rows(qvec[None, :dims])[0] if dims else qvec
         top_cosines = _gate_part(view.vectors[top], dims) @ query
         sample_cosines = _sample_matrix(view, dims) @ query
-    terms = _terms(store, request.queries)
+    terms = _terms(store, request.queries, query_language(request.embed_text(0)))
     hit_tokens: set[str] = set()
     first = view.record(int(top[0]))
     asked = request.embed_text(0)  # as typed: a correction ("Wann" -> "Want") is no language
@@ -113,11 +113,14 @@ def _hit_tokens(store: Store, view: ChunkView, position: int) -> frozenset[str]:
     return tokens
 
 
-def _terms(store: Store, queries: Sequence[str]) -> list[gate.QueryTerm]:
+def _terms(store: Store, queries: Sequence[str], language: str | None) -> list[gate.QueryTerm]:
     """Content words of the user's own query (its rewrites are the engine's words, not the
     user's: they must not make a query look covered)."""
     terms = store._text_index.query_terms(queries[0])
     # Question words ("when", "must", "doit") are not what a question asks about: the same
-    # list the quotes and highlights skip, beyond the index's own stop words.
-    kept = set(content_terms([t.word for t in terms]))
+    # list the quotes and highlights skip, beyond the index's own stop words. A question in a
+    # language the index has no stop words for loses its function words too: "wie", "muss",
+    # "ich", in no English passage, counted as the rarest words the question asked for.
+    other = function_words(language)
+    kept = set(content_terms([t.word for t in terms if t.word not in other]))
     return gate.one_term_per_word([t for t in terms if t.word in kept])
