@@ -682,3 +682,15 @@ def test_a_text_index_for_a_language_without_a_stop_list_opens_and_searches(tmp_
     index.save(1)
     assert [label for label, _ in index.search(["silinmesi"], 5)[0]] == [1]
     index.release()
+
+
+def test_a_question_in_a_language_the_index_does_not_analyse_is_not_corrected(
+    regulatory: Store,
+) -> None:
+    """Its words are no typos of the corpus's: "Wann" searched "Want", "Daten" "Date"."""
+    german = "Wann muss der Verantwortliche die Daten löschen und wie lange darf er sie speichern?"
+    response = regulatory.search(german, strategy="fulltext", answerability_threshold=None)
+    assert response.corrections == {} and response.sub_queries[0] == german
+    typo = regulatory.search("When is there a right to erasre of the data?",
+                             strategy="fulltext", answerability_threshold=None)
+    assert typo.corrections == {"erasre": "erasure"}

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from ..acronyms import AcronymTable
 from ..errors import InvalidInputError, RewriterError
 from ..indexes.tantivy_query import USER_FIELDS, uses_syntax
-from ..language import detect_language
+from ..language import detect_language, query_language
 from ..text import excerpt
 from ..validation import check_text
 from .cache import GenerationMemo
@@ -96,7 +96,7 @@ def _plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
     corrections: dict[str, str] = {}
     corrected = []
     for query in queries:
-        fixes = _corrections(store, query)
+        fixes = {} if _foreign(store, query) else _corrections(store, query)
         corrections.update(fixes)
         corrected.append(apply_corrections(query, fixes))
     table = acronym_table(store, generation)
@@ -208,6 +208,15 @@ _FIELD_NAME = re.compile(rf"\b(?:{'|'.join(USER_FIELDS)}):", re.IGNORECASE)
 def as_words(sub_query: str) -> str:
     """A rewriter's sub-query without query syntax: quotes, brackets, operators dropped."""
     return " ".join(_SYNTAX.sub(" ", sub_query).split())
+
+
+def _foreign(store: Store, query: str) -> bool:
+    """Whether ``query`` is told to be in a language the text index has no text analysis
+    for (a German question over English and French text): its words are no typos of the
+    corpus's. Corrected, "Wann" searched "Want", "Daten" "Date", "Kommission" "Omission"."""
+    language = query_language(query)
+    languages = getattr(store._text_index, "languages", None)
+    return language is not None and languages is not None and language not in languages
 
 
 def _corrections(store: Store, query: str) -> dict[str, str]:
