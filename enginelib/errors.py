@@ -205,8 +205,8 @@ class JobNotFoundError(EngineError, KeyError):
     JobStateError instead)."""
 
     def __init__(self, job_id: int) -> None:
-        super().__init__(f"no job with id {job_id} in this store's queue: `enginelib jobs "
-                         "--status DLQ` lists the jobs in the DLQ")
+        super().__init__(f"no job with id {job_id} in this store's queue: `enginelib jobs` "
+                         "lists its jobs (`--status DLQ` those in the DLQ)")
         self.job_id = job_id
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message again
@@ -215,7 +215,7 @@ class JobNotFoundError(EngineError, KeyError):
 
 class JobStateError(EngineError):
     """A job exists but is not in the status an action on it needs: only a DLQ job is
-    dropped (one waiting or running would vanish under its worker)."""
+    dropped, only a waiting one cancelled (one running would vanish under its worker)."""
 
     def __init__(self, message: str, *, job_id: int, status: str) -> None:
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""The job queue over the catalog: enqueue, claim with a lease, finish, retry, DLQ, drop, purge."""
+"""The job queue over the catalog: enqueue, claim with a lease, finish, retry, DLQ, drop, cancel."""
 
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ PRUNE_EVERY_S = 3600.0
 @dataclass(frozen=True)
 class Retention:
     """What the jobs tables keep of finished work: a DONE job for ``keep_days`` after it
-    finished (in the queue or the history), and at most the newest ``keep_rows`` rows of
-    the history; a job's attempts go with it. A job in the DLQ, or still waiting or running,
+    finished (in the queue or the history; a CANCELLED one, in the history, after it was
+    cancelled), and at most the newest ``keep_rows`` rows of the history; a job's attempts
+    go with it. A job in the DLQ, or still waiting or running,
     is never pruned: it stays until a person retries or drops it (or it runs)."""
 
     keep_days: float = DEFAULT_KEEP_DAYS
@@ -97,6 +98,19 @@ def _check_new_jobs(jobs: Any) -> None:
         if job.kind not in (t.FILE, t.UPLOAD):
             raise InvalidInputError(f"job {i}: kind {job.kind!r} is not one of "
                                     f"{[t.FILE, t.UPLOAD]}")
+
+
+# Why a job in each status is not cancelled, and what to do instead (JobQueue.cancel).
+_NOT_CANCELLED = {
+    t.RUNNING: "a worker is ingesting it now, and it is not cancelled under its worker; let it "
+               "finish, then delete what it ingested if unwanted (a job left RUNNING by a worker "
+               "that died goes back to FAILED when its lease runs out, and can be cancelled then)",
+    t.DONE: "it has run already; delete what it ingested if unwanted",
+    t.CANCELLED: "it was cancelled already",
+    t.DLQ: "in the DLQ it no longer waits to run; drop it instead (`enginelib jobs --drop ID`, "
+           "DELETE /api/jobs/ID)",
+}
+_OVER = "only a job still waiting (PENDING, or FAILED until its retry) is cancelled"
 
 
 def json_value(value: Any) -> Any:
@@ -369,6 +383,27 @@ class JobQueue:
                 job_id=job_id, status=status)
         self._discard_uploads(dropped)
         return len(dropped)
+
+    @_writing
+    @_in_turn
+    def cancel(self, job_id: int) -> int:
+        """Cancel job ``job_id`` while it still waits (PENDING, or FAILED until its retry): it
+        leaves the queue for the history as CANCELLED, with its attempts, in one transaction
+        (a kill halfway leaves it queued), and an upload's file goes. Returns 1.
+        JobNotFoundError for an id neither table has; JobStateError for any other status: a
+        RUNNING job is its worker's (it would vanish under it), a DONE one has run, a DLQ one
+        is not waiting (``drop`` deletes it)."""
+        job_id = check_int("job_id", job_id, minimum=-(2**63), maximum=2**63 - 1)
+        with self.catalog.transaction() as con:
+            cancelled = t.cancel(con, job_id, self.clock())
+            status = None if cancelled else t.job_status(con, job_id)
+        if cancelled is None:
+            if status is None:
+                raise JobNotFoundError(job_id)
+            why = _NOT_CANCELLED.get(status.split(" ")[0], _OVER)  # "DONE (in the history)"
+            raise JobStateError(f"job {job_id} is {status}: {why}", job_id=job_id, status=status)
+        self._discard_uploads([cancelled])
+        return 1
 
     @_writing
     @_in_turn

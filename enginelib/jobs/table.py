@@ -19,6 +19,8 @@ from .. import faults
 # Statuses, in the order the console shows their counters.
 PENDING, RUNNING, DONE, FAILED, DLQ = "PENDING", "RUNNING", "DONE", "FAILED", "DLQ"
 STATUSES: tuple[str, ...] = (PENDING, RUNNING, DONE, FAILED, DLQ)
+# A status only the history holds: a job a person cancelled before it ran (see CANCEL_COPY).
+CANCELLED = "CANCELLED"
 # Kinds: a file the user named, or a file uploaded through `serve` (kept in the store).
 FILE, UPLOAD = "file", "upload"
 
@@ -160,10 +162,36 @@ DROP_ATTEMPTS = (
     "DELETE FROM job_attempts WHERE job_id IN (SELECT unnest(?::BIGINT[])) "
     "AND job_id NOT IN (SELECT job_id FROM jobs_history)"
 )
-# Why a job could not be dropped: its status in the queue, or DONE in the history.
+# Why a job could not be dropped or cancelled: its status in the queue, or in the history
+# (DONE, or CANCELLED).
 JOB_STATUS = (
     "SELECT status FROM jobs WHERE job_id = ? UNION ALL "
-    "SELECT 'DONE (in the history)' FROM jobs_history WHERE job_id = ? LIMIT 1"
+    "SELECT coalesce(status, 'DONE') || ' (in the history)' FROM jobs_history WHERE job_id = ? "
+    "LIMIT 1"
+)
+# Cancelling: a job still waiting (PENDING, or FAILED until its retry) leaves the queue for the
+# history as CANCELLED, its attempts kept, so the record of what was queued and given up on
+# stays (the retention prunes it as it prunes DONE ones). Not a status of the jobs table: its
+# CHECK constraint, in every store made so far, allows none but the five, and a RUNNING job is
+# never cancelled (its worker holds it). The status test makes it a compare-and-set against
+# the claim: a job claimed first is RUNNING, and neither statement touches it.
+_WAITING = "status IN ('PENDING', 'FAILED')"
+# The columns the history's copy takes anew (the rest are copied): a reason, and the times
+# now, in the order CANCEL_COPY's parameters give them.
+_CANCELLED_VALUES = {
+    "status": "'CANCELLED'",
+    "last_error": ("'cancelled while ' || status "
+                   "|| coalesce('; its last attempt failed: ' || last_error, '')"),
+    "updated_at": "?::TIMESTAMP",
+    "finished_at": "?::TIMESTAMP",
+}
+CANCEL_COPY = (
+    "INSERT INTO jobs_history (" + ", ".join(JOB_COLUMNS) + ", purged_at) SELECT "
+    + ", ".join(_CANCELLED_VALUES.get(column, column) for column in JOB_COLUMNS)
+    + ", ? FROM jobs WHERE job_id = ? AND " + _WAITING + " RETURNING job_id"
+)
+CANCEL_DELETE = (
+    "DELETE FROM jobs WHERE job_id = ? AND " + _WAITING + " RETURNING job_id, kind, source"
 )
 # A job still waiting for a document deleted since: run, it would bring the document back.
 # RUNNING counts as waiting: whoever deletes holds the store's one writer lock, so no worker
@@ -365,6 +393,17 @@ def drop_dlq(con: duckdb.DuckDBPyConnection, job_id: int | None) -> list[tuple[i
     if dropped:
         con.execute(DROP_ATTEMPTS, [[row[0] for row in dropped]])
     return dropped
+
+
+def cancel(con: duckdb.DuckDBPyConnection, job_id: int, now: datetime
+           ) -> tuple[int, str, str] | None:
+    """Move job ``job_id``, if still waiting, to the history as CANCELLED, inside the caller's
+    transaction; returns its (job_id, kind, source), or None when it was not waiting."""
+    if not con.execute(CANCEL_COPY, [now, now, now, job_id]).fetchall():
+        return None
+    faults.crash_point("mid_job_cancel")
+    rows = con.execute(CANCEL_DELETE, [job_id]).fetchall()
+    return (int(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
 
 
 def job_status(con: duckdb.DuckDBPyConnection, job_id: int) -> str | None:
