@@ -155,6 +155,10 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.option("--drop", "drop_id", type=Integer(0, 2**63 - 1), default=None,
               metavar="JOB_ID", help="Delete this DLQ job and its attempts for good (an "
               "uploaded file too); a job not in the DLQ, or no such job, is an error.")
+@click.option("--cancel", "cancel_id", type=Integer(0, 2**63 - 1), default=None,
+              metavar="JOB_ID", help="Cancel this job before it runs (PENDING, or FAILED "
+              "until its retry): it goes to the history as CANCELLED (an uploaded file is "
+              "deleted); a job running, DONE or in the DLQ, or no such job, is an error.")
 @click.option("--purge-done", is_flag=True, help="Move DONE jobs to the history table.")
 @click.option("--prune", is_flag=True, help="Delete the DONE jobs older than --keep-days "
               "(queued or in the history) and history rows past --keep-rows, with their "
@@ -174,16 +178,19 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @json_option
 @handle_errors
 def jobs(store_path: Path, retry_dlq: bool, drop_dlq: bool, drop_id: int | None,
-         purge_done: bool, prune: bool, status: str | None, limit: int, offset: int,
-         after: int | None, keep_days: float, keep_rows: int, as_json: bool) -> None:
-    """Job counts by status and the jobs; --retry-dlq, --drop-dlq, --drop, --purge-done and
-    --prune act first."""
+         cancel_id: int | None, purge_done: bool, prune: bool, status: str | None, limit: int,
+         offset: int, after: int | None, keep_days: float, keep_rows: int,
+         as_json: bool) -> None:
+    """Job counts by status and the jobs; --cancel, --retry-dlq, --drop-dlq, --drop,
+    --purge-done and --prune act first."""
     actions: dict[str, int] = {}
     dlq_actions = [name for name, given in (("--retry-dlq", retry_dlq), ("--drop-dlq", drop_dlq),
                                             ("--drop", drop_id is not None)) if given]
     if len(dlq_actions) > 1:  # retried then dropped, or dropped then nothing to retry
         raise click.UsageError(f"give only one of {' and '.join(dlq_actions)}: each acts on the DLQ")
-    if dlq_actions or purge_done or prune:
+    if cancel_id is not None and dlq_actions:  # a refused cancel would leave the other done
+        raise click.UsageError(f"give --cancel alone, not with {dlq_actions[0]}")
+    if dlq_actions or cancel_id is not None or purge_done or prune:
         try:
             store = open_store(store_path)
         except StoreLockedError as exc:
@@ -191,12 +198,15 @@ def jobs(store_path: Path, retry_dlq: bool, drop_dlq: bool, drop_id: int | None,
                 raise CommandError(str(exc)) from exc
             raise CommandError(
                 f"{exc}; while `enginelib serve` runs, use its console buttons or POST "
-                "/api/jobs/retry-dlq, /api/jobs/drop-dlq and /api/jobs/purge-done, or DELETE "
-                "/api/jobs/JOB_ID (serve prunes by itself)"
+                "/api/jobs/retry-dlq, /api/jobs/drop-dlq, /api/jobs/purge-done and "
+                "/api/jobs/JOB_ID/cancel, or DELETE /api/jobs/JOB_ID (serve prunes by itself)"
             ) from exc
         with store:
             queue = store.jobs(retention=Retention(keep_days, keep_rows))
-            # the drop first: refused (no such job, not in the DLQ), it leaves all as it was
+            # the drop or cancel first: refused (no such job, or not in a status it takes),
+            # it leaves all as it was
+            if cancel_id is not None:
+                actions["cancelled"] = queue.cancel(cancel_id)
             if drop_id is not None:
                 actions["dropped"] = queue.drop(drop_id)
             if drop_dlq:

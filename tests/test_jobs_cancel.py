@@ -5,6 +5,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import enginelib
+from enginelib.cli.main import main
 from enginelib.errors import JobNotFoundError, JobStateError, ReadOnlyStoreError
 from enginelib.jobs import DLQ, DONE, FAILED, PENDING, RUNNING, NewJob, Retention, Worker
 from tests.helpers import SMALL_CHUNKS, catalog_rows, disk_full, open_test_store, paragraphs
@@ -246,6 +249,37 @@ def test_cancels_racing_a_worker_cancel_exactly_the_jobs_it_never_ran(tmp_path: 
         documents = {d["document_id"] for d in opened.list_documents()}
         assert documents == {paths[job_id - 1].name for job_id in ran}
     assert {row[0] for row in history(tmp_path / "store")} == cancelled
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), env=ENV)
+    return result.exit_code, result.output
+
+
+def test_cancel_on_the_command_line(store: Path) -> None:
+    code, out = run("jobs", str(store), "--cancel", "5")
+    assert code == 0, out
+    assert out.splitlines()[:2] == [
+        "cancelled 1", "PENDING 0  RUNNING 1  DONE 1  FAILED 1  DLQ 1 | history 1"]
+    code, out = run("jobs", str(store), "--cancel", "5")
+    assert code == 2 and out.startswith(
+        "Error: job 5 is CANCELLED (in the history): it was cancelled already")
+    code, out = run("jobs", str(store), "--cancel", "99")
+    assert code == 2 and out.startswith("Error: no job with id 99 in this store's queue")
+    code, out = run("jobs", str(store), "--cancel", "4")
+    assert code == 2 and out.startswith("Error: job 4 is RUNNING: a worker is ingesting it now")
+    code, out = run("jobs", str(store), "--cancel", "1")
+    assert code == 2 and "drop it instead (`enginelib jobs --drop ID`" in out
+    code, out = run("jobs", str(store), "--cancel", "-3")
+    assert code == 2 and "--cancel" in out
+    code, out = run("jobs", str(store), "--cancel", "3", "--drop", "1")
+    assert code == 2 and "give --cancel alone, not with --drop" in out
+    assert statuses(store) == [(1, DLQ), (2, DONE), (3, FAILED), (4, RUNNING)]
+    code, out = run("jobs", str(store), "--cancel", "3", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["cancelled"] == 1 and data["counts"][FAILED] == 0 and data["history"] == 2
+    assert [row[:2] for row in history(store)] == [(3, "CANCELLED"), (5, "CANCELLED")]
 
 
 def test_a_cancel_killed_halfway_cancelled_nothing(store: Path) -> None:
