@@ -370,6 +370,11 @@ def _drop_job(service: Service, request: Request) -> Any:
     return {"dropped": service.drop_job(job_id), "job_id": job_id}
 
 
+def _cancel_job(service: Service, request: Request) -> Any:
+    job_id = request.path_params["job_id"]
+    return {"cancelled": service.cancel_job(job_id), "job_id": job_id}
+
+
 async def not_found(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     # A 405 must say which methods the route takes (RFC 9110): Starlette's Allow header.
@@ -422,6 +427,7 @@ ROUTES = [
     # digits only: another word after /api/jobs/ is no job, and answers 404 (405 for the
     # POST-only routes above) rather than "not a whole number"
     Route("/api/jobs/{job_id:int}", endpoint(_drop_job), methods=["DELETE"]),
+    Route("/api/jobs/{job_id:int}/cancel", endpoint(_cancel_job), methods=["POST"]),
     Route("/api/sources", endpoint(lambda s, r: s.sources()), methods=["GET"]),
     Route("/api/stats", endpoint(lambda s, r: s.stats()), methods=["GET"]),
     Route("/api/presets", endpoint(lambda s, r: s.presets()), methods=["GET"]),

@@ -216,6 +216,11 @@ def _answer(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+_JOB_ID = {"name": "job_id", "in": "path", "required": True,
+           "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+           "description": "the job's id (job_id in GET /api/jobs)"}
+
+
 def _count(name: str) -> dict[str, Any]:
     return {"type": "object", "required": [name], "additionalProperties": False,
             "properties": {name: {"type": "integer", "minimum": 0}}}
@@ -346,9 +351,16 @@ OPENAPI: dict[str, Any] = {
             "instead)", {"type": "object", "required": ["dropped", "job_id"],
                          "additionalProperties": False, "properties": {
                              "dropped": {"const": 1}, "job_id": _INT}},
-            params=[{"name": "job_id", "in": "path", "required": True,
-                     "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
-                     "description": "the job's id (job_id in GET /api/jobs)"}])},
+            params=[_JOB_ID])},
+        "/api/jobs/{job_id}/cancel": {"post": _op(
+            "Cancel one job before it runs (PENDING, or FAILED until its retry): it goes to "
+            "the history as CANCELLED, its attempts kept (an uploaded file is deleted). 404 for "
+            "an id the queue has not, 409 for a job running, DONE, in the DLQ (delete it "
+            "instead) or cancelled already. One transaction: interrupted, it cancelled nothing",
+            {"type": "object", "required": ["cancelled", "job_id"],
+             "additionalProperties": False, "properties": {
+                 "cancelled": {"const": 1}, "job_id": _INT}},
+            params=[_JOB_ID])},
         "/api/sources": {"get": _op("Sources: documents and jobs not done", _SOURCES)},
         "/api/stats": {"get": _op("Store statistics", {
             "type": "object", "required": ["documents", "chunks"],

@@ -366,6 +366,12 @@ class Service:
     def drop_dlq(self) -> int:
         return self._locked(self.queue.drop_dlq)  # type: ignore[no-any-return]
 
+    def cancel_job(self, job_id: int) -> int:
+        """Cancel job ``job_id`` before it runs (404 unknown, 409 running, done or in the DLQ).
+        Not behind the write lock: it changes no document, and the job the worker holds is
+        RUNNING, which the cancel refuses."""
+        return self._locked(lambda: self.queue.cancel(job_id))  # type: ignore[no-any-return]
+
     def sources(self) -> list[dict[str, Any]]:
         """One row per source: documents as INDEXED, then every job not DONE yet."""
         def read() -> list[dict[str, Any]]:
@@ -385,7 +391,7 @@ class Service:
             for job in self.queue.jobs(statuses=waiting, limit=MAX_SOURCE_ROWS):
                 rows.append({
                     "source": job["source"], "document_id": job["document_id"],
-                    "job_id": job["job_id"],  # the console's Drop on a DLQ row
+                    "job_id": job["job_id"],  # the console's Drop (DLQ) and Cancel (waiting)
                     "status": job["status"], "truth_level": _truth_level(job["options"]),
                     "tier": None, "word_count": None, "authority_score": None,
                     "evidence_level": None, "last_ingested": None, "error": job["last_error"],
