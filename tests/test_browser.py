@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from enginelib.jobs import Worker
+from tests.helpers import disk_full, open_test_store
 from tests.test_web import build_store
 
 pytestmark = pytest.mark.slow  # a real browser and a real server process
@@ -57,10 +59,14 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 @contextmanager
-def serving(tmp_path: Path, token: str | None = None) -> Iterator[str]:
-    """`serve` (with ``token``, if given) on build_store's store in ``tmp_path``: its URL."""
+def serving(tmp_path: Path, token: str | None = None,
+            prepare: Callable[[Path, Path], None] | None = None) -> Iterator[str]:
+    """`serve` (with ``token``, if given) on build_store's store in ``tmp_path``, after
+    ``prepare(store, src)`` if given: its URL."""
     store, src = tmp_path / "store", tmp_path / "src"
     build_store(store, src)
+    if prepare is not None:
+        prepare(store, src)
     port = free_port()
     env = {**os.environ, "ENGINELIB_EMBEDDER": "hashing-64", "PYTHONPATH": str(ROOT)}
     env.pop("ENGINELIB_TOKEN", None)
@@ -196,6 +202,43 @@ def test_console_drops_a_dlq_job_by_its_row_and_the_rest_with_drop_dlq(
     expect(page.locator("#count-DLQ")).to_have_text("0")
     expect(page.locator("#sources tr[data-status=DLQ]")).to_have_count(0)
     assert call(base, "/api/jobs")["counts"]["DLQ"] == 0
+
+
+def _failed_for_now(store: Path, src: Path) -> None:
+    """Job 3, tyres.md, FAILED (a full disk) with its retry hours away: it waits in the
+    console while the test cancels it."""
+    (src / "tyres.md").write_text("# Tyres\n\nTyres wear faster when under-inflated.",
+                                  encoding="utf-8")
+    with open_test_store(store) as opened:
+        opened.enqueue_paths(src / "tyres.md")
+        with disk_full():
+            Worker(opened, opened.jobs(time_unit=1000)).run_until_idle()
+
+
+def test_console_cancels_a_waiting_job_by_its_row(
+    tmp_path: Path, browser: Browser
+) -> None:
+    with serving(tmp_path, prepare=_failed_for_now) as base:
+        page = browser.new_page()
+        page.goto(base + "/")
+        expect(page.locator("#count-FAILED")).to_have_text("1")
+        row = page.locator("#sources tr[data-status=FAILED]", has_text="tyres.md")
+        button = row.get_by_role("button", name="Cancel job 3 (")
+        expect(button).to_have_count(1)  # named for its job, for a screen reader
+        expect(page.locator("#sources tr[data-status=DLQ] button.cancel-job")).to_have_count(0)
+
+        page.once("dialog", lambda dialog: dialog.dismiss())  # asked first
+        button.click()
+        expect(page.locator("#count-FAILED")).to_have_text("1")
+        page.once("dialog", lambda dialog: dialog.accept())
+        button.focus()
+        page.keyboard.press("Enter")  # a keyboard user's way
+        expect(page.locator("#message")).to_have_text("cancelled 1 job")
+        expect(page.locator("#count-FAILED")).to_have_text("0")
+        expect(page.locator("#count-HISTORY")).to_have_text("1")
+        expect(page.locator("#sources tr[data-status=FAILED]")).to_have_count(0)
+        jobs = call(base, "/api/jobs")
+        assert [job["job_id"] for job in jobs["jobs"]] == [1, 2] and jobs["history"] == 1
 
 
 def test_inspector_shows_the_api_scores_and_flags_a_fabricated_reference(

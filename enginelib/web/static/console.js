@@ -1,7 +1,9 @@
-// Ingestion console: counters, sources table, Retry / Drop DLQ, Purge DONE, upload; refreshes
+// Ingestion console: counters, sources table, Retry / Drop DLQ, Cancel, Purge DONE, upload; refreshes
 // every 5 s while jobs are active (PENDING, RUNNING or FAILED awaiting a retry).
 "use strict";
 const STATUSES = ["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"];
+// The jobs a Cancel can take: not yet run, or failed and waiting for their retry.
+const WAITING = ["PENDING", "FAILED"];
 let timer = null;
 // Whether the message is a refresh's own (no answer, the worker's error): the next refresh
 // that reads no error takes it back. It stayed, under counters that had moved on, until a
@@ -50,7 +52,8 @@ function renderSources(rows) {
   body.replaceChildren(...rows.map((row) => el("tr", {"data-status": row.status},
     el("td", {}, row.source, row.error ? el("div", {class: "muted"}, row.error) : null),
     el("td", {}, el("span", {class: "badge st-" + row.status}, row.status),
-       row.status === "DLQ" ? dropButton(row) : null),
+       row.status === "DLQ" ? dropButton(row) : null,
+       WAITING.includes(row.status) ? cancelButton(row) : null),
     el("td", {}, row.tier ? el("span", {class: "badge tier-" + row.tier}, row.tier + " · " + row.truth_level)
                           : (row.truth_level || "")),
     el("td", {}, row.word_count === null ? "" : row.word_count),
@@ -72,6 +75,19 @@ function dropButton(row) {
   button.addEventListener("click", () => {
     if (confirm("Drop job " + row.job_id + " (" + row.document_id + ") for good?")) {
       act("/api/jobs/" + row.job_id, "dropped", "dropped", "DELETE");
+    }
+  });
+  return button;
+}
+
+// A waiting row's Cancel (POST /api/jobs/ID/cancel): the job goes to the history as
+// CANCELLED before it runs; asked first, as an uploaded file goes with it.
+function cancelButton(row) {
+  const button = el("button", {type: "button", class: "cancel-job", "data-job-id": row.job_id,
+                               "aria-label": "Cancel job " + row.job_id + " (" + row.source + ")"}, "Cancel");
+  button.addEventListener("click", () => {
+    if (confirm("Cancel job " + row.job_id + " (" + row.document_id + ") before it runs?")) {
+      act("/api/jobs/" + row.job_id + "/cancel", "cancelled", "cancelled");
     }
   });
   return button;
