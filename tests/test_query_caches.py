@@ -28,6 +28,21 @@ def test_lru_drops_the_least_recently_used_entry_only() -> None:
         Lru(0)
 
 
+def test_a_weighed_lru_keeps_its_total_weight_under_the_size() -> None:
+    cache: Lru[str, str] = Lru(10, weigh=len)
+    cache.put("a", "xxxx")
+    cache.put("b", "xxxx")
+    assert cache.weight == 8
+    cache.put("c", "xxxx")  # 12 > 10: the oldest goes
+    assert "a" not in cache and cache.weight == 8
+    cache.put("b", "x")  # replaced, not counted twice
+    assert cache.weight == 5 and cache.get("b") == "x"
+    cache.put("d", "x" * 11)  # heavier than the whole cache: not kept, nothing dropped
+    assert "d" not in cache and len(cache) == 2
+    cache.clear()
+    assert cache.weight == 0
+
+
 def test_a_repeated_query_stays_parsed_past_the_cache_size(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tantivy_text, "QUERY_CACHE_SIZE", 8)
