@@ -12,9 +12,11 @@ read badly in a correction report (``effac``). Why not tantivy's ``FuzzyTermQuer
 next to BM25 scores of 5-20, so near matches would rank alike, and it does not say which
 term matched; naming it through ``terms_with_prefix(filter_query=fuzzy)`` reads the terms
 of every matching document (90 ms for one word on SciFact's 5k abstracts). The dictionary
-answers the same question in about a millisecond: two prefix scans (typos after the first
-letter, or a swapped/dropped first letter) and, for a wrong or missing first letter,
-direct look-ups of the 52 words it could have been.
+answers the same question in a few milliseconds: two prefix scans (typos after the first
+letter, or a swapped/dropped first letter), each read once per vocabulary and kept by
+length and letter counts (``prefix_words.py``: scanning 120,000 words of one letter again
+for every unknown word made a pasted paragraph take 17 s), and, for a wrong or missing first
+letter, direct look-ups of the 52 words it could have been.
 
 Rules (decided once here):
 
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 import tantivy
 
 from .lru import Lru
-from .osa import within
+from .prefix_words import PrefixWords
 
 # The words field is lowercased and accent-folded: its words start with one of these.
 _FIRST_LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -59,6 +61,11 @@ CORRECTION_CACHE_SIZE = 8_192
 # Prefix expansions kept per vocabulary: each one scans every indexed word of the prefix
 # (0.1-0.2 s for a prefix of 100,000 words), and a query names its prefix again on each page.
 PREFIX_CACHE_SIZE = 1_024
+# Words of the typo look-ups' prefix scans kept per vocabulary, in all (least recently used
+# scan dropped first): each word costs about 70 bytes (code points, documents, letter
+# counts), so at most ~35 MB, a few first letters of a 1M-chunk store. A scan larger than this
+# is read for each look-up instead, as every scan was before.
+SCAN_CACHE_WORDS = 500_000
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,9 @@ class TantivyLexicon:
         self._corrections: Lru[str, tuple[Correction | None]] = Lru(CORRECTION_CACHE_SIZE)
         # folded prefix -> its expansion (kept whole: "a*" and "á*" are one scan)
         self._prefixes: Lru[str, tuple[str, ...]] = Lru(PREFIX_CACHE_SIZE)
+        # one-letter prefix -> its words, read for the typo look-ups: a query of 64 unknown
+        # words starting with "a" scans the words starting with "a" once, not 64 times
+        self._scans: Lru[str, PrefixWords] = Lru(SCAN_CACHE_WORDS, weigh=lambda s: s.size)
 
     def knows(self, word: str) -> bool:
         """True when some text field holds one of the word's stems."""
@@ -143,10 +153,9 @@ class TantivyLexicon:
         """Vocabulary words within ``distance`` edits of ``typed``: (word, edits, docs)."""
         # Most typos keep the first letter, or swap/drop it (then the second letter leads):
         # two prefix scans of the dictionary find those cheaply.
-        terms: dict[str, int] = {}
+        found: list[tuple[str, int, int]] = []
         for prefix in dict.fromkeys((typed[:1], typed[1:2])):
-            terms.update(self._searcher.terms_with_prefix(self._words_field, prefix))
-        found = _within(typed, terms, distance)
+            found.extend(self._words_starting(prefix).near(typed, distance))
         if not found:
             # The first letter is wrong or missing: the word it could have been.
             for letter in _FIRST_LETTERS:
@@ -155,6 +164,13 @@ class TantivyLexicon:
                     if docs:
                         found.append((guess, 1, int(docs)))
         return found
+
+    def _words_starting(self, prefix: str) -> PrefixWords:
+        words = self._scans.get(prefix)
+        if words is None:
+            words = PrefixWords(self._searcher.terms_with_prefix(self._words_field, prefix))
+            self._scans.put(prefix, words)
+        return words
 
     def expand_prefix(self, prefix: str) -> list[str]:
         """Vocabulary words a ``prefix*`` query matches: the most frequent first, one word
@@ -197,7 +213,3 @@ def _same_case(typed: str, word: str) -> str:
 
 def _is_name(word: str) -> bool:
     return any(ch.isupper() for ch in word[1:]) and not word.isupper()
-
-
-def _within(typed: str, terms: Mapping[str, int], distance: int) -> list[tuple[str, int, int]]:
-    return [(term, edits, int(terms[term])) for term, edits in within(typed, terms, distance)]

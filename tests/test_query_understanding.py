@@ -9,6 +9,7 @@ is real, and the hybrid strategy is checked for the plan (what ran and what was 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,93 @@ def test_a_pasted_page_checks_a_bounded_number_of_words_for_typos(regulatory: St
         del lexicon.correct
     assert len({word for word in asked if word.startswith("zq")}) < MAX_LOOKED_UP  # of 300
     assert response.corrections.get("erasre") == "erasure"  # the first words still are
+
+
+# What the lexicon corrected these words to when every look-up scanned the dictionary for
+# the word's first and second letters (before the scans were kept): the same must come out.
+REGULATORY_CORRECTIONS = {
+    "GPDR": "GDPR", "erasre": "erasure", "Erasure": None, "rihgt": "right",
+    "portabilty": "portability", "sandbxo": "sandbox", "controler": None,
+    "procesing": "processing", "ersaure": "erasure", "rgiht": "right", "xrasure": "erasure",
+    "rasure": "erasure", "pseudonymisaton": "pseudonymisation",
+    "pseudonimysation": "pseudonymisation", "supervisroy": "supervisory",
+    "Aministrative": "Administrative", "fnies": "fines", "transparancy": None,
+    "notifcation": "notification", "proportionalty": "proportionality",
+    "biometirc": "biometric", "artifical": "artificial", "inteligence": "intelligence",
+    "acountability": "accountability", "quand": None, "Spain": "Pain", "zzzzqq": None,
+    "dpia": None, "lawfull": "lawful", "consnet": "consent", "regluation": "regulation",
+    "psrocessing": "processing", "nrotification": "notification",
+}
+
+
+def test_corrections_of_a_fixed_word_list_are_unchanged(regulatory: Store) -> None:
+    from enginelib.indexes.tantivy_lexicon import TantivyLexicon
+
+    lexicon = regulatory._text_index._get_lexicon()  # type: ignore[attr-defined]
+    fresh = TantivyLexicon(lexicon._searcher, lexicon._fields, words_field=lexicon._words_field,
+                           fold=lexicon._fold, is_stopword=lexicon._is_stopword,
+                           is_common=lexicon._is_common)
+    found = {word: fresh.correct(word) for word in REGULATORY_CORRECTIONS}
+    assert {word: fix and fix.replacement for word, fix in found.items()} == \
+        REGULATORY_CORRECTIONS
+
+
+def test_typo_look_ups_scan_each_letter_of_the_dictionary_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each unknown word scanned every indexed word starting with its first letter, and with
+    # its second: 64 unknown words took 17 s on a vocabulary of 120,000 words starting
+    # with "a". The scans are kept for the vocabulary, and find what the old scans found.
+    from enginelib.indexes import tantivy_lexicon
+    from enginelib.indexes.osa import within
+
+    words = [f"a{x}{y}{z}{w}" for x in "bcdefgh" for y in "aeiou" for z in "klmnp" for w in "rst"]
+    store = enginelib.memory(
+        [{"id": f"d{i}", "text": " ".join(words[i::7]) + " brake."} for i in range(7)],
+        embedder=HashingEmbedder(32), truth_level="L1")
+    index = store._text_index
+    index._refresh()  # type: ignore[attr-defined]
+    searcher = index._get_lexicon()._searcher  # type: ignore[attr-defined]
+    scans: list[str] = []
+
+    class Counting:  # the real searcher, its dictionary scans counted
+        def __getattr__(self, name: str) -> object:
+            return getattr(searcher, name)
+
+        def terms_with_prefix(self, field: str, prefix: str) -> object:
+            scans.append(prefix)
+            return searcher.terms_with_prefix(field, prefix)
+
+    def reference(typed: str, distance: int) -> set[tuple[str, int, int]]:
+        # the look-up as it was: both scans, every word of them checked
+        terms: dict[str, int] = {}
+        for prefix in dict.fromkeys((typed[:1], typed[1:2])):
+            terms.update(searcher.terms_with_prefix("words", prefix))
+        return {(term, edits, terms[term]) for term, edits in within(typed, terms, distance)}
+
+    rng = random.Random(3)
+    typos = [w[:i] + rng.choice("abkrsz") + w[i + 1:] for w in rng.sample(words, 40)
+             for i in [rng.randrange(1, len(w))]]
+    unknown = [word for word in dict.fromkeys(
+        typos + [f"a{x}{y}qqxy" for x in "bcdh" for y in "aeiou"])
+        if not index._get_lexicon().knows(word)]  # type: ignore[attr-defined]
+    lexicons = {}
+    for cache_words in (tantivy_lexicon.SCAN_CACHE_WORDS, 1):  # kept, or too big to keep
+        monkeypatch.setattr(tantivy_lexicon, "SCAN_CACHE_WORDS", cache_words)
+        lexicon = index._get_lexicon()  # type: ignore[attr-defined]
+        index._lexicon = None  # type: ignore[attr-defined]
+        lexicon._searcher = Counting()
+        scans.clear()
+        lexicons[cache_words] = [lexicon.correct(word) for word in unknown]
+        if cache_words == 1:  # the words starting with "a" scanned again for each word
+            assert scans.count("a") == len(unknown)
+        else:  # "a" once, and each second letter once
+            assert sorted(scans) == sorted({p for w in unknown for p in (w[0], w[1])})
+        for word in unknown:
+            distance = 1 if len(word) <= tantivy_lexicon.LONG_WORD_CHARS else 2
+            assert set(lexicon._near(word, distance)) == reference(word, distance), word
+    assert lexicons[1] == lexicons[tantivy_lexicon.SCAN_CACHE_WORDS]
+    assert sum(fix is not None for fix in lexicons[1]) >= 30
+    store.close()
 
 
 def test_a_known_word_is_never_corrected_and_a_code_never_guessed(regulatory: Store) -> None:
