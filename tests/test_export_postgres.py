@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import psycopg
 import pytest
@@ -249,6 +250,41 @@ def test_nul_character_is_refused_at_ingest(tmp_path: Path, pg_dsn: str) -> None
     assert report.added == ("ok",) and "NUL" in report.skipped[0].reason
     assert export_postgres(store, pg_dsn).documents == 1
     store.close()
+
+
+@pytest.mark.parametrize(("column", "update", "named"), [
+    ("metadata", "UPDATE documents SET custom = '{\"k\": [\"a\\u0000b\"]}' WHERE document_id = 'bad'",
+     "['k'][0]"),
+    ("metadata", "UPDATE documents SET custom = '{\"a\\u0000\": 1}' WHERE document_id = 'bad'", "key"),
+    ("title", "UPDATE documents SET title = 'x' || chr(0) WHERE document_id = 'bad'", "NUL"),
+])
+def test_a_catalog_value_postgres_cannot_store_is_named_and_nothing_changes(
+        tmp_path: Path, pg_dsn: str, column: str, update: str, named: str) -> None:
+    # A catalog written before ingest refused NUL may hold it as a JSON escape, which
+    # only jsonb refuses: the live export failed with the server's
+    # 'unsupported Unicode escape sequence' naming no document, and write_sql wrote a file
+    # that psql could not load.
+    path = tmp_path / "store"
+    store = open_test_store(path)
+    store.ingest_documents([doc("good", "brake pads"), doc("bad", "rotor discs", metadata={"k": "v"})])
+    export_postgres(store, pg_dsn)
+    store.close()
+    with duckdb.connect(str(path / "catalog.duckdb")) as con:
+        con.execute(update)
+    store = open_test_store(path)
+    store.ingest_documents([doc("new", "calipers")])
+    out = tmp_path / "kb.sql"
+    for run in (lambda: export_postgres(store, pg_dsn), lambda: write_sql(store, out)):
+        with pytest.raises(ExportError) as caught:
+            run()
+        message = str(caught.value)
+        assert "documents row document_id 'bad'" in message and f"column {column}" in message, message
+        assert named in message and "SQLSTATE" not in message, message
+    store.close()
+    assert not out.exists()
+    with connect(pg_dsn) as conn:  # the previous export, as it was
+        assert conn.execute("SELECT document_id, metadata FROM documents ORDER BY 1").fetchall() == [
+            ("bad", {"k": "v"}), ("good", {})]
 
 
 # -- parity with the embedded engine -------------------------------------------------------

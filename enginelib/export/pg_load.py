@@ -124,7 +124,7 @@ def _copy(cur: psycopg.Cursor[Any], step: Copy, batch_rows: int, bar: ExportProg
     sent = 0
     with cur.copy(copy_statement(step)) as copy:
         batch: list[str] = []
-        for line in encode_rows(step.columns, step.rows()):
+        for line in encode_rows(step.columns, step.rows(), step.what):
             batch.append(line)
             if len(batch) >= batch_rows:
                 copy.write("".join(batch))

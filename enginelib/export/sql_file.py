@@ -117,7 +117,7 @@ def _write_copy(out: IO[str], step: Copy, bar: ExportProgress) -> None:
     out.write(copy_statement(step).as_string() + ";\n")
     bar.start(step.what, step.total)
     written = 0
-    for line in encode_rows(step.columns, step.rows()):
+    for line in encode_rows(step.columns, step.rows(), step.what):
         out.write(line)
         written += 1
         if written % 1000 == 0:
