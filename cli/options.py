@@ -242,6 +242,12 @@ class Integer(click.IntRange):
     """Every integer option's type: click's IntRange (no bounds given: any integer) reading
     digits 0-9 alone (``is_number_text``); a test holds every command to it."""
 
+    def _describe_range(self) -> str:
+        # click describes a range without bounds as "x<=None" in --help
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not is_number_text(value, INTEGER_TEXT):
             self.fail(f"{excerpt(value)} is not a valid integer: write it in digits 0-9",
@@ -361,8 +367,18 @@ def json_text(data: Any) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+# A JSON answer is written in pieces this long (characters: at most 16 KiB of UTF-8).
+JSON_PIECE_CHARS = 4096
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json_text(data))
+    # In pieces, not one write: when the reader of a pipe leaves in the middle of a single
+    # large write (`enginelib list --json | head -c 100`), Python's buffered stdout returns
+    # the part the pipe took and drops the rest without an error, so the command ended with
+    # status 0 and its output cut; the next piece raises BrokenPipeError (status 141).
+    text = json_text(data) + "\n"
+    for start in range(0, len(text), JSON_PIECE_CHARS):
+        click.echo(text[start:start + JSON_PIECE_CHARS], nl=False)
 
 
 def emit_mapping(data: dict[str, Any], as_json: bool) -> None:

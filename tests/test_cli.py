@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -246,6 +247,41 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(
     finally:
         os.close(write_end)
     assert result.returncode == 141 and result.stderr == ""
+
+
+def test_a_reader_that_stops_inside_a_json_answer_ends_it_with_141(runner: CliRunner, tmp_path: Path) -> None:
+    # `enginelib list --json | head -c 100`: the JSON went out in one write, the pipe took
+    # 64 KiB of it, Python dropped the rest without an error and the command ended 0
+    import subprocess
+    import sys
+
+    store = str(tmp_path / "store")
+    records = tmp_path / "many.jsonl"
+    records.write_text("".join(json.dumps({"id": f"doc-{i:04d}", "text": f"brake pad note {i}"}) + "\n"
+                               for i in range(1000)), encoding="utf-8")
+    assert invoke(runner, "ingest", str(records), "--store", store, "--no-progress").exit_code == 0
+    repo = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "enginelib.cli.main", "list", "--store", store, "--json"]
+    whole = subprocess.run(command, capture_output=True, cwd=repo, timeout=120, check=False,
+                           env={**os.environ, "PYTHONPATH": str(repo)})
+    assert whole.returncode == 0 and len(whole.stdout) > 4 * 65536  # more than a pipe holds
+    assert len(json.loads(whole.stdout)) == 1000
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo,
+                          env={**os.environ, "PYTHONPATH": str(repo)}) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.read(100)
+        process.stdout.close()  # the reader is gone while the command still writes
+        stderr = process.stderr.read()
+        assert process.wait(timeout=120) == 141 and stderr == b""
+
+
+def test_help_shows_no_range_for_an_unbounded_integer() -> None:
+    # click printed an IntRange without bounds as "[default: 16; x<=None]"
+    for args in (["export", "postgres"], ["reindex"], ["snapshot", "create"]):
+        shown = CliRunner().invoke(main, [*args, "--help"], terminal_width=200)
+        assert shown.exit_code == 0 and "None" not in shown.output, shown.output
+    assert "[default: 16]" in CliRunner().invoke(main, ["export", "postgres", "--help"],
+                                                 terminal_width=200).output
 
 
 def test_every_command_takes_store_the_same_way(runner: CliRunner, corpus: Path, tmp_path: Path) -> None:
