@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,3 +80,55 @@ def test_the_default_store_is_enginelib_store_in_the_current_folder(tmp_path: Pa
     assert runner.invoke(main, ["init", "--store", other, "--embedder", "hashing-32"]).exit_code == 0
     named = CliRunner(env={"ENGINELIB_STORE": other}).invoke(main, ["stats", "--json"])
     assert named.exit_code == 0 and json.loads(named.output)["path"] == other
+
+
+def shell_pipeline(line: str) -> list[str]:
+    """A command line cut at its shell pipes (` | `), not at a `[--a | --b]` of alternatives
+    nor at `create|list`."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(line):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if line[at - 1:at + 2] == " | " and depth == 0:
+            parts.append(line[start:at])
+            start = at + 1
+    return [*parts, line[start:]]
+
+
+def documented_command_lines() -> Iterator[tuple[str, tuple[str, ...], list[str]]]:
+    """Each `enginelib ...` line of README's and docs/postgres_export.md's bash blocks: the
+    line, the command it names (`snapshot create|list|...` names each) and its --options."""
+    root = Path(__file__).resolve().parent.parent
+    for doc in ("README.md", "docs/postgres_export.md"):
+        text = (root / doc).read_text(encoding="utf-8")
+        for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+            for line in block.splitlines():
+                for part in shell_pipeline(line.split("#", 1)[0]):
+                    found = re.search(r"\benginelib\s+(.*)", part)
+                    if found is None:
+                        continue
+                    words = found.group(1).split()
+                    while words and words[0] in ("--wait", "--debug"):  # the group's options
+                        words = words[2:] if words[0] == "--wait" else words[1:]
+                    flags = re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", " ".join(words))
+                    for first in words[0].split("|"):  # `snapshot create|list|...`: each
+                        for second in words[1].split("|") if len(words) > 1 else [""]:
+                            yield line, (first, second), flags
+
+
+def test_every_option_a_documented_command_line_shows_exists() -> None:
+    """README's command lines (`enginelib jobs --store S [--json] [--retry-dlq | ...]`) name
+    only options their command has."""
+    seen, wrong = 0, []
+    for line, words, flags in documented_command_lines():
+        command: click.Command = main
+        for word in words:
+            sub = command.get_command(click.Context(command), word) \
+                if isinstance(command, click.Group) else None
+            if sub is None:
+                break
+            command = sub
+        assert command is not main, f"no such command: {line}"
+        options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+        wrong += [(line, flag) for flag in flags if flag not in options]
+        seen += 1
+    assert seen > 40 and wrong == []
