@@ -43,6 +43,18 @@ def test_question_sets_are_large_enough_split_and_unique(name: str, minimum: int
         assert all(q["expected"] for q in questions)
 
 
+@pytest.mark.parametrize("name", ["near_miss_en", "near_miss_fr"])
+def test_near_miss_sets_name_a_law_the_corpus_does_not_hold(name: str) -> None:
+    """Questions on other EU laws: reported apart (``--near-miss``), never calibrated on."""
+    questions = ev.load_questions(name)
+    assert len(questions) >= 10 and len({q["id"] for q in questions}) == len(questions)
+    assert all(q["expected"] == [] and q["split"] == "near" and q["law"] for q in questions)
+    with open(DATASETS / "regulatory" / "corpus.jsonl", encoding="utf-8") as handle:
+        laws = {json.loads(line)["metadata"]["regulation"] for line in handle}
+    assert laws == {"GDPR", "EU AI Act"}  # the corpus's two laws, and no question's
+    assert not any(q["law"] in laws for q in questions)
+
+
 def test_expected_ids_exist_in_the_corpus_each_set_is_asked_over() -> None:
     english = _english_ids()
     french = {d.id for d in ev.french_units()}
