@@ -124,3 +124,11 @@ def catalog_rows(store: Path, sql: str) -> list[tuple[Any, ...]]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def write_upload(store: Path, name: str, heading: str) -> Path:
+    """A file in the store's uploads folder, where serve keeps one it was sent."""
+    upload = store / "uploads" / "0123456789ab" / name
+    upload.parent.mkdir(parents=True)
+    upload.write_text(f"# {heading}\n\n" + paragraphs(2, "tyres"), encoding="utf-8")
+    return upload

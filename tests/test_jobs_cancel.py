@@ -23,7 +23,14 @@ import enginelib
 from enginelib.cli.main import main
 from enginelib.errors import JobNotFoundError, JobStateError, ReadOnlyStoreError
 from enginelib.jobs import DLQ, DONE, FAILED, PENDING, RUNNING, NewJob, Retention, Worker
-from tests.helpers import SMALL_CHUNKS, catalog_rows, disk_full, open_test_store, paragraphs
+from tests.helpers import (
+    SMALL_CHUNKS,
+    catalog_rows,
+    disk_full,
+    open_test_store,
+    paragraphs,
+    write_upload,
+)
 from tests.test_serve_sharing import WAIT_S, HeldEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,9 +160,7 @@ def test_a_cancelled_upload_takes_its_file_a_cancelled_file_job_leaves_the_users
     mine = tmp_path / "mine.md"
     mine.write_text("# Mine\n\n" + paragraphs(2), encoding="utf-8")
     with open_test_store(path) as opened:
-        upload = path / "uploads" / "0123456789ab" / "huge.md"
-        upload.parent.mkdir(parents=True)
-        upload.write_text("# Huge\n\n" + paragraphs(2, "tyres"), encoding="utf-8")
+        upload = write_upload(path, "huge.md", "Huge")
         queue = opened.jobs()
         queue.enqueue([NewJob(str(upload.resolve()), "huge.md", {}, kind="upload"),
                        NewJob(str(mine), "mine.md", {})])

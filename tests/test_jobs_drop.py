@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from enginelib.cli.main import main
 from enginelib.errors import JobNotFoundError, JobStateError
 from enginelib.jobs import DLQ, DONE, PENDING, NewJob, Worker
-from tests.helpers import catalog_rows, disk_full, open_test_store, paragraphs
+from tests.helpers import catalog_rows, disk_full, open_test_store, paragraphs, write_upload
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {"ENGINELIB_EMBEDDER": "hashing"}
@@ -96,9 +96,7 @@ def test_a_dropped_upload_takes_its_file_a_dropped_file_job_leaves_the_users(
     mine = tmp_path / "mine.md"
     mine.write_text("# Mine\n\n" + paragraphs(2), encoding="utf-8")
     with open_test_store(path) as opened:
-        upload = path / "uploads" / "0123456789ab" / "kept.md"
-        upload.parent.mkdir(parents=True)
-        upload.write_text("# Kept\n\n" + paragraphs(2, "tyres"), encoding="utf-8")
+        upload = write_upload(path, "kept.md", "Kept")
         queue = opened.jobs()
         queue.enqueue([NewJob(str(upload.resolve()), "kept.md", {}, kind="upload", max_attempts=1),
                        NewJob(str(mine), "mine.md", {}, max_attempts=1)])

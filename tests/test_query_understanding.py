@@ -209,6 +209,30 @@ def test_corrections_of_a_fixed_word_list_are_unchanged(regulatory: Store) -> No
         REGULATORY_CORRECTIONS
 
 
+class _CountingSearcher:
+    """A lexicon's real searcher, its dictionary scans recorded in ``scans``."""
+
+    def __init__(self, searcher: object, scans: list[str]) -> None:
+        self._searcher, self._scans = searcher, scans
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._searcher, name)
+
+    def terms_with_prefix(self, field: str, prefix: str) -> object:
+        self._scans.append(prefix)
+        return self._searcher.terms_with_prefix(field, prefix)  # type: ignore[attr-defined]
+
+
+def _a_words_store(words: list[str]) -> tuple[Store, object]:
+    """A store of the given words, seven documents; and its text index, refreshed."""
+    store = enginelib.memory(
+        [{"id": f"d{i}", "text": " ".join(words[i::7]) + " brake."} for i in range(7)],
+        embedder=HashingEmbedder(32), truth_level="L1")
+    index = store._text_index
+    index._refresh()  # type: ignore[attr-defined]
+    return store, index
+
+
 def test_typo_look_ups_scan_each_letter_of_the_dictionary_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # Each unknown word scanned every indexed word starting with its first letter, and with
@@ -218,21 +242,9 @@ def test_typo_look_ups_scan_each_letter_of_the_dictionary_once(
     from enginelib.indexes.osa import within
 
     words = [f"a{x}{y}{z}{w}" for x in "bcdefgh" for y in "aeiou" for z in "klmnp" for w in "rst"]
-    store = enginelib.memory(
-        [{"id": f"d{i}", "text": " ".join(words[i::7]) + " brake."} for i in range(7)],
-        embedder=HashingEmbedder(32), truth_level="L1")
-    index = store._text_index
-    index._refresh()  # type: ignore[attr-defined]
+    store, index = _a_words_store(words)
     searcher = index._get_lexicon()._searcher  # type: ignore[attr-defined]
     scans: list[str] = []
-
-    class Counting:  # the real searcher, its dictionary scans counted
-        def __getattr__(self, name: str) -> object:
-            return getattr(searcher, name)
-
-        def terms_with_prefix(self, field: str, prefix: str) -> object:
-            scans.append(prefix)
-            return searcher.terms_with_prefix(field, prefix)
 
     def reference(typed: str, distance: int) -> set[tuple[str, int, int]]:
         # the look-up as it was: both scans, every word of them checked
@@ -252,7 +264,7 @@ def test_typo_look_ups_scan_each_letter_of_the_dictionary_once(
         monkeypatch.setattr(tantivy_lexicon, "SCAN_CACHE_WORDS", cache_words)
         lexicon = index._get_lexicon()  # type: ignore[attr-defined]
         index._lexicon = None  # type: ignore[attr-defined]
-        lexicon._searcher = Counting()
+        lexicon._searcher = _CountingSearcher(searcher, scans)
         scans.clear()
         lexicons[cache_words] = [lexicon.correct(word) for word in unknown]
         if cache_words == 1:  # the words starting with "a" scanned again for each word
@@ -300,24 +312,10 @@ def test_a_query_of_many_prefixes_expands_a_bounded_number_once_each() -> None:
     from enginelib.indexes.tantivy_query import MAX_EXPANDED_PREFIXES
 
     words = [f"a{x}{y}{z}" for x in "bcdefgh" for y in "ijklmno" for z in "pqrstu"]
-    store = enginelib.memory(
-        [{"id": f"d{i}", "text": " ".join(words[i::7]) + " brake."} for i in range(7)],
-        embedder=HashingEmbedder(32), truth_level="L1")
-    index = store._text_index
-    index._refresh()  # type: ignore[attr-defined]
+    store, index = _a_words_store(words)
     lexicon = index._get_lexicon()  # type: ignore[attr-defined]
     scans: list[str] = []
-
-    class Counting:  # the real searcher, its dictionary scans counted
-        def __getattr__(self, name: str) -> object:
-            return getattr(searcher, name)
-
-        def terms_with_prefix(self, field: str, prefix: str) -> object:
-            scans.append(prefix)
-            return searcher.terms_with_prefix(field, prefix)
-
-    searcher = lexicon._searcher
-    lexicon._searcher = Counting()
+    lexicon._searcher = _CountingSearcher(lexicon._searcher, scans)
     query = "a* " * 200 + "Ab* áb*"
     text = index._translate(query, plain=False).text  # type: ignore[attr-defined]
     assert len(scans) <= 2  # "a" once, "ab" once ("Ab*" and "áb*" fold alike)
