@@ -59,9 +59,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_the_options_are_the_request_fields() -> None:
-    # Every field but the queries and the filters as given is an option, with a help text.
+    # Every field but the queries (with what the model embeds for them: the plan's) and the
+    # filters as given is an option, with a help text.
     names = {f.name for f in dataclasses.fields(SearchRequest)}
-    assert set(OPTIONS) == names - {"queries", "raw_filters"}
+    assert set(OPTIONS) == names - {"queries", "embed_texts", "raw_filters"}
     for name in OPTIONS:
         assert option_spec(name).help.strip(), f"{name} has no help text"
     # build_request with nothing given is the dataclass with its own defaults.
