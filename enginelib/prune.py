@@ -7,8 +7,9 @@ compared whole component by component (``docs2/`` or a sibling ``docsx/`` never 
 given by another relative path, still matches), and whose file ``lstat`` says no longer
 exists. Anything else keeps its document: a file still there that failed to load this time,
 is in a format no loader reads, or is left out by --include/--exclude; a file that cannot be
-checked now (permission denied, an I/O error); a document this very ingest just read. Files
-given directly, not inside a folder given, are never pruned against.
+checked now (permission denied, an I/O error, or reached through a symbolic link that leads
+nowhere now: a linked folder on a drive that is not mounted); a document this very ingest just
+read. Files given directly, not inside a folder given, are never pruned against.
 
 A JSONL file's documents record that file as their source, so they go when the file is gone:
 all of them, and only the ones whose current version came from it. A record removed from a
@@ -128,9 +129,22 @@ def _gone(path: str) -> bool:
     try:
         os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return True
+        return not _behind_a_broken_link(path)
     except OSError:
         return False
+    return False
+
+
+def _behind_a_broken_link(path: str) -> bool:
+    """Whether the nearest folder above ``path`` that is still there is a symbolic link
+    leading nowhere (``docs/usb -> /media/usb/docs`` with the drive not mounted): the
+    ingest skips the link as broken, and its files cannot be told gone. A folder removed
+    or replaced by a file above it, or a link to a folder that is there, says gone."""
+    parent = os.path.dirname(path)
+    while parent != os.path.dirname(parent):
+        if os.path.lexists(parent):
+            return os.path.islink(parent) and not os.path.exists(parent)
+        parent = os.path.dirname(parent)
     return False
 
 

@@ -109,6 +109,32 @@ def test_a_file_that_cannot_be_checked_is_kept(monkeypatch: pytest.MonkeyPatch,
     assert stale_documents(rows, [folder]) == {folder: ["gone.md"]}
 
 
+
+def test_a_linked_folder_whose_target_is_gone_keeps_its_documents(tmp_path: Path) -> None:
+    # docs/usb -> a folder on a drive: unmounted, the link leads nowhere and every file
+    # behind it read as gone, so a sync deleted them all while the link was still there.
+    folder = docs_folder(tmp_path)
+    drive = tmp_path / "media" / "usb"
+    write(drive / "docs" / "manual.md", "# Manual\n\nOn the drive.\n")
+    write(drive / "docs" / "deep" / "spec.md", "# Spec\n\nAlso on the drive.\n")
+    (folder / "usb").symlink_to(drive / "docs")
+    with open_test_store(tmp_path / "s") as store:
+        store.ingest_path(folder)
+        assert {"usb/manual.md", "usb/deep/spec.md"} <= ids(store)
+        drive.rename(tmp_path / "media" / "unmounted")
+        report = store.ingest_path(folder, prune=True)
+        assert report.pruned == ()
+        assert [s.reason for s in report.skipped] == [
+            f"{folder / 'usb'}: a symbolic link to {str(drive / 'docs')!r}, which does not exist"]
+        assert {"usb/manual.md", "usb/deep/spec.md"} <= ids(store)
+        # the drive back with one file removed: that one goes; the link removed: all go
+        (tmp_path / "media" / "unmounted").rename(drive)
+        (drive / "docs" / "manual.md").unlink()
+        assert store.ingest_path(folder, prune=True).pruned == ("usb/manual.md",)
+        (folder / "usb").unlink()
+        assert store.ingest_path(folder, prune=True).pruned == ("usb/deep/spec.md",)
+        assert ids(store) == {"brakes.md", "guides/rotor.md", "notes.txt"}
+
 def test_a_source_path_that_is_a_url_is_no_file(monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
