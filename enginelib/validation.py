@@ -286,8 +286,20 @@ def check_globs(name: str, value: Any) -> tuple[str, ...]:
     characters, each a pattern)."""
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidInputError(f"{name} must be a list of glob patterns, got {show_value(value)}")
-    return tuple(check_text(f"an {name} pattern", pattern, max_chars=MAX_ID_CHARS)
-                 for pattern in value)
+    patterns = tuple(check_text(f"an {name} pattern", pattern, max_chars=MAX_ID_CHARS)
+                     for pattern in value)
+    for pattern in patterns:
+        # A pattern is matched against the path under the folder given ("guides/a.md") and
+        # the file name, neither of which starts with "/", "./" or "../": such a pattern
+        # matched nothing, so --exclude /abs/docs/drafts ingested the drafts without a word.
+        if not pattern:
+            raise InvalidInputError(f"an empty {name} pattern matches no file: leave it out")
+        if pattern.split("/", 1)[0] in ("", ".", "..") or pattern.startswith(os.sep):
+            raise InvalidInputError(
+                f"{name} pattern {pattern!r} can never match: patterns match the path under "
+                "the folder given ('guides/*.md', 'drafts') or a file name ('*.md'), which "
+                "never starts with '/', './' or '../'; write it relative to that folder")
+    return patterns
 
 
 def check_store_path(value: Any) -> Path:

@@ -947,6 +947,27 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
     assert skipped == []  # files left out by the include glob are not reported
 
 
+
+@pytest.mark.parametrize("given", ["exclude", "include"])
+def test_a_pattern_that_can_never_match_is_refused(tmp_path: Path, given: str) -> None:
+    from tests.helpers import open_test_store
+
+    # --exclude /abs/docs/guides/drafts matched nothing (patterns see "guides/drafts/wip.md"),
+    # so the drafts were ingested without a word; --include ./*.md ingested nothing
+    make_tree(tmp_path)
+    drafts = tmp_path / "guides" / "drafts"
+    for pattern in (str(drafts), f"{drafts}/*", "./*.md", "../docs/*.md", ""):
+        with pytest.raises(InvalidInputError, match="can never match|matches no file") as bad:
+            list(iter_load(tmp_path, **{given: [pattern]}))  # type: ignore[arg-type]
+        assert repr(pattern) in str(bad.value) or not pattern
+        with open_test_store(tmp_path / "store") as store:
+            with pytest.raises(InvalidInputError, match="can never match|matches no file"):
+                store.ingest_path(tmp_path, **{given: [pattern]})  # type: ignore[arg-type]
+            assert store.list_documents() == []
+    # the same folder written relative to the one given works, "[" and "**" as fnmatch reads them
+    documents, _ = split(iter_load(tmp_path, exclude=["guides/drafts", "[", "**/*.txt"]))
+    assert [d.id for d in documents] == ["a.html", "guides/brakes.md"]
+
 def test_files_given_directly_use_their_name_and_bad_ones_are_skipped(tmp_path: Path) -> None:
     make_tree(tmp_path)
     bad = write(tmp_path / "bad.txt", b"ok \xff broken")
