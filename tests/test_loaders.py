@@ -948,6 +948,24 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
 
 
 
+
+def test_a_pattern_ending_in_a_slash_names_a_folder(tmp_path: Path) -> None:
+    # "drafts/" matched nothing (no path or file name ends in "/"): --exclude drafts/
+    # ingested the drafts, --include guides/ nothing
+    make_tree(tmp_path)
+    write(tmp_path / "drafts.md", "a file, not the folder")
+
+    def ids(**kwargs: object) -> list[str]:
+        documents, _ = split(iter_load(tmp_path, **kwargs))  # type: ignore[arg-type]
+        return [d.id for d in documents]
+
+    everything_but_drafts = ["Z.txt", "a.html", "drafts.md", "guides/brakes.md", "guides/tyres.txt"]
+    for pattern in ("drafts/", "guides/drafts/", "**/drafts/", "dr*/"):
+        assert ids(exclude=[pattern]) == everything_but_drafts
+    assert ids(exclude=["drafts/x/"]) == ids()  # a folder that is not there excludes nothing
+    assert ids(include=["guides/"]) == ["guides/brakes.md", "guides/drafts/wip.md", "guides/tyres.txt"]
+    assert ids(include=["drafts/"]) == ["guides/drafts/wip.md"]
+
 @pytest.mark.parametrize("given", ["exclude", "include"])
 def test_a_pattern_that_can_never_match_is_refused(tmp_path: Path, given: str) -> None:
     from tests.helpers import open_test_store

@@ -38,15 +38,34 @@ from .formats import loader_for
 PathLike = str | os.PathLike[str]
 
 
-def matches(relative: str, patterns: Sequence[str]) -> bool:
-    """Whether a glob matches the relative path or the file name ("**/" may match nothing)."""
+def matches(relative: str, patterns: Sequence[str], *, folder: bool = False) -> bool:
+    """Whether a glob matches the relative path or the file name ("**/" may match nothing);
+    one ending in "/" names a folder and matches everything in it ("drafts/", as a
+    .gitignore line reads: at any depth unless the pattern holds another "/"), never a
+    file of that name. ``folder``: ``relative`` is a folder's path."""
     name = relative.rsplit("/", 1)[-1]
     for pattern in patterns:
+        if pattern.endswith("/"):
+            if _in_folder(relative if folder else relative.rpartition("/")[0],
+                          pattern.rstrip("/")):
+                return True
+            continue
         if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern):
             return True
         if pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:]):
             return True
     return False
+
+
+def _in_folder(relative: str, folder: str) -> bool:
+    # "drafts/" matched nothing at all: neither a path nor a file name ends in "/", so
+    # --exclude node_modules/ ingested node_modules without a word
+    parts = relative.split("/") if relative else []
+    if folder.startswith("**/"):
+        folder = folder[3:]
+    if "/" not in folder:
+        return any(fnmatch.fnmatch(part, folder) for part in parts)
+    return any(fnmatch.fnmatch("/".join(parts[:n]), folder) for n in range(1, len(parts) + 1))
 
 
 def walk(root: Path, exclude: Sequence[str] = (), skip: Iterable[PathLike] = ()
@@ -96,7 +115,7 @@ def walk(root: Path, exclude: Sequence[str] = (), skip: Iterable[PathLike] = ()
             is_folder = False
         if not is_folder:
             yield Path(entry.path), relative
-        elif not matches(relative, exclude):
+        elif not matches(relative, exclude, folder=True):
             refused = enter(Path(entry.path), relative + "/")
             if refused is not None:
                 yield refused
