@@ -949,6 +949,28 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
 
 
 
+
+def test_a_file_whose_name_is_not_utf8_is_skipped_with_advice_to_rename_it(
+        tmp_path: Path) -> None:
+    from tests.helpers import open_test_store
+
+    # skipped as "document id contains a lone surrogate ... (decode the source as UTF-8)"
+    folder = tmp_path / "docs"
+    write(folder / "fine.md", "# Fine\n\nkept")
+    for name in (b"caf\xe9.md", b"d\xe9/inner.md"):
+        raw = os.path.join(os.fsencode(folder), name)
+        os.makedirs(os.path.dirname(raw), exist_ok=True)
+        with open(raw, "wb") as handle:
+            handle.write(b"# Bad name\n\ntext")
+    with open_test_store(tmp_path / "s") as store:
+        report = store.ingest_path(folder, prune=True)
+        assert report.added == ("fine.md",) and report.pruned == ()
+        assert [(s.path, s.reason) for s in report.skipped] == [
+            (path, f"{path}: its path is not valid UTF-8, so it can be no document's id or "
+                   "source: rename it (or leave it out with --exclude)")
+            for path in (os.fsdecode(os.path.join(os.fsencode(folder), name))
+                         for name in (b"caf\xe9.md", b"d\xe9/inner.md"))]
+
 def test_a_pattern_ending_in_a_slash_names_a_folder(tmp_path: Path) -> None:
     # "drafts/" matched nothing (no path or file name ends in "/"): --exclude drafts/
     # ingested the drafts, --include guides/ nothing

@@ -175,7 +175,23 @@ def _items(
                 yield found
                 continue
             path, relative = found
-            yield from _load(path, relative, max_bytes, base.joinpath(*relative.split("/")))
+            source = base.joinpath(*relative.split("/"))
+            if not _utf8(str(source)):
+                # said "document id contains a lone surrogate ... (decode the source as
+                # UTF-8)": the id is the file's name, and renaming the file is what helps
+                yield SkippedInput(str(path), f"{path}: its path is not valid UTF-8, so it "
+                                   "can be no document's id or source: rename it (or leave it "
+                                   "out with --exclude)")
+                continue
+            yield from _load(path, relative, max_bytes, source)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a name's undecodable bytes, kept as lone surrogates
+        return False
+    return True
 
 
 def iter_load(
