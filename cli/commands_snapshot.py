@@ -36,9 +36,10 @@ def snapshot() -> None:
 @handle_errors
 def create(store_path: Path, name: str | None, keep: int | None, pin: bool, as_json: bool) -> None:
     """Snapshot the live store (default NAME: the next YYYY.MM.patch, the month in UTC)."""
-    before = {s.name for s in snap.list_snapshots(store_path)}
-    info = snap.create_snapshot(store_path, name, keep=keep, pin=pin)
-    removed = sorted(before - {s.name for s in snap.list_snapshots(store_path)})
+    # what this command's retention removed, not every name gone meanwhile (another
+    # process's delete or create was reported as removed by this one's retention)
+    info, pruned = snap.create_and_prune(store_path, name, keep=keep, pin=pin)
+    removed = sorted(pruned)
     if as_json:
         emit_json({**info.to_dict(), "removed_by_retention": removed})
         return

@@ -349,6 +349,15 @@ def create_snapshot(
     ``keep`` (>= 1) also becomes the store's retention setting; pinned snapshots never count
     against it and are never removed by it.
     """
+    return create_and_prune(target, name, keep=keep, pin=pin)[0]
+
+
+@takes_store
+def create_and_prune(
+    target: StoreLike, name: str | None = None, *, keep: int | None = None, pin: bool = False
+) -> tuple[SnapshotInfo, list[str]]:
+    """``create_snapshot``, and the names its retention removed (read under the writer lock:
+    comparing listings before and after counted what other processes deleted meanwhile)."""
     if keep is not None:
         _check_keep(keep)
     with _writable_store(target) as store:
@@ -377,8 +386,8 @@ def create_snapshot(
         # settings.json was written) is not this new snapshot's
         settings["pinned"] = [n for n in settings["pinned"] if n != name] + ([name] if pin else [])
         _write_settings(root, settings)
-        _prune(root, settings["keep"])
-        return replace(info, pinned=pin, size_bytes=get_snapshot(root, name).size_bytes)
+        removed = _prune(root, settings["keep"])
+        return replace(info, pinned=pin, size_bytes=get_snapshot(root, name).size_bytes), removed
 
 
 def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
@@ -663,7 +672,8 @@ def _check_restorable(folder: Path, name: str, live: mf.Manifest) -> None:
 
 __all__ = [
     "DEFAULT_KEEP", "LIVE", "SNAPSHOT_STEPS", "DocumentChange", "RestoreReport", "SnapshotDiff",
-    "SnapshotInfo", "apply_retention", "create_snapshot", "delete_snapshot", "diff_snapshots",
+    "SnapshotInfo", "apply_retention", "create_and_prune", "create_snapshot", "delete_snapshot",
+    "diff_snapshots",
     "OPTIONAL_TABLES", "checksummed", "damage", "index_damage",
     "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
     "restore_snapshot", "retention", "set_retention", "settings_problem", "snapshot_folder",
