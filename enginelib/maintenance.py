@@ -66,7 +66,7 @@ from .own_vectors import is_external
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
 from .snapshot_integrity import OPTIONAL_TABLES, checksummed, damage, index_damage
-from .snapshots import load_catalog, settings_problem
+from .snapshots import load_catalog, newer_format, settings_problem
 from .store_guard import MAX_LOCK_TIMEOUT_S, check_model_options
 from .store_target import StoreLike, takes_store
 from .text import shell_word
@@ -299,6 +299,12 @@ def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
         except (OSError, ValueError) as exc:
             reason = f"cannot be read ({exc.strerror})" if isinstance(exc, OSError) else str(exc)
             out.append(f"snapshot {folder.name!r} {layout.SNAPSHOT_INFO_NAME} {reason}: delete it")
+            continue
+        if (newer := newer_format(folder)) is not None:
+            # sound, only newer: "delete it" would have thrown a good snapshot away
+            out.append(f"snapshot {folder.name!r} was written by a newer enginelib ({newer}): "
+                       "it is not damaged, keep it: upgrade enginelib to check, open or "
+                       "restore it")
             continue
         untrusted = index_damage(folder)
         out += _snapshot_file_problems(folder, live, untrusted)

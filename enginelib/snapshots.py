@@ -49,6 +49,7 @@ from .durable import file_crc32, fsync_dir, fsync_file, remove_unfinished, write
 from .errors import (
     CorruptStoreError,
     DamagedSnapshotError,
+    IncompatibleStoreError,
     InvalidInputError,
     SnapshotError,
     StoreError,
@@ -193,10 +194,39 @@ def _name_taken(root: Path, name: str) -> SnapshotError:
         f"`enginelib snapshot delete {name} --store {shell_word(root)}` removes it", path=folder)
 
 
+def newer_snapshot(name: str, why: str, folder: Path) -> IncompatibleStoreError:
+    """A snapshot a newer enginelib wrote: sound, only not readable by this one (it was named
+    damaged, with the advice to delete it)."""
+    return IncompatibleStoreError(
+        f"snapshot {name!r} was written by a newer enginelib ({why}): it is not damaged, "
+        f"keep it: upgrade enginelib to open or restore it", path=folder)
+
+
+def newer_format(folder: Path) -> str | None:
+    """Why snapshot ``folder`` is of a newer format than this enginelib reads, or None."""
+    try:
+        found = sf.read_info(folder).get("format")
+    except (OSError, ValueError):
+        return None  # damage, judged and named by the integrity checks
+    if isinstance(found, int) and not isinstance(found, bool) and found > FORMAT_VERSION:
+        return (f"{INFO_NAME} has format {found}, newer than the {FORMAT_VERSION} this "
+                "enginelib reads")
+    try:
+        mf.read_manifest(folder)
+    except IncompatibleStoreError as exc:
+        return str(exc)
+    except StoreError:
+        return None
+    return None
+
+
 def _sound(root: Path, name: str) -> Path:
     """The folder of snapshot ``name``, once its tables read; a damaged one is named with the
     way out, not as a failure of the live catalog that `check` and `repair` cannot mend."""
     folder = _folder(root, name)
+    newer = newer_format(folder)
+    if newer is not None:
+        raise newer_snapshot(name, newer, folder)
     problem = damage(folder)
     if problem is not None:
         raise DamagedSnapshotError(
@@ -645,6 +675,8 @@ def snapshot_manifest(folder: Path) -> mf.Manifest:
     way_out = f"delete it (`enginelib snapshot delete {name} --store {shell_word(root)}`)"
     try:
         manifest = mf.read_manifest(folder)
+    except IncompatibleStoreError as exc:
+        raise newer_snapshot(name, str(exc), folder) from exc
     except StoreError as exc:
         raise DamagedSnapshotError(
             f"snapshot {name!r} is damaged: its {mf.MANIFEST_NAME} is damaged or unreadable "

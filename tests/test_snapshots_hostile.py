@@ -325,3 +325,41 @@ def test_check_names_a_retention_file_that_every_snapshot_command_fails_on(
     assert "settings.json" in report.problems[0] and "delete it" in report.problems[0]
     settings.rmdir() if settings.is_dir() else settings.unlink()
     assert maintenance.check(tmp_path / "s").ok
+
+
+@pytest.mark.parametrize("where", ["manifest", "snapshot_json"])
+def test_a_snapshot_of_a_newer_format_is_not_called_damaged(store: Store, where: str) -> None:
+    """A snapshot whose manifest.json a newer enginelib wrote (format_version 99) was
+    "damaged ...: delete it" from open, restore and check; one whose snapshot.json says a newer
+    format was read as if it were this one's."""
+    from enginelib import snapshot_files as sf
+    from enginelib.errors import DamagedSnapshotError, IncompatibleStoreError
+
+    store.create_snapshot("new")
+    folder = store.path / "snapshots" / "new"
+    info = json.loads((folder / "snapshot.json").read_text(encoding="utf-8"))
+    info.pop("info_crc32")
+    if where == "manifest":
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        (folder / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}),
+                                              encoding="utf-8")
+        info["file_sum64"] = sf.record(folder)  # sealed as the newer release would
+    else:
+        info["format"] = 2
+    (folder / "snapshot.json").write_text(json.dumps(sf.seal(info)), encoding="utf-8")
+
+    for attempt in (lambda: store.restore_snapshot("new"),
+                    lambda: enginelib.open(store.path, snapshot="new")):
+        with pytest.raises(IncompatibleStoreError) as caught:
+            attempt()
+        assert not isinstance(caught.value, DamagedSnapshotError)
+        assert "newer enginelib" in str(caught.value) and "upgrade" in str(caught.value)
+        assert "delete" not in str(caught.value)
+    problems = store.check().problems
+    assert len(problems) == 1 and "newer enginelib" in problems[0], problems
+    assert "delete" not in problems[0]
+    result = CliRunner().invoke(main, ["search", "brakes", "--snapshot", "new",
+                                       "--store", str(store.path)])
+    assert result.exit_code != 0 and "newer enginelib" in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert [s.name for s in store.list_snapshots()] == ["new"]
