@@ -180,8 +180,11 @@ def _leftover(root: Path, name: str) -> Path | None:
     """The folder of ``name`` when it is there without a readable snapshot.json (a copy cut
     short, a snapshot.json lost): no command could use it, and it held its name for good."""
     folder = _base(root) / validate_name(name)
+    identity = _identity(folder)
     if not os.path.lexists(folder) or (folder / INFO_NAME).is_file():
         return None
+    if identity is not None and _identity(folder) != identity:
+        return None  # deleted (or replaced) by another process meanwhile: not a leftover
     return folder
 
 
@@ -227,12 +230,33 @@ def _sound(root: Path, name: str) -> Path:
     newer = newer_format(folder)
     if newer is not None:
         raise newer_snapshot(name, newer, folder)
+    identity = _identity(folder)
     problem = damage(folder)
+    if problem is not None and (identity is None or _identity(folder) != identity):
+        raise _gone_meanwhile(root, name, folder)
     if problem is not None:
         raise DamagedSnapshotError(
             f"snapshot {name!r} is damaged: {problem}: delete it (`enginelib snapshot delete "
             f"{name} --store {shell_word(root)}`) and use another snapshot", path=folder)
     return folder
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _gone_meanwhile(root: Path, name: str, folder: Path) -> SnapshotError:
+    """Another process deleted (or replaced) the snapshot while this one read it: its files
+    vanishing under the read were called damage, with the advice to delete the snapshot,
+    which by then could be a new one of the same name."""
+    return SnapshotError(
+        f"snapshot {name!r} was deleted or replaced by another process while it was being "
+        f"read: `enginelib snapshot list --store {shell_word(root)}` shows the snapshots now",
+        path=folder)
 
 
 def _read_settings(root: Path) -> dict[str, Any]:
@@ -560,6 +584,7 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
     """An in-memory catalog holding the tables of ``folder``, as ``snapshot_folder`` returned
     it (its files checked: they are read once per open, not twice)."""
     catalog = Catalog.in_memory(dim)
+    identity = _identity(folder)
     try:
         with catalog.transaction():
             for table in TABLES:
@@ -569,6 +594,8 @@ def load_catalog(folder: Path, dim: int) -> Catalog:
                 cs.replace_table(catalog, table, path)
     except Exception as exc:
         catalog.close()
+        if identity is None or _identity(folder) != identity:
+            raise _gone_meanwhile(folder.parent.parent, folder.name, folder) from exc
         raise DamagedSnapshotError(f"snapshot {folder.name!r} cannot be loaded: {exc}",
                                    path=folder) from exc
     return catalog

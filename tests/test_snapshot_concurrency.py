@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import doc, open_test_store, paragraphs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,3 +74,53 @@ def test_create_reports_only_what_its_own_retention_removed(tmp_path: Path) -> N
     assert out.splitlines() == [
         "created snapshot last (generation 1, 1 documents, 1 chunks)",
         "removed by retention: mine"], out
+
+
+_FLIPPER = """
+import sys
+from enginelib import snapshots
+for _ in range(int(sys.argv[2])):
+    snapshots.create_snapshot(sys.argv[1], "flip", keep=20)
+    snapshots.delete_snapshot(sys.argv[1], "flip")
+"""
+
+
+def test_a_snapshot_deleted_while_it_is_opened_is_not_called_damaged(tmp_path: Path) -> None:
+    """Opening a snapshot that another process deleted meanwhile said "snapshot 'flip' is
+    damaged: tables/meta.parquet is missing: delete it" (serve: 503), advice that by then
+    could delete a new snapshot of the same name."""
+    import warnings
+
+    import enginelib
+    from enginelib import HashingEmbedder, snapshots
+    from enginelib.errors import DamagedSnapshotError, SnapshotError
+
+    with open_test_store(tmp_path / "s") as store:
+        store.ingest_documents([doc("a", paragraphs(3)), doc("b", paragraphs(3, "tyres"))])
+        store.create_snapshot("gone")
+    root = tmp_path / "s"
+    # the deterministic case: the folder checked, then deleted before its tables load
+    folder = snapshots.snapshot_folder(root, "gone")
+    snapshots.delete_snapshot(root, "gone")
+    with pytest.raises(SnapshotError) as caught:
+        snapshots.load_catalog(folder, 64)
+    assert not isinstance(caught.value, DamagedSnapshotError)
+    assert "deleted or replaced by another process" in str(caught.value)
+
+    flipper = subprocess.Popen([sys.executable, "-c", _FLIPPER, str(root), "60"], cwd=REPO,
+                               env={**os.environ, "PYTHONPATH": str(REPO)},
+                               stderr=subprocess.PIPE, text=True)
+    damaged = []
+    while flipper.poll() is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # index files vanishing: rebuilt, warned
+                with enginelib.open(root, snapshot="flip", embedder=HashingEmbedder(64)) as s:
+                    s.search("brakes", answerability_threshold=None)
+        except DamagedSnapshotError as exc:
+            damaged.append(str(exc))
+        except SnapshotError:
+            pass
+    _, err = flipper.communicate()
+    assert flipper.returncode == 0, err
+    assert damaged == []
