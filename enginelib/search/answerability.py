@@ -49,15 +49,15 @@ def assess(
         query = normalize_rows(qvec[None, :dims])[0] if dims else qvec
         top_cosines = _gate_part(view.vectors[top], dims) @ query
         sample_cosines = _sample_matrix(view, dims) @ query
-    terms = _terms(store, request.queries, query_language(request.embed_text(0)))
+    # Read as typed: a correction ("Wann" -> "Want") is no language. Keywords alone ("DPIA",
+    # "GDPR fines") say nothing of their language: nothing says the query crosses languages,
+    # so the same-language levels apply, as fusion reads it too. Read as English, a French
+    # keyword query met French text with the lenient cross-lingual levels and "AIPD" (in no
+    # passage) was answered at cosine 0.81.
+    language = query_language(request.embed_text(0))
+    terms = _terms(store, request.queries, language)
     hit_tokens: set[str] = set()
     first = view.record(int(top[0]))
-    asked = request.embed_text(0)  # as typed: a correction ("Wann" -> "Want") is no language
-    # Keywords alone ("DPIA", "GDPR fines") say nothing of their language: nothing says the
-    # query crosses languages, so the same-language levels apply, as fusion reads it too.
-    # Read as English, a French keyword query met French text with the lenient cross-lingual
-    # levels and "AIPD" (in no passage) was answered at cosine 0.81.
-    language = query_language(asked)
     passage_language = hit_language(first.language, first.content, language)
     for position in top:
         hit_tokens |= _hit_tokens(store, view, int(position))
