@@ -33,7 +33,11 @@ def takes_store(func: Callable[P, R]) -> Callable[P, R]:
         if not args:
             return func(*args, **kwargs)  # let Python name the missing argument
         target, *rest = args
-        if not isinstance(target, StoreCore):
+        if isinstance(target, StoreCore):
+            # a closed store: check() failed an assert (an in-memory one, its folder gone),
+            # list_snapshots() listed a closed disk store's, diff() looked its snapshots up
+            target.require_open()
+        else:
             target = check_store_path(target)
             require_folder(target)
         where = target.path if isinstance(target, StoreCore) else target

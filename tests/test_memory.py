@@ -134,7 +134,10 @@ def test_a_closed_store_refuses_every_use(ram, tmp_path):
     calls = [lambda: store.search("brake"), lambda: store.list_documents(),
              lambda: store.get_document("a"), lambda: store.stats(),
              lambda: store.ingest_documents([enginelib.LoadedDocument(id="b", text="tyres")]),
-             lambda: store.delete_document("a")]
+             lambda: store.delete_document("a"),
+             # these three read the folder beside the catalog: list_snapshots() listed a
+             # closed store's and diff() looked its snapshots up
+             store.check, store.list_snapshots, lambda: store.diff("before")]
     for call in calls:
         with pytest.raises(StoreError, match="closed"):
             call()
@@ -263,6 +266,9 @@ def test_a_closed_memory_store_says_its_documents_are_gone(ram: Path) -> None:
     for call in (lambda: store.search("brake pads"), lambda: store.list_documents(),
                  queue.counts,
                  lambda: store.save(ram.parent / "kept"),
+                 # check() failed an assert (its folder gone), list_snapshots() said there
+                 # was no store at the private folder
+                 store.check, store.list_snapshots, lambda: store.diff("before"),
                  lambda: store.ingest_documents([enginelib.LoadedDocument(id="b", text="t")])):
         with pytest.raises(StoreError, match="in-memory store is closed, and its documents "
                                              r"went with it: .*save\(path\) it first") as caught:
