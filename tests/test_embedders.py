@@ -25,6 +25,7 @@ from enginelib.embedders import (
     make_embedder,
     passage_text,
 )
+from enginelib.embedders.registry import EMBEDDERS
 from enginelib.errors import EmbeddingError, IncompatibleStoreError, UnknownEmbedderError
 from enginelib.manifest import read_manifest
 from tests.helpers import SMALL_CHUNKS, doc
@@ -261,3 +262,23 @@ def test_the_test_embedder_takes_a_list_of_texts_only() -> None:
             embedder.embed(texts)  # type: ignore[arg-type]
     assert embedder.embed(("brake pads", "", "ブレーキ")).shape == (3, 16)
     assert embedder.embed([]).shape == (0, 16)
+
+
+@pytest.mark.parametrize("name", [*EMBEDDERS, " all-MiniLM-L6-v2", "hashing-16", "hashing",
+                                  "external-32"])
+def test_the_test_embedder_refuses_another_embedders_name(tmp_path: Path, name: str) -> None:
+    # HashingEmbedder(384, name="e5-small") was taken: the store recorded e5-small, opened
+    # again without embedder= it searched with the real model against these hashes
+    # (similarities 0.013 and 0.010 for 'brake pads', no error)
+    from enginelib.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=rf"name {name!r} names another embedder.*"
+                                                "leave the name out for 'hashing-32'"):
+        HashingEmbedder(32, name=name)
+    for blank in (5, "  "):  # an int was refused later as "not an embedder", naming the class
+        with pytest.raises(InvalidInputError, match="name must be a non-blank str"):
+            HashingEmbedder(32, name=blank)  # type: ignore[arg-type]
+    assert HashingEmbedder(32, name="hashing-32").name == "hashing-32"
+    with enginelib.open(tmp_path / "s", embedder=HashingEmbedder(32, name="mine-32")) as store:
+        store.ingest_documents([doc("pads", "brake pads wear out")])
+        assert store.stats()["embedding_model"] == "mine-32"

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import EmbeddingError, InvalidInputError, UnknownEmbedderError
 from .base import Embedder
 from .e5 import E5_SMALL, E5SmallEmbedder
-from .hashing import HashingEmbedder
+from .hashing import HASHING_PREFIX, HashingEmbedder
 from .joined import E5_MINILM, JoinedEmbedder
 from .minilm import MINILM, SentenceTransformerEmbedder
 
@@ -25,7 +25,6 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     # English-strong, French as e5 (enginelib/embedders/joined.py); needs the [minilm] extra.
     E5_MINILM: JoinedEmbedder,
 }
-HASHING_PREFIX = "hashing"  # "hashing-64": the deterministic test embedder, any dimension
 
 
 def embedder_names() -> list[str]:
