@@ -50,9 +50,11 @@ def enginelib_store_factory() -> Iterator[StoreFactory]:
         chunking: ChunkingConfig | None = None,
         **options: Any,
     ) -> Store:
+        # "is None": a falsy embedder ("", 0, False) was replaced by the test embedder unseen,
+        # where enginelib.memory() refuses it
         store = open_memory(
-            records=records, embedder=embedder or test_embedder(), truth_level=truth_level,
-            chunking=chunking, **options,
+            records=records, embedder=test_embedder() if embedder is None else embedder,
+            truth_level=truth_level, chunking=chunking, **options,
         )
         made.append(store)
         return store

@@ -181,6 +181,17 @@ def test_fixtures_give_empty_and_seeded_stores(enginelib_store, enginelib_store_
     assert other.manifest.embedding_dim == 16
 
 
+@pytest.mark.parametrize("embedder", ["", 0, False])
+def test_the_factory_refuses_a_falsy_embedder_as_memory_does(enginelib_store_factory,
+                                                             embedder: object) -> None:
+    # it took `embedder or test_embedder()`: "", 0 and False gave a hashing-64 store unseen
+    with pytest.raises(InvalidInputError, match="embedder"):
+        enginelib_store_factory(embedder=embedder)
+    with pytest.raises(InvalidInputError, match="embedder"):
+        enginelib.memory(embedder=embedder)
+    assert enginelib_store_factory(embedder=None).embedder.name == "hashing-64"
+
+
 @pytest.mark.slow  # a second Python process
 def test_readme_user_test_runs_with_the_plugin_and_leaves_nothing(tmp_path):
     ram = tmp_path / "ram"
