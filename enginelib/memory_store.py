@@ -62,7 +62,9 @@ def ram_folder() -> str:
             raise StorageError(f"${MEMORY_DIR_ENV} is {chosen[:200]!r}, which is not a folder "
                                f"this process can write: point it at one (a tmpfs such as "
                                f"/dev/shm keeps the store in RAM) or unset it", path=chosen)
-        return chosen
+        # absolute: a relative one made a relative store folder, so after a chdir (pytest's
+        # monkeypatch.chdir) the store said its catalog was gone and close() removed nothing
+        return os.path.abspath(chosen)
     for candidate in _RAM_FOLDERS:
         if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
             return candidate

@@ -348,3 +348,21 @@ def test_save_to_a_link_writes_where_it_leads(ram: Path, tmp_path: Path, leads_t
     assert link.is_symlink() and (real / "manifest.json").is_file()
     with enginelib.open(link) as saved:
         assert saved.stats()["documents"] == len(RECORDS)
+
+
+def test_a_relative_memory_folder_survives_a_chdir(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # $ENGINELIB_MEMORY_DIR=rel gave the store the folder rel/enginelib-mem-.../store: after a
+    # chdir its next ingest said "the catalog rel/... is gone since this process opened the
+    # store", and close() removed nothing, the store left behind in rel/
+    (tmp_path / "rel").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(MEMORY_DIR_ENV, "rel")
+    store = enginelib.memory(RECORDS, embedder=HashingEmbedder(16))
+    assert store.path.is_absolute() and store.path.is_relative_to(tmp_path / "rel")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    store.ingest_documents([enginelib.LoadedDocument(id="oil", text="Oil filter change.")])
+    assert [d["document_id"] for d in store.list_documents()] == ["gdpr", "oil", "pads"]
+    store.close()
+    assert os.listdir(tmp_path / "rel") == [] and os.listdir(tmp_path / "elsewhere") == []
