@@ -8,6 +8,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -282,6 +283,45 @@ def test_search_time_index_options_apply_to_an_existing_store(tmp_path: Path) ->
     plain = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(64), read_only=True)
     assert plain._vector_index.ef_search != 400
     plain.close()
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"vector": {"ef": 50}},
+     r"\['vector'\]\['ef'\] is not an index option; 'vector' takes M, backend, ef_construction"),
+    ({"text": {"tokenizer": "raw"}}, r"\['text'\]\['tokenizer'\] is not an index option"),
+    ({"vectors": {"M": 8}}, r"\['vectors'\] is not understood"),
+])
+def test_an_index_option_no_backend_takes_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], named: str
+) -> None:
+    # passed to the backend as given: a raw TypeError "HnswVectorIndex.__init__() got an
+    # unexpected keyword argument 'ef'", and the manifest that recorded it made every later
+    # open fail the same way; "vectors" was recorded and never read (M=8 dropped unseen)
+    with pytest.raises(InvalidInputError, match=named):
+        enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16), index_options=options)
+    assert not (tmp_path / "s").exists()
+    monkeypatch.setenv("ENGINELIB_MEMORY_DIR", str(tmp_path))
+    with pytest.raises(InvalidInputError, match=named):
+        enginelib.memory(embedder=HashingEmbedder(16), index_options=options)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_index_options_a_new_store_takes_are_its_backends_own() -> None:
+    import inspect
+
+    from enginelib.core.compat import CREATION_INDEX_OPTIONS
+    from enginelib.indexes import HnswVectorIndex, TantivyTextIndex, UsearchVectorIndex
+
+    def keywords(cls: type, *internal: str) -> set[str]:
+        return {p.name for p in inspect.signature(cls).parameters.values()
+                if p.kind is p.KEYWORD_ONLY and p.name not in internal}
+
+    assert keywords(HnswVectorIndex) | {"backend"} == CREATION_INDEX_OPTIONS["vector"]
+    assert keywords(UsearchVectorIndex, "dtype") | {"backend"} == CREATION_INDEX_OPTIONS["vector"]
+    assert keywords(TantivyTextIndex, "read_only") == CREATION_INDEX_OPTIONS["text"]
+    with enginelib.memory(embedder=HashingEmbedder(16), index_options={
+            "vector": {"M": 8, "ef_search": 30}, "text": {"languages": ["en"]}}) as store:
+        assert store._vector_index.M == 8
 
 
 def test_a_dimension_no_store_can_hold_is_refused_before_anything_is_written(tmp_path: Path) -> None:

@@ -22,6 +22,29 @@ RUNTIME_INDEX_OPTIONS: dict[str, frozenset[str]] = {
     "vector": frozenset({"ef_search", "exact_threshold", "num_threads"}),
     "text": frozenset({"lenient"}),
 }
+# Every index option a new store takes: the backends' own (``backend`` picks the vector one).
+# Any other was recorded in the manifest and passed to the backend as it was: a raw TypeError
+# ("unexpected keyword argument 'ef'") at this open and at every later one; another kind
+# ("vectors") was recorded and never read.
+CREATION_INDEX_OPTIONS: dict[str, frozenset[str]] = {
+    "vector": frozenset({"backend", "M", "ef_construction", "ef_search", "exact_threshold",
+                         "num_threads"}),
+    "text": frozenset({"languages", "boosts", "heap_size", "lenient"}),
+}
+
+
+def check_creation_index_options(options: dict[str, Any] | None) -> None:
+    """A new store's index options: only the kinds and names its backends take."""
+    for kind, values in (options or {}).items():
+        allowed = CREATION_INDEX_OPTIONS.get(kind)
+        if allowed is None:
+            raise InvalidInputError(f"index_options[{kind!r}] is not understood; use 'vector' "
+                                    "or 'text' dicts; nothing was created")
+        for name in values:
+            if name not in allowed:
+                raise InvalidInputError(
+                    f"index_options[{kind!r}][{name!r}] is not an index option; {kind!r} "
+                    f"takes {', '.join(sorted(allowed))}; nothing was created")
 
 
 def runtime_index_options(options: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -61,7 +61,12 @@ from ..search.cache import ResponseCache
 from ..utc import utc_stamp
 from ..validation import MAX_DIM, check_int
 from . import layout
-from .compat import CatalogOnlyEmbedder, check_compatible, runtime_index_options
+from .compat import (
+    CatalogOnlyEmbedder,
+    check_compatible,
+    check_creation_index_options,
+    runtime_index_options,
+)
 from .generations import finish_interrupted_reindex
 from .lock import WriterLock, acquire_writer_lock
 from .recovery import discard_index_files, recover_files
@@ -219,6 +224,7 @@ class StoreCore:
                 check_int("embedding dimension", embedder.dim, minimum=1, maximum=MAX_DIM)
                 config = chunking or ChunkingConfig()
                 config.validate()
+                check_creation_index_options(index_options)
                 # index_options["vector"]["backend"] picks the vector backend (e.g. the
                 # compact "usearch-i8"); the manifest records it for every later open.
                 backend, index_options = split_vector_backend(index_options)
