@@ -3,6 +3,7 @@ lets ``gate.decide`` answer or refuse (the math lives in ``gate``, pure)."""
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -14,8 +15,10 @@ from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
 from ..language import function_words, hit_language, query_language
 from . import gate
+from .named_sources import SUBJECT_SHARE, NamedSource, articled_acronyms, named_sources
 from .quotes import content_terms, only_function_words
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
+from .rewrite import apply_corrections, typo_corrections
 
 if TYPE_CHECKING:
     from ..chunk_view import ChunkView
@@ -61,6 +64,15 @@ def assess(
     passage_language = hit_language(first.language, first.content, language)
     for position in top:
         hit_tokens |= _hit_tokens(store, view, int(position))
+    cross_lingual = language is not None and not gate.same_language(language, passage_language)
+    # Across languages a law goes by its translated name ("GDPR" over the French "RGPD").
+    named = [] if cross_lingual else named_sources(request.queries[0])
+    passages = len(view.labels)
+    absent = [source.name for source in named if not _mentioned(store, source, passages)]
+    if absent:
+        given = {source.name.casefold() for source in named}
+        named += [NamedSource(word, (word,)) for word in articled_acronyms(request.queries[0])
+                  if word.casefold() not in given and _phrase_count(store, word, 1)]
     evidence = gate.gather(
         embedder=model,
         query_terms=terms,
@@ -69,11 +81,34 @@ def assess(
         sample_cosines=sample_cosines,
         vector_labels=[label for label, _ in vector_ranking],
         text_labels=[label for label, _ in text_ranking],
-        cross_lingual=language is not None and not gate.same_language(language, passage_language),
+        cross_lingual=cross_lingual,
+        named_sources=[source.name for source in named],
+        absent_sources=absent,
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit,
                        function_words_only=not terms and only_function_words(request.queries[0]))
+
+
+def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
+    """Whether the store holds the law ``source`` names: a passage mentions one of its
+    spellings, or its core is the store's subject (named_sources.py)."""
+    if any(_phrase_count(store, spelling, 1) for spelling in source.spellings):
+        return True
+    if source.core is not None and source.core_is_acronym():
+        return _phrase_count(store, source.core, 1) > 0
+    if source.core is not None and source.core_is_phrase():
+        needed = max(1, math.ceil(SUBJECT_SHARE * passages))
+        return _phrase_count(store, source.core, needed) >= needed
+    return False
+
+
+def _phrase_count(store: Store, phrase: str, most: int) -> int:
+    """Passages holding ``phrase`` as written (at most ``most`` counted), its typos
+    corrected as the search corrects them ("GPDR" is the GDPR)."""
+    words = apply_corrections(phrase, typo_corrections(store, phrase))
+    # Inside quotes a phrase is searched as written: no typo fallback.
+    return len(store._text_index.search(['"' + words.replace('"', " ") + '"'], most)[0])
 
 
 def _gate_part(vectors: np.ndarray, dims: int) -> np.ndarray:

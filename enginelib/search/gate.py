@@ -18,7 +18,10 @@ Three pieces of evidence, each in 0..1, computed by small pure functions:
 
 Decision: ``score = max(semantic, coverage_evidence, combined)`` where the combined
 term rewards moderate semantic and lexical evidence that the two methods agree on.
-A query is answered when ``score >= threshold``. The constants were chosen on the train
+A query is answered when ``score >= threshold``, unless it names laws (or other sources)
+and no passage mentions any of them (``NAMED_SOURCE_ABSENT``, named_sources.py): "What are
+the penalties under the Digital Services Act?" shares every word with the GDPR's penalty
+articles, and is still not a question the GDPR answers. The constants were chosen on the train
 split of our regulatory question sets (``benchmarks/questions``, in-domain and off-domain,
 EN / FR / EN over FR) with ``benchmarks/regulatory_eval.py``; ``benchmarks/RESULTS.md``
 reports the held-out (test split) rates.
@@ -42,6 +45,7 @@ NO_MATCH = "NO_MATCH"  # no chunk matched at all (the filters, or the page asked
 ONLY_STOP_WORDS = "ONLY_STOP_WORDS"  # nothing left to match once stop words are removed
 WEAK_EVIDENCE = "WEAK_EVIDENCE"  # hits exist, but neither method found enough support
 BELOW_THRESHOLD = "BELOW_THRESHOLD"  # the caller's explicit threshold was not reached
+NAMED_SOURCE_ABSENT = "NAMED_SOURCE_ABSENT"  # the query names a law no passage mentions
 GATE_OFF = "GATE_OFF"
 
 DEFAULT_THRESHOLD = 0.5
@@ -84,6 +88,8 @@ class GateEvidence:
     cross_lingual: bool = False  # the query's language differs from the best hit's
     content_words: tuple[str, ...] = ()
     missing_words: tuple[str, ...] = ()
+    named_sources: tuple[str, ...] = ()  # laws the query names (named_sources.py)
+    absent_sources: tuple[str, ...] = ()  # those of them no passage mentions
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,16 @@ def decide(
             "refuse", ONLY_STOP_WORDS, score, threshold, evidence,
             "the query has only stop words: add the words that say what you are looking for",
         )
+    named, absent = evidence.named_sources, evidence.absent_sources
+    if named and len(absent) == len(named):
+        # Whatever the words share, a question about a law the store does not hold is not
+        # answered by the laws it does hold.
+        return GateDecision(
+            "refuse", NAMED_SOURCE_ABSENT, score, threshold, evidence,
+            f"the query asks about {_listed(absent)}, which no passage of the store "
+            f"mentions: ingest {'it' if len(absent) == 1 else 'them'}, or ask without the "
+            f"name to search what the store holds",
+        )
     if score >= threshold:
         return GateDecision("answer", ANSWERED, score, threshold, evidence)
     code = BELOW_THRESHOLD if explicit else WEAK_EVIDENCE
@@ -226,6 +242,14 @@ def decide(
         f"the top hits do not support an answer: gate score {score:.2f} is below the "
         f"threshold {threshold:.2f} ({describe(evidence)})",
     )
+
+
+def _listed(names: tuple[str, ...], most: int = 3) -> str:
+    """"'A'", "'A' and 'B'", "'A', 'B' and 'C' (+2 more)", each name cut to be read."""
+    shown = [f"'{shown_words((name,), 1)}'" for name in names[:most]]
+    text = shown[-1] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    more = len(names) - len(shown)
+    return text + (f" (+{more} more)" if more > 0 else "")
 
 
 def describe(evidence: GateEvidence) -> str:
@@ -289,6 +313,8 @@ def gather(
     vector_labels: Sequence[int],
     text_labels: Sequence[int],
     cross_lingual: bool = False,
+    named_sources: Sequence[str] = (),
+    absent_sources: Sequence[str] = (),
 ) -> GateEvidence:
     best = z = semantic = None
     if top_cosines is not None and top_cosines.size:
@@ -306,6 +332,8 @@ def gather(
         cross_lingual=cross_lingual,
         content_words=tuple(t.word for t in query_terms),
         missing_words=missing,
+        named_sources=tuple(named_sources),
+        absent_sources=tuple(absent_sources),
     )
 
 

@@ -96,7 +96,7 @@ def _plan(store: Store, request: SearchRequest, generation: int) -> QueryPlan:
     corrections: dict[str, str] = {}
     corrected = []
     for query in queries:
-        fixes = {} if _foreign(store, query) else _corrections(store, query)
+        fixes = {} if _foreign(store, query) else typo_corrections(store, query)
         corrections.update(fixes)
         corrected.append(apply_corrections(query, fixes))
     table = acronym_table(store, generation)
@@ -219,7 +219,8 @@ def _foreign(store: Store, query: str) -> bool:
     return language is not None and languages is not None and language not in languages
 
 
-def _corrections(store: Store, query: str) -> dict[str, str]:
+def typo_corrections(store: Store, query: str) -> dict[str, str]:
+    """The words of ``query`` the text index does not know, each with the word it searches."""
     corrections = getattr(store._text_index, "corrections", None)
     return dict(corrections(query)) if corrections is not None else {}
 

@@ -1,0 +1,188 @@
+"""Laws a query asks about by name: "under the Digital Services Act", "selon eIDAS",
+"la directive sur les lanceurs d'alerte".
+
+A question about a law the store does not hold reads, word by word, like one it does hold:
+"What are the penalties under the Digital Services Act?" shares "penalties", "digital",
+"services" and "act" with the GDPR and the AI Act, and a multilingual model puts it close
+to their penalty articles. What tells it apart is the name: no passage mentions it. The
+gate (answerability.py) refuses a query when it names a law and no passage mentions any of
+the names it gives.
+
+Only names said the way laws are named are read, so that a word the corpus lacks is not
+mistaken for one (an acronym alone, "the DPIA", "the CNIL", is no law's name):
+
+- capitalised words before Act / Directive / Regulation ("the Data Act", "the NIS2
+  Directive", "AI Act"), or an acronym or several capitalised words before the lowercase
+  word ("the DORA regulation");
+- an acronym after "under", "pursuant to", "according to", "selon", "au titre de", "en
+  vertu de" ("under MiCA", "selon le RGPD");
+- French: "règlement" / "directive" followed by an acronym ("la directive NIS2") or by
+  "sur" / "relatif à" / "concernant" and the subject ("le règlement sur les services
+  numériques").
+
+Each name comes with the spellings that count as mentioning it, any one of which will do:
+the name as written, its tail without leading words ("EU AI Act": "AI Act"; titles and
+texts drop "EU" / "European"), and the initials of a spelled-out name ("General Data
+Protection Regulation": "GDPR", the way a corpus's titles often say it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TYPES = ("act", "directive", "regulation")
+# Capitalised words that begin a sentence or point back, never a law's own name.
+_NOT_NAMES = frozenset(
+    "the this that these those which what whose whichever such said same any each every "
+    "another other its their our your new old relevant applicable proposed current previous "
+    "corresponding respective following above present".split()
+)
+_TOKEN = re.compile(r"[^\W_](?:[\w’'-]*\w)?")
+_ACRONYM = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Za-z][A-Za-z0-9]{1,9}$")
+# Case-blind for the words around, case-true for the acronym (two capitals at least).
+_LEGAL_CONTEXT = re.compile(
+    r"\b(?i:under|pursuant\s+to|according\s+to|selon|au\s+titre\s+d[eu]|en\s+vertu\s+d[eu])"
+    r"(?:\s+(?i:the|le|la|les|l['’]|de\s+la|de\s+l['’]))?\s*([A-Za-z][A-Za-z0-9]{1,9})\b"
+)
+_FRENCH_TYPE = re.compile(
+    r"\b(?i:règlement|directive)(?:\s+(?i:général|générale|européen|européenne))?\s+"
+    r"(?:(?P<acronym>(?=[a-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]{1,9})\b"
+    r"|(?i:sur|relatif\s+à|relative\s+à|concernant)\s+(?i:les\s+|la\s+|le\s+|l['’]|des\s+)?"
+    r"(?P<subject>[^\W\d_][\w’'-]*(?:\s+(?:d['’]|de\s+|des\s+|du\s+)?[^\W\d_][\w’'-]*){0,3}))"
+)
+# Where a French subject ends: the words that start the rest of the question.
+_SUBJECT_STOPS = frozenset(
+    "pour selon et ou en dans qui que quand avec sans par est sont doit doivent peut peuvent "
+    "impose imposent prévoit prévoient exige exigent concernant".split()
+)
+_ARTICLES = frozenset("la le les l' l’".split())
+MIN_INITIALS = 3
+# A core phrase in at least this share of the passages is what the store is about: "data
+# protection" is in 13 % of the GDPR and AI Act's chunks, "artificial intelligence" in 2 %,
+# "data governance" 1.1 %; "digital services", "cyber resilience", "product safety", the
+# cores of other laws the AI Act cites in passing, in one to five of its 1,042 chunks (0.5 %).
+# Lenient on purpose: a wrong refusal costs more than a near miss answered.
+SUBJECT_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class NamedSource:
+    """A name as the query gives it, the phrases any of which counts as mentioning it, and
+    its ``core``: the name without its Act / Directive / Regulation ("Data Protection").
+
+    A core says the law is the store's own where the corpus writes it often (an acronym it
+    holds, "the AI Regulation"; or a phrase in at least ``SUBJECT_SHARE`` of its passages,
+    "the Data Protection Regulation" over the GDPR) though it never writes the name: the
+    gate reads that. A one-word core is no evidence: "data" is in every GDPR passage, and
+    the Data Act is another law."""
+
+    name: str
+    spellings: tuple[str, ...]
+    core: str | None = None
+
+    def core_is_acronym(self) -> bool:
+        return self.core is not None and _is_acronym(self.core)
+
+    def core_is_phrase(self) -> bool:
+        return self.core is not None and len(self.core.split()) >= 2
+
+
+def named_sources(query: str) -> list[NamedSource]:
+    """The laws ``query`` names (see the module docstring), each once, in order."""
+    found: dict[str, NamedSource] = {}
+    for source in (*_english_names(query), *_context_acronyms(query), *_french_names(query)):
+        key = source.name.casefold()
+        if not any(f" {key} " in f" {k} " for k in found):
+            found[key] = source
+    return list(found.values())
+
+
+# "the GDPR", "du RGPD": an acronym with an article may be a law's name, or not ("the DPO",
+# "la CNIL"): where the store holds it, it counts as a law the question names and the store
+# holds ("Does the GDPR or the DSA govern ads?" asks about one the store holds).
+_ARTICLE_ACRONYM = re.compile(r"\b(?i:the|le|la|les|l['’]|du|des)\s*([A-Za-z][A-Za-z0-9]{1,9})\b")
+
+
+def articled_acronyms(query: str) -> list[str]:
+    """Acronyms after an article, each once: names only where the store holds them."""
+    # Three letters at least: "the EU", "the UK" are places, held by every law's text.
+    return list(dict.fromkeys(m.group(1) for m in _ARTICLE_ACRONYM.finditer(query)
+                              if _is_acronym(m.group(1)) and len(m.group(1)) >= 3))
+
+
+def _is_acronym(word: str) -> bool:
+    return bool(_ACRONYM.match(word))
+
+
+def _is_name_word(word: str) -> bool:
+    if word.casefold() in _NOT_NAMES or word.casefold() in _TYPES:
+        return False
+    return word[0].isupper() or _is_acronym(word) or any(c.isupper() for c in word[1:])
+
+
+def _english_names(query: str) -> list[NamedSource]:
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
+    names = []
+    for i, (word, _, _) in enumerate(tokens):
+        if word.casefold() not in _TYPES:
+            continue
+        run: list[str] = []
+        j = i - 1
+        # Words of one name stand next to each other: a comma or a bracket ends it.
+        while j >= 0 and _is_name_word(tokens[j][0]) and not query[tokens[j][2]:tokens[j + 1][1]].strip():
+            run.insert(0, tokens[j][0])
+            j -= 1
+        run = run[-5:]
+        if not run:
+            continue
+        if word[0].isupper():
+            words = [*run, word]
+            tails = [words[k:] for k in range(len(run))]
+            spellings = [" ".join(tail) for tail in tails]
+            # Initials of a spelled-out tail: "EU General Data Protection Regulation", GDPR
+            spellings += ["".join(w[0] for w in tail) for tail in tails
+                          if len(tail) >= MIN_INITIALS and not any(_is_acronym(w) for w in tail)]
+            core = " ".join(run)
+        elif len(run) >= 2 or _is_acronym(run[0]):
+            # "the DORA regulation": the lowercase word is the speaker's, not the name's
+            words = run
+            spellings = [" ".join(run[k:]) for k in range(max(1, len(run) - 1))]
+            core = None
+        else:
+            continue
+        names.append(NamedSource(" ".join(words), tuple(dict.fromkeys(spellings)), core))
+    return names
+
+
+def _context_acronyms(query: str) -> list[NamedSource]:
+    return [NamedSource(m.group(1), (m.group(1),)) for m in _LEGAL_CONTEXT.finditer(query)
+            if _is_acronym(m.group(1))]
+
+
+def _french_names(query: str) -> list[NamedSource]:
+    names = []
+    for m in _FRENCH_TYPE.finditer(query):
+        if m.group("acronym") and _is_acronym(m.group("acronym")):
+            names.append(NamedSource(m.group("acronym"), (m.group("acronym"),)))
+        elif m.group("subject"):
+            subject = _subject(m.group("subject"))
+            if subject:
+                names.append(NamedSource(m.group(0)[: m.start("subject") - m.start()] + subject,
+                                         (subject,)))
+    return names
+
+
+def _subject(text: str) -> str:
+    """The subject's words up to where the question goes on ("lanceurs d'alerte pour les
+    entreprises": "lanceurs d'alerte"), without a dangling "de"."""
+    kept: list[str] = []
+    for word in text.split():
+        # "lanceurs d'alerte de la protection": an article past the first word starts the
+        # question's own words
+        if word.casefold() in _SUBJECT_STOPS or (kept and word.casefold() in _ARTICLES):
+            break
+        kept.append(word)
+    while kept and kept[-1].casefold() in {"de", "des", "du", "d'", "d’"}:
+        kept.pop()
+    return " ".join(kept)

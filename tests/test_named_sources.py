@@ -1,0 +1,161 @@
+"""A question about a law the store does not hold: the names a query gives (pure), and the
+gate's refusal on a real store of the GDPR and the AI Act (DuckDB, hnswlib, Tantivy; hashing
+embedder), in the default configuration, for every strategy, the CLI included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import enginelib
+from enginelib.cli.main import main as cli
+from enginelib.embedder import HashingEmbedder
+from enginelib.search import gate
+from enginelib.search.named_sources import named_sources
+from enginelib.types import LoadedDocument
+from tests.test_query_understanding import FRENCH, REGULATORY
+
+# -- the names a query gives (pure) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("query", "name"), [
+    ("Which loans does the Consumer Credit Directive cover?", "Consumer Credit Directive"),
+    ("What must issuers publish under the Prospectus Regulation?", "Prospectus Regulation"),
+    ("Is a bank in scope of the NIS2 Directive?", "NIS2 Directive"),
+    ("What does the ePrivacy Directive say about cookies?", "ePrivacy Directive"),
+    ("How is a stablecoin treated under MiCA?", "MiCA"),
+    ("What may a payment institution do pursuant to PSD2?", "PSD2"),
+    ("How does the DORA regulation treat cloud providers?", "DORA"),
+    ("Quelles obligations impose la directive NIS2 aux banques ?", "NIS2"),
+    ("Que prévoit le règlement sur les services numériques pour les plateformes ?",
+     "règlement sur les services numériques"),
+    ("Selon eIDAS, qu'est-ce qu'un cachet électronique ?", "eIDAS"),
+    ("Que dit la directive sur les lanceurs d'alerte de la protection ?",
+     "directive sur les lanceurs d'alerte"),
+])
+def test_a_law_named_the_way_laws_are_named_is_read(query: str, name: str) -> None:
+    assert [source.name for source in named_sources(query)] == [name]
+
+
+@pytest.mark.parametrize("query", [
+    "What does this Regulation say about consent?",
+    "Which Regulation applies to biometric data?",
+    "When is a DPIA required?",
+    "Which powers does the CNIL have over a controller?",
+    "What is the role of the DPO in the company?",
+    "Quelles sanctions la CNIL peut-elle prononcer ?",
+    "What does the regulation say about fines?",
+    "What does Privacy regulation say about fines?",
+    "Le règlement prévoit-il des amendes ?",
+])
+def test_words_that_are_no_laws_name_are_not_read_as_one(query: str) -> None:
+    assert named_sources(query) == []
+
+
+def test_a_spelled_out_name_is_also_its_initials_and_its_tail() -> None:
+    (source,) = named_sources("Under the EU General Data Protection Regulation, who is liable?")
+    assert source.name == "EU General Data Protection Regulation"
+    assert {"General Data Protection Regulation", "GDPR"} <= set(source.spellings)
+    assert source.core == "EU General Data Protection"
+    (data_act,) = named_sources("Does the Data Act apply to cars?")
+    assert data_act.spellings == ("Data Act",)  # two initials would match anything
+    assert not data_act.core_is_phrase() and not data_act.core_is_acronym()
+
+
+def test_a_name_read_twice_counts_once() -> None:
+    sources = named_sources("Under the NIS2 Directive and under NIS2, who reports incidents?")
+    assert [source.name for source in sources] == ["NIS2 Directive"]
+
+
+# -- the gate, on the GDPR and the AI Act ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def laws(tmp_path_factory: pytest.TempPathFactory) -> enginelib.Store:
+    rows = [json.loads(line) for line in REGULATORY.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    store = enginelib.open(tmp_path_factory.mktemp("named") / "s", embedder=HashingEmbedder(64))
+    store.ingest_documents([LoadedDocument(id=r["_id"], text=r["text"], title=r["title"],
+                                           language="en") for r in rows])
+    return store
+
+
+OTHER_LAWS = [
+    "What are the penalties under the Digital Services Act?",
+    "Which transactions does the Consumer Credit Directive exempt?",
+    "How must a stablecoin issuer hold reserves under MiCA?",
+    "What does the Accessibility Act require from online shops?",
+    "How does the DORA regulation treat cloud providers?",
+    "What does the EU Data Act say about cloud switching in the EU?",
+]
+
+
+@pytest.mark.parametrize("query", OTHER_LAWS)
+@pytest.mark.parametrize("options", [{}, {"strategy": "vector"}, {"strategy": "fulltext"},
+                                     {"preset": "keyword"}])
+def test_a_question_about_a_law_the_store_lacks_is_refused_by_default(
+        laws: enginelib.Store, query: str, options: dict[str, str]) -> None:
+    response = laws.search(query, **options)
+    assert not response.ok and response.gate is not None
+    assert response.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+    assert response.gate.evidence.absent_sources == response.gate.evidence.named_sources
+    (name,) = response.gate.evidence.absent_sources
+    assert f"'{name}'" in (response.reason or "") and "no passage" in (response.reason or "")
+
+
+@pytest.mark.parametrize("query", [
+    "What are the penalties under the GDPR?",
+    "Under GDPR, when is consent valid?",
+    "Under the General Data Protection Regulation, who is a controller?",
+    "Under the EU General Data Protection Regulation, who is a processor?",
+    "What does the Data Protection Regulation say about children's consent?",
+    "Which practices does the EU AI Act prohibit?",
+    "What does the AI Regulation say about high-risk systems?",
+    "Under the GPDR, what is the right to erasure?",  # a typo of the name
+    "Does the GDPR or the Digital Services Act govern targeted advertising?",  # one is held
+])
+def test_a_question_naming_the_stores_own_laws_is_not_refused_for_the_name(
+        laws: enginelib.Store, query: str) -> None:
+    response = laws.search(query)
+    assert response.gate is not None and response.gate.evidence.named_sources
+    assert response.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    assert response.gate.evidence.absent_sources != response.gate.evidence.named_sources
+
+
+def test_with_the_gate_off_the_name_refuses_nothing(laws: enginelib.Store) -> None:
+    response = laws.search(OTHER_LAWS[0], answerability_threshold=None)
+    assert response.ok and response.hits
+
+
+def test_across_languages_a_law_goes_by_its_translated_name(tmp_path: Path) -> None:
+    # The French text says "RGPD", never "GDPR": an English question over it is not refused
+    # for a name it translates, a French one naming another law is.
+    store = enginelib.open(tmp_path / "fr", embedder=HashingEmbedder(64))
+    store.ingest_documents([
+        LoadedDocument(id=doc_id, text=f"{title}\n\nRGPD. {text}", title=title, language="fr")
+        for doc_id, title, text in FRENCH
+    ])
+    english = store.search("Under the GDPR, when must a data breach be notified?")
+    assert english.gate is not None and english.gate.evidence.cross_lingual
+    assert english.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    held = store.search("Selon le RGPD, quand faut-il notifier une violation de données ?")
+    assert held.gate is not None and held.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    other = store.search("Selon la directive NIS2, quand faut-il notifier une violation ?")
+    assert other.gate is not None and other.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+    store.close()
+
+
+def test_the_cli_exits_1_and_names_the_law(laws: enginelib.Store) -> None:
+    runner = CliRunner(env={"ENGINELIB_EMBEDDER": "hashing-64"})
+    args = ["search", OTHER_LAWS[0], "--store", str(laws.path)]
+    plain = runner.invoke(cli, args)
+    assert plain.exit_code == 1, plain.output
+    assert "'Digital Services Act'" in plain.output
+    result = runner.invoke(cli, [*args, "--json"])
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.output)
+    assert out["gate"]["reason_code"] == gate.NAMED_SOURCE_ABSENT
+    assert out["gate"]["evidence"]["absent_sources"] == ["Digital Services Act"]
