@@ -198,13 +198,18 @@ def _parsed(line: str) -> tuple[dict[str, Any], list[int]] | None:
         latency = float(entry["latency_ms"])
         counts = [_whole(entry[key]) for key in _COUNT_KEYS]
         texts_ok = all(isinstance(entry[key], str) for key in _TEXT_KEYS)
-    except (ValueError, KeyError, TypeError, OverflowError):
+        # What the catalog would refuse, failing the whole import (every writer's open): a
+        # lone surrogate (UnicodeEncodeError, a ValueError) in the texts or the filters (its
+        # JSON column refuses the escape '\ud800'), a date past year 9999 once made UTC.
+        json.dumps([entry.get(key) for key in (*_TEXT_KEYS, "filters")], ensure_ascii=False,
+                   default=str).encode("utf-8")
+        if created.tzinfo is not None:  # the catalog's timestamps are naive UTC
+            created = created.astimezone(UTC).replace(tzinfo=None)
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # [[[[...
         return None
     if (not texts_ok or not math.isfinite(latency) or not all(0 <= n <= _INT32 for n in counts)
             or not all(0 <= n <= _INT64 for n in labels)):
         return None
-    if created.tzinfo is not None:  # the catalog's timestamps are naive UTC
-        created = created.astimezone(UTC).replace(tzinfo=None)
     entry.update(created_at=created, latency_ms=latency, **dict(zip(_COUNT_KEYS, counts, strict=True)))
     return entry, labels
 

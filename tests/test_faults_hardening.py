@@ -387,6 +387,18 @@ _ODD_LOG_LINES = [
     '{"entry": {"query_text": "q", "strategy": "hybrid", "filters": null, "status": "ok", '
     '"result_count": 1, "chunks_retrieved": 1, "reranked_count": 0, "latency_ms": 1.0}, '
     '"labels": [100000000000000000000000000000]}',
+    # what the catalog refuses, failing the whole import: a lone surrogate in a text or the
+    # filters, a date past year 9999 once made UTC, JSON nested past Python's recursion limit
+    '{"entry": {"query_text": "q\\ud800", "strategy": "hybrid", "filters": null, "status": '
+    '"ok", "result_count": 1, "chunks_retrieved": 1, "reranked_count": 0, "latency_ms": 1.0}, '
+    '"labels": []}',
+    '{"entry": {"query_text": "q", "strategy": "hybrid", "filters": {"tag": "\\udc80"}, '
+    '"status": "ok", "result_count": 1, "chunks_retrieved": 1, "reranked_count": 0, '
+    '"latency_ms": 1.0}, "labels": []}',
+    '{"entry": {"query_text": "q", "strategy": "hybrid", "filters": null, "status": "ok", '
+    '"result_count": 1, "chunks_retrieved": 1, "reranked_count": 0, "latency_ms": 1.0, '
+    '"created_at": "9999-12-31T23:00:00-05:00"}, "labels": []}',
+    "[" * 100_000,
 ]
 
 
@@ -394,7 +406,9 @@ def test_odd_lines_in_a_readers_query_log_are_skipped(tmp_path: Path) -> None:
     """One line not shaped like a logged search (another version's reader, a hand edit) made
     `enginelib queries` fail ("unexpected TypeError ... this is a bug in enginelib") and
     every writer's open fail (KeyError: 'query_text'; a bad timestamp aborted the catalog's
-    transaction), the file coming back at each open: the store was wedged for writes."""
+    transaction; a lone surrogate, a date out of range or JSON nested too deep still did,
+    as a StoreError blaming two threads, OverflowError or RecursionError), the file coming
+    back at each open: the store was wedged for writes."""
     path = tmp_path / "s"
     with open_test_store(path) as store:
         store.ingest_documents([doc("d1", paragraphs(2))])
