@@ -18,6 +18,7 @@ from enginelib.evaluation import (
     read_queries,
     trec_run_lines,
 )
+from enginelib.evaluation_inputs import query_text_problem
 from enginelib.types import FUSION_METHODS, STRATEGIES
 from enginelib.validation import MAX_LIMIT
 
@@ -86,6 +87,10 @@ def eval_command(
         raise CommandError(
             f"none of the {len(qrels)} judged query ids in {qrels_path} is in {queries_path}"
         )
+    for qid, text in judged.items():  # before the store opens: the search said which not
+        problem = query_text_problem(text)
+        if problem is not None:
+            raise CommandError(f"judged query {qid!r} in {queries_path}: {problem}")
     levels = truth_level_list(truth_levels)
     relevant = sorted({doc for qid in judged for doc, grade in qrels[qid].items()
                        if grade >= RELEVANT_GRADE})

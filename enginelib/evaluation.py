@@ -310,7 +310,8 @@ def read_queries(path: str | Path, *, handle: TextIO | None = None) -> dict[str,
 
 
 def _query_text(text: str, path: str | Path, number: int) -> str:
-    # an empty judged query would fail the whole run later, far from its line
+    # an empty judged query would fail the whole run later, far from its line (the other
+    # refusals, such as a NUL, are checked on the judged queries alone: rank_documents)
     if not text.strip():
         raise _bad_line(path, number, "the query text is empty: expected the words to search "
                         "for")

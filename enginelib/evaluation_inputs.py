@@ -10,13 +10,14 @@ argument and the entry at fault.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .errors import InvalidInputError
-from .validation import check_int, show_value
+from .validation import MAX_QUERY_CHARS, check_int, check_text, show_value
 
 # A cutoff past any corpus a metric is run on here; a larger one is a mistake, not a depth.
 MAX_CUTOFF = 1_000_000
@@ -83,13 +84,33 @@ def check_rankings(rankings: Any, name: str = "rankings") -> Mapping[str, Sequen
 
 
 def check_queries(queries: Any, name: str = "queries") -> Mapping[str, str]:
-    """query id (str) -> the query's text (str)."""
+    """query id (str) -> the query's text (str), one a search takes (``query_text_problem``)."""
     _check_query_ids(queries, name, "the query's text")
     for qid, text in queries.items():
         if not isinstance(text, str):
             raise InvalidInputError(f"{name}[{qid!r}] must be the query's text (str), got "
                                     f"{show_value(text)}")
+        problem = query_text_problem(text)
+        if problem is not None:
+            raise InvalidInputError(f"{name}[{qid!r}]: {problem}")
     return queries
+
+
+def query_text_problem(text: str) -> str | None:
+    """Why a search would refuse ``text`` as its query, or None. Checked before the first
+    search: the refusal came from the batch searching it ("the query contains a NUL
+    character") and stopped the whole evaluation without naming the query among thousands."""
+    try:
+        check_text("the query text", text)
+    except InvalidInputError as exc:
+        return str(exc)
+    words = unicodedata.normalize("NFC", text).strip()  # what the search measures
+    if not words:
+        return "the query text is empty: expected the words to search for"
+    if len(words) > MAX_QUERY_CHARS:
+        return (f"the query text is {len(words):,} characters; a search takes at most "
+                f"{MAX_QUERY_CHARS:,}: shorten it to its key sentence")
+    return None
 
 
 def check_run(run: Any, name: str = "run") -> Mapping[str, Sequence[tuple[str, float]]]:

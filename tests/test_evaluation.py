@@ -266,6 +266,39 @@ def test_rank_documents_checks_its_store_queries_and_levels(
             assert result.truth_levels == ("L3",) and result.run["q1"][0][0] == "brakes"
 
 
+@pytest.mark.parametrize(("text", "refused"), [
+    ("brake\x00pads", "contains a NUL character"),
+    ("brake \ud800", "contains a lone surrogate"),
+    ("brake " * 4_000, "is 23,999 characters; a search takes at most 20,000"),
+])
+def test_a_query_a_search_refuses_is_named_before_any_search(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    text: str, refused: str,
+) -> None:
+    """One such judged query stopped the whole evaluation with the search's words alone
+    ("Error: the query contains a NUL character (\\x00): remove it"), naming neither its id
+    nor its file among thousands; an unjudged one is never searched, so it is let be."""
+    monkeypatch.setenv("ENGINELIB_EMBEDDER", "hashing-64")
+    store_path, _, qrels = judged_store
+    queries = tmp_path / "odd.jsonl"
+    queries.write_text("\n".join(json.dumps({"_id": q, "text": t}) for q, t in [
+        ("q1", "brake pads rotors"), ("q2", text), ("q3", "espresso coffee")]) + "\n",
+        encoding="utf-8")
+    result = CliRunner().invoke(main, ["eval", "--store", str(store_path), "--queries",
+                                       str(queries), "--qrels", str(qrels)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: judged query 'q2' in {queries}: the query text ")
+    assert refused in result.output
+    with enginelib.open(store_path, embedder=HashingEmbedder(64), read_only=True) as store:
+        with pytest.raises(InvalidInputError, match=rf"queries\['q2'\]: .*{refused}"):
+            rank_documents(store, {"q1": "brake pads", "q2": text})
+    unjudged = queries.read_text(encoding="utf-8").replace('"q2"', '"other"')
+    queries.write_text(unjudged, encoding="utf-8")
+    result = CliRunner().invoke(main, ["eval", "--store", str(store_path), "--queries",
+                                       str(queries), "--qrels", str(qrels)])
+    assert result.exit_code == 0, result.output
+
+
 def test_cli_eval_json_and_trec_run(
     judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
