@@ -20,7 +20,7 @@ import pytest
 
 import enginelib
 from enginelib import HashingEmbedder, maintenance
-from enginelib.errors import BackendError, CorruptStoreError
+from enginelib.errors import BackendError, CorruptStoreError, TokenizerError
 from tests.helpers import SMALL_CHUNKS, doc, open_test_store, paragraphs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -162,6 +162,25 @@ def test_a_catalog_cut_short_is_named_with_the_way_back(tmp_path: Path) -> None:
             maintenance.check(path)
         with pytest.raises(CorruptStoreError, match="catalog.duckdb is damaged"):
             enginelib.open(path)
+
+
+def test_a_store_whose_tokenizer_is_missing_is_refused_alike_twice(tmp_path: Path) -> None:
+    """The chunker was made before the open's clean-up guard: its TokenizerError kept the
+    catalog and the writer lock, and the next open in this process was StoreLockedError
+    'another process is writing ... its lock file was removed while it wrote'."""
+    path = tmp_path / "s"
+    _make(path)
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    manifest["chunking"]["encoding"] = "o200k_base"  # a store chunked with another tokenizer
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for _attempt in range(2):
+        for read_only in (False, True):
+            with pytest.raises(TokenizerError, match="no offline copy of tokenizer encoding"):
+                enginelib.open(path, embedder=HashingEmbedder(64), read_only=read_only)
+    manifest["chunking"]["encoding"] = "cl100k_base"  # put back: the store opens for writing
+    (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with enginelib.open(path, embedder=HashingEmbedder(64)) as store:
+        assert store.search("pads", answerability_threshold=None).hits
 
 
 _LOCKED_CHILD = """

@@ -101,11 +101,13 @@ class StoreCore:
         # Index kinds whose files failed their snapshot's checksums: read from an empty
         # folder, so the catalog (the snapshot's verified tables) rebuilds them in memory.
         self._untrusted = untrusted_indexes
-        self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
         self.query_embeddings = QueryEmbeddingCache(embedder)
         self.response_cache = ResponseCache()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         try:
+            # Inside: a tokenizer not installed (TokenizerError) kept the catalog and the
+            # writer lock, and the next open in this process was refused as locked.
+            self.chunker = Chunker(ChunkingConfig.from_dict(manifest.chunking))
             self._vector_index, self._text_index = self._open_indexes()
         except BaseException:
             catalog.close()
