@@ -8,11 +8,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from .chunker import ChunkingConfig
 from .core.layout import MANIFEST_NAME, SNAPSHOTS_DIR
 from .durable import write_atomic
-from .errors import IncompatibleStoreError, StoreError
+from .errors import IncompatibleStoreError, InvalidInputError, StoreError
 from .input_files import NotRegularFileError, open_regular
 from .utc import utc_today
+from .validation import MAX_DIM, check_index_options
 
 FORMAT_VERSION = 1
 
@@ -90,7 +92,40 @@ def read_manifest(directory: Path) -> Manifest | None:
             if not isinstance(value, kind) or isinstance(value, bool):
                 shown = "missing" if name not in data else f"{type(value).__name__} {value!r:.40}"
                 raise _damaged(path, f"field {name!r} should be {kind.__name__}, is {shown}")
-    return Manifest.from_dict(data)
+    manifest = Manifest.from_dict(data)
+    _check_values(path, manifest)
+    return manifest
+
+
+# The backends' names (indexes.VECTOR_BACKENDS, TEXT_BACKENDS: test_faults_hardening pins
+# them equal), kept here so that reading a manifest does not import the backends.
+VECTOR_BACKEND_NAMES = ("hnsw", "usearch-i8", "usearch-f16")
+TEXT_BACKEND_NAMES = ("tantivy",)
+
+
+def _check_values(path: Path, manifest: Manifest) -> None:
+    """Values of the right JSON type that no store can have. Unchecked, they failed every
+    open, check and repair far from the file: an unknown backend as KeyError: 'faiss',
+    index_options {"vector": {"M": "x"}} as a TypeError, embedding_dim 10**12 as numpy's
+    'cannot reshape', a chunking {"max_tokens": "x"} as an InvalidInputError naming no file."""
+    for field_name, name, known in (("vector_backend", manifest.vector_backend,
+                                     VECTOR_BACKEND_NAMES),
+                                    ("text_backend", manifest.text_backend, TEXT_BACKEND_NAMES)):
+        if name not in known:
+            raise IncompatibleStoreError(
+                f"{path} names the {field_name} {name!r}, which this enginelib does not have "
+                f"(it has {', '.join(map(repr, known))}): a newer enginelib or a hand edit wrote "
+                f"it; upgrade enginelib, or put the file back from a copy of the folder",
+                path=path)
+    if not 1 <= manifest.embedding_dim <= MAX_DIM:
+        raise _damaged(path, f"field 'embedding_dim' is {manifest.embedding_dim:,}, not a "
+                       f"vector dimension (1..{MAX_DIM:,})")
+    for field_name, check in (("index_options", check_index_options),
+                              ("chunking", ChunkingConfig.from_dict)):
+        try:
+            check(getattr(manifest, field_name))  # the checks a new store's options pass
+        except InvalidInputError as exc:
+            raise _damaged(path, f"field {field_name!r}: {exc}") from exc
 
 
 # What each field must be (JSON gives str, int, dict); a manifest we wrote always matches.

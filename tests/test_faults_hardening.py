@@ -22,7 +22,13 @@ from enginelib import HashingEmbedder, LoadedDocument, maintenance, snapshots
 from enginelib.catalog import Catalog
 from enginelib.catalog_mend import active_header
 from enginelib.cli.main import main
-from enginelib.errors import DiskFullError, EngineError, StoreLockedError
+from enginelib.errors import (
+    DiskFullError,
+    EngineError,
+    IncompatibleStoreError,
+    StoreError,
+    StoreLockedError,
+)
 from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
 from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
 from tests.helpers import doc, open_test_store, paragraphs
@@ -485,6 +491,51 @@ def test_a_damaged_manifest_says_so_and_what_to_put_back(tmp_path: Path, content
         assert what in str(info.value) and "snapshots/NAME/manifest.json" in str(info.value)
     out = _cli("search", "pads", "--store", str(path))
     assert out.returncode == 2 and "is damaged" in out.stderr and "bug" not in out.stderr
+
+
+@pytest.mark.parametrize(("edit", "error", "what"), [
+    ({"vector_backend": "faiss"}, IncompatibleStoreError,
+     "names the vector_backend 'faiss', which this enginelib does not have"),
+    ({"text_backend": "lucene"}, IncompatibleStoreError, "names the text_backend 'lucene'"),
+    ({"embedding_dim": 10**12}, StoreError, "'embedding_dim' is 1,000,000,000,000, not a vector"),
+    ({"index_options": {"vector": 5}}, StoreError,
+     "field 'index_options': index_options['vector'] must be a mapping"),
+    ({"index_options": {"vector": {"M": "x"}}}, StoreError, "['M'] must be an integer"),
+    ({"chunking": {"max_tokens": "x"}}, StoreError,
+     "field 'chunking': chunking max_tokens must be an int"),
+])
+def test_a_manifest_value_no_store_has_is_named_by_every_open(
+        tmp_path: Path, edit: dict[str, object], error: type[Exception], what: str) -> None:
+    """Right JSON type, impossible value: open, check and repair failed with KeyError: 'faiss'
+    (the CLI: 'this is a bug in enginelib'), TypeError, numpy's 'cannot reshape array', or
+    an InvalidInputError that named no file; the manifest is left as the user made it."""
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(2))])
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest.update(edit)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    edited = (path / "manifest.json").read_bytes()
+    for read_only in (True, False):
+        with pytest.raises(error) as info:
+            enginelib.open(path, embedder=HashingEmbedder(64), read_only=read_only)
+        assert str(info.value).startswith(f"{path / 'manifest.json'} ")
+        assert what in str(info.value)
+    with pytest.raises(error, match="manifest.json"):
+        maintenance.check(path)
+    for command in ("check", "repair", "search"):
+        out = CliRunner().invoke(main, [command, *(["pads"] if command == "search" else []),
+                                        "--store", str(path)])
+        assert out.exit_code == 2 and what in out.output and "bug" not in out.output, out.output
+    assert (path / "manifest.json").read_bytes() == edited
+
+
+def test_the_manifest_knows_every_backend_by_its_name() -> None:
+    from enginelib import manifest
+    from enginelib.indexes import TEXT_BACKENDS, VECTOR_BACKENDS
+
+    assert set(manifest.VECTOR_BACKEND_NAMES) == set(VECTOR_BACKENDS)
+    assert set(manifest.TEXT_BACKEND_NAMES) == set(TEXT_BACKENDS)
 
 
 def test_files_and_folders_follow_the_umask(tmp_path: Path) -> None:
