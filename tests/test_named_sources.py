@@ -65,6 +65,20 @@ def test_a_spelled_out_name_is_also_its_initials_and_its_tail() -> None:
     assert not data_act.core_is_phrase() and not data_act.core_is_acronym()
 
 
+@pytest.mark.parametrize(("query", "names"), [
+    ("Does Regulation 2016/679 apply to small companies?", []),
+    ("Explain Regulation 2016/679 rules on consent", []),
+    ("HOW DOES GDPR REGULATION APPLY TO SMALL FIRMS?", ["GDPR REGULATION"]),
+    ("Fines Under GDPR Regulation", ["GDPR Regulation"]),
+    ("HOW DOES THE DIGITAL SERVICES ACT TREAT ADS?", ["DIGITAL SERVICES ACT"]),
+    ("What does the IT Act say about data theft?", ["IT Act"]),
+])
+def test_a_question_word_with_a_capital_is_not_part_of_a_name(
+        query: str, names: list[str]) -> None:
+    # the capital is the sentence's (its first word, title case, all capitals)
+    assert [source.name for source in named_sources(query)] == names
+
+
 def test_a_name_read_twice_counts_once() -> None:
     sources = named_sources("Under the NIS2 Directive and under NIS2, who reports incidents?")
     assert [source.name for source in sources] == ["NIS2 Directive"]
@@ -116,6 +130,9 @@ def test_a_question_about_a_law_the_store_lacks_is_refused_by_default(
     "What does the AI Regulation say about high-risk systems?",
     "Under the GPDR, what is the right to erasure?",  # a typo of the name
     "Does the GDPR or the Digital Services Act govern targeted advertising?",  # one is held
+    # the question's own words lead the name: its tail is the store's
+    "HOW DOES GDPR REGULATION APPLY TO SMALL FIRMS?",
+    "Summarize GDPR Regulation rules on consent",
 ])
 def test_a_question_naming_the_stores_own_laws_is_not_refused_for_the_name(
         laws: enginelib.Store, query: str) -> None:

@@ -95,11 +95,12 @@ def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
     spellings, or its core is the store's subject (named_sources.py)."""
     if any(_phrase_count(store, spelling, 1) for spelling in source.spellings):
         return True
-    if source.core is not None and source.core_is_acronym():
-        return _phrase_count(store, source.core, 1) > 0
-    if source.core is not None and source.core_is_phrase():
-        needed = max(1, math.ceil(SUBJECT_SHARE * passages))
-        return _phrase_count(store, source.core, needed) >= needed
+    needed = max(1, math.ceil(SUBJECT_SHARE * passages))
+    for tail in source.core_tails():
+        if tail.core_is_acronym() and _phrase_count(store, tail.name, 1) > 0:
+            return True
+        if tail.core_is_phrase() and _phrase_count(store, tail.name, needed) >= needed:
+            return True
     return False
 
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .highlights import is_function_word
+
 _TYPES = ("act", "directive", "regulation")
 # Capitalised words that begin a sentence or point back, never a law's own name.
 _NOT_NAMES = frozenset(
@@ -87,6 +89,15 @@ class NamedSource:
     def core_is_phrase(self) -> bool:
         return self.core is not None and len(self.core.split()) >= 2
 
+    def core_tails(self) -> tuple[NamedSource, ...]:
+        """The core and each shorter tail of it, each as its own name and core ("Summarise
+        GDPR": "GDPR"): a tail spells the name (the module docstring), so its core says the
+        law is held as well; a title-case question's own word may lead the name ("Summarise
+        GDPR Regulation")."""
+        words = (self.core or "").split()
+        tails = (" ".join(words[k:]) for k in range(len(words)))
+        return tuple(NamedSource(tail, (tail,), tail) for tail in tails)
+
 
 def named_sources(query: str) -> list[NamedSource]:
     """The laws ``query`` names (see the module docstring), each once, in order."""
@@ -115,14 +126,21 @@ def _is_acronym(word: str) -> bool:
     return bool(_ACRONYM.match(word))
 
 
-def _is_name_word(word: str) -> bool:
+def _is_name_word(word: str, shouted: bool) -> bool:
     if word.casefold() in _NOT_NAMES or word.casefold() in _TYPES:
+        return False
+    # A stop or question word is the sentence's, capitalised where it begins one or where the
+    # question is in title case or capitals ("Does Regulation 2016/679 apply", "HOW DOES GDPR
+    # REGULATION APPLY", "Fines Under GDPR Regulation"); written as an acronym in a question
+    # that is not all capitals, it may be one ("the IT Act").
+    if is_function_word(word) and (shouted or not _is_acronym(word)):
         return False
     return word[0].isupper() or _is_acronym(word) or any(c.isupper() for c in word[1:])
 
 
 def _english_names(query: str) -> list[NamedSource]:
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
+    shouted = not any(c.islower() for c in query)
     names = []
     for i, (word, _, _) in enumerate(tokens):
         if word.casefold() not in _TYPES:
@@ -130,7 +148,8 @@ def _english_names(query: str) -> list[NamedSource]:
         run: list[str] = []
         j = i - 1
         # Words of one name stand next to each other: a comma or a bracket ends it.
-        while j >= 0 and _is_name_word(tokens[j][0]) and not query[tokens[j][2]:tokens[j + 1][1]].strip():
+        while (j >= 0 and _is_name_word(tokens[j][0], shouted)
+               and not query[tokens[j][2]:tokens[j + 1][1]].strip()):
             run.insert(0, tokens[j][0])
             j -= 1
         run = run[-5:]
