@@ -165,6 +165,30 @@ def test_across_languages_a_law_goes_by_its_translated_name(tmp_path: Path) -> N
     store.close()
 
 
+@pytest.fixture(scope="module")
+def french(tmp_path_factory: pytest.TempPathFactory) -> enginelib.Store:
+    store = enginelib.open(tmp_path_factory.mktemp("fr") / "s", embedder=HashingEmbedder(64))
+    store.ingest_documents([LoadedDocument(id=doc_id, text=f"{title}\n\n{text}", title=title,
+                                           language="fr") for doc_id, title, text in FRENCH])
+    return store
+
+
+@pytest.mark.parametrize("query", [
+    "Que dit le règlement général sur la protection des données sur le délégué ?",
+    "Le règlement sur la protection des données s'applique-t-il aux organismes publics ?",
+    "Le règlement sur la protection des données oblige-t-il à désigner un délégué ?",
+])
+def test_a_french_subject_that_runs_into_the_question_is_still_the_stores_law(
+        french: enginelib.Store, query: str) -> None:
+    # the subject's end is where the question's own words begin ("sur le ...", a verb)
+    response = french.search(query)
+    assert response.gate is not None and response.gate.evidence.named_sources
+    assert response.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    other = french.search("Le règlement sur les services numériques s'applique-t-il aux "
+                          "organismes publics ?")
+    assert other.gate is not None and other.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+
+
 def test_the_cli_exits_1_and_names_the_law(laws: enginelib.Store) -> None:
     runner = CliRunner(env={"ENGINELIB_EMBEDDER": "hashing-64"})
     args = ["search", OTHER_LAWS[0], "--store", str(laws.path)]

@@ -188,7 +188,7 @@ def _french_names(query: str) -> list[NamedSource]:
             subject = _subject(m.group("subject"))
             if subject:
                 names.append(NamedSource(m.group(0)[: m.start("subject") - m.start()] + subject,
-                                         (subject,)))
+                                         _subject_spellings(subject)))
     return names
 
 
@@ -205,3 +205,22 @@ def _subject(text: str) -> str:
     while kept and kept[-1].casefold() in {"de", "des", "du", "d'", "d’"}:
         kept.pop()
     return " ".join(kept)
+
+
+# The small words that join a subject's nouns ("données de santé", "droit à l'oubli").
+_LINKERS = frozenset("de des du d' d’ à au aux".split())
+
+
+def _subject_spellings(subject: str) -> tuple[str, ...]:
+    """The subject and its shorter beginnings down to two words besides "de", "à": where the
+    subject ends no list of words tells ("la protection des données oblige les ...": a
+    verb), and a title's first two words already name its law ("services numériques")."""
+    words = subject.split()
+    spellings = [subject]
+    for end in range(len(words) - 1, 0, -1):
+        head = words[:end]
+        while head and head[-1].casefold() in _LINKERS:
+            head.pop()
+        if len([w for w in head if w.casefold() not in _LINKERS]) >= 2:
+            spellings.append(" ".join(head))
+    return tuple(dict.fromkeys(spellings))
