@@ -33,7 +33,7 @@ from tests.test_query_understanding import FRENCH, REGULATORY
     ("Que prévoit le règlement sur les services numériques pour les plateformes ?",
      "règlement sur les services numériques"),
     ("Selon eIDAS, qu'est-ce qu'un cachet électronique ?", "eIDAS"),
-    ("Que dit la directive sur les lanceurs d'alerte de la protection ?",
+    ("Que prévoit la directive sur les lanceurs d'alerte de la protection ?",
      "directive sur les lanceurs d'alerte"),
 ])
 def test_a_law_named_the_way_laws_are_named_is_read(query: str, name: str) -> None:
@@ -50,6 +50,9 @@ def test_a_law_named_the_way_laws_are_named_is_read(query: str, name: str) -> No
     "What does the regulation say about fines?",
     "What does Privacy regulation say about fines?",
     "Le règlement prévoit-il des amendes ?",
+    # "dire ... sur" is "say about": the "sur" is the verb's, not a title's
+    "Que dit le règlement sur les données de santé ?",
+    "Que dit la directive sur la notification des violations ?",
 ])
 def test_words_that_are_no_laws_name_are_not_read_as_one(query: str) -> None:
     assert named_sources(query) == []
@@ -187,6 +190,15 @@ def test_a_french_subject_that_runs_into_the_question_is_still_the_stores_law(
     other = french.search("Le règlement sur les services numériques s'applique-t-il aux "
                           "organismes publics ?")
     assert other.gate is not None and other.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+
+
+def test_what_a_french_law_says_about_a_topic_is_not_a_title(french: enginelib.Store) -> None:
+    about = french.search("Que dit le règlement sur la notification des violations ?")
+    assert about.gate is not None and about.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    # a second "sur" is the verb's: the first one's subject is the title
+    titled = french.search("Que dit le règlement sur les services numériques sur la "
+                           "notification des violations ?")
+    assert titled.gate is not None and titled.gate.reason_code == gate.NAMED_SOURCE_ABSENT
 
 
 def test_the_cli_exits_1_and_names_the_law(laws: enginelib.Store) -> None:

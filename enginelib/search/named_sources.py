@@ -50,7 +50,8 @@ _LEGAL_CONTEXT = re.compile(
 _FRENCH_TYPE = re.compile(
     r"\b(?i:règlement|directive)(?:\s+(?i:général|générale|européen|européenne))?\s+"
     r"(?:(?P<acronym>(?=[a-z0-9]*[A-Z])[A-Za-z][A-Za-z0-9]{1,9})\b"
-    r"|(?i:sur|relatif\s+à|relative\s+à|concernant)\s+(?i:les\s+|la\s+|le\s+|l['’]|des\s+)?"
+    r"|(?P<link>(?i:sur|relatif\s+à|relative\s+à|concernant))\s+"
+    r"(?i:les\s+|la\s+|le\s+|l['’]|des\s+)?"
     r"(?P<subject>[^\W\d_][\w’'-]*(?:\s+(?:d['’]|de\s+|des\s+|du\s+)?[^\W\d_][\w’'-]*){0,3}))"
 )
 # Where a French subject ends: the words that start the rest of the question.
@@ -186,10 +187,26 @@ def _french_names(query: str) -> list[NamedSource]:
             names.append(NamedSource(m.group("acronym"), (m.group("acronym"),)))
         elif m.group("subject"):
             subject = _subject(m.group("subject"))
-            if subject:
+            if subject and not _said_about(query, m):
                 names.append(NamedSource(m.group(0)[: m.start("subject") - m.start()] + subject,
                                          _subject_spellings(subject)))
     return names
+
+
+# "Que dit le règlement sur les données de santé ?" asks what the law says about a topic:
+# "dire ... sur" is "say about", as in English, and the "sur" is the verb's, not a title's.
+_SAYING = re.compile(r"\b(?i:dit|disent|dire|dis|dites|disait|disaient|dira|diront)\b")
+_SUR = re.compile(r"\b(?i:sur)\b")
+
+
+def _said_about(query: str, match: re.Match[str]) -> bool:
+    """Whether the "sur" after the law's type word is a saying verb's before it; with a second
+    "sur" after the subject, that one is the verb's and the first the title's ("Que dit le
+    règlement sur les services numériques sur la publicité ?")."""
+    if (match.group("link") or "").casefold() != "sur":
+        return False
+    return (bool(_SAYING.search(query, 0, match.start()))
+            and not _SUR.search(query, match.start("subject")))
 
 
 def _subject(text: str) -> str:
