@@ -145,6 +145,15 @@ def test_a_question_naming_the_stores_own_laws_is_not_refused_for_the_name(
     assert response.gate.evidence.absent_sources != response.gate.evidence.named_sources
 
 
+def test_the_refusal_names_the_law_as_the_user_wrote_it(laws: enginelib.Store) -> None:
+    # the search corrects "Chips" to a word the corpus holds; the law asked about is still
+    # the Chips Act
+    response = laws.search("What does the Chips Act fund?")
+    assert response.gate is not None and response.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+    assert response.gate.evidence.named_sources == ("Chips Act",)
+    assert "'Chips Act'" in (response.reason or "")
+
+
 def test_with_the_gate_off_the_name_refuses_nothing(laws: enginelib.Store) -> None:
     response = laws.search(OTHER_LAWS[0], answerability_threshold=None)
     assert response.ok and response.hits

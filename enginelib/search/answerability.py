@@ -66,12 +66,15 @@ def assess(
         hit_tokens |= _hit_tokens(store, view, int(position))
     cross_lingual = language is not None and not gate.same_language(language, passage_language)
     # Across languages a law goes by its translated name ("GDPR" over the French "RGPD").
-    named = [] if cross_lingual else named_sources(request.queries[0])
+    # The names are the user's own words, not the typo guesses searched for them: "the Chips
+    # Act" is no "Ships Act" (a name's typos are corrected where it is looked up, below).
+    asked = request.embed_text(0)
+    named = [] if cross_lingual else named_sources(asked)
     passages = len(view.labels)
     absent = [source.name for source in named if not _mentioned(store, source, passages)]
     if absent:
         given = {source.name.casefold() for source in named}
-        named += [NamedSource(word, (word,)) for word in articled_acronyms(request.queries[0])
+        named += [NamedSource(word, (word,)) for word in articled_acronyms(asked)
                   if word.casefold() not in given and _phrase_count(store, word, 1)]
     evidence = gate.gather(
         embedder=model,
