@@ -59,6 +59,10 @@ _SUBJECT_STOPS = frozenset(
     "pour selon et ou en dans qui que quand avec sans par est sont doit doivent peut peuvent "
     "impose imposent prévoit prévoient exige exigent concernant".split()
 )
+# "Regulation (EU) 2024/1689", "Directive 95/46/EC", "Regulation No 1049/2001": a law cited
+# by its number, which names it; the capitalised word before is the sentence's ("Summarise
+# Regulation (EU) 2024/1689"). Numbers are not looked up.
+_NUMBERED = re.compile(r"\s*(?:\((?:EU|EC|EEC|Euratom)\)\s*)?(?:No\.?\s*)?\d+/\d+")
 _ARTICLES = frozenset("la le les l' l’".split())
 MIN_INITIALS = 3
 # A core phrase in at least this share of the passages is what the store is about: "data
@@ -143,8 +147,8 @@ def _english_names(query: str) -> list[NamedSource]:
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
     shouted = not any(c.islower() for c in query)
     names = []
-    for i, (word, _, _) in enumerate(tokens):
-        if word.casefold() not in _TYPES:
+    for i, (word, _, end) in enumerate(tokens):
+        if word.casefold() not in _TYPES or _NUMBERED.match(query, end):
             continue
         run: list[str] = []
         j = i - 1
