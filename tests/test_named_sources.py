@@ -30,6 +30,7 @@ from tests.test_query_understanding import FRENCH, REGULATORY
     ("What may a payment institution do pursuant to PSD2?", "PSD2"),
     ("How does the DORA regulation treat cloud providers?", "DORA"),
     ("Quelles obligations impose la directive NIS2 aux banques ?", "NIS2"),
+    ("Le consentement est-il exigé selon la directive ePrivacy ?", "ePrivacy"),
     ("Que prévoit le règlement sur les services numériques pour les plateformes ?",
      "règlement sur les services numériques"),
     ("Selon eIDAS, qu'est-ce qu'un cachet électronique ?", "eIDAS"),

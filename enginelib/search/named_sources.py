@@ -187,7 +187,8 @@ def _context_acronyms(query: str) -> list[NamedSource]:
 def _french_names(query: str) -> list[NamedSource]:
     names = []
     for m in _FRENCH_TYPE.finditer(query):
-        if m.group("acronym") and _is_acronym(m.group("acronym")):
+        # a capital is enough after the type word: "la directive ePrivacy", "NIS2", "Omnibus"
+        if m.group("acronym"):
             names.append(NamedSource(m.group("acronym"), (m.group("acronym"),)))
         elif m.group("subject"):
             subject = _subject(m.group("subject"))
