@@ -317,7 +317,16 @@ def check_store_path(value: Any) -> Path:
             f"store path {text!r} contains a backslash, which DuckDB reads as a folder "
             "separator: choose a path without one"
         )
-    return Path(text)
+    # Absolute from here on: a store keeps this path for every later file it opens, so a
+    # relative one pointed elsewhere after a chdir (pytest's monkeypatch.chdir), and the next
+    # write or search said the catalog was gone. Not resolved: a link stays in the path shown.
+    try:
+        return Path(text).absolute()
+    except OSError as exc:  # the current folder was removed: os.getcwd() fails
+        raise InvalidInputError(
+            f"store path {text!r} is relative, and the current folder is gone (removed while "
+            "this process stood in it): give an absolute path, or change to a folder that "
+            "exists") from exc
 
 
 def _windows() -> bool:

@@ -75,7 +75,9 @@ def test_the_default_store_is_enginelib_store_in_the_current_folder(tmp_path: Pa
     for args in (["stats", "--json"], ["list", "--json"]):
         result = runner.invoke(main, args)
         assert result.exit_code == 0, (args, result.output)
-    assert json.loads(runner.invoke(main, ["stats", "--json"]).output)["path"] == "enginelib-store"
+    # the store's path is absolute (one opened by a relative path lost it at a chdir)
+    stats = json.loads(runner.invoke(main, ["stats", "--json"]).output)
+    assert stats["path"] == str(Path.cwd() / "enginelib-store")
     other = str(tmp_path / "other")
     assert runner.invoke(main, ["init", "--store", other, "--embedder", "hashing-32"]).exit_code == 0
     named = CliRunner(env={"ENGINELIB_STORE": other}).invoke(main, ["stats", "--json"])

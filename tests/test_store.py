@@ -189,6 +189,28 @@ def test_reopen_rebuilds_missing_indexes_from_catalog(tmp_path: Path) -> None:
     reopened.close()
 
 
+def test_a_store_opened_by_a_relative_path_survives_a_chdir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # enginelib.open("st") kept the relative path: after a chdir (pytest's monkeypatch.chdir
+    # does one) its next search or ingest said "the catalog st/catalog.duckdb is gone since
+    # this process opened the store: its folder was moved or deleted"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    writer = open_test_store(Path("st"))
+    writer.ingest_documents([doc("pads", "Brake pads wear out.")])
+    reader = enginelib.open("st", embedder=HashingEmbedder(64), read_only=True)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    writer.ingest_documents([doc("oil", "Oil filter change interval.")])
+    assert [d["document_id"] for d in reader.list_documents()] == ["oil", "pads"]
+    assert reader.search("brake pads", strategy="fulltext").hits[0].document_id == "pads"
+    # the path shown (messages, stats, JSON) is the absolute one
+    assert writer.path == reader.path == tmp_path / "st"
+    assert writer.stats()["path"] == str(tmp_path / "st")
+    reader.close()
+    writer.close()
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
 def test_other_embedding_dimension_is_refused(tmp_path: Path) -> None:
     open_test_store(tmp_path / "s", dim=64).close()
     with pytest.raises(IncompatibleStoreError, match="reindex"):
