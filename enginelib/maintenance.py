@@ -35,6 +35,7 @@ from .chunk_texts import FOLDER as TEXTS_FOLDER
 from .chunk_texts import TextSegments
 from .chunker import Chunker, ChunkingConfig
 from .core import folders, layout
+from .core.compat import require_known_schema
 from .core.generations import finish_interrupted_reindex, finish_reindex, reindexed_manifest
 from .core.layout import REINDEX_MARKER
 from .core.lock import WriterLock, acquire_writer_lock
@@ -112,8 +113,10 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
     if isinstance(target, StoreCore) and not target.read_only:
         return _check(target.path, target._catalog, snapshots, target.manifest)
     root = target.path if isinstance(target, StoreCore) else Path(target)
-    if mf.read_manifest(root) is None:
+    written = mf.read_manifest(root)
+    if written is None:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
+    require_known_schema(root, written)
     lock: WriterLock | None = None
     try:
         lock = acquire_writer_lock(root, lock_timeout)

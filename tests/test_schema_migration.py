@@ -63,3 +63,24 @@ def test_newer_store_is_refused(tmp_path: Path) -> None:
     s.close()
     with pytest.raises(IncompatibleStoreError, match="newer than this enginelib"):
         open_test_store(tmp_path / "s")
+
+
+def test_check_refuses_a_store_of_a_newer_schema_as_open_does(tmp_path: Path) -> None:
+    # a manifest.json saying schema_version 999: open, repair and stats raised
+    # IncompatibleStoreError, `enginelib check` said "store ... is healthy" and exited 0
+    from click.testing import CliRunner
+
+    from enginelib.cli.main import main
+    from enginelib.maintenance import check
+
+    open_test_store(tmp_path / "s").close()
+    path = tmp_path / "s" / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 999}))
+    written = path.read_bytes()
+    with pytest.raises(IncompatibleStoreError, match="uses schema 999, newer than this"):
+        check(tmp_path / "s")
+    for command in (["check"], ["check", "--json"], ["stats"]):
+        result = CliRunner().invoke(main, [*command, "--store", str(tmp_path / "s")])
+        assert result.exit_code == 2, (command, result.output)
+        assert "newer than this enginelib (1): upgrade enginelib" in result.output, command
+    assert path.read_bytes() == written

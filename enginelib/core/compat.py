@@ -69,15 +69,21 @@ def runtime_index_options(options: dict[str, Any] | None) -> dict[str, dict[str,
     return checked
 
 
-def check_compatible(
-    root: Path, manifest: mf.Manifest, embedder: Embedder, chunking: ChunkingConfig | None
-) -> None:
+def require_known_schema(root: Path, manifest: mf.Manifest) -> None:
+    """A store written by a newer enginelib is refused, by open and check alike (check called
+    one with schema_version 999 healthy, which open, repair and stats refuse)."""
     if manifest.schema_version > schema.SCHEMA_VERSION:
         raise IncompatibleStoreError(
             f"store {root} uses schema {manifest.schema_version}, newer than this enginelib "
             f"({schema.SCHEMA_VERSION}): upgrade enginelib",
             path=root,
         )
+
+
+def check_compatible(
+    root: Path, manifest: mf.Manifest, embedder: Embedder, chunking: ChunkingConfig | None
+) -> None:
+    require_known_schema(root, manifest)
     if embedder.name != manifest.embedding_model or int(embedder.dim) != manifest.embedding_dim:
         raise IncompatibleStoreError(
             f"store {root} was built with {manifest.embedding_model} "
