@@ -67,5 +67,14 @@ def registered(
     con.register(name, dict(columns))
     try:
         yield
-    finally:
-        con.unregister(name)
+    except BaseException:
+        # A statement that failed aborted the open transaction, and DuckDB then refuses the
+        # unregister too ("Current transaction is aborted"): raised from here, that hid the
+        # real error (a duplicate key read as "a write began while another was open"). The
+        # view was made inside the transaction, so its rollback drops it.
+        try:
+            con.unregister(name)
+        except duckdb.TransactionException:
+            pass
+        raise
+    con.unregister(name)

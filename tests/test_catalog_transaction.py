@@ -10,7 +10,7 @@ import pytest
 
 from enginelib.errors import InvalidInputError, StoreError
 from enginelib.jobs import NewJob
-from tests.helpers import open_test_store
+from tests.helpers import doc, open_test_store
 
 
 @pytest.mark.parametrize("bad, said, cause", [
@@ -62,3 +62,27 @@ def test_a_write_begun_from_another_thread_is_refused_and_the_open_one_not_lost(
         with store.catalog.transaction():  # the connection is usable again
             store.catalog.set_meta("probe", "written")
         assert store.catalog.get_meta("probe") == "written"
+
+
+def test_a_statement_the_catalog_refuses_inside_a_write_is_named_not_hidden(
+    tmp_path: Path,
+) -> None:
+    """A failed INSERT from a registered table aborted the transaction, and the unregister
+    after it failed too: the user read "a write to the catalog began while another was open
+    on it ... use the catalog from one thread at a time" instead of the duplicate key."""
+    with open_test_store(tmp_path / "store") as store:
+        store.ingest_documents([doc("a", "Brake pads wear out.")])
+    con = duckdb.connect(str(tmp_path / "store" / "catalog.duckdb"))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'next_label'")  # a hand edit
+    con.close()
+    with open_test_store(tmp_path / "store") as store:
+        with pytest.raises(StoreError, match="already holds the key label: 0") as info:
+            store.ingest_documents([doc("b", "Oil filter change interval.")])
+        assert "began while another" not in str(info.value)
+        assert isinstance(info.value.__cause__, duckdb.ConstraintException)
+        # the store stays usable: reads, and writes that need no new key
+        assert [d["document_id"] for d in store.list_documents()] == ["a"]
+        assert store.search("brake pads", strategy="fulltext").hits[0].document_id == "a"
+        store.delete_document("a")
+        store.ingest_documents([doc("b", "Oil filter change interval.")])
+        assert [d["document_id"] for d in store.list_documents()] == ["b"]
