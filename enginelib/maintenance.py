@@ -147,7 +147,12 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool,
     problems: list[str] = []
     fix = f"run `enginelib repair --store {shell_word(root)}`"
     written = mf.read_manifest(root)
-    assert written is not None
+    if written is None:
+        # removed while this process writes the store (a path-based check finds none and
+        # says so first): the Store's own copy is the one its next commit writes back
+        problems.append(f"manifest.json is missing, removed while the store was open: {fix} "
+                        "to write it again")
+        written = manifest
     if (written.embedding_model, written.embedding_dim, written.chunking_hash) != (
             manifest.embedding_model, manifest.embedding_dim, manifest.chunking_hash):
         problems.append(
@@ -418,6 +423,8 @@ def repair(target: StoreLike) -> IntegrityReport:
         folders.move_aside(target.path, on_open=False)
         mended_jobs = _mend_job_tables(target)
         target.rebuild_indexes()
+        if mf.read_manifest(target.path) is None:  # removed while the store was open
+            mf.write_manifest(target.path, target.manifest)
         report = check(target, snapshots=False)
         report.facts["job_tables_mended"] = mended_jobs
         return report

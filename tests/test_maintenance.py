@@ -132,6 +132,22 @@ def test_check_passes_then_detects_damage_and_repair_fixes_it(tmp_path: Path) ->
                             answerability_threshold=None).hits
 
 
+def test_a_manifest_removed_while_the_store_is_open_is_a_problem_repair_mends(
+        tmp_path: Path) -> None:
+    # store.check() and store.repair() of a writer whose manifest.json was removed raised a
+    # bare AssertionError (maintenance._check asserted the file was there)
+    with open_test_store(tmp_path / "s") as store:
+        store.ingest_documents([doc("pads", "Brake pads wear out.")])
+        (tmp_path / "s" / "manifest.json").unlink()
+        [problem] = store.check().problems
+        assert problem.startswith("manifest.json is missing, removed while the store was open")
+        assert "enginelib repair" in problem
+        assert store.repair().ok
+        assert (tmp_path / "s" / "manifest.json").is_file()
+    with enginelib.open(tmp_path / "s") as reopened:
+        assert reopened.check().ok and reopened.stats()["documents"] == 1
+
+
 def test_check_compares_stored_vectors_with_the_catalogs(tmp_path: Path) -> None:
     # a rows file with a run of zeros reads without error: the ranking is silently wrong
     path = tmp_path / "s"
