@@ -36,14 +36,24 @@ from enginelib.validation import CONTROL_CHARS
 F = TypeVar("F", bound=Callable[..., Any])
 
 class GivenPath(click.Path):
-    """``click.Path`` refusing an empty string. ``Path("")`` is the current folder, so an unset
-    shell variable (``--store "$STORE"``, ``ingest "$DOCS"``) opened, ingested or wrote over
-    whatever folder the command happened to run in."""
+    """``click.Path`` refusing an empty string, and reading a leading ``~`` as the shell does.
+
+    ``Path("")`` is the current folder, so an unset shell variable (``--store "$STORE"``,
+    ``ingest "$DOCS"``) opened, ingested or wrote over whatever folder the command happened to
+    run in. The shell expands ``~`` only at the start of a word, so ``--store=~/st`` and
+    ``ENGINELIB_STORE='~/st'`` came in as is: a folder named ``~`` was made here, and the
+    command said "initialized store at ~/st"."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value == "":
             here = ", or . for the current folder" if self.dir_okay else ""
             self.fail(f"is empty (an unset shell variable?): give a path{here}", param, ctx)
+        if isinstance(value, str) and value.startswith("~"):
+            expanded = os.path.expanduser(value)
+            if expanded.startswith("~"):
+                self.fail(f"{value!r} starts with '~', which names no home folder here: give "
+                          f"the full path (or ./{value} for a folder named so)", param, ctx)
+            value = expanded
         return super().convert(value, param, ctx)
 
 

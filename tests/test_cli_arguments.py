@@ -111,6 +111,26 @@ def test_an_empty_path_is_refused_and_the_current_folder_left_alone(
     assert sorted(p.name for p in here.iterdir()) == ["notes.md"]
 
 
+def test_a_path_starting_with_a_tilde_is_the_home_folder_as_in_the_shell(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the shell expands ~ only at a word's start: `init --store=~/st` (and ENGINELIB_STORE='~/st')
+    # made a folder named '~' in the current one and said "initialized store at ~/st"
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    code, output = run(["init", "--store=~/st"])
+    assert code == 0 and output == f"initialized store at {home / 'st'}\n"
+    shown = CliRunner(env={**ENV, "ENGINELIB_STORE": "~/st"}).invoke(main, ["stats", "--json"])
+    assert shown.exit_code == 0 and '"path": "' + str(home / "st") + '"' in shown.output
+    code, output = run(["ingest", "~/notes.md", "--store", str(home / "st")])
+    assert code == 2 and str(home / "notes.md") in output, output
+    code, output = run(["init", "--store", "~nobody-of-that-name/st"])
+    assert code == 2 and "names no home folder here" in output, output
+    assert list(work.iterdir()) == [] and [p.name for p in home.iterdir()] == ["st"]
+
+
 @pytest.mark.parametrize("args, says", [
     (["init", "--embedder", ""], "--embedder"),
     # served with no token at all; the bad port after it stops a regression from serving
