@@ -25,6 +25,7 @@ from tests.test_query_understanding import FRENCH, REGULATORY
     ("Which loans does the Consumer Credit Directive cover?", "Consumer Credit Directive"),
     ("What must issuers publish under the Prospectus Regulation?", "Prospectus Regulation"),
     ("Is a bank in scope of the NIS2 Directive?", "NIS2 Directive"),
+    ("What are the Consumer Credit Directive's rules on advertising?", "Consumer Credit Directive"),
     ("What does the ePrivacy Directive say about cookies?", "ePrivacy Directive"),
     ("How is a stablecoin treated under MiCA?", "MiCA"),
     ("What may a payment institution do pursuant to PSD2?", "PSD2"),

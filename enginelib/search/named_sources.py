@@ -63,6 +63,7 @@ _SUBJECT_STOPS = frozenset(
 # by its number, which names it; the capitalised word before is the sentence's ("Summarise
 # Regulation (EU) 2024/1689"). Numbers are not looked up.
 _NUMBERED = re.compile(r"\s*(?:\((?:EU|EC|EEC|Euratom)\)\s*)?(?:No\.?\s*)?\d+/\d+")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _ARTICLES = frozenset("la le les l' l’".split())
 MIN_INITIALS = 3
 # A core phrase in at least this share of the passages is what the store is about: "data
@@ -148,6 +149,8 @@ def _english_names(query: str) -> list[NamedSource]:
     shouted = not any(c.islower() for c in query)
     names = []
     for i, (word, _, end) in enumerate(tokens):
+        # "the Radio Equipment Directive's requirements": a possessive is still the name
+        word = _POSSESSIVE.sub("", word)
         if word.casefold() not in _TYPES or _NUMBERED.match(query, end):
             continue
         run: list[str] = []
