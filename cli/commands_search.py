@@ -195,6 +195,9 @@ def gate_line(response: SearchResponse) -> str:
         f"similarity {_fmt(e.similarity)} z {_fmt(e.similarity_z)} semantic {_fmt(e.semantic)} | "
         f"coverage {_fmt(e.coverage)} agreement {_fmt(e.agreement)}"
         + (f" | missing: {shown_words(e.missing_words, 20)}" if e.missing_words else "")
+        + (f" | laws named: {shown_words(e.named_sources, 5)}" if e.named_sources else "")
+        + (f" | not in the store: {shown_words(e.absent_sources, 5)}"
+           if e.absent_sources else "")
     )
 
 

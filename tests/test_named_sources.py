@@ -223,3 +223,6 @@ def test_the_cli_exits_1_and_names_the_law(laws: enginelib.Store) -> None:
     out = json.loads(result.output)
     assert out["gate"]["reason_code"] == gate.NAMED_SOURCE_ABSENT
     assert out["gate"]["evidence"]["absent_sources"] == ["Digital Services Act"]
+    explained = runner.invoke(cli, [*args, "--explain"])
+    assert "gate: refuse (NAMED_SOURCE_ABSENT)" in explained.output
+    assert "not in the store: Digital Services Act" in explained.output
