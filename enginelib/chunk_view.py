@@ -301,6 +301,11 @@ class ChunkView:
         texts = self._texts
         return [texts.get(label) or self.text_of(label) for label in labels]
 
+    def read_texts(self, labels: list[int]) -> dict[int, tuple[str, str]]:
+        """(content, heading_path) of many chunks in one catalog read, not kept: a scan
+        (the gate's look at documents' openings) must not evict a search's texts."""
+        return queries.chunk_texts(self._catalog, labels)
+
     def column(self, name: str) -> _Column:
         """One ``ChunkRecord`` field (not ``label``, not a text) by row position, without
         building records: grouping and caps read hundreds of candidates per search."""

@@ -14,7 +14,7 @@ import enginelib
 from enginelib.cli.main import main as cli
 from enginelib.embedder import HashingEmbedder
 from enginelib.search import gate
-from enginelib.search.named_sources import named_sources
+from enginelib.search.named_sources import long_name_initials, named_sources
 from enginelib.types import LoadedDocument
 from tests.test_query_understanding import FRENCH, REGULATORY
 
@@ -226,3 +226,33 @@ def test_the_cli_exits_1_and_names_the_law(laws: enginelib.Store) -> None:
     explained = runner.invoke(cli, [*args, "--explain"])
     assert "gate: refuse (NAMED_SOURCE_ABSENT)" in explained.output
     assert "not in the store: Digital Services Act" in explained.output
+
+
+# -- a short name official texts never write ----------------------------------------------
+
+
+def test_the_initials_of_the_law_names_a_text_states() -> None:
+    french = ("RÈGLEMENT (UE) 2016/679 relatif à la protection des personnes physiques "
+              "(règlement général sur la protection des données)")
+    assert "RGPD" in long_name_initials(french)
+    assert "RIA" in long_name_initials("le règlement sur l'intelligence artificielle dispose")
+    assert "GDPR" in long_name_initials("on the free movement of such data (General Data "
+                                        "Protection Regulation)")
+    assert long_name_initials("This Regulation protects personal data.") == set()
+
+
+def test_an_acronym_of_the_name_the_text_states_is_the_stores_law(tmp_path: Path) -> None:
+    # An official text states "(règlement général sur la protection des données)" once and
+    # never "RGPD", the name its readers use
+    store = enginelib.open(tmp_path / "fr", embedder=HashingEmbedder(64))
+    opening = ("Règlement (UE) 2016/679 du Parlement européen et du Conseil relatif à la "
+               "protection des personnes physiques à l'égard du traitement des données à "
+               "caractère personnel (règlement général sur la protection des données)")
+    text = "\n\n".join([opening, *(f"{title}\n\n{body}" for _, title, body in FRENCH)])
+    store.ingest_documents([LoadedDocument(id="rgpd", title="Règlement (UE) 2016/679",
+                                           text=text, language="fr")])
+    held = store.search("Selon le RGPD, quand faut-il notifier une violation de données ?")
+    assert held.gate is not None and held.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    other = store.search("Selon eIDAS, quand faut-il notifier une violation de données ?")
+    assert other.gate is not None and other.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+    store.close()

@@ -15,7 +15,13 @@ from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
 from ..language import function_words, hit_language, query_language
 from . import gate
-from .named_sources import SUBJECT_SHARE, NamedSource, articled_acronyms, named_sources
+from .named_sources import (
+    SUBJECT_SHARE,
+    NamedSource,
+    articled_acronyms,
+    long_name_initials,
+    named_sources,
+)
 from .quotes import content_terms, only_function_words
 from .request import ANSWERABILITY_THRESHOLD, SearchRequest
 from .rewrite import apply_corrections, typo_corrections
@@ -71,7 +77,9 @@ def assess(
     asked = request.embed_text(0)
     named = [] if cross_lingual else named_sources(asked)
     passages = len(view.labels)
-    absent = [source.name for source in named if not _mentioned(store, source, passages)]
+    absent = [source.name for source in named
+              if not _mentioned(store, source, passages)
+              and not (source.is_acronym() and source.name.upper() in _own_initials(view))]
     if absent:
         given = {source.name.casefold() for source in named}
         named += [NamedSource(word, (word,)) for word in articled_acronyms(asked)
@@ -105,6 +113,31 @@ def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
         if tail.core_is_phrase() and _phrase_count(store, tail.name, needed) >= needed:
             return True
     return False
+
+
+# The initials of the law names the store's documents state in their titles and openings
+# (named_sources.long_name_initials), per view: "selon le RGPD" over an official French text
+# that only ever writes "règlement général sur la protection des données".
+_OWN_INITIALS: weakref.WeakKeyDictionary[ChunkView, frozenset[str]] = (
+    weakref.WeakKeyDictionary())
+# Documents whose openings are read for it: past this many, the first ones (a store of a
+# million short documents would otherwise read them all on a near miss).
+OPENINGS_READ = 5_000
+
+
+def _own_initials(view: ChunkView) -> frozenset[str]:
+    initials = _OWN_INITIALS.get(view)
+    if initials is None:
+        found: set[str] = set()
+        codes, titles = view.codes("title"), view.column("title")
+        _, at = np.unique(codes, return_index=True)  # one row per distinct title
+        for position in at[:OPENINGS_READ]:
+            found |= long_name_initials(titles[int(position)] or "")
+        first = np.flatnonzero(view.number_column("chunk_index") == 0)[:OPENINGS_READ]
+        for content, heading in view.read_texts(view.labels[first].tolist()).values():
+            found |= long_name_initials(f"{heading}\n{content}")
+        initials = _OWN_INITIALS[view] = frozenset(found)
+    return initials
 
 
 def _phrase_count(store: Store, phrase: str, most: int) -> int:

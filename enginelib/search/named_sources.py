@@ -89,6 +89,10 @@ class NamedSource:
     spellings: tuple[str, ...]
     core: str | None = None
 
+    def is_acronym(self) -> bool:
+        """Named by an acronym alone ("under MiCA", "selon le RGPD")."""
+        return _is_acronym(self.name)
+
     def core_is_acronym(self) -> bool:
         return self.core is not None and _is_acronym(self.core)
 
@@ -103,6 +107,38 @@ class NamedSource:
         words = (self.core or "").split()
         tails = (" ".join(words[k:]) for k in range(len(words)))
         return tuple(NamedSource(tail, (tail,), tail) for tail in tails)
+
+
+# A law's own long name where a text states it: "(General Data Protection Regulation)",
+# "(règlement général sur la protection des données)", "le règlement sur l'intelligence
+# artificielle". The short name a question uses ("the GDPR", "selon le RGPD", "le RIA") is
+# often only their initials: official texts never write it.
+_LONG_NAME_EN = re.compile(
+    r"\b((?:[A-Z][\w’'-]*\s+(?:(?:of|on|for|and|the)\s+)?){1,6}(?:Regulation|Directive|Act))\b")
+_LONG_NAME_FR = re.compile(
+    r"\b((?i:règlement|directive)\s+(?:(?i:général|générale|européen|européenne)\s+)?"
+    r"(?i:sur|relatif\s+à|relative\s+à|concernant)\s+[^()\[\],.;:!?\n]{3,80})")
+_ELISION = re.compile(r"^(?:[ldjmnst]|qu)['’]", re.IGNORECASE)
+MAX_NAME_WORDS = 8
+
+
+def long_name_initials(text: str) -> set[str]:
+    """The initials (upper case) of the law names ``text`` states, of every beginning of a
+    French one (where it ends, no pattern tells: "... données, et abrogeant") and every
+    ending of an English one (its first capitalised words may be the sentence's)."""
+    found: set[str] = set()
+    for m in _LONG_NAME_EN.finditer(text):
+        letters = _content_initials(m.group(1).split())
+        found.update(letters[k:] for k in range(len(letters) - MIN_INITIALS + 1))
+    for m in _LONG_NAME_FR.finditer(text):
+        letters = _content_initials(m.group(1).split()[:MAX_NAME_WORDS])
+        found.update(letters[:k] for k in range(MIN_INITIALS, len(letters) + 1))
+    return found
+
+
+def _content_initials(words: list[str]) -> str:
+    kept = [_ELISION.sub("", w) for w in words]
+    return "".join(w[0].upper() for w in kept if w and not is_function_word(w))
 
 
 def named_sources(query: str) -> list[NamedSource]:
