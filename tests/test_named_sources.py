@@ -253,6 +253,10 @@ def test_an_acronym_of_the_name_the_text_states_is_the_stores_law(tmp_path: Path
                                            text=text, language="fr")])
     held = store.search("Selon le RGPD, quand faut-il notifier une violation de données ?")
     assert held.gate is not None and held.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    # French readers call the AI Act by its English name, which its French text never writes
+    english_name = store.search("Selon l'AI Act, quand faut-il notifier une violation ?")
+    assert english_name.gate is not None
+    assert english_name.gate.reason_code != gate.NAMED_SOURCE_ABSENT
     other = store.search("Selon eIDAS, quand faut-il notifier une violation de données ?")
     assert other.gate is not None and other.gate.reason_code == gate.NAMED_SOURCE_ABSENT
     store.close()

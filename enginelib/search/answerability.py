@@ -75,7 +75,7 @@ def assess(
     # The names are the user's own words, not the typo guesses searched for them: "the Chips
     # Act" is no "Ships Act" (a name's typos are corrected where it is looked up, below).
     asked = request.embed_text(0)
-    named = [] if cross_lingual else named_sources(asked)
+    named = [] if cross_lingual else named_sources(asked, language)
     passages = len(view.labels)
     absent = [source.name for source in named
               if not _mentioned(store, source, passages)

@@ -63,6 +63,7 @@ _SUBJECT_STOPS = frozenset(
 # by its number, which names it; the capitalised word before is the sentence's ("Summarise
 # Regulation (EU) 2024/1689"). Numbers are not looked up.
 _NUMBERED = re.compile(r"\s*(?:\((?:EU|EC|EEC|Euratom)\)\s*)?(?:No\.?\s*)?\d+/\d+")
+_TYPE_NEXT = re.compile(r"\s+(?i:act|regulation|directive)\b")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _ARTICLES = frozenset("la le les l' l’".split())
 MIN_INITIALS = 3
@@ -141,10 +142,13 @@ def _content_initials(words: list[str]) -> str:
     return "".join(w[0].upper() for w in kept if w and not is_function_word(w))
 
 
-def named_sources(query: str) -> list[NamedSource]:
-    """The laws ``query`` names (see the module docstring), each once, in order."""
+def named_sources(query: str, language: str | None = None) -> list[NamedSource]:
+    """The laws ``query`` names (see the module docstring), each once, in order. A French
+    question (``language`` "fr") that names a law by its English name ("Selon l'AI Act, ...")
+    names it in a language its French text does not write: such a name is not read."""
     found: dict[str, NamedSource] = {}
-    for source in (*_english_names(query), *_context_acronyms(query), *_french_names(query)):
+    english = [] if (language or "").startswith("fr") else _english_names(query)
+    for source in (*english, *_context_acronyms(query), *_french_names(query)):
         key = source.name.casefold()
         if not any(f" {key} " in f" {k} " for k in found):
             found[key] = source
@@ -219,8 +223,10 @@ def _english_names(query: str) -> list[NamedSource]:
 
 
 def _context_acronyms(query: str) -> list[NamedSource]:
+    # "under the NIS2 Directive", "selon l'AI Act": the acronym begins a longer name, read
+    # whole by the English names (or not at all in a French question)
     return [NamedSource(m.group(1), (m.group(1),)) for m in _LEGAL_CONTEXT.finditer(query)
-            if _is_acronym(m.group(1))]
+            if _is_acronym(m.group(1)) and not _TYPE_NEXT.match(query, m.end())]
 
 
 def _french_names(query: str) -> list[NamedSource]:
