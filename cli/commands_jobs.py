@@ -33,6 +33,7 @@ from enginelib.jobs.queue import (
     MAX_POLL_S,
     Retention,
 )
+from enginelib.jobs.table import CANCELLED, HISTORY_STATUSES, STATUSES
 from enginelib.jobs.times import with_utc_times
 from enginelib.validation import MAX_LIST_OFFSET, MAX_LISTED
 
@@ -163,8 +164,11 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.option("--prune", is_flag=True, help="Delete the DONE jobs older than --keep-days "
               "(queued or in the history) and history rows past --keep-rows, with their "
               "attempts; the worker does it by itself when idle.")
-@click.option("--status", type=click.Choice(["PENDING", "RUNNING", "DONE", "FAILED", "DLQ"]),
-              default=None, help="Only jobs with this status.")
+@click.option("--history", "list_history", is_flag=True, help="List the history (jobs DONE "
+              "and moved there by --purge-done, or cancelled) instead of the queue, paged as "
+              "the queue is.")
+@click.option("--status", type=click.Choice([*STATUSES, CANCELLED]), default=None,
+              help="Only jobs with this status (with --history: DONE or CANCELLED).")
 @click.option("--limit", type=Integer(1, MAX_LISTED), default=DEFAULT_LISTED,
               show_default=True, help="At most this many jobs, oldest first.")
 @click.option("--offset", type=Integer(0, MAX_LIST_OFFSET), default=0, show_default=True,
@@ -178,11 +182,12 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @json_option
 @handle_errors
 def jobs(store_path: Path, retry_dlq: bool, drop_dlq: bool, drop_id: int | None,
-         cancel_id: int | None, purge_done: bool, prune: bool, status: str | None, limit: int,
-         offset: int, after: int | None, keep_days: float, keep_rows: int,
-         as_json: bool) -> None:
-    """Job counts by status and the jobs; --cancel, --retry-dlq, --drop-dlq, --drop,
-    --purge-done and --prune act first."""
+         cancel_id: int | None, purge_done: bool, prune: bool, list_history: bool,
+         status: str | None, limit: int, offset: int, after: int | None, keep_days: float,
+         keep_rows: int, as_json: bool) -> None:
+    """Job counts by status and the jobs (--history: the jobs done or cancelled); --cancel,
+    --retry-dlq, --drop-dlq, --drop, --purge-done and --prune act first."""
+    _check_status(status, list_history)
     actions: dict[str, int] = {}
     dlq_actions = [name for name, given in (("--retry-dlq", retry_dlq), ("--drop-dlq", drop_dlq),
                                             ("--drop", drop_id is not None)) if given]
@@ -218,6 +223,9 @@ def jobs(store_path: Path, retry_dlq: bool, drop_dlq: bool, drop_id: int | None,
             if prune:
                 pruned = queue.prune()
                 actions["pruned_jobs"], actions["pruned_history"] = pruned.jobs, pruned.history
+    if list_history:
+        _list_history(store_path, actions, status, limit, offset, after, as_json)
+        return
     with open_store(store_path, read_only=True) as store:
         queue = store.jobs()
         counts, history = queue.counts(), queue.history_count()
@@ -241,14 +249,56 @@ def jobs(store_path: Path, retry_dlq: bool, drop_dlq: bool, drop_id: int | None,
         click.echo(printable(
             f"{len(refused)} inbox file(s) set aside, their jobs not queued (the worker logged "
             f"why; queue those files again, then delete these): {', '.join(refused)}"))
-    for job in rows:
-        when = f" next {_utc_time(job['next_attempt_at'])}" if job["status"] == "FAILED" else ""
-        error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
-        click.echo(f"{job['job_id']:>5} {job['status']:<7} {job['attempts']}/{job['max_attempts']}"
-                   f"{when}  {printable(job['source'] + error)}")
+    _echo_rows(rows)
     if page.next_after is not None:  # the 1000 listed read as all the jobs there were
         shown = "" if after is not None else f"jobs {offset + 1}-{offset + len(rows)} of {total}; "
         click.echo(f"({shown}the next ones: --after {page.next_after})")
+
+
+def _check_status(status: str | None, list_history: bool) -> None:
+    """``--status`` names a status of the list asked for: the queue's five, or the
+    history's DONE and CANCELLED."""
+    if list_history and status is not None and status not in HISTORY_STATUSES:
+        raise click.UsageError(f"the history holds DONE and CANCELLED jobs only; {status} jobs "
+                               f"are queued: leave out --history to list them")
+    if not list_history and status == CANCELLED:
+        raise click.UsageError("cancelled jobs leave the queue for the history: add --history "
+                               "to list them")
+
+
+def _list_history(store_path: Path, actions: dict[str, int], status: str | None, limit: int,
+                  offset: int, after: int | None, as_json: bool) -> None:
+    """``jobs --history``: the history's counts and a page of it, as ``jobs`` shows the
+    queue's (read-only: a store on a read-only medium lists it too)."""
+    with open_store(store_path, read_only=True) as store:
+        queue = store.jobs()
+        counts = queue.history_counts()
+        page = queue.history_page(status=status, limit=limit, offset=offset, after=after)
+    rows = page.jobs
+    total = counts[status] if status else sum(counts.values())
+    if as_json:
+        emit_json({**actions, "counts": counts, "total": total, "limit": limit,
+                   "offset": offset, "after": after, "next_after": page.next_after,
+                   "jobs": [with_utc_times(job) for job in rows]})
+        return
+    for name, value in actions.items():
+        click.echo(f"{name} {value}")
+    click.echo("history: " + _counts_line(counts))
+    _echo_rows(rows, width=len(CANCELLED))
+    if page.next_after is not None:
+        shown = "" if after is not None else f"jobs {offset + 1}-{offset + len(rows)} of {total}; "
+        click.echo(f"({shown}the next ones: --history --after {page.next_after})")
+
+
+def _echo_rows(rows: Sequence[dict[str, Any]], width: int = 7) -> None:
+    """One line a job: id, status (in ``width`` columns: the history's CANCELLED takes 9),
+    attempts, its retry time while FAILED, source and error."""
+    for job in rows:
+        when = f" next {_utc_time(job['next_attempt_at'])}" if job["status"] == "FAILED" else ""
+        error = f"  {job['last_error']}" if job["last_error"] and job["status"] != "DONE" else ""
+        tries = f"{job['attempts']}/{job['max_attempts']}"
+        click.echo(f"{job['job_id']:>5} {job['status']:<{width}} {tries}"
+                   f"{when}  {printable(str(job['source']) + error)}")
 
 
 @contextmanager

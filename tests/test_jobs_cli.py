@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,8 @@ from click.testing import CliRunner
 
 from enginelib.cli.main import main
 from tests.helpers import paragraphs
+from tests.reporting import say
+from tests.test_faults_hardening import _mount_tmpfs, _umount
 
 ENV = {"ENGINELIB_EMBEDDER": "hashing"}
 
@@ -180,3 +185,56 @@ def test_queue_into_a_held_store_whose_inbox_is_a_file_says_what_to_do(tmp_path:
             f"or a worker holds the store: run `enginelib repair --store {holder.path}` while no "
             "process writes the store (it moves the file aside, keeping it), or move it away "
             "yourself\n")
+
+
+def test_jobs_history_lists_the_jobs_done_and_cancelled(tmp_path: Path) -> None:
+    # once purged or cancelled, a job was only a count ("history 2"): nothing listed it
+    store = make(tmp_path)
+    assert run("jobs", str(store), "--cancel", "2")[0] == 0
+    assert run("worker", str(store))[0] == 0
+    assert run("jobs", str(store), "--purge-done")[0] == 0
+    code, out = run("jobs", str(store), "--history")
+    brakes, tyres = tmp_path / "src" / "brakes.md", tmp_path / "src" / "tyres.md"
+    assert (code, out) == (0, "history: DONE 1  CANCELLED 1\n"
+                              f"    1 DONE      1/5  {brakes}\n"
+                              f"    2 CANCELLED 0/5  {tyres}  cancelled while PENDING\n")
+    code, out = run("jobs", str(store), "--history", "--status", "DONE", "--json")
+    data = json.loads(out)
+    assert code == 0 and [(j["job_id"], j["documents"]) for j in data["jobs"]] == [
+        (1, ["brakes.md"])]
+    assert (data["total"], data["next_after"]) == (1, None)
+    # an action acts first, then the history is listed, as `jobs` lists the queue after it
+    code, out = run("jobs", str(store), "--history", "--prune", "--keep-rows", "1", "--json")
+    data = json.loads(out)
+    assert (data["pruned_history"], data["total"]) == (1, 1)
+    code, out = run("jobs", str(store), "--help")
+    assert "--history" in out
+
+
+def test_jobs_history_reads_a_store_on_a_read_only_medium(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = make(tmp_path)
+    assert run("jobs", str(store), "--cancel", "2")[0] == 0
+    expected = json.loads(run("jobs", str(store), "--history", "--json")[1])
+    media = tmp_path / "media"
+    mounted = _mount_tmpfs(media, "64m")
+    try:
+        shutil.copytree(store, media / "s", ignore=shutil.ignore_patterns(".writer.lock"))
+        if mounted:
+            ro = subprocess.run(["mount", "-o", "remount,ro", str(media)], capture_output=True)
+            assert ro.returncode == 0, ro.stderr
+        else:
+            for entry in [media / "s", *(media / "s").rglob("*")]:
+                entry.chmod(0o555 if entry.is_dir() else 0o444)
+        enforced = mounted or os.geteuid() != 0
+        say(request, "read-only medium: " + ("a tmpfs remounted read-only" if mounted else
+                                             "chmod a-w") + ("" if enforced else " (not enforced)"))
+        code, out = run("jobs", str(media / "s"), "--history", "--json")
+        assert code == 0, out
+        assert json.loads(out) == expected and expected["counts"]["CANCELLED"] == 1
+        assert run("jobs", str(media / "s"), "--json")[0] == 0  # as the queue's list does
+        assert not (media / "s" / ".writer.lock").exists()
+    finally:
+        if mounted:
+            _umount(media)

@@ -204,6 +204,7 @@ def _schema(document: dict, path: str, method: str, status: str) -> dict:
     ("get", "/api/presets", "200", {}),
     ("get", "/api/stats", "200", {}),
     ("get", "/api/jobs", "200", {}),
+    ("get", "/api/jobs/history", "200", {}),
     ("get", "/api/health", "200", {}),
     ("get", "/api/openapi.json", "200", {}),
     ("get", "/api/search", "200", {"params": {"q": "erasure", "no_gate": "yes"}}),

@@ -50,7 +50,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 OPERATIONS = [("GET", "/api/search"), ("POST", "/api/search"), ("POST", "/api/check-answer"),
               ("GET", "/api/documents"), ("GET", "/api/documents/{document_id}"),
               ("DELETE", "/api/documents/{document_id}"), ("POST", "/api/upload"),
-              ("GET", "/api/jobs"), ("POST", "/api/jobs/retry-dlq"),
+              ("GET", "/api/jobs"), ("GET", "/api/jobs/history"), ("POST", "/api/jobs/retry-dlq"),
               ("POST", "/api/jobs/purge-done"), ("POST", "/api/jobs/drop-dlq"),
               ("DELETE", "/api/jobs/{job_id}"), ("GET", "/api/sources"), ("GET", "/api/stats"),
               ("GET", "/api/presets"), ("GET", "/api/health"), ("GET", "/api/openapi.json")]

@@ -130,6 +130,28 @@ class JobPage:
     next_after: int | None
 
 
+def _paging(limit: Any, offset: Any, after: Any) -> tuple[int, int, int | None]:
+    """A page's ``limit``, ``offset`` and ``after``, checked: the queue's and the history's
+    pages take the same ones."""
+    limit = check_int("limit", limit, minimum=1, maximum=MAX_LISTED)
+    offset = check_int("offset", offset, minimum=0, maximum=MAX_LIST_OFFSET)
+    if after is not None:
+        after = check_int("after", after, minimum=-(2**63), maximum=2**63 - 1)
+        if offset:
+            raise InvalidInputError("give after (the next_after of the page before) or "
+                                    "offset, not both")
+    return limit, offset, after
+
+
+def _page_of(rows: list[dict[str, Any]], limit: int) -> JobPage:
+    """The first ``limit`` of ``rows`` (read one past it), options parsed, and the cursor."""
+    jobs = rows[:limit]
+    for job in jobs:
+        # the history's column may be NULL (a hand edit); the queue's never is
+        job["options"] = None if job["options"] is None else json.loads(job["options"])
+    return JobPage(jobs, int(jobs[-1]["job_id"]) if len(rows) > limit else None)
+
+
 # The wake events of this process's workers, by the catalog they work on: an idle worker
 # looks at the catalog again only when a job can be due by its clock (a retry, a lease) or
 # an inbox file waits, so a job queued through any queue of that catalog must say so.
@@ -502,22 +524,41 @@ class JobQueue:
         for name in wanted or ():
             if name not in t.STATUSES:
                 raise InvalidInputError(f"job status {name!r} is not one of {list(t.STATUSES)}")
-        limit = check_int("limit", limit, minimum=1, maximum=MAX_LISTED)
-        offset = check_int("offset", offset, minimum=0, maximum=MAX_LIST_OFFSET)
-        if after is not None:
-            after = check_int("after", after, minimum=-(2**63), maximum=2**63 - 1)
-            if offset:
-                raise InvalidInputError("give after (the next_after of the page before) or "
-                                        "offset, not both")
+        limit, offset, after = _paging(limit, offset, after)
         if not self._exists():
             return JobPage([], None)
         # one row more than asked: whether a next page exists, without a second query
         rows = t.list_jobs(self.catalog.con, t.STATUSES if wanted is None else wanted, after,
                            limit + 1, offset)
-        jobs = [t.job_row(r) for r in rows[:limit]]
-        for job in jobs:
-            job["options"] = json.loads(job["options"])
-        return JobPage(jobs, int(jobs[-1]["job_id"]) if len(rows) > limit else None)
+        return _page_of([t.job_row(r) for r in rows], limit)
+
+    @_in_turn
+    def history_counts(self) -> dict[str, int]:
+        """The history's jobs by status: DONE (moved by ``purge_done``) and CANCELLED, and
+        any other a hand edit left there."""
+        found: dict[str, int] = {}
+        if self._exists():
+            found = t.history_counts(self.catalog.con)
+        return {**{status: 0 for status in t.HISTORY_STATUSES}, **found}
+
+    @_in_turn
+    def history_page(self, *, status: str | None = None, limit: int = DEFAULT_LISTED,
+                     offset: int = 0, after: int | None = None) -> JobPage:
+        """A page of the history (jobs that left the queue: DONE by a purge, CANCELLED), by
+        job id as ``page`` lists the queue, each with its ``purged_at``; ``status`` DONE or
+        CANCELLED (None: all). Reads only: a read-only store lists it as it lists the queue."""
+        if status is not None and status not in t.HISTORY_STATUSES:
+            shown = status[:40] if isinstance(status, str) else type(status).__name__
+            where = (" (that status is in the queue: list it with page())"
+                     if status in t.STATUSES else "")
+            raise InvalidInputError(f"history status {shown!r} is not one of "
+                                    f"{list(t.HISTORY_STATUSES)}{where}")
+        limit, offset, after = _paging(limit, offset, after)
+        if not self._exists():
+            return JobPage([], None)
+        rows = t.list_history(self.catalog.con, None if status is None else [status], after,
+                              limit + 1, offset)
+        return _page_of(rows, limit)
 
     @_in_turn
     def attempts(self, job_id: int) -> list[dict[str, Any]]:

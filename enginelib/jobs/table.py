@@ -21,6 +21,8 @@ PENDING, RUNNING, DONE, FAILED, DLQ = "PENDING", "RUNNING", "DONE", "FAILED", "D
 STATUSES: tuple[str, ...] = (PENDING, RUNNING, DONE, FAILED, DLQ)
 # A status only the history holds: a job a person cancelled before it ran (see CANCEL_COPY).
 CANCELLED = "CANCELLED"
+# What the history holds: jobs DONE (moved by a purge) and jobs CANCELLED.
+HISTORY_STATUSES: tuple[str, ...] = (DONE, CANCELLED)
 # Kinds: a file the user named, or a file uploaded through `serve` (kept in the store).
 FILE, UPLOAD = "file", "upload"
 
@@ -267,6 +269,17 @@ NEXT_WAKE = (
     "FROM jobs WHERE status IN ('PENDING', 'FAILED', 'RUNNING')"
 )
 HISTORY_COUNT = "SELECT count(*) FROM jobs_history"
+# A history row without a status (a hand edit) is read as DONE, as JOB_STATUS reads it.
+_HISTORY_STATUS = "coalesce(status, 'DONE')"
+HISTORY_COUNTS = f"SELECT {_HISTORY_STATUS}, count(*) FROM jobs_history GROUP BY 1"
+# The history paged as the queue is (LIST_JOBS): by id, keyset ``after`` or an offset; NULL
+# statuses (None) list every row, whatever its status.
+LIST_HISTORY = (
+    "SELECT " + ", ".join(_HISTORY_STATUS if c == "status" else c for c in JOB_COLUMNS)
+    + ", purged_at FROM jobs_history "
+    f"WHERE (?::VARCHAR[] IS NULL OR {_HISTORY_STATUS} IN (SELECT unnest(?::VARCHAR[]))) "
+    "AND (?::BIGINT IS NULL OR job_id > ?) ORDER BY job_id LIMIT ? OFFSET ?"
+)
 TABLE_EXISTS = (
     "SELECT count(*) FROM information_schema.tables WHERE table_name = 'jobs'"
 )
@@ -481,6 +494,19 @@ def next_wake(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
 def history_count(con: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     rows = con.execute(HISTORY_COUNT).fetchall()
     return rows[0] if rows else None
+
+
+def history_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return {str(s): int(n) for s, n in con.execute(HISTORY_COUNTS).fetchall()}
+
+
+def list_history(con: duckdb.DuckDBPyConnection, statuses: Sequence[str] | None,
+                 after: int | None, limit: int, offset: int) -> list[dict[str, Any]]:
+    """History rows in ``statuses`` (None: all) by id, paged as ``list_jobs`` pages; each
+    a job row with its ``purged_at`` (when it left the queue)."""
+    wanted = None if statuses is None else list(statuses)
+    rows = con.execute(LIST_HISTORY, [wanted, wanted, after, after, limit, offset]).fetchall()
+    return [dict(zip((*JOB_COLUMNS, "purged_at"), row, strict=True)) for row in rows]
 
 
 def list_jobs(con: duckdb.DuckDBPyConnection, statuses: Sequence[str], after: int | None,

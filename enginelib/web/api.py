@@ -365,6 +365,10 @@ def _jobs(service: Service, request: Request) -> Any:
     return service.jobs_page(_query_params(request))
 
 
+def _job_history(service: Service, request: Request) -> Any:
+    return service.job_history(_query_params(request))
+
+
 def _drop_job(service: Service, request: Request) -> Any:
     job_id = request.path_params["job_id"]
     return {"dropped": service.drop_job(job_id), "job_id": job_id}
@@ -418,6 +422,7 @@ ROUTES = [
           methods=["GET", "DELETE"]),
     Route("/api/upload", upload, methods=["POST"]),
     Route("/api/jobs", endpoint(_jobs, query=True), methods=["GET"]),
+    Route("/api/jobs/history", endpoint(_job_history, query=True), methods=["GET"]),
     Route("/api/jobs/retry-dlq",
           endpoint(lambda s, r: {"retried": s.retry_dlq()}), methods=["POST"]),
     Route("/api/jobs/purge-done",

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..documents import MAX_LIST_OFFSET, MAX_LISTED
 from ..jobs.queue import DEFAULT_LISTED
-from ..jobs.table import STATUSES
+from ..jobs.table import HISTORY_STATUSES, STATUSES
 from ..search.request import DEFAULTS, OPTIONS, is_flag, option_spec
 from ..types import TRUTH_LEVELS
 from ..validation import _FLOAT_OPTIONS, _INT_OPTIONS, MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_TAGS
@@ -205,6 +205,23 @@ _JOBS = {"type": "object", "required": ["counts", "history", "active", "worker_e
              "jobs": {"type": "array", "items": {"type": "object", "required": [
                  "job_id", "status", "document_id"], "properties": {
                  "job_id": _INT, "status": {"enum": list(STATUSES)}}}}}}
+_HISTORY = {"type": "object", "required": ["counts", "total", "limit", "offset", "after",
+                                           "next_after", "jobs"],
+            "properties": {
+                "counts": {"type": "object", "properties": {
+                    s: _INT for s in HISTORY_STATUSES}},
+                "total": {"type": "integer", "minimum": 0,
+                          "description": "history rows in the status asked for (all: every "
+                                         "status); jobs holds those from offset, at most limit"},
+                "limit": _INT, "offset": _INT,
+                "after": {"type": ["integer", "null"], "description": "the after asked for"},
+                "next_after": {"type": ["integer", "null"], "description": (
+                    "the after of the next page (the last job id listed); null: none left")},
+                "jobs": {"type": "array", "items": {"type": "object", "required": [
+                    "job_id", "status", "document_id", "purged_at"], "properties": {
+                    "job_id": _INT, "status": _STRING,
+                    "purged_at": {"type": "string",
+                                  "description": "when it left the queue (UTC)"}}}}}}
 _SOURCES = {"type": "array", "items": {"type": "object", "required": [
     "source", "document_id", "status"], "properties": {
     "source": _STRING, "document_id": _STRING,
@@ -339,6 +356,21 @@ OPENAPI: dict[str, Any] = {
                 {"type": "string", "pattern": "^$"}]},
                    "only jobs with a larger id: the next_after of the page before (keyset "
                    "paging, which a purge or a new job between pages does not shift)")])},
+        "/api/jobs/history": {"get": _op(
+            "The jobs history: jobs DONE and moved there by purge-done, and jobs cancelled; "
+            "counts by status and a page of them, paged as GET /api/jobs pages the queue",
+            _HISTORY, params=[
+                _query("status", {"type": "string", "enum": ["", *HISTORY_STATUSES]},
+                       "only the jobs in this status (empty: all)"),
+                _query("limit", _number_text(1, MAX_LISTED, DEFAULT_LISTED),
+                       "at most this many jobs, by job id (total says how many there are)"),
+                _query("offset", _number_text(0, MAX_LIST_OFFSET, 0),
+                       "skip this many first (a prune between two pages shifts them: use "
+                       "after)"),
+                _query("after", {"anyOf": [
+                    {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+                    {"type": "string", "pattern": "^$"}]},
+                       "only jobs with a larger id: the next_after of the page before")])},
         "/api/jobs/retry-dlq": {"post": _op("DLQ jobs back to PENDING", _count("retried"))},
         "/api/jobs/purge-done": {"post": _op("Move DONE jobs to history; returns the count",
                                              _count("purged"))},

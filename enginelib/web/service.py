@@ -351,6 +351,29 @@ class Service:
                          _int_param(params, "offset", 0),
                          None if after in (None, "") else _as_int("after", after, text=True))
 
+    def job_history(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The history's counts (DONE, CANCELLED) and a page of it, for a query string's
+        parameters, paged as ``jobs_page`` pages the queue; ``total`` is how many rows the
+        page is taken from."""
+        check_known(params, JOB_LIST_PARAMS, "job history parameter")
+        status = params.get("status") or None
+        limit = _int_param(params, "limit", DEFAULT_LISTED)
+        offset = _int_param(params, "offset", 0)
+        after_text = params.get("after")
+        after = None if after_text in (None, "") else _as_int("after", after_text, text=True)
+
+        def read() -> dict[str, Any]:
+            counts = self.queue.history_counts()
+            page = self.queue.history_page(status=status, limit=limit, offset=offset,
+                                           after=after)
+            return {"counts": counts,
+                    "total": counts[status] if status else sum(counts.values()),
+                    "limit": limit, "offset": offset, "after": after,
+                    "next_after": page.next_after,
+                    "jobs": [with_utc_times(job) for job in page.jobs]}
+
+        return self._locked(read)  # type: ignore[no-any-return]
+
     def retry_dlq(self) -> int:
         retried: int = self._locked(self.queue.retry_dlq)
         self.worker.wake.set()
