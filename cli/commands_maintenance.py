@@ -121,3 +121,11 @@ def _print_report(report: maintenance.IntegrityReport, as_json: bool, ok_line: s
     if older and not as_json:
         click.echo(f"note: snapshot(s) {', '.join(printable(n) for n in older)} were taken before "
                    f"per-file checksums: their index files are checked by sampling only")
+    leftovers = report.facts.get("unfinished_snapshots")
+    if leftovers and not as_json:
+        size = report.facts.get("unfinished_snapshot_bytes", 0)
+        click.echo(printable(
+            f"note: {len(leftovers)} folder(s) a killed snapshot create or delete left hold "
+            f"{size:,} bytes: {', '.join(leftovers)}; the store's next writer removes them (an "
+            f"ingest, a snapshot create or delete, or `enginelib repair --store "
+            f"{shell_word(report.path)}`)"))

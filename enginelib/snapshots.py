@@ -10,7 +10,8 @@ On disk, inside the store folder (only relative paths, so a copied folder still 
     snapshots/<name>/indexes/          copy of indexes/, stamped with the same generation
 
 A snapshot is written into ``snapshots/.tmp-*`` and renamed into place, so a crash
-leaves either no snapshot or a complete one; deletes rename to ``.trash-*`` first.
+leaves either no snapshot or a complete one; deletes rename to ``.trash-*`` first. What a
+killed create or delete leaves of either, the next writer removes (core/recovery.py).
 Functions that change snapshots take a writable Store, or a path (then they open the
 store for maintenance themselves, without needing its embedding model). Whether a
 snapshot's files are still the ones it wrote is judged by snapshot_integrity.py.
@@ -44,6 +45,7 @@ from .core.layout import SNAPSHOT_TABLES as TABLES
 from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
 from .core.layout import SNAPSHOTS_DIR
 from .core.lock import acquire_writer_lock
+from .core.recovery import remove_unfinished_snapshots, snapshot_folder_in_hand
 from .core.store_core import StoreCore
 from .durable import file_crc32, fsync_dir, fsync_file, remove_unfinished, write_atomic
 from .errors import (
@@ -83,6 +85,8 @@ SNAPSHOT_STEPS: tuple[str, ...] = (
     "restore_before_catalog_commit",
     "restore_after_catalog_commit",
 )
+# A delete's step between its rename to ``.trash-*`` and the removal (the tests kill there).
+DELETE_STEP = "snapshot_delete_after_rename"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _AUTO_NAME = re.compile(r"^(\d{4}\.\d{2})\.(\d+)$")
 
@@ -326,6 +330,7 @@ def _writer(target: StoreLike) -> Iterator[Path]:
         raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
     lock = acquire_writer_lock(root, 0.0)
     try:
+        _remove_leftovers(root)  # only a path's: a Store's open removed them
         yield root
     finally:
         lock.release()
@@ -420,20 +425,21 @@ def create_and_prune(
         check_sealable(store)
         base = _base(root)
         base.mkdir(exist_ok=True)
-        _remove_leftovers(base)
+        _remove_leftovers(root)
         name = validate_name(name) if name is not None else next_name(root)
         if (base / name).exists():
             raise _name_taken(root, name)
         settings = _read_settings(root)  # a damaged setting stops us before anything is written
         tmp = base / f"{layout.SNAPSHOT_TMP_PREFIX}{name}-{secrets.token_hex(4)}"
-        try:
-            info = _write_snapshot(store, tmp, name)
-            faults.crash_point("snapshot_before_rename")
-            os.rename(tmp, base / name)
-            fsync_dir(base)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        with snapshot_folder_in_hand(tmp.name):
+            try:
+                info = _write_snapshot(store, tmp, name)
+                faults.crash_point("snapshot_before_rename")
+                os.rename(tmp, base / name)
+                fsync_dir(base)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
         if keep is not None:
             settings["keep"] = keep
         # a pin left for a folder that is gone (removed by hand, or a delete killed before
@@ -484,17 +490,11 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
     return info
 
 
-def _remove_leftovers(base: Path) -> None:
+def _remove_leftovers(root: Path) -> None:
     """What a create, a delete or a retention write left when a crash interrupted it (the
-    writer lock is held)."""
-    for entry in base.iterdir():
-        if not entry.name.startswith((layout.SNAPSHOT_TMP_PREFIX, layout.SNAPSHOT_TRASH_PREFIX)):
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:  # a deleted snapshot "folder" that was a file
-            entry.unlink(missing_ok=True)
-    remove_unfinished(base)  # settings.json's temp file, killed before its rename
+    writer lock is held; a writer's open removes them too: core/recovery.py)."""
+    remove_unfinished_snapshots(root)
+    remove_unfinished(layout.snapshots_root(root))  # settings.json's temp file, not renamed
 
 
 # -- delete, pin, retention ----------------------------------------------------------------
@@ -523,14 +523,17 @@ def delete_snapshot(target: StoreLike, name: str) -> None:
 
 def _remove(folder: Path) -> None:
     # Rename first: a crash mid-delete must not leave a half snapshot that looks complete.
+    # Killed before the removal, the trash is the next writer's to remove (core/recovery.py).
     trash = folder.with_name(
         f"{layout.SNAPSHOT_TRASH_PREFIX}{folder.name}-{secrets.token_hex(4)}")
-    os.rename(folder, trash)
-    fsync_dir(folder.parent)
-    if trash.is_dir() and not trash.is_symlink():
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        trash.unlink()
+    with snapshot_folder_in_hand(trash.name):
+        os.rename(folder, trash)
+        fsync_dir(folder.parent)
+        faults.crash_point(DELETE_STEP)
+        if trash.is_dir() and not trash.is_symlink():
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            trash.unlink()
 
 
 @takes_store
