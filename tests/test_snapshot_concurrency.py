@@ -284,3 +284,20 @@ def test_no_other_process_sweeps_the_trash_of_a_delete_still_running(tmp_path: P
     assert deleting.returncode == 0, err
     open_test_store(root).close()  # that process is gone: the next writer removes it
     assert not trash.exists()
+
+
+def test_a_snapshots_folder_it_cannot_read_stops_no_writer_nor_check(tmp_path: Path) -> None:
+    # the sweep's listing let its OSError through: a store whose snapshots/ this user cannot
+    # read (made by another user, mode 0700; a link loop here, as root reads any folder)
+    # could no longer be opened to write nor checked, where before it was both
+    from enginelib import maintenance
+
+    root = tmp_path / "s"
+    with open_test_store(root) as store:
+        store.ingest_documents([doc("a", paragraphs(2))])
+    (root / "snapshots").symlink_to("snapshots")
+    with open_test_store(root) as store:
+        store.ingest_documents([doc("b", paragraphs(2))])
+    report = maintenance.check(root)
+    assert report.ok and "unfinished_snapshots" not in report.facts
+    assert (root / "snapshots").is_symlink()  # left as it was

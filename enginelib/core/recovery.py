@@ -78,7 +78,9 @@ def unfinished_snapshots(root: Path) -> list[Path]:
     base = layout.snapshots_root(root)
     try:
         names = sorted(os.listdir(base))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:
+        # none, a file, or a folder this user cannot read (another user's, a link loop):
+        # nothing to list, and a writer's open or `check` must not fail on it
         return []
     with _IN_HAND_GUARD:
         in_hand = set(_IN_HAND)
@@ -94,15 +96,15 @@ def remove_unfinished_snapshots(root: Path) -> list[Path]:
     point to. What cannot be removed (permissions) stays, and ``check`` names it."""
     removed: list[Path] = []
     for entry in unfinished_snapshots(root):
-        if entry.is_dir() and not entry.is_symlink():
-            # as much as it can: what it cannot (permissions) stays for check to name, and
-            # a writer's open must not fail on it
-            shutil.rmtree(entry, ignore_errors=True)
-        else:  # a deleted snapshot "folder" that was a file or a link: the link goes
-            try:
+        # as much as it can: what it cannot (permissions) stays for check to name, and a
+        # writer's open must not fail on it
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:  # a deleted snapshot "folder" that was a file or a link: the link goes
                 entry.unlink()
-            except OSError:
-                pass
+        except OSError:
+            continue
         if not os.path.lexists(entry):
             removed.append(entry)
     return removed
