@@ -177,7 +177,8 @@ def worker(store_path: Path, forever: bool, max_attempts: int, lease_s: float, p
 @click.option("--after", type=Integer(-(2**63), 2**63 - 1), default=None,
               metavar="JOB_ID", help="Only jobs with a larger id (the next page: --after the "
               "last id listed, `next_after` in --json); stays right when jobs are purged or "
-              "queued between pages.")
+              "queued between pages (with --history: a job purged or cancelled meanwhile with "
+              "a smaller id is on none of the next pages).")
 @retention_options
 @json_option
 @handle_errors

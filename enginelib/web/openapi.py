@@ -370,7 +370,9 @@ OPENAPI: dict[str, Any] = {
                 _query("after", {"anyOf": [
                     {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
                     {"type": "string", "pattern": "^$"}]},
-                       "only jobs with a larger id: the next_after of the page before")])},
+                       "only jobs with a larger id: the next_after of the page before (a "
+                       "job purged or cancelled between two pages with an id below it is on "
+                       "none of the next pages, though total counts it)")])},
         "/api/jobs/retry-dlq": {"post": _op("DLQ jobs back to PENDING", _count("retried"))},
         "/api/jobs/purge-done": {"post": _op("Move DONE jobs to history; returns the count",
                                              _count("purged"))},
