@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -132,3 +134,39 @@ def write_upload(store: Path, name: str, heading: str) -> Path:
     upload.parent.mkdir(parents=True)
     upload.write_text(f"# {heading}\n\n" + paragraphs(2, "tyres"), encoding="utf-8")
     return upload
+
+
+def mount_tmpfs(folder: Path, size: str) -> bool:
+    """A real small file system (needs root and CAP_SYS_ADMIN); False where not allowed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") is None:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def umount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+@contextmanager
+def read_only_copy(store: Path, media: Path) -> Iterator[tuple[Path, str, bool]]:
+    """A copy of ``store`` on a read-only medium: (its path, how it was made read-only,
+    whether that is enforced). A tmpfs remounted read-only where mounts are allowed, else
+    chmod a-w, which root ignores (``enforced`` False)."""
+    mounted = mount_tmpfs(media, "64m")
+    try:
+        shutil.copytree(store, media / "s", ignore=shutil.ignore_patterns(".writer.lock"))
+        if mounted:
+            ro = subprocess.run(["mount", "-o", "remount,ro", str(media)], capture_output=True)
+            assert ro.returncode == 0, ro.stderr
+            how = "a tmpfs remounted read-only"
+        else:
+            for entry in [media / "s", *(media / "s").rglob("*")]:
+                entry.chmod(0o555 if entry.is_dir() else 0o444)
+            how = "chmod a-w (mounts are not permitted here)"
+        yield media / "s", how, mounted or os.geteuid() != 0
+    finally:
+        if mounted:
+            umount(media)

@@ -31,7 +31,7 @@ from enginelib.errors import (
 )
 from enginelib.faults import COMMIT_STEPS, ENOSPC_VAR
 from enginelib.querylog import MAX_IMPORT_BYTES, MAX_PENDING_BYTES, QueryLog
-from tests.helpers import doc, open_test_store, paragraphs
+from tests.helpers import doc, mount_tmpfs, open_test_store, paragraphs, read_only_copy, umount
 from tests.reporting import say
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,27 +40,13 @@ KILLS = 200
 pytestmark = pytest.mark.slow
 
 
-def _mount_tmpfs(folder: Path, size: str) -> bool:
-    """A real small file system (needs root and CAP_SYS_ADMIN); False where not allowed."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if shutil.which("mount") is None:
-        return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                          capture_output=True)
-    return done.returncode == 0
-
-
-def _umount(folder: Path) -> None:
-    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
-
-
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path | None]:
     folder = tmp_path / "tiny"
-    mounted = _mount_tmpfs(folder, "8m")
+    mounted = mount_tmpfs(folder, "8m")
     yield folder if mounted else None
     if mounted:
-        _umount(folder)
+        umount(folder)
 
 
 def _docs(prefix: str, count: int, words: int = 400) -> list[LoadedDocument]:
@@ -293,24 +279,12 @@ def test_store_on_a_read_only_mount_answers_the_same(tmp_path: Path,
     store.ingest_documents([doc(f"d{i}", paragraphs(3, f"topic{i}"), metadata={"domain": f"d{i % 2}"})
                             for i in range(8)])
     store.close()
-    media = tmp_path / "media"
-    mounted = _mount_tmpfs(media, "64m")
-    try:
-        shutil.copytree(path, media / "s", ignore=shutil.ignore_patterns(".writer.lock"))
-        if mounted:
-            ro = subprocess.run(["mount", "-o", "remount,ro", str(media)], capture_output=True)
-            assert ro.returncode == 0, ro.stderr
-            how = "a tmpfs remounted read-only"
-        else:
-            for entry in [media / "s", *(media / "s").rglob("*")]:
-                entry.chmod(0o555 if entry.is_dir() else 0o444)
-            how = "chmod a-w (mounts are not permitted here)"
+    with read_only_copy(path, tmp_path / "media") as (medium, how, enforced):
         # As root, chmod does not stop writes: only a mount makes the medium read-only.
-        enforced = mounted or os.geteuid() != 0
         say(request, f"read-only medium: {how}" + ("" if enforced else " (not enforced for root)"))
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # reading logs nothing: no warning yet
-            copy = enginelib.open(media / "s", embedder=HashingEmbedder(64), read_only=True)
+            copy = enginelib.open(medium, embedder=HashingEmbedder(64), read_only=True)
             assert copy.get_document("d1")["content"]
             assert copy.history("d1")
         original = enginelib.open(path, embedder=HashingEmbedder(64), read_only=True)
@@ -325,20 +299,17 @@ def test_store_on_a_read_only_mount_answers_the_same(tmp_path: Path,
         if enforced:
             # check takes no lock where none can be made (nor can any writer be): it said
             # "Read-only file system (.writer.lock) ... open with read_only=True"
-            report = maintenance.check(media / "s")
+            report = maintenance.check(medium)
             assert report.ok and report.facts["locked"] is False, report.problems
             assert report.facts["chunks"] == original_chunks
-            checked = CliRunner().invoke(main, ["check", "--store", str(media / "s")])
+            checked = CliRunner().invoke(main, ["check", "--store", str(medium)])
             assert checked.exit_code == 0 and "is healthy" in checked.output, checked.output
-            assert not (media / "s" / ".writer.lock").exists()
-            assert not (media / "s" / "querylog").exists()
+            assert not (medium / ".writer.lock").exists()
+            assert not (medium / "querylog").exists()
             with pytest.raises(EngineError):  # writing there is refused with a typed error
-                enginelib.open(media / "s", embedder=HashingEmbedder(64))
-            denied = CliRunner().invoke(main, ["repair", "--store", str(media / "s")])
+                enginelib.open(medium, embedder=HashingEmbedder(64))
+            denied = CliRunner().invoke(main, ["repair", "--store", str(medium)])
             assert denied.exit_code == 2 and "Read-only file system" in denied.output
-    finally:
-        if mounted:
-            _umount(media)
 
 
 def test_reader_query_logs_stay_bounded(tmp_path: Path) -> None:

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from enginelib.cli.main import main
-from tests.helpers import paragraphs
+from tests.helpers import paragraphs, read_only_copy
 from tests.reporting import say
-from tests.test_faults_hardening import _mount_tmpfs, _umount
 
 ENV = {"ENGINELIB_EMBEDDER": "hashing"}
 
@@ -217,24 +213,10 @@ def test_jobs_history_reads_a_store_on_a_read_only_medium(
     store = make(tmp_path)
     assert run("jobs", str(store), "--cancel", "2")[0] == 0
     expected = json.loads(run("jobs", str(store), "--history", "--json")[1])
-    media = tmp_path / "media"
-    mounted = _mount_tmpfs(media, "64m")
-    try:
-        shutil.copytree(store, media / "s", ignore=shutil.ignore_patterns(".writer.lock"))
-        if mounted:
-            ro = subprocess.run(["mount", "-o", "remount,ro", str(media)], capture_output=True)
-            assert ro.returncode == 0, ro.stderr
-        else:
-            for entry in [media / "s", *(media / "s").rglob("*")]:
-                entry.chmod(0o555 if entry.is_dir() else 0o444)
-        enforced = mounted or os.geteuid() != 0
-        say(request, "read-only medium: " + ("a tmpfs remounted read-only" if mounted else
-                                             "chmod a-w") + ("" if enforced else " (not enforced)"))
-        code, out = run("jobs", str(media / "s"), "--history", "--json")
+    with read_only_copy(store, tmp_path / "media") as (medium, how, enforced):
+        say(request, f"read-only medium: {how}" + ("" if enforced else " (not enforced)"))
+        code, out = run("jobs", str(medium), "--history", "--json")
         assert code == 0, out
         assert json.loads(out) == expected and expected["counts"]["CANCELLED"] == 1
-        assert run("jobs", str(media / "s"), "--json")[0] == 0  # as the queue's list does
-        assert not (media / "s" / ".writer.lock").exists()
-    finally:
-        if mounted:
-            _umount(media)
+        assert run("jobs", str(medium), "--json")[0] == 0  # as the queue's list does
+        assert not (medium / ".writer.lock").exists()
