@@ -14,7 +14,12 @@ import enginelib
 from enginelib.cli.main import main as cli
 from enginelib.embedder import HashingEmbedder
 from enginelib.search import gate
-from enginelib.search.named_sources import long_name_initials, named_sources
+from enginelib.search.named_sources import (
+    long_name_initials,
+    named_sources,
+    proper_name_initials,
+    spelled_out,
+)
 from enginelib.types import LoadedDocument
 from tests.test_query_understanding import FRENCH, REGULATORY
 
@@ -146,6 +151,8 @@ def _held(store: enginelib.Store, query: str) -> None:
     # the question's own words lead the name: its tail is the store's
     "HOW DOES GDPR REGULATION APPLY TO SMALL FIRMS?",
     "Summarize GDPR Regulation rules on consent",
+    # a body the texts write out in full ("the European Data Protection Board")
+    "Under the EDPB guidelines, when is consent freely given?",
 ])
 def test_a_question_naming_the_stores_own_laws_is_not_refused_for_the_name(
         laws: enginelib.Store, query: str) -> None:
@@ -263,3 +270,12 @@ def test_an_acronym_of_the_name_the_text_states_is_the_stores_law(tmp_path: Path
     other = store.search("Selon eIDAS, quand faut-il notifier une violation de données ?")
     assert other.gate is not None and other.gate.reason_code == gate.NAMED_SOURCE_ABSENT
     store.close()
+
+
+def test_an_acronym_the_passages_write_out_is_spelled_by_them() -> None:
+    officer = "The controller shall designate a data protection officer where ..."
+    assert spelled_out("DPO", officer) and spelled_out("dpo", officer)
+    assert not spelled_out("DSA", officer)
+    assert not spelled_out("PSD2", "payment services directive 2")  # a code, no words
+    assert proper_name_initials("advice of the European Data Protection Board on") == {"EDPB"}
+    assert proper_name_initials("This Regulation applies.") == set()

@@ -137,6 +137,38 @@ def long_name_initials(text: str) -> set[str]:
     return found
 
 
+_LETTERS = re.compile(r"[^\W\d_][\w’'-]*")
+
+
+# A proper name of several capitalised words ("European Data Protection Board", "AI Office"
+# is one word and an acronym already), small joining words allowed inside.
+_PROPER_NAME = re.compile(
+    r"\b[A-Z][\w’'-]*(?:\s+(?:(?:of|on|for|and|the|de|du|des|la|le|l['’])\s+)?"
+    r"[A-Z][\w’'-]*){1,5}")
+
+
+def proper_name_initials(text: str) -> set[str]:
+    """The initials of each multi-word proper name ``text`` writes ("the European Data
+    Protection Board": EDPB), three letters or more."""
+    found = set()
+    for m in _PROPER_NAME.finditer(text):
+        letters = _content_initials(m.group().split())
+        if len(letters) >= MIN_INITIALS:
+            found.add(letters)
+    return found
+
+
+def spelled_out(acronym: str, text: str) -> bool:
+    """Whether ``text`` holds consecutive words (stop words skipped) whose initials spell
+    ``acronym``: "the DPO" in a passage on the "data protection officer", "the EDPB" on the
+    "European Data Protection Board". A code with a digit ("PSD2") is spelled by no words."""
+    letters = acronym.upper()
+    if not letters.isalpha() or len(letters) < 2:
+        return False
+    initials = _content_initials(_LETTERS.findall(text))
+    return letters in initials
+
+
 def _content_initials(words: list[str]) -> str:
     kept = [_ELISION.sub("", w) for w in words]
     return "".join(w[0].upper() for w in kept if w and not is_function_word(w))
