@@ -65,7 +65,8 @@ def assess(
     # so the same-language levels apply, as fusion reads it too. Read as English, a French
     # keyword query met French text with the lenient cross-lingual levels and "AIPD" (in no
     # passage) was answered at cosine 0.81.
-    language = query_language(request.embed_text(0))
+    asked = request.embed_text(0)
+    language = query_language(asked)
     terms = _terms(store, request.queries, language)
     hit_tokens: set[str] = set()
     first = view.record(int(top[0]))
@@ -76,7 +77,6 @@ def assess(
     # Across languages a law goes by its translated name ("GDPR" over the French "RGPD").
     # The names are the user's own words, not the typo guesses searched for them: "the Chips
     # Act" is no "Ships Act" (a name's typos are corrected where it is looked up, below).
-    asked = request.embed_text(0)
     named = [] if cross_lingual else named_sources(asked, language)
     passages = len(view.labels)
     absent = [source.name for source in named
@@ -117,12 +117,13 @@ def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
     return False
 
 
-# The initials of the law names the store's documents state in their titles and openings
-# (named_sources.long_name_initials), per view: "selon le RGPD" over an official French text
-# that only ever writes "règlement général sur la protection des données".
+# The initials of the names the store's texts write out, per view: the law names its
+# documents state in their titles and openings (named_sources.long_name_initials: "selon le
+# RGPD" over an official French text that only writes "règlement général sur la protection
+# des données") and the multi-word proper names of a sample of its chunks ("the EDPB").
 _OWN_INITIALS: weakref.WeakKeyDictionary[ChunkView, frozenset[str]] = (
     weakref.WeakKeyDictionary())
-# Documents whose openings are read for it: past this many, the first ones (a store of a
+# Titles, openings and sampled chunks read for it, each at most this many (a store of a
 # million short documents would otherwise read them all on a near miss).
 OPENINGS_READ = 5_000
 

@@ -240,7 +240,7 @@ def _english_names(query: str) -> list[NamedSource]:
             tails = [words[k:] for k in range(len(run))]
             spellings = [" ".join(tail) for tail in tails]
             # Initials of a spelled-out tail: "EU General Data Protection Regulation", GDPR
-            spellings += ["".join(w[0] for w in tail) for tail in tails
+            spellings += [_content_initials(tail) for tail in tails
                           if len(tail) >= MIN_INITIALS and not any(_is_acronym(w) for w in tail)]
             core = " ".join(run)
         elif len(run) >= 2 or _is_acronym(run[0]):
