@@ -40,6 +40,10 @@ from tests.test_query_understanding import FRENCH, REGULATORY
     ("Que prévoit le règlement sur les services numériques pour les plateformes ?",
      "règlement sur les services numériques"),
     ("Selon eIDAS, qu'est-ce qu'un cachet électronique ?", "eIDAS"),
+    # small words inside a name: no "Information Act"; a comma still ends it
+    ("Can I see my file under the Freedom of Information Act?", "Freedom of Information Act"),
+    ("Does the Prevention of Terrorism Act cover this?", "Prevention of Terrorism Act"),
+    ("Under the Freedom, of Information Act?", "Information Act"),
     ("Que prévoit la directive sur les lanceurs d'alerte de la protection ?",
      "directive sur les lanceurs d'alerte"),
 ])
@@ -87,6 +91,12 @@ def test_a_question_word_with_a_capital_is_not_part_of_a_name(
         query: str, names: list[str]) -> None:
     # the capital is the sentence's (its first word, title case, all capitals)
     assert [source.name for source in named_sources(query)] == names
+
+
+def test_a_small_word_never_begins_a_name_or_its_core() -> None:
+    (source,) = named_sources("Can I see my file under the Freedom of Information Act?")
+    assert "of Information Act" not in source.spellings
+    assert [tail.name for tail in source.core_tails()] == ["Freedom of Information", "Information"]
 
 
 def test_a_name_read_twice_counts_once() -> None:

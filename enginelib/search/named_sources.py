@@ -41,6 +41,9 @@ _NOT_NAMES = frozenset(
     "corresponding respective following above present".split()
 )
 _TOKEN = re.compile(r"[^\W_](?:[\w’'-]*\w)?")
+# Small words inside a law's name: "the Freedom of Information Act" is no "Information Act".
+# Never its first word: "of Information Act" is no name ("and" joins two laws, not words).
+_JOINERS = frozenset(("of", "on", "for"))
 _ACRONYM = re.compile(r"^(?=(?:[^A-Z]*[A-Z]){2})[A-Za-z][A-Za-z0-9]{1,9}$")
 # Case-blind for the words around, case-true for the acronym (two capitals at least).
 _LEGAL_CONTEXT = re.compile(
@@ -107,7 +110,8 @@ class NamedSource:
         GDPR Regulation")."""
         words = (self.core or "").split()
         tails = (" ".join(words[k:]) for k in range(len(words)))
-        return tuple(NamedSource(tail, (tail,), tail) for tail in tails)
+        return tuple(NamedSource(tail, (tail,), tail) for tail in tails
+                     if tail.split(" ", 1)[0].casefold() not in _JOINERS)
 
 
 # A law's own long name where a text states it: "(General Data Protection Regulation)",
@@ -216,6 +220,12 @@ def _is_name_word(word: str, shouted: bool) -> bool:
     return word[0].isupper() or _is_acronym(word) or any(c.isupper() for c in word[1:])
 
 
+def _next_to(query: str, tokens: list[tuple[str, int, int]], j: int) -> bool:
+    """Whether token ``j`` and the next stand next to each other: a comma or a bracket
+    between two words ends a name."""
+    return not query[tokens[j][2]:tokens[j + 1][1]].strip()
+
+
 def _english_names(query: str) -> list[NamedSource]:
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
     shouted = not any(c.islower() for c in query)
@@ -227,17 +237,22 @@ def _english_names(query: str) -> list[NamedSource]:
             continue
         run: list[str] = []
         j = i - 1
-        # Words of one name stand next to each other: a comma or a bracket ends it.
-        while (j >= 0 and _is_name_word(tokens[j][0], shouted)
-               and not query[tokens[j][2]:tokens[j + 1][1]].strip()):
+        while (j >= 0 and _is_name_word(tokens[j][0], shouted) and _next_to(query, tokens, j)):
             run.insert(0, tokens[j][0])
             j -= 1
+            if (j >= 1 and tokens[j][0] in _JOINERS and _next_to(query, tokens, j)
+                    and _next_to(query, tokens, j - 1)
+                    and _is_name_word(tokens[j - 1][0], shouted)):
+                run.insert(0, tokens[j][0])
+                j -= 1
         run = run[-5:]
+        while run and run[0] in _JOINERS:
+            run.pop(0)
         if not run:
             continue
         if word[0].isupper():
             words = [*run, word]
-            tails = [words[k:] for k in range(len(run))]
+            tails = [words[k:] for k in range(len(run)) if words[k] not in _JOINERS]
             spellings = [" ".join(tail) for tail in tails]
             # Initials of a spelled-out tail: "EU General Data Protection Regulation", GDPR
             spellings += [_content_initials(tail) for tail in tails
