@@ -95,7 +95,7 @@ def run(store: enginelib.Store, embedder: Any, questions: list[dict[str, Any]],
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["train", "test", "fresh", "fresh2", "fresh3", "all"], default="test")
+    parser.add_argument("--split", choices=["train", "test", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "all"], default="test")
     parser.add_argument("--failures", action="store_true")
     parser.add_argument("--articles-only", action="store_true",
                         help="count the article alone where a question names one, not a recital")
