@@ -198,6 +198,8 @@ def gate_line(response: SearchResponse) -> str:
         + (f" | laws named: {shown_words(e.named_sources, 5)}" if e.named_sources else "")
         + (f" | not in the store: {shown_words(e.absent_sources, 5)}"
            if e.absent_sources else "")
+        + (f" | asked in the store's terms: {shown_words(e.own_terms, 5)}"
+           if e.own_terms else "")
     )
 
 

@@ -22,6 +22,7 @@ from .named_sources import (
     long_name_initials,
     named_sources,
     proper_name_initials,
+    question_phrases,
     spelled_out,
 )
 from .quotes import content_terms, only_function_words
@@ -82,10 +83,17 @@ def assess(
     absent = [source.name for source in named
               if not _mentioned(store, source, passages)
               and not (source.is_acronym() and _spelled_by_store(view, top, source.name))]
+    own_terms: list[str] = []
     if absent:
         given = {source.name.casefold() for source in named}
         named += [NamedSource(word, (word,)) for word in articled_acronyms(asked)
                   if word.casefold() not in given and _phrase_count(store, word, 1)]
+        if len(absent) == len(named):
+            # In a store of a few passages 1 % is one passage: a phrase one or two passages
+            # write is a passing mention there, not what the store is about.
+            needed = max(MIN_TERM_PASSAGES, _subject_count(passages))
+            own_terms = [phrase for phrase in question_phrases(asked, absent)
+                         if _phrase_count(store, phrase, needed) >= needed]
     evidence = gate.gather(
         embedder=model,
         query_terms=terms,
@@ -97,6 +105,7 @@ def assess(
         cross_lingual=cross_lingual,
         named_sources=[source.name for source in named],
         absent_sources=absent,
+        own_terms=own_terms,
     )
     explicit = threshold is not None and threshold != ANSWERABILITY_THRESHOLD
     return gate.decide(evidence, threshold, explicit=explicit,
@@ -108,13 +117,21 @@ def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
     spellings, or its core is the store's subject (named_sources.py)."""
     if any(_phrase_count(store, spelling, 1) for spelling in source.spellings):
         return True
-    needed = max(1, math.ceil(SUBJECT_SHARE * passages))
+    needed = _subject_count(passages)
     for tail in source.core_tails():
         if tail.core_is_acronym() and _phrase_count(store, tail.name, 1) > 0:
             return True
         if tail.core_is_phrase() and _phrase_count(store, tail.name, needed) >= needed:
             return True
     return False
+
+
+MIN_TERM_PASSAGES = 3
+
+
+def _subject_count(passages: int) -> int:
+    """How many passages must write a phrase for it to be what the store is about."""
+    return max(1, math.ceil(SUBJECT_SHARE * passages))
 
 
 # The initials of the names the store's texts write out, per view: the law names its

@@ -178,6 +178,45 @@ def _content_initials(words: list[str]) -> str:
     return "".join(w[0].upper() for w in kept if w and not is_function_word(w))
 
 
+# One small word may join a phrase's two content words: "right to erasure", "protection des
+# données", "responsable du traitement".
+_PHRASE_LINKS = frozenset("of to for on de des du d' d’ à au aux".split())
+
+
+def question_phrases(query: str, names: list[str]) -> list[str]:
+    """The phrases of two content words ``query`` asks in, outside the ``names`` it gives,
+    each once: "Are toys under the Toy Safety Directive high-risk AI systems?" asks in "AI
+    systems". A question on a law the store does not hold that asks in the store's own
+    terms asks what the store says of that law ("the Machinery Regulation" in the AI Act's
+    "safety component"); a near miss asks in its law's ("crypto-asset white paper")."""
+    text = query
+    for name in sorted(names, key=len, reverse=True):
+        text = re.sub(re.escape(name) + r"(?:['’]s)?", " | ", text)
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    phrases: list[str] = []
+    for i, (word, _, _) in enumerate(tokens[:-1]):
+        if is_function_word(word):
+            continue
+        # "the European Data Innovation Board's role": a capitalised word past the first is
+        # a proper name's, which names a body as a law's name does: no term the store asks in
+        if i > 0 and _capitalised(word):
+            continue
+        nxt = tokens[i + 1][0]
+        if _capitalised(nxt):
+            continue
+        if not is_function_word(nxt) and _next_to(text, tokens, i):
+            phrases.append(f"{word} {nxt}")
+        elif (nxt.casefold() in _PHRASE_LINKS and i + 2 < len(tokens)
+              and not is_function_word(tokens[i + 2][0]) and not _capitalised(tokens[i + 2][0])
+              and _next_to(text, tokens, i) and _next_to(text, tokens, i + 1)):
+            phrases.append(f"{word} {nxt} {tokens[i + 2][0]}")
+    return list(dict.fromkeys(phrases))
+
+
+def _capitalised(word: str) -> bool:
+    return word[0].isupper() and not _is_acronym(word)
+
+
 def named_sources(query: str, language: str | None = None) -> list[NamedSource]:
     """The laws ``query`` names (see the module docstring), each once, in order. A French
     question (``language`` "fr") that names a law by its English name ("Selon l'AI Act, ...")
