@@ -61,6 +61,19 @@ def broken_link(path: str | Path) -> str | None:
     return None
 
 
+def file_above(path: str | Path) -> Path | None:
+    """The first folder of ``path`` that is in fact a file (``a`` for ``a/b/c`` when ``a``
+    is a file), or None. ``stat`` and ``mkdir`` below it fail "Not a directory" naming the
+    whole path, which does not say which part is in the way."""
+    for parent in reversed(Path(path).parents):
+        try:
+            if not stat.S_ISDIR(os.stat(parent).st_mode):
+                return parent
+        except OSError:
+            return None  # missing or unreadable: nothing above it can be a file
+    return None
+
+
 def not_regular(path: str | Path, kind: str) -> NotRegularFileError:
     """The refusal of ``path``, which is ``kind`` (see ``special_kind``)."""
     code = errno.EISDIR if kind == "a folder" else errno.EINVAL

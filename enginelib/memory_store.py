@@ -25,6 +25,7 @@ from typing import Any
 
 from . import faults
 from .chunker import ChunkingConfig
+from .core.store_core import require_no_file_above
 from .durable import copy_tree, fsync_dir
 from .edge import guard
 from .embedder import Embedder
@@ -104,6 +105,7 @@ class MemoryStore(Store):
                 f"save() writes the store to a folder, and {MEMORY!r} names no folder "
                 "(enginelib.open(':memory:') always starts empty): give a folder path")
         given = target = check_store_path(path)
+        require_no_file_above(target)  # else "File exists", naming the file and not the path
         try:
             if target.is_symlink():
                 # written where the link leads, which it then names: renamed over the link

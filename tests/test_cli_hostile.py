@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 import enginelib
 from enginelib.cli.main import main
+from enginelib.errors import StorageError
 from tests.reporting import say
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,6 +118,29 @@ def test_a_store_path_that_is_not_a_folder_is_named_as_what_it_is(tmp_path: Path
     assert code == 2 and output == f"Error: no enginelib store at {tmp_path / 'typo'}\n"
     with pytest.raises(enginelib.StoreError, match="is a file, not a folder"):
         enginelib.open(a_file)
+
+
+def test_a_store_path_below_a_file_names_the_file_and_the_way_out(tmp_path: Path) -> None:
+    # --store notes.txt/sub: init and ingest said "open store failed: Not a directory", a
+    # search "no enginelib store here: create it with `enginelib init`" (which then failed)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("not a store", encoding="utf-8")
+    document = tmp_path / "a.md"
+    document.write_text("# Pads\n\nBrake pads wear.\n", encoding="utf-8")
+    for target in (a_file / "sub", a_file / "sub" / "deeper"):
+        for args in (["init"], ["search", "brake"], ["ingest", str(document), "--no-progress"],
+                     ["snapshot", "list"], ["check"], ["stats"]):
+            command = args[:2] if args[0] == "snapshot" else args[:1]
+            code, output = run_cli([*command, "--store", str(target), *args[len(command):]])
+            assert code == 2 and output == (
+                f"Error: the store path {target} goes through {a_file}, which is a file, not a "
+                f"folder: give a path that does not go through it, or move that file away\n"
+            ), (args, output)
+    assert a_file.read_text(encoding="utf-8") == "not a store"
+    with pytest.raises(StorageError, match="goes through .*notes.txt, which is a file"):
+        enginelib.open(a_file / "sub", embedder="hashing-32")
+    with pytest.raises(StorageError, match="goes through .*notes.txt, which is a file"):
+        enginelib.memory(embedder="hashing-32").save(a_file / "sub")
 
 
 def test_a_store_path_that_is_a_broken_link_says_so(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ The operations (ingest, search, maintenance, snapshots, export, jobs) take a ``S
 
 from __future__ import annotations
 
+import errno
 import shutil
 import stat
 import tempfile
@@ -49,13 +50,14 @@ from ..errors import (
     CorruptStoreError,
     IncompatibleStoreError,
     ReadOnlyStoreError,
+    StorageError,
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
 )
 from ..indexes import TEXT_BACKENDS, VECTOR_BACKENDS, split_vector_backend
 from ..indexes.base import TextDocument, TextIndex, VectorIndex
-from ..input_files import broken_link, special_kind
+from ..input_files import broken_link, file_above, special_kind
 from ..querylog import QueryLog
 from ..search.cache import ResponseCache
 from ..utc import utc_stamp
@@ -656,7 +658,9 @@ def require_folder(root: Path) -> None:
     "Not a directory"."""
     try:
         info = root.stat()
-    except OSError:
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            require_no_file_above(root)
         link = broken_link(root)  # `init` said "File exists", a search "no store here"
         if link is not None:
             raise StoreError(f"the store path {root} is {link}: give the folder itself, or "
@@ -666,6 +670,18 @@ def require_folder(root: Path) -> None:
         kind = special_kind(info.st_mode) or "a file"
         raise StoreError(f"the store path {root} is {kind}, not a folder: a store is a folder "
                          "(created if missing): give another path", path=root)
+
+
+def require_no_file_above(root: Path) -> None:
+    """A store path below a file (``notes.txt/store``) is refused naming that file: the
+    open said "Not a directory" of the whole path, and a search "no store here: create it
+    with `enginelib init`", which then failed the same way."""
+    blocker = file_above(root)
+    if blocker is not None:
+        kind = special_kind(blocker.stat().st_mode) or "a file"
+        raise StorageError(f"the store path {root} goes through {blocker}, which is {kind}, "
+                           "not a folder: give a path that does not go through it, or move that "
+                           "file away", path=root, errno=errno.ENOTDIR)
 
 
 def _open_catalog(root: Path, dim: int, read_only: bool) -> Catalog:
