@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from .core.layout import is_memory_store
 from .errors import BackendError, DiskFullError, EngineError, StorageError
 
 _FULL = {errno_codes.ENOSPC, errno_codes.EDQUOT, errno_codes.EFBIG}
@@ -58,6 +59,18 @@ def as_interrupt(exc: BaseException) -> KeyboardInterrupt:
     return stop
 
 
+def _repair(path: str | Path | None) -> str:
+    # an in-memory store's private folder can be given to no command
+    memory = path is not None and is_memory_store(path)
+    return "call store.repair()" if memory else "run `enginelib repair`"
+
+
+def _check_and_repair(path: str | Path | None) -> str:
+    memory = path is not None and is_memory_store(path)
+    return ("call store.check() and store.repair()" if memory
+            else "run `enginelib check` and `enginelib repair`")
+
+
 def map_error(exc: BaseException, operation: str, path: str | Path | None) -> EngineError | None:
     """The enginelib error for a dependency's exception, or None to let it through (a
     Ctrl-C in DuckDB's words too: ``interrupted``)."""
@@ -77,7 +90,7 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
             )
         return BackendError(
             f"{operation} failed in the catalog (DuckDB){where}: {text.splitlines()[0] if text else exc!r}; "
-            "run `enginelib check` and `enginelib repair` if it happens again", path=path,
+            f"{_check_and_repair(path)} if it happens again", path=path,
         )
     if type(exc).__name__ == "PanicException" or (
         isinstance(exc, (ValueError, RuntimeError)) and _from_module(exc, ("tantivy", "hnswlib"))
@@ -86,7 +99,7 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
             return _disk_full(operation, path)
         return BackendError(
             f"{operation} failed inside the search index{where}: {exc}; "
-            "run `enginelib repair` to rebuild the indexes from the catalog", path=path,
+            f"{_repair(path)} to rebuild the indexes from the catalog", path=path,
         )
     if isinstance(exc, MemoryError):
         return BackendError(

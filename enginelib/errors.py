@@ -192,11 +192,15 @@ class VersionNotFoundError(DocumentNotFoundError):
     message was "no document with id 'd@1.0'", an id nobody gave, for a document that is
     there."""
 
-    def __init__(self, document_id: str, version: str, versions: list[str]) -> None:
+    def __init__(self, document_id: str, version: str, versions: list[str], *,
+                 in_memory: bool = False) -> None:
         super().__init__(document_id)
         known = ", ".join(versions) or "none"
+        # an in-memory store has no path a command could be given
+        lister = (f"store.history({document_id!r})" if in_memory
+                  else f"`enginelib history {shlex.quote(document_id)}`")
         self.args = (f"document {document_id!r} has no version {version!r}; its versions are "
-                     f"{known} (`enginelib history {shlex.quote(document_id)}` lists them)",)
+                     f"{known} ({lister} lists them)",)
         self.version = version
 
 

@@ -145,7 +145,9 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool,
     """``manifest``: the one an open trusts (an interrupted reindex's new model, not the old
     one manifest.json still names)."""
     problems: list[str] = []
-    fix = f"run `enginelib repair --store {shell_word(root)}`"
+    # an in-memory store's private folder can be given to no command
+    fix = ("call store.repair()" if layout.is_memory_store(root)
+           else f"run `enginelib repair --store {shell_word(root)}`")
     written = mf.read_manifest(root)
     if written is None:
         # removed while this process writes the store (a path-based check finds none and
@@ -173,7 +175,9 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool,
     column = cm.embedding_column_type(catalog)
     if column and column != f"FLOAT[{manifest.embedding_dim}]":
         problems.append(f"catalog vectors are {column} but the manifest says "
-                        f"{manifest.embedding_dim} dims: run `enginelib reindex --store {shell_word(root)}`")
+                        f"{manifest.embedding_dim} dims: "
+                        + ("call store.reindex()" if layout.is_memory_store(root) else
+                           f"run `enginelib reindex --store {shell_word(root)}`"))
     problems += _catalog_problems(catalog)
     problems += [f"{what}: {fix}" for what in job_tables.problems(catalog.con)]
     if (root / PENDING_NAME).exists():

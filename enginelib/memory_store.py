@@ -25,6 +25,7 @@ from typing import Any
 
 from . import faults
 from .chunker import ChunkingConfig
+from .core.layout import MEMORY_PREFIX, MEMORY_STORE_NAME
 from .core.store_core import require_no_file_above
 from .durable import copy_tree, fsync_dir
 from .edge import guard
@@ -36,7 +37,7 @@ from .validation import check_store_path
 
 MEMORY = ":memory:"
 _RAM_FOLDERS = ("/dev/shm",)
-_PREFIX = "enginelib-mem-"
+_PREFIX = MEMORY_PREFIX
 MEMORY_DIR_ENV = "ENGINELIB_MEMORY_DIR"
 # Options of enginelib.open() that only make sense for a folder the user named.
 _FOLDER_ONLY = {
@@ -191,7 +192,7 @@ def open_memory(
     folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent)
     try:
         store = MemoryStore.open(
-            Path(folder) / "store", embedder=embedder, chunking=chunking,
+            Path(folder) / MEMORY_STORE_NAME, embedder=embedder, chunking=chunking,
             index_options=index_options,
         )
         assert isinstance(store, MemoryStore)

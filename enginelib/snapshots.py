@@ -166,17 +166,32 @@ def validate_name(name: str) -> str:
     return name
 
 
+def _way(root: Path, command: str, call: str) -> str:
+    """``command`` for a store folder; the Python ``call`` for an in-memory store, whose
+    private folder no command can be given."""
+    return call if layout.is_memory_store(root) else f"`{command}`"
+
+
+def _delete_way(root: Path, name: str) -> str:
+    return _way(root, f"enginelib snapshot delete {name} --store {shell_word(root)}",
+                f"store.delete_snapshot({name!r})")
+
+
+def _list_way(root: Path) -> str:
+    return _way(root, f"enginelib snapshot list --store {shell_word(root)}",
+                "store.list_snapshots()")
+
+
 def _folder(root: Path, name: str) -> Path:
     folder = _base(root) / validate_name(name)
     if _leftover(root, name) is not None:
         raise DamagedSnapshotError(
             f"snapshot {name!r} is damaged: {INFO_NAME} is missing or not a file: delete it "
-            f"(`enginelib snapshot delete {name} --store {shell_word(root)}`)", path=folder)
+            f"({_delete_way(root, name)})", path=folder)
     if not (folder / INFO_NAME).is_file():
-        raise SnapshotError(
-            f"no snapshot {name!r} in {root}: `enginelib snapshot list --store {shell_word(root)}` shows them",
-            path=folder,
-        )
+        where = "this in-memory store" if layout.is_memory_store(root) else root
+        raise SnapshotError(f"no snapshot {name!r} in {where}: {_list_way(root)} shows them",
+                            path=folder)
     return folder
 
 
@@ -198,7 +213,7 @@ def _name_taken(root: Path, name: str) -> SnapshotError:
         return SnapshotError(f"snapshot {name!r} already exists in {root}", path=folder)
     return SnapshotError(
         f"{folder} is in the way: it is not a usable snapshot (no readable {INFO_NAME}); "
-        f"`enginelib snapshot delete {name} --store {shell_word(root)}` removes it", path=folder)
+        f"{_delete_way(root, name)} removes it", path=folder)
 
 
 def newer_snapshot(name: str, why: str, folder: Path) -> IncompatibleStoreError:
@@ -240,8 +255,8 @@ def _sound(root: Path, name: str) -> Path:
         raise _gone_meanwhile(root, name, folder)
     if problem is not None:
         raise DamagedSnapshotError(
-            f"snapshot {name!r} is damaged: {problem}: delete it (`enginelib snapshot delete "
-            f"{name} --store {shell_word(root)}`) and use another snapshot", path=folder)
+            f"snapshot {name!r} is damaged: {problem}: delete it ({_delete_way(root, name)}) "
+            "and use another snapshot", path=folder)
     return folder
 
 
@@ -259,7 +274,7 @@ def _gone_meanwhile(root: Path, name: str, folder: Path) -> SnapshotError:
     which by then could be a new one of the same name."""
     return SnapshotError(
         f"snapshot {name!r} was deleted or replaced by another process while it was being "
-        f"read: `enginelib snapshot list --store {shell_word(root)}` shows the snapshots now",
+        f"read: {_list_way(root)} shows the snapshots now",
         path=folder)
 
 
@@ -466,7 +481,8 @@ def _write_snapshot(store: StoreCore, tmp: Path, name: str) -> SnapshotInfo:
         stamp = files.read_stamp(copy / kind)
         if stamp is not None and stamp.get("generation") != store.generation:
             raise SnapshotError(f"index {kind} is not at generation "
-                                f"{store.generation}: run `enginelib repair` first",
+                                f"{store.generation}: run "
+                                f"{_way(store.path, 'enginelib repair', 'store.repair()')} first",
                                 path=copy / kind)
     mf.write_manifest(tmp, manifest)
     info = SnapshotInfo(
@@ -510,9 +526,10 @@ def delete_snapshot(target: StoreLike, name: str) -> None:
         settings = _read_settings(root)
         if name in settings["pinned"]:
             if leftover is None:
+                unpin = _way(root, f"enginelib snapshot pin {name} --unpin",
+                             f"store.pin_snapshot({name!r}, pinned=False)")
                 raise SnapshotError(
-                    f"snapshot {name!r} is pinned: unpin it first (`enginelib snapshot pin "
-                    f"{name} --unpin`)", path=folder,
+                    f"snapshot {name!r} is pinned: unpin it first ({unpin})", path=folder,
                 )
             _remove(folder)
             settings["pinned"] = [n for n in settings["pinned"] if n != name]
@@ -702,7 +719,7 @@ def snapshot_manifest(folder: Path) -> mf.Manifest:
     it is missing or unreadable (the live manifest's own advice, to put it back from a copy,
     does not apply: another snapshot is used)."""
     name, root = folder.name, folder.parent.parent
-    way_out = f"delete it (`enginelib snapshot delete {name} --store {shell_word(root)}`)"
+    way_out = f"delete it ({_delete_way(root, name)})"
     try:
         manifest = mf.read_manifest(folder)
     except IncompatibleStoreError as exc:

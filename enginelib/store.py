@@ -256,7 +256,8 @@ class Store(StoreCore):
             from .errors import VersionNotFoundError
 
             versions = [v["version"] for v in self.history(document_id)]  # raises if unknown
-            raise VersionNotFoundError(document_id, version, versions)
+            raise VersionNotFoundError(document_id, version, versions,
+                                       in_memory=layout.is_memory_store(self.path))
         return text
 
     def logged_queries(self, *, limit: int = 100, zero_results: bool = False) -> list[dict[str, Any]]:

@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import enginelib
 from enginelib import HashingEmbedder, InvalidInputError, StoreError
+from enginelib.catalog_mend import PENDING_NAME
+from enginelib.edge import map_error
 from enginelib.errors import StorageError
 from enginelib.memory_store import MEMORY_DIR_ENV, MemoryStore
 from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
@@ -366,3 +369,40 @@ def test_a_relative_memory_folder_survives_a_chdir(tmp_path: Path,
     assert [d["document_id"] for d in store.list_documents()] == ["gdpr", "oil", "pads"]
     store.close()
     assert os.listdir(tmp_path / "rel") == [] and os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_memory_stores_errors_name_the_python_call_not_a_command(tmp_path: Path) -> None:
+    # "no snapshot 'nope' in /dev/shm/enginelib-mem-…/store: `enginelib snapshot list --store
+    # /dev/shm/…` shows them": a command for a private folder no command can be given
+    store = enginelib.memory(RECORDS, embedder=HashingEmbedder(16))
+    store.create_snapshot("one")
+    store.pin_snapshot("one")
+    said = []
+    for call in (lambda: store.restore_snapshot("nope"), lambda: store.delete_snapshot("nope"),
+                 lambda: store.diff("nope"), lambda: store.delete_snapshot("one"),
+                 lambda: store.version_text("pads", "9.9.9")):
+        with pytest.raises(enginelib.EngineError) as caught:
+            call()
+        said.append(str(caught.value))
+    assert said[0] == ("no snapshot 'nope' in this in-memory store: store.list_snapshots() "
+                       "shows them")
+    assert said[3] == ("snapshot 'one' is pinned: unpin it first "
+                       "(store.pin_snapshot('one', pinned=False))")
+    assert said[4].endswith("(store.history('pads') lists them)")
+    empty = enginelib.memory(embedder=HashingEmbedder(16))
+    said.append(empty.search("brake pads").reason or "")
+    assert "store.ingest_documents" in said[-1]
+    (Path(store.path) / PENDING_NAME).write_text("{}")  # a mend that was interrupted
+    [problem] = store.check().problems
+    said.append(problem)
+    assert problem.endswith(": call store.repair()"), problem
+    said.append(str(map_error(duckdb.Error("boom"), "search", store.path)))
+    assert said[-1].endswith("call store.check() and store.repair() if it happens again")
+    for text in said:  # the backend's error names where it failed, as it does for a folder
+        assert "`enginelib" not in text, text
+    store.close()
+    empty.close()
+    # a store folder keeps its command
+    with pytest.raises(enginelib.SnapshotError, match="`enginelib snapshot list --store "):
+        with enginelib.open(tmp_path / "disk", embedder=HashingEmbedder(16)) as disk:
+            disk.restore_snapshot("nope")

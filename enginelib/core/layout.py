@@ -64,6 +64,19 @@ SNAPSHOT_TABLES: tuple[str, ...] = (
 SNAPSHOT_OPTIONAL_TABLES: frozenset[str] = frozenset({"acronyms"})
 
 
+# An in-memory store lives in <RAM folder>/enginelib-mem-<pid>-<random>/store
+# (enginelib/memory_store.py).
+MEMORY_PREFIX = "enginelib-mem-"
+MEMORY_STORE_NAME = "store"
+
+
+def is_memory_store(root: Path | str) -> bool:
+    """True for an in-memory store's private folder: no command can be given it (its path is
+    private and gone on close), so a message names the Python call instead."""
+    path = Path(root)
+    return path.name == MEMORY_STORE_NAME and path.parent.name.startswith(MEMORY_PREFIX)
+
+
 def catalog_path(root: Path) -> Path:
     return root / CATALOG_NAME
 

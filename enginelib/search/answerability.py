@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..chunk_view import ChunkView
+from ..core import layout
 from ..embedders.base import normalize_rows
 from ..embedders.joined import GATE_PART
 from ..language import function_words, hit_language, query_language
@@ -51,6 +52,7 @@ def assess(
         return gate.decide(gate.GateEvidence(), None)
     if len(top_positions) == 0:
         return gate.no_match(threshold, empty_store=len(view.labels) == 0,
+                             in_memory=layout.is_memory_store(store.path),
                              min_score=request.min_score)
     top = np.asarray(top_positions[: gate.TOP_N], dtype=np.int64)
     top_cosines = sample_cosines = None

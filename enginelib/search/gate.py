@@ -283,12 +283,15 @@ def shown_words(words: tuple[str, ...] | list[str], most: int) -> str:
 _WORD_SHOWN = 40
 
 
-def no_match(threshold: float | None, *, empty_store: bool = False,
+def no_match(threshold: float | None, *, empty_store: bool = False, in_memory: bool = False,
              message: str | None = None, min_score: float | None = None) -> GateDecision:
     """A refusal because nothing matched; ``message`` says what (the default: the query,
-    and the ``min_score`` every candidate had to reach, where one was asked)."""
+    and the ``min_score`` every candidate had to reach, where one was asked).
+    ``in_memory``: the store is an in-memory one, which no command can ingest into."""
     if message is None and empty_store:
-        message = "the store holds no documents yet: ingest some first (`enginelib ingest PATH`)"
+        how = ("store.ingest_documents(...) or store.ingest_path(PATH)" if in_memory
+               else "`enginelib ingest PATH`")
+        message = f"the store holds no documents yet: ingest some first ({how})"
     elif message is None and min_score is not None:
         # "no chunk matched the query" sent the user to reword a query whose chunks matched
         # and fell below their own cut

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core import layout
 from ..errors import RerankerError
 from ..references import other_words, references, standing
 from . import answerability, fusion, fusion_evidence, gate, paging, post, rewrite
@@ -73,7 +74,9 @@ def answer(
         # nothing ranked, with the gate off: said as the gate says it ("offset 0 is past the
         # last result (total 0)" blamed a page nobody asked for)
         decision = gate.no_match(request.answerability_threshold,
-                                 empty_store=len(view.labels) == 0, min_score=request.min_score)
+                                 empty_store=len(view.labels) == 0,
+                                 in_memory=layout.is_memory_store(store.path),
+                                 min_score=request.min_score)
         return empty_response(store, request, strategy, decision.message, total=0,
                               similarity=similarity, decision=decision)
     if not items:
