@@ -12,6 +12,11 @@ The formulas, written down once (they match trec_eval / ir-measures, which the t
 A ranking is a sequence of document ids, best first; duplicates after their first occurrence
 are ignored (a document counts once, at its best rank).
 
+A run (``evaluate_run``, ``trec_run_lines``) holds (document id, score) pairs and is ranked by
+its scores, as trec_eval and ir-measures rank one: score descending, equal scores by document
+id, the larger first (trec_eval's rule). The order the pairs come in does not count, so a run
+read from a file or built by hand scores what any TREC tool scores for it.
+
 The empty cases, decided once:
 
 - an empty ranking scores 0 on every metric, and so does a judged query missing from
@@ -62,10 +67,28 @@ from .types import validate_truth_level
 from .validation import MAX_LIMIT, check_int, check_path, show_value
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
-Run = dict[str, list[tuple[str, float]]]  # query id -> [(document id, score)] best first
+Run = dict[str, list[tuple[str, float]]]  # query id -> [(document id, score)], ranked by score
 
 RELEVANT_GRADE = 1
 DEFAULT_CUTOFFS = {"ndcg": 10, "recall": 100, "mrr": 10}
+
+
+def by_score(pairs: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """A query's (document id, score) pairs as trec_eval ranks them: score descending, equal
+    scores by document id descending."""
+    return sorted(pairs, key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+def scores_in_order(pairs: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The pairs of a ranking made by other means (MMR, a reranker), their scores lowered
+    where needed so that they fall strictly along the order: ranked by score (by trec_eval
+    too), the run keeps that order. A score already below the one before it is kept."""
+    kept: list[tuple[str, float]] = []
+    for doc, score in pairs:
+        if kept and score >= kept[-1][1]:
+            score = math.nextafter(kept[-1][1], -math.inf)
+        kept.append((doc, score))
+    return kept
 
 
 def _dedupe(ranking: Iterable[str]) -> list[str]:
@@ -334,7 +357,7 @@ def trec_run_lines(run: Run, tag: str) -> Iterator[str]:
 
 def _run_lines(run: Run, tag: str) -> Iterator[str]:
     for qid, ranked in run.items():
-        for rank, (doc, score) in enumerate(ranked, start=1):
+        for rank, (doc, score) in enumerate(by_score(ranked), start=1):
             yield f"{qid} Q0 {doc} {rank} {score:.6f} {tag}"
 
 
@@ -409,13 +432,15 @@ def rank_documents(
         batch = ids[start : start + EVAL_BATCH]
         responses = store.search_batch([queries[q] for q in batch], **search_options)
         for qid, response in zip(batch, responses, strict=True):
-            run[qid] = documents_by_best_chunk(
+            run[qid] = scores_in_order(documents_by_best_chunk(
                 (hit.document_id, hit.scores.fused) for hit in response.hits
-            )[:depth]
+            )[:depth])
     return StoreRun(run, strategy, levels, time.perf_counter() - started)
 
 
 def evaluate_run(run: Run, qrels: Qrels) -> Evaluation:
-    """``evaluate`` over a run's rankings (its scores are checked, then dropped)."""
+    """``evaluate`` over a run, each query's documents ranked by their scores (``by_score``),
+    not by the order of the pairs: ``[("a", 0.1), ("b", 0.9)]`` ranks b first."""
     check_run(run)
-    return evaluate({qid: [doc for doc, _ in ranked] for qid, ranked in run.items()}, qrels)
+    return evaluate({qid: [doc for doc, _ in by_score(ranked)] for qid, ranked in run.items()},
+                    qrels)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -16,6 +17,7 @@ from enginelib.cli.main import main
 from enginelib.embedder import HashingEmbedder
 from enginelib.errors import InvalidInputError
 from enginelib.evaluation import (
+    Qrels,
     dcg,
     documents_by_best_chunk,
     evaluate,
@@ -704,3 +706,67 @@ def test_a_pair_judged_twice_with_other_grades_is_refused() -> None:
     # the same judgment twice is harmless
     assert read_qrels("qrels", handle=io.StringIO("q1 a 2\nq1 a 2\nq2 a 0\n")) == {
         "q1": {"a": 2}, "q2": {"a": 0}}
+
+
+def _scored_reference(qrels: Qrels, run: dict[str, list[tuple[str, float]]],
+                      provider: str | None = None) -> dict[str, float]:
+    import ir_measures
+    from ir_measures import RR, R, nDCG
+
+    measures = [nDCG @ 10, R @ 100, RR @ 10]
+    scored = [ir_measures.ScoredDoc(qid, doc, score) for qid, pairs in run.items()
+              for doc, score in pairs]
+    judged = [ir_measures.Qrel(qid, doc, grade) for qid, docs in qrels.items()
+              for doc, grade in docs.items()]
+    engine = ir_measures if provider is None else ir_measures.providers.registry[provider]
+    agg = engine.calc_aggregate(measures, judged, scored)
+    return {"ndcg@10": agg[nDCG @ 10], "recall@100": agg[R @ 100], "mrr@10": agg[RR @ 10]}
+
+
+def test_a_run_is_ranked_by_its_scores_as_trec_eval_ranks_it() -> None:
+    # evaluate_run read a run's entries in their order and dropped the scores: the pairs
+    # [("a", 0.1), ("b", 0.9)] put a first, where ir-measures and trec_eval put b
+    rng = random.Random(11)
+    docs = [f"d{i}" for i in range(80)]
+    qrels: Qrels = {}
+    run: dict[str, list[tuple[str, float]]] = {}
+    for q in range(30):
+        judged = rng.sample(docs, rng.randint(1, 10))
+        qrels[f"q{q}"] = {d: rng.choice([0, 1, 2, 3]) for d in judged}
+        qrels[f"q{q}"][judged[0]] = max(1, qrels[f"q{q}"][judged[0]])
+        ranked = rng.sample(docs, rng.randint(5, 60))
+        scores = rng.sample(range(1000), len(ranked))
+        run[f"q{q}"] = [(doc, score / 7) for doc, score in zip(ranked, scores, strict=True)]
+    ours = evaluate_run(run, qrels)
+    reference = _scored_reference(qrels, run)
+    assert ours.per_query != evaluate({q: [d for d, _ in p] for q, p in run.items()},
+                                      qrels).per_query  # the order given is not the ranking
+    assert ours.ndcg_at_10 == pytest.approx(reference["ndcg@10"], abs=1e-9)
+    assert ours.recall_at_100 == pytest.approx(reference["recall@100"], abs=1e-9)
+    assert ours.mrr_at_10 == pytest.approx(reference["mrr@10"], abs=1e-9)
+    # equal scores: trec_eval (pytrec_eval) breaks the tie by document id, the larger first
+    tied = {"q1": [("a", 1.0), ("c", 1.0), ("e", 1.0), ("b", 2.0)]}
+    judged_tied = {"q1": {"c": 1, "a": 2}}
+    ours = evaluate_run(tied, judged_tied)
+    reference = _scored_reference(judged_tied, tied, "pytrec_eval")
+    assert ours.ndcg_at_10 == pytest.approx(reference["ndcg@10"], abs=1e-9)
+    assert ours.mrr_at_10 == pytest.approx(reference["mrr@10"], abs=1e-9) == 1 / 3
+    # written as TREC lines, the ranks are those same ranks
+    assert list(trec_run_lines(tied, "t")) == [
+        "q1 Q0 b 1 2.000000 t", "q1 Q0 e 2 1.000000 t", "q1 Q0 c 3 1.000000 t",
+        "q1 Q0 a 4 1.000000 t"]
+
+
+def test_a_stores_run_keeps_its_order_in_its_scores() -> None:
+    # MMR reorders hits below others with higher fused scores: the run, now ranked by its
+    # scores, must still rank the documents as the search did
+    records = [{"id": f"d{i}", "text": f"brake pads rotor fluid {'brake ' * (i % 3)} wear {i}"}
+               for i in range(30)]
+    with enginelib.memory(records, embedder=HashingEmbedder(32)) as store:
+        queries = {"q1": "brake pads wear", "q2": "rotor fluid"}
+        searched = store.search_batch(list(queries.values()), limit=100, chunks_per_doc=1,
+                                      answerability_threshold=None, log=False, mmr=True)
+        run = rank_documents(store, queries, mmr=True).run
+    for pairs, response in zip(run.values(), searched, strict=True):
+        assert [doc for doc, _ in pairs] == [hit.document_id for hit in response.hits]
+        assert all(a[1] > b[1] for a, b in itertools.pairwise(pairs)), pairs
