@@ -19,7 +19,7 @@ import numpy as np
 import enginelib
 from enginelib.embedder import default_embedder
 from enginelib.embedders import embed_queries
-from enginelib.evaluation import documents_by_best_chunk, evaluate_run
+from enginelib.evaluation import documents_by_best_chunk, evaluate_run, scores_in_order
 from enginelib.indexes import TEXT_BACKENDS, VECTOR_BACKENDS
 from enginelib.indexes.base import TextDocument
 
@@ -282,7 +282,9 @@ def _measure_ours(
             answerability_threshold=None, log=False, **config.options,
         )
         eval_ms.append(response.timings["retrieval_ms"])
-        run[qid] = documents_by_best_chunk((h.document_id, h.scores.fused) for h in response.hits)
+        # evaluate_run ranks by score; the ranking measured is the engine's order
+        run[qid] = scores_in_order(documents_by_best_chunk(
+            (h.document_id, h.scores.fused) for h in response.hits))
     evaluation = evaluate_run(run, data.qrels)
     quality = evaluation.summary()
 
@@ -322,7 +324,9 @@ def _measure_peer(
     run = {}
     for qid, text, vec in zip(qids, texts, qvecs, strict=True):
         rows = peer.search(text, vec, EVAL_DEPTH)
-        run[qid] = documents_by_best_chunk((corpus.document_ids[r], s) for r, s in rows)
+        # each peer's own order, whatever its scores are (a distance, a relevance)
+        run[qid] = scores_in_order(documents_by_best_chunk(
+            (corpus.document_ids[r], s) for r, s in rows))
     quality = evaluate_run(run, data.qrels).summary()
     samples: list[float] = []
     top10: list[set[int]] = []
