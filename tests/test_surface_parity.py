@@ -293,6 +293,7 @@ def _refusals() -> list[Refusal]:
         Refusal("empty query", "", {}, {}, (), InvalidQueryError),
         Refusal("blank query", "  \t ", {}, {}, (), InvalidQueryError),
         Refusal("long query", "x" * 20_001, {}, {}, (), InvalidQueryError),
+        Refusal("long query with a space", " " + "x" * 20_000, {}, {}, (), InvalidQueryError),
         Refusal("NUL in query", "brake\x00pads", {}, {}, (), InvalidInputError),
         Refusal("lone surrogate", "brake\ud800pads", {}, '{"query": "brake\\ud800pads"}', (),
                 InvalidInputError),

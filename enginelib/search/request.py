@@ -375,9 +375,13 @@ def _queries(query: str | Sequence[str], *, wordless: bool = False) -> tuple[str
             raise InvalidQueryError(
                 "the query is empty: type some words to search for (or give query_vector= "
                 "with strategy='vector' to search by the vector alone)")
-        if len(text) > MAX_QUERY_CHARS:
+        # The limit is on the text as sent (the API's schema says so: maxLength) and as
+        # searched (NFC may lengthen it): counted after the strip alone, a query 20,000
+        # characters long with a space or a newline around it was taken.
+        size = max(len(item), len(text))
+        if size > MAX_QUERY_CHARS:
             raise InvalidQueryError(
-                f"the query is {len(text)} characters; the limit is {MAX_QUERY_CHARS}: "
+                f"the query is {size} characters; the limit is {MAX_QUERY_CHARS}: "
                 "search with the key sentence instead of the whole text"
             )
         cleaned.append(text)
