@@ -24,6 +24,7 @@ from .errors import (
     InvalidVectorError,
     LoaderError,
     PruneRefusedError,
+    RankingChangedError,
     ReadOnlyStoreError,
     RerankerError,
     RewriterError,
@@ -87,7 +88,7 @@ __all__ = [
     "CorruptStoreError", "DamagedSnapshotError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError", "InvalidFilterError",
     "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError", "InvalidVectorError",
     "Hit", "LoadedDocument", "LoaderError", "PruneRefusedError", "RagContext", "ReadOnlyStoreError", "Scores",
-    "RerankerError", "RewriterError",
+    "RankingChangedError", "RerankerError", "RewriterError",
     "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store", "StoreError", "StoreLockedError",
     "StoreNotFoundError", "check_answer_citations", "memory", "open",
 ]

@@ -13,6 +13,8 @@
      |    +-- StorageError               the file system refused a read or write  (.errno)
      |    |    +-- DiskFullError           no space left (ENOSPC / EDQUOT)
      |    +-- BackendError               DuckDB / Tantivy / hnswlib failed inside an operation
+     |    +-- RankingChangedError        a search's ranked_at names a state the store has left:
+     |                                   its pages would not stitch (HTTP 409)  (.given, .current)
      +-- IngestError                   a document could not be ingested  (.path)
      |    +-- LoaderError                unreadable, empty, binary, no text layer, bad JSONL line
      |    |    +-- SourceMissingError        the file named is gone (deleted or moved since)
@@ -135,6 +137,18 @@ class DiskFullError(StorageError):
 
 class BackendError(StoreError):
     """A storage engine failed in a way no argument explains; the message says the way out."""
+
+
+class RankingChangedError(StoreError):
+    """A search passed ``ranked_at`` (the state an earlier page was ranked on) and the store is
+    no longer in that state: it was written to since, so this page would be cut from
+    another ranking, repeating or skipping hits. Nothing was searched."""
+
+    def __init__(self, message: str, *, given: str, current: str,
+                 path: str | Path | None = None) -> None:
+        super().__init__(message, path=path)
+        self.given = given
+        self.current = current
 
 
 class IngestError(EngineError):

@@ -356,11 +356,12 @@ _FLOAT_OPTIONS: dict[str, tuple[float, float]] = {
     "answerability_threshold": (-1.0, 1.0),
 }
 _BOOL_OPTIONS = ("boosts", "mmr", "exact", "log", "rewrite", "cache", "lenient")
-_STR_OPTIONS = ("strategy", "fusion", "preset")
+_STR_OPTIONS = ("strategy", "fusion", "preset", "ranked_at")
 # None means something for these (no cap, no gate, the default levels...).
 _NULLABLE_OPTIONS = frozenset({"min_score", "per_source_cap", "chunks_per_doc",
                                "answerability_threshold", "truth_levels", "filters", "preset",
-                               "query_vector", "query_vectors", "reranker", "rewriter"})
+                               "query_vector", "query_vectors", "reranker", "rewriter",
+                               "ranked_at"})
 
 
 def check_query(query: Any) -> None:

@@ -13,7 +13,7 @@ PUBLIC = {
     "CorruptStoreError", "DamagedSnapshotError", "IncompatibleStoreError", "IngestError", "IngestReport", "IntegrityError",
     "InvalidFilterError", "InvalidInputError", "InvalidQueryError", "InvalidTruthLevelError",
     "InvalidVectorError", "LoadedDocument", "LoaderError", "PruneRefusedError", "RagContext", "ReadOnlyStoreError",
-    "RerankerError", "RewriterError",
+    "RankingChangedError", "RerankerError", "RewriterError",
     "Scores", "SearchResponse", "SentenceTransformerEmbedder", "SnapshotError", "Store",
     "StoreError", "StoreLockedError", "StoreNotFoundError", "check_answer_citations", "memory", "open",
 }

@@ -38,8 +38,9 @@ DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 # score floats and citation fields (measured with tracemalloc: see benchmarks/cache.py).
 RESPONSE_OVERHEAD = 2048
 HIT_OVERHEAD = 1536
-# Request fields that do not change the response (``log``) or are keyed another way.
-_UNKEYED = {"log", "cache", "raw_filters", "filters", "reranker"}
+# Request fields that do not change the response (``log``; ``ranked_at``, checked against
+# the generation every entry belongs to) or are keyed another way.
+_UNKEYED = {"log", "cache", "raw_filters", "filters", "reranker", "ranked_at"}
 
 CacheKey = tuple[Hashable, ...]
 

@@ -17,6 +17,7 @@ from ..errors import InvalidInputError, InvalidVectorError
 from . import rewrite
 from .cache import response_key
 from .presets import apply_preset
+from .ranked_at import require_state, state_token
 from .request import SearchRequest, build_request, choose_strategy
 from .results import SearchResponse
 from .stages import answer
@@ -52,6 +53,11 @@ def _run(
     store: Store, requests: list[SearchRequest], query_vectors: np.ndarray | None
 ) -> list[SearchResponse]:
     view = store.view()
+    # Read once the view is current: the state every response of the batch is ranked on.
+    generation = (store.generation, store.index_version)
+    ranked_at = state_token(*generation)
+    for request in requests:  # before any work: a moved store answers nothing
+        require_state(request.ranked_at, ranked_at, snapshot=store.snapshot, path=store.path)
     # Query understanding first: rewriter hook, typo corrections, learned acronyms.
     asked = [r.queries[0] for r in requests]
     plan_started = time.perf_counter()
@@ -64,7 +70,6 @@ def _run(
     strategies = [
         choose_strategy(r.queries[0]) if r.strategy == "auto" else r.strategy for r in requests
     ]
-    generation = (store.generation, store.index_version)
     keys = [
         response_key(r, s, _given_row(query_vectors, i))
         for i, (r, s) in enumerate(zip(requests, strategies, strict=True))
@@ -91,7 +96,7 @@ def _run(
         retrieval_ms = (time.perf_counter() - t0) * 1000.0
         share = embed_ms / len(requests) if any(needs_vectors) else 0.0
         response = dataclasses.replace(  # one copy: timings, query understanding
-            response, query=asked[i], sub_queries=request.queries,
+            response, query=asked[i], sub_queries=request.queries, ranked_at=ranked_at,
             timings={**response.timings, "embed_ms": share, "retrieval_ms": retrieval_ms,
                      "rewrite_ms": rewrite_ms},
             execution_time_ms=share + retrieval_ms + rewrite_ms,

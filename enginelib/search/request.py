@@ -27,6 +27,7 @@ from .filters import CompiledFilter, compile_filters
 from .fusion import RRF_K, validate_rrf_k
 from .gate import DEFAULT_THRESHOLD
 from .post import MMR_LAMBDA, PER_SOURCE_CAP
+from .ranked_at import check_token
 
 DEFAULT_LIMIT = 10
 DEFAULT_CANDIDATES = 100
@@ -114,6 +115,10 @@ class SearchRequest:
     offset: int = _option(0, kind=int, cli="--offset", api="offset",
                           help="Hits to skip: the page start (every page is a slice of one "
                                "ranking).")
+    ranked_at: str | None = _option(
+        None, cli="--ranked-at", api="ranked_at",
+        help="An earlier response's ranked_at: answer from that store state or refuse "
+             "(RankingChangedError), so pages never mix two rankings.")
     truth_levels: tuple[str, ...] = _option(
         DEFAULT_SEARCH_TRUTH_LEVELS, cli="--truth-level", api="truth_levels",
         accepts="str | Sequence[str] | None",
@@ -323,6 +328,8 @@ def build_request(query: str | Sequence[str], **options: Any) -> SearchRequest:
     values["raw_filters"] = values["filters"]
     values["filters"] = compile_filters(values["filters"])
     values["weights"] = _weights(values["weights"])
+    if values["ranked_at"] is not None:
+        values["ranked_at"] = check_token(values["ranked_at"])
     values["rrf_k"] = validate_rrf_k(int(values["rrf_k"]))
     for name in ("limit", "offset", "candidates", "rerank_top", "per_source_cap", "chunks_per_doc"):
         if values[name] is not None:

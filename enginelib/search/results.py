@@ -204,6 +204,9 @@ class SearchResponse:
     corrections: dict[str, str] = field(default_factory=dict)
     expansions: dict[str, str] = field(default_factory=dict)
     gate: GateDecision | None = None  # the answerability gate's decision, reason code, numbers
+    # The store state it was ranked on (search/ranked_at.py): pass it back as ``ranked_at``
+    # with the next page to get that page of this ranking, or RankingChangedError.
+    ranked_at: str = ""
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -226,6 +229,7 @@ class SearchResponse:
             "strategy_used": self.strategy_used,
             "total": self.total,
             "total_is_lower_bound": self.total_is_lower_bound,
+            "ranked_at": self.ranked_at,
             "limit": self.limit,
             "offset": self.offset,
             "truth_levels": list(self.truth_levels),

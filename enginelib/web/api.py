@@ -30,6 +30,7 @@ from ..errors import (
     LengthRequiredError,
     PayloadTooLargeError,
     QueueFullError,
+    RankingChangedError,
     ReadOnlyStoreError,
     StorageError,
     StoreLockedError,
@@ -79,7 +80,8 @@ def error_reply(exc: Exception, paths: Paths | None = None) -> Response:
         status = 415
     elif isinstance(exc, QueueFullError):
         status = 429  # Too Many Requests: the same upload is taken later
-    elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError, JobStateError)):
+    elif isinstance(exc, (StoreLockedError, ReadOnlyStoreError, JobStateError,
+                          RankingChangedError)):
         status = 409  # Conflict: the store's state, or the job's, refuses it now
     elif isinstance(exc, DiskFullError):
         status = 507  # Insufficient Storage: the server's disk, not the request

@@ -15,6 +15,7 @@ from typing import Any
 from ..documents import MAX_LIST_OFFSET, MAX_LISTED
 from ..jobs.queue import DEFAULT_LISTED
 from ..jobs.table import HISTORY_STATUSES, STATUSES
+from ..search.ranked_at import TOKEN_PATTERN
 from ..search.request import DEFAULTS, OPTIONS, is_flag, option_spec
 from ..types import TRUTH_LEVELS
 from ..validation import _FLOAT_OPTIONS, _INT_OPTIONS, MAX_ID_CHARS, MAX_QUERY_CHARS, MAX_TAGS
@@ -25,8 +26,9 @@ _ERROR_CODES = (
     "server started with --token); 403 a write from a page on another origin, or a Host that "
     "is not this machine; 404 no such document, job or route; 405 a method the route does "
     "not take (Allow lists those it does); 408 a body that stopped coming before its "
-    "Content-Length was sent; 409 the store is locked or read-only, or the job "
-    "is not in the DLQ; 411 an upload "
+    "Content-Length was sent; 409 the store is locked or read-only, the job "
+    "is not in the DLQ, or the store changed since the ranking a search's ranked_at names "
+    "(start again from offset 0); 411 an upload "
     "without Content-Length; 413 a body over its limit; 415 a file type no loader reads; 429 "
     "an upload while as many as the server takes wait for its worker (send it again later)")
 _ERROR = {"description": _ERROR_CODES,
@@ -81,6 +83,8 @@ def _search_property(name: str, *, text: bool = False) -> dict[str, Any]:
         else:
             schema["description"] += (" A date bound's '+' offset is best sent as %2B; one "
                                       "that arrived as a space after the time is read as '+'.")
+    elif name == "ranked_at":  # only a token's form is taken; "" is left out
+        schema.update(type="string", pattern=TOKEN_PATTERN)
     elif name == "truth_levels":
         schema["description"] += " A list, or comma-separated text (L1,L2)."
         schema.update(_LEVELS_TEXT)
@@ -165,10 +169,14 @@ _HIT = {"type": "object", "required": [
     "start_offset": _INT, "end_offset": _INT, "truth_level": {"enum": list(TRUTH_LEVELS)},
     "scores": _OBJECT, "citation": _OBJECT, "authority": _OBJECT, "document_url": _STRING}}
 _SEARCH_ANSWER = {"type": "object", "required": [
-    "query", "status", "total", "limit", "offset", "truth_levels", "hits", "gate", "snapshot"],
+    "query", "status", "total", "limit", "offset", "ranked_at", "truth_levels", "hits", "gate",
+    "snapshot"],
     "properties": {
         "query": _STRING, "status": _STRING, "reason": _NULLABLE_STRING, "total": _INT,
         "total_is_lower_bound": {"type": "boolean"}, "limit": _INT, "offset": _INT,
+        "ranked_at": {"type": "string", "pattern": TOKEN_PATTERN,
+                      "description": "the store state this page was ranked on: send it back as "
+                                     "ranked_at with the next page to stay on this ranking"},
         "truth_levels": {"type": "array", "items": _STRING},
         "hits": {"type": "array", "items": _HIT},
         "gate": {"type": "object", "required": ["decision", "status"]},
