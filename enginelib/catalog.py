@@ -586,6 +586,13 @@ class Catalog:
 
     def log_queries(self, entries: Sequence[tuple[dict[str, Any], Sequence[int]]]) -> None:
         """Append query-log rows and bump the returned chunks' retrieval stats, atomically."""
+        if entries:
+            with self.transaction():
+                self.insert_queries(entries)
+
+    def insert_queries(self, entries: Sequence[tuple[dict[str, Any], Sequence[int]]]) -> None:
+        """``log_queries`` inside a transaction the caller holds, so that what it writes
+        besides (the query log's import records the files it claimed) commits with them."""
         if not entries:
             return
         now = utcnow()
@@ -603,27 +610,26 @@ class Catalog:
             "created_at": cols.objects(_timestamp_text(e.get("created_at") or now)
                                        for e, _ in entries),
         }
-        with self.transaction():
-            with cols.registered(self.con, "_logged", rows):
+        with cols.registered(self.con, "_logged", rows):
+            self.con.execute(
+                "INSERT INTO query_log (query_text, strategy, filters, latency_ms, "
+                "chunks_retrieved, reranked_count, result_count, status, created_at) "
+                "SELECT query_text, strategy, filters, latency_ms, chunks_retrieved, "
+                "reranked_count, result_count, status, CAST(created_at AS TIMESTAMP) "
+                "FROM _logged"
+            )
+        counts: dict[int, int] = {}
+        for _, labels in entries:
+            for label in labels:
+                counts[int(label)] = counts.get(int(label), 0) + 1
+        if counts:
+            table = {"label": cols.ints(counts), "n": cols.ints(counts.values())}
+            with cols.registered(self.con, "_retrieved", table):
                 self.con.execute(
-                    "INSERT INTO query_log (query_text, strategy, filters, latency_ms, "
-                    "chunks_retrieved, reranked_count, result_count, status, created_at) "
-                    "SELECT query_text, strategy, filters, latency_ms, chunks_retrieved, "
-                    "reranked_count, result_count, status, CAST(created_at AS TIMESTAMP) "
-                    "FROM _logged"
+                    "UPDATE chunks SET retrieval_count = retrieval_count + r.n, "
+                    "last_retrieved_at = ? FROM _retrieved r WHERE chunks.label = r.label",
+                    [now],
                 )
-            counts: dict[int, int] = {}
-            for _, labels in entries:
-                for label in labels:
-                    counts[int(label)] = counts.get(int(label), 0) + 1
-            if counts:
-                table = {"label": cols.ints(counts), "n": cols.ints(counts.values())}
-                with cols.registered(self.con, "_retrieved", table):
-                    self.con.execute(
-                        "UPDATE chunks SET retrieval_count = retrieval_count + r.n, "
-                        "last_retrieved_at = ? FROM _retrieved r WHERE chunks.label = r.label",
-                        [now],
-                    )
 
 
 _STILL_OPEN_SQL = "SELECT 1"

@@ -2,8 +2,9 @@
 
 A writable store flushes its buffer into the catalog's ``query_log`` table (and bumps the
 retrieval counters) in one transaction. A read-only store cannot write the catalog, so it
-appends JSON lines to ``querylog/pending-<pid>.jsonl``; the next writer imports them.
-Losing the last few entries of a killed process is accepted: the log is telemetry.
+appends JSON lines to ``querylog/pending-<pid>.jsonl``; the next writer imports them,
+each once, even if it is killed while importing (``QueryLog.import_pending``). Losing the
+last few entries of a killed reader is accepted: the log is telemetry.
 
 Bounded so a writer's open never grows with how much readers searched: a reader's file
 rotates once it passes ``MAX_PENDING_BYTES`` (the previous rotation is dropped), and a
@@ -18,11 +19,13 @@ import json
 import math
 import os
 import stat
+import uuid
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import faults
 from .catalog import Catalog, utcnow
 from .core.layout import QUERYLOG_DIR
 from .durable import can_write
@@ -37,6 +40,9 @@ MAX_PENDING_BYTES = 1 << 20
 # What a writer imports when it opens (newest files first, ~2,000 entries, ~0.3 s); the
 # rest is dropped and counted: an open must not grow with how much readers searched.
 MAX_IMPORT_BYTES = 1 << 20
+# Catalog meta: the pending files an import claimed, committed with their rows, so that a
+# writer killed before deleting them does not import them twice (cleared once they are gone).
+CLAIMED_META = "query_log_claimed"
 
 
 class QueryLog:
@@ -132,50 +138,104 @@ class QueryLog:
                  **{key: entry.get(key) for key in _ROW_KEYS}} for entry in items]
 
     def import_pending(self, catalog: Catalog) -> int:
-        """Writers only: move read-only processes' entries into the catalog."""
-        if not self._dir.exists():
+        """Writers only: move read-only processes' entries into the catalog, each once.
+
+        Each file is claimed under a name no other claim had (``*.importing``), and the
+        claimed names commit with the rows read from them; the files go after. A writer
+        killed before that commit leaves claims no commit names: the next writer puts them
+        back and imports them. Killed after it, the next writer deletes them unread.
+        """
+        self._settle_claims(catalog)
+        if not self._dir.is_dir():
             return 0
-        imported = 0
-        # Files left by a writer killed mid-import are imported again (telemetry).
-        for stale in self._dir.glob("*.importing"):
-            if stale.is_file():  # only our own files: anything else in the folder is left be
-                stale.rename(stale.with_suffix(".jsonl"))
         keep, drop = _newest_within(self._dir, MAX_IMPORT_BYTES)
+        claimed: list[Path] = []
         dropped = 0
         for path in drop:
-            claimed = path.with_suffix(".importing")
-            try:
-                os.replace(path, claimed)
-                with open(claimed, "rb") as handle:
-                    dropped += sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-                claimed.unlink()
-            except FileNotFoundError:
+            taken = _claim(path)
+            if taken is None:
                 continue
+            try:
+                with open(taken, "rb") as handle:
+                    chunks = iter(lambda: handle.read(1 << 20), b"")
+                    dropped += sum(chunk.count(b"\n") for chunk in chunks)
+            except OSError:
+                continue  # put back and counted at the next open
+            claimed.append(taken)
         entries = []
-        claimed_paths = []
         for path in keep:
-            claimed = path.with_suffix(".importing")
-            try:
-                os.replace(path, claimed)  # a reader appending now starts a fresh file
-            except FileNotFoundError:
+            taken = _claim(path)  # a reader appending now starts a fresh file
+            if taken is None:
                 continue
             try:
-                text = claimed.read_text(encoding="utf-8", errors="replace")
+                text = taken.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue  # unreadable (another user's, a bad sector): tried again next open
-            claimed_paths.append(claimed)
+            claimed.append(taken)
             for line in text.splitlines():
                 parsed = _parsed(line)
                 if parsed is not None:
                     entries.append(parsed)
-        catalog.log_queries(entries)
-        if dropped:
-            total = int(catalog.get_meta("query_log_dropped") or 0) + dropped
-            catalog.set_meta("query_log_dropped", str(total))
-        for claimed in claimed_paths:
-            claimed.unlink()
-        imported += len(entries)
-        return imported
+        if not claimed:
+            return 0
+        with catalog.transaction():
+            catalog.insert_queries(entries)
+            if dropped:
+                total = int(catalog.get_meta("query_log_dropped") or 0) + dropped
+                catalog.set_meta("query_log_dropped", str(total))
+            catalog.set_meta(CLAIMED_META, json.dumps(sorted(p.name for p in claimed)))
+            faults.crash_point("query_log_before_commit")
+        faults.crash_point("query_log_after_commit")
+        self._settle_claims(catalog)
+        return len(entries)
+
+    def _settle_claims(self, catalog: Catalog) -> None:
+        """Delete the claimed files whose rows a commit holds, put back the others (their
+        import never committed), and keep on record only the names still there."""
+        recorded = _names(catalog.get_meta(CLAIMED_META))
+        left: list[str] = []
+        claims = sorted(self._dir.glob("*.importing")) if self._dir.is_dir() else []
+        for stale in claims:
+            if not stale.is_file():
+                continue  # only our own files: anything else in the folder is left be
+            if stale.name not in recorded:
+                os.replace(stale, stale.with_name(f"{_origin(stale)}.{uuid.uuid4().hex}.jsonl"))
+                continue
+            try:
+                stale.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(stale.name)  # still recorded: deleted by a later open
+        if left:
+            if left != sorted(recorded):
+                catalog.set_meta(CLAIMED_META, json.dumps(left))
+        elif recorded:
+            catalog.delete_meta(CLAIMED_META)
+
+
+def _claim(path: Path) -> Path | None:
+    """``path`` renamed to a name of its own (a claim put back and claimed again, or a
+    reader's file of a reused process id, never takes a recorded name), or None if gone."""
+    claimed = path.with_name(f"{_origin(path)}.{uuid.uuid4().hex}.importing")
+    try:
+        os.replace(path, claimed)
+    except FileNotFoundError:
+        return None
+    return claimed
+
+
+def _origin(path: Path) -> str:
+    """The reader's part of a pending file's name: ``pending-<pid>``."""
+    return path.name.split(".", 1)[0]
+
+
+def _names(recorded: str | None) -> set[str]:
+    try:
+        names = json.loads(recorded or "[]")
+    except ValueError:
+        return set()  # not ours (a hand edit): no claim is deleted on its word
+    return {name for name in names if isinstance(name, str)} if isinstance(names, list) else set()
 
 
 _TEXT_KEYS = ("query_text", "strategy", "status")
