@@ -43,7 +43,7 @@ BEIR_RUNS = (("scifact", "test"), ("scifact", "train"), ("nfcorpus", "test"), ("
 
 def cached(name: str) -> CachingEmbedder:
     model = make_embedder(name)
-    return CachingEmbedder(model, VectorCache(DEFAULT_CACHE, model.name, model.dim))
+    return CachingEmbedder(model, VectorCache.for_embedder(DEFAULT_CACHE, model))
 
 
 def beir_runs(models: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def mixed_store_runs(names: Sequence[str] = ("e5-small", "e5-minilm")) -> dict[s
     out: dict[str, Any] = {}
     for name in names:
         model = R.harness_embedder(name)
-        cached_model = CachingEmbedder(model, VectorCache(DEFAULT_CACHE, model.name, model.dim))
+        cached_model = CachingEmbedder(model, VectorCache.for_embedder(DEFAULT_CACHE, model))
         store = R._build(WORK / "mixed" / name, cached_model, documents)
         for group, questions in (("EN", "regulatory_en"), ("FR", "regulatory_fr")):
             asked = [dict(q, expected=[*q["expected"], *("fr:" + e for e in q["expected"])])

@@ -42,7 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     data = beir.load(args.dataset, args.split)
     model = HashingEmbedder(args.hashing) if args.hashing else default_embedder()
-    caching = CachingEmbedder(model, VectorCache(DEFAULT_CACHE, model.name, model.dim))
+    caching = CachingEmbedder(model, VectorCache.for_embedder(DEFAULT_CACHE, model))
     queries = list(data.queries.values())[: args.limit or None]
     result: dict[str, object] = {"dataset": data.name, "split": data.split, "queries": len(queries),
                                  "model": model.name}

@@ -86,7 +86,8 @@ def files_store(embedder: Any, name: str, folder: Path, files: list[str]) -> Any
     def documents() -> list[LoadedDocument]:
         return [LoadedDocument(id=f, text=(folder / f).read_text(encoding="utf-8"), title=None,
                                language=name[-2:]) for f in files]
-    cached = reg.CachingEmbedder(embedder, reg.VectorCache(reg.DEFAULT_CACHE, embedder.name, embedder.dim))
+    cache = reg.VectorCache.for_embedder(reg.DEFAULT_CACHE, embedder)
+    cached = reg.CachingEmbedder(embedder, cache)
     return reg._build(reg.CACHE / embedder.name / name, cached, documents)
 
 

@@ -157,8 +157,8 @@ def harness_embedder(name: str) -> Any:
     if isinstance(embedder, JoinedEmbedder):
         first, second = embedder.first, embedder.second
         embedder = JoinedEmbedder(
-            CachingEmbedder(first, VectorCache(DEFAULT_CACHE, first.name, first.dim)),
-            CachingEmbedder(second, VectorCache(DEFAULT_CACHE, second.name, second.dim)))
+            CachingEmbedder(first, VectorCache.for_embedder(DEFAULT_CACHE, first)),
+            CachingEmbedder(second, VectorCache.for_embedder(DEFAULT_CACHE, second)))
     return embedder
 
 
@@ -175,7 +175,7 @@ def store_path(embedder_name: str, corpus: str) -> Path:
 
 def open_store(embedder: Any, corpus: str) -> enginelib.Store:
     path = store_path(embedder.name, corpus)
-    cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
+    cached = CachingEmbedder(embedder, VectorCache.for_embedder(DEFAULT_CACHE, embedder))
     return _build(path, cached, lambda: english_units() if corpus == "en" else french_units())
 
 
@@ -404,7 +404,7 @@ def beir_eval(
         documents = [d for d in documents if d.id in judged] + others
     # A subset depends on the split's judgments, the whole corpus does not.
     path = stores / embedder.name / (f"beir-{data.name}-{split}-{max_docs}" if max_docs else f"beir-{data.name}-all")
-    cached = CachingEmbedder(embedder, VectorCache(vectors_root, embedder.name, embedder.dim))
+    cached = CachingEmbedder(embedder, VectorCache.for_embedder(vectors_root, embedder))
     store = _build(path, cached, lambda: documents)
     ids = list(data.queries)
     texts = [data.queries[q] for q in ids]

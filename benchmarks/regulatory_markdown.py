@@ -43,7 +43,7 @@ TOP_CHUNKS = 40  # deep enough for three distinct units when an article has many
 
 
 def open_markdown_store(embedder: Any, corpus: str) -> enginelib.Store:
-    cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
+    cached = CachingEmbedder(embedder, VectorCache.for_embedder(DEFAULT_CACHE, embedder))
     files = [FOLDERS[corpus] / name for name, (where, *_) in FILES.items() if where == corpus]
     return R.cached_store(R.CACHE / embedder.name / f"{corpus}-markdown", cached,
                           lambda store: store.ingest_path(*files, truth_level="L1",

@@ -84,7 +84,7 @@ def run_dataset(
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     model = embedder or default_embedder()
-    cache = VectorCache(cache_dir, model.name, model.dim)
+    cache = VectorCache.for_embedder(cache_dir, model)
     caching = CachingEmbedder(model, cache)
 
     result: dict[str, Any] = {

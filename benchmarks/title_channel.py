@@ -154,7 +154,7 @@ def beir_rows(embedder: Any, name: str) -> list[str]:
     from . import beir
     from .vector_cache import DEFAULT_CACHE, CachingEmbedder, VectorCache
 
-    cached = CachingEmbedder(embedder, VectorCache(DEFAULT_CACHE, embedder.name, embedder.dim))
+    cached = CachingEmbedder(embedder, VectorCache.for_embedder(DEFAULT_CACHE, embedder))
     data = beir.load(name, "test")
     documents = list(data.documents)
     titled = [doc for doc in documents if doc.title and doc.title.strip()]

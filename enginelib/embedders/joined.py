@@ -36,6 +36,7 @@ import numpy as np
 from ..language import detect_language, query_language
 from .base import ProgressHook, normalize_rows
 from .e5 import E5_DIM, E5_SMALL, E5SmallEmbedder
+from .fingerprint import fingerprint_of
 from .minilm import SentenceTransformerEmbedder
 from .path import embed_passages, embed_queries
 
@@ -68,6 +69,9 @@ class JoinedEmbedder:
         self.second = second if second is not None else SentenceTransformerEmbedder()
         self.name = E5_MINILM
         self.dim = int(self.first.dim) + int(self.second.dim)
+
+    def model_fingerprint(self) -> dict[str, Any]:
+        return {"first": fingerprint_of(self.first), "second": fingerprint_of(self.second)}
 
     def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:
         texts = list(texts)

