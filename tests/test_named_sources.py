@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import enginelib
 from enginelib.cli.main import main as cli
 from enginelib.embedder import HashingEmbedder
-from enginelib.search import gate
+from enginelib.search import answerability, gate
 from enginelib.search.named_sources import (
     long_name_initials,
     named_sources,
@@ -207,6 +207,23 @@ def test_a_question_on_a_law_the_store_cites_asked_in_its_own_terms_is_answered(
     runner = CliRunner(env={"ENGINELIB_EMBEDDER": "hashing-64"})
     explained = runner.invoke(cli, ["search", query, "--store", str(laws.path), "--explain"])
     assert "asked in the store's terms: " in explained.output, explained.output
+
+
+def test_a_pasted_page_naming_a_law_the_store_lacks_looks_up_a_questions_phrases(
+        laws: enginelib.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    # each phrase is one phrase query: 2,000 distinct pairs were 2,000 queries on one search
+    looked_up: list[str] = []
+    count = answerability._phrase_count
+
+    def counted(store: enginelib.Store, phrase: str, most: int) -> int:
+        looked_up.append(phrase)
+        return count(store, phrase, most)
+
+    monkeypatch.setattr(answerability, "_phrase_count", counted)
+    pasted = " ".join(f"clause{k}" for k in range(2_500))[:19_000]
+    response = laws.search(f"Under the Digital Services Act, {pasted}")
+    assert response.gate is not None and response.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+    assert 0 < len([p for p in looked_up if "clause" in p]) <= answerability.MAX_PHRASES
 
 
 def test_the_refusal_names_the_law_as_the_user_wrote_it(laws: enginelib.Store) -> None:

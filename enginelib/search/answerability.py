@@ -94,7 +94,7 @@ def assess(
             # In a store of a few passages 1 % is one passage: a phrase one or two passages
             # write is a passing mention there, not what the store is about.
             needed = max(MIN_TERM_PASSAGES, _subject_count(passages))
-            own_terms = [phrase for phrase in question_phrases(asked, absent)
+            own_terms = [phrase for phrase in question_phrases(asked, absent)[:MAX_PHRASES]
                          if _phrase_count(store, phrase, needed) >= needed]
     evidence = gate.gather(
         embedder=model,
@@ -129,6 +129,10 @@ def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
 
 
 MIN_TERM_PASSAGES = 3
+# A question's phrases looked up, the first ones (each is one phrase query): a question has
+# a handful (17 at most in our question sets), a pasted page naming a law the store lacks
+# thousands (1,828 queries for one search of 19,000 characters, a second on 31,000 chunks).
+MAX_PHRASES = 64
 
 
 def _subject_count(passages: int) -> int:
