@@ -215,15 +215,24 @@ def test_a_pasted_page_naming_a_law_the_store_lacks_looks_up_a_questions_phrases
     looked_up: list[str] = []
     count = answerability._phrase_count
 
-    def counted(store: enginelib.Store, phrase: str, most: int) -> int:
+    def counted(store: enginelib.Store, phrase: str, most: int, **options: bool) -> int:
         looked_up.append(phrase)
-        return count(store, phrase, most)
+        return count(store, phrase, most, **options)
 
     monkeypatch.setattr(answerability, "_phrase_count", counted)
     pasted = " ".join(f"clause{k}" for k in range(2_500))[:19_000]
     response = laws.search(f"Under the Digital Services Act, {pasted}")
     assert response.gate is not None and response.gate.reason_code == gate.NAMED_SOURCE_ABSENT
     assert 0 < len([p for p in looked_up if "clause" in p]) <= answerability.MAX_PHRASES
+
+
+def test_a_phrase_only_its_typo_guess_makes_the_stores_is_no_term_of_it(
+        laws: enginelib.Store) -> None:
+    # "persnal data" is looked up as typed: read "personal data", the store's most common
+    # phrase, the engine's guess would make a near miss the store's question
+    response = laws.search("Does the Chips Act say how persnal data is kept?")
+    assert response.gate is not None and response.gate.evidence.own_terms == ()
+    assert response.gate.reason_code == gate.NAMED_SOURCE_ABSENT
 
 
 def test_the_refusal_names_the_law_as_the_user_wrote_it(laws: enginelib.Store) -> None:

@@ -94,8 +94,10 @@ def assess(
             # In a store of a few passages 1 % is one passage: a phrase one or two passages
             # write is a passing mention there, not what the store is about.
             needed = max(MIN_TERM_PASSAGES, _subject_count(passages))
+            # As typed: a typo guess ("minimum wage" read "minimum age") is the engine's
+            # word, and must not make a question look like the store's.
             own_terms = [phrase for phrase in question_phrases(asked, absent)[:MAX_PHRASES]
-                         if _phrase_count(store, phrase, needed) >= needed]
+                         if _phrase_count(store, phrase, needed, corrected=False) >= needed]
     evidence = gate.gather(
         embedder=model,
         query_terms=terms,
@@ -183,10 +185,11 @@ def _spelled_by_store(view: ChunkView, top: np.ndarray, acronym: str) -> bool:
                for content, heading in view.texts_of(labels))
 
 
-def _phrase_count(store: Store, phrase: str, most: int) -> int:
+def _phrase_count(store: Store, phrase: str, most: int, *, corrected: bool = True) -> int:
     """Passages holding ``phrase`` as written (at most ``most`` counted), its typos
-    corrected as the search corrects them ("GPDR" is the GDPR)."""
-    words = apply_corrections(phrase, typo_corrections(store, phrase))
+    corrected as the search corrects them ("GPDR" is the GDPR) unless ``corrected`` is
+    False."""
+    words = apply_corrections(phrase, typo_corrections(store, phrase)) if corrected else phrase
     # Inside quotes a phrase is searched as written: no typo fallback.
     return len(store._text_index.search(['"' + words.replace('"', " ") + '"'], most)[0])
 
