@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.reporting import figures_summary, gather
 
 # Whole modules whose every test is slow by nature: lint and types walk the package, the
 # concurrency tests race real processes, the harness test runs a benchmark end to end, the
@@ -24,6 +27,15 @@ SLOW_MODULES = frozenset({
 KILLS = re.compile(r"kill", re.IGNORECASE)
 # Fixtures that start something expensive (a Postgres server, a browser, the real model).
 SLOW_FIXTURES = frozenset({"pg_server", "pg_dsn", "browser", "real_embedder", "e5_embedder"})
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    figures_summary(terminalreporter)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent when the suite runs in one process
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    gather(node.config, node)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
