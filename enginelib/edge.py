@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from .core.layout import is_memory_store
+from .core.layout import way_out
 from .errors import BackendError, DiskFullError, EngineError, StorageError
 
 _FULL = {errno_codes.ENOSPC, errno_codes.EDQUOT, errno_codes.EFBIG}
@@ -59,18 +59,6 @@ def as_interrupt(exc: BaseException) -> KeyboardInterrupt:
     return stop
 
 
-def _repair(path: str | Path | None) -> str:
-    # an in-memory store's private folder can be given to no command
-    memory = path is not None and is_memory_store(path)
-    return "call store.repair()" if memory else "run `enginelib repair`"
-
-
-def _check_and_repair(path: str | Path | None) -> str:
-    memory = path is not None and is_memory_store(path)
-    return ("call store.check() and store.repair()" if memory
-            else "run `enginelib check` and `enginelib repair`")
-
-
 def map_error(exc: BaseException, operation: str, path: str | Path | None) -> EngineError | None:
     """The enginelib error for a dependency's exception, or None to let it through (a
     Ctrl-C in DuckDB's words too: ``interrupted``)."""
@@ -88,18 +76,21 @@ def map_error(exc: BaseException, operation: str, path: str | Path | None) -> En
                 f"{operation} failed: the store cannot be written{where}: {text.splitlines()[0]}; "
                 "open it with read_only=True or move it to a writable place", path=path,
             )
+        fix = way_out(path, "run `enginelib check` and `enginelib repair`",
+                      "call store.check() and store.repair()")
         return BackendError(
-            f"{operation} failed in the catalog (DuckDB){where}: {text.splitlines()[0] if text else exc!r}; "
-            f"{_check_and_repair(path)} if it happens again", path=path,
+            f"{operation} failed in the catalog (DuckDB){where}: "
+            f"{text.splitlines()[0] if text else exc!r}; {fix} if it happens again", path=path,
         )
     if type(exc).__name__ == "PanicException" or (
         isinstance(exc, (ValueError, RuntimeError)) and _from_module(exc, ("tantivy", "hnswlib"))
     ):
         if any(word in str(exc) for word in _FULL_WORDS):  # Tantivy's "(os error 28)"
             return _disk_full(operation, path)
+        fix = way_out(path, "run `enginelib repair`", "call store.repair()")
         return BackendError(
             f"{operation} failed inside the search index{where}: {exc}; "
-            f"{_repair(path)} to rebuild the indexes from the catalog", path=path,
+            f"{fix} to rebuild the indexes from the catalog", path=path,
         )
     if isinstance(exc, MemoryError):
         return BackendError(

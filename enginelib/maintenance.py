@@ -145,9 +145,8 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool,
     """``manifest``: the one an open trusts (an interrupted reindex's new model, not the old
     one manifest.json still names)."""
     problems: list[str] = []
-    # an in-memory store's private folder can be given to no command
-    fix = ("call store.repair()" if layout.is_memory_store(root)
-           else f"run `enginelib repair --store {shell_word(root)}`")
+    fix = layout.way_out(root, f"run `enginelib repair --store {shell_word(root)}`",
+                         "call store.repair()")
     written = mf.read_manifest(root)
     if written is None:
         # removed while this process writes the store (a path-based check finds none and
@@ -176,8 +175,8 @@ def _check(root: Path, catalog: Catalog, with_snapshots: bool,
     if column and column != f"FLOAT[{manifest.embedding_dim}]":
         problems.append(f"catalog vectors are {column} but the manifest says "
                         f"{manifest.embedding_dim} dims: "
-                        + ("call store.reindex()" if layout.is_memory_store(root) else
-                           f"run `enginelib reindex --store {shell_word(root)}`"))
+                        + layout.way_out(root, "run `enginelib reindex --store "
+                                         f"{shell_word(root)}`", "call store.reindex()"))
     problems += _catalog_problems(catalog)
     problems += [f"{what}: {fix}" for what in job_tables.problems(catalog.con)]
     if (root / PENDING_NAME).exists():

@@ -167,9 +167,7 @@ def validate_name(name: str) -> str:
 
 
 def _way(root: Path, command: str, call: str) -> str:
-    """``command`` for a store folder; the Python ``call`` for an in-memory store, whose
-    private folder no command can be given."""
-    return call if layout.is_memory_store(root) else f"`{command}`"
+    return layout.way_out(root, f"`{command}`", call)
 
 
 def _delete_way(root: Path, name: str) -> str:

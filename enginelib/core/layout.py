@@ -77,6 +77,12 @@ def is_memory_store(root: Path | str) -> bool:
     return path.name == MEMORY_STORE_NAME and path.parent.name.startswith(MEMORY_PREFIX)
 
 
+def way_out(root: Path | str | None, command: str, call: str) -> str:
+    """The advice an error gives: ``command`` (what a user types) for a store folder, the
+    Python ``call`` for an in-memory store, whose private folder no command can be given."""
+    return call if root is not None and is_memory_store(root) else command
+
+
 def catalog_path(root: Path) -> Path:
     return root / CATALOG_NAME
 
