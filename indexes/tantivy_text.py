@@ -492,6 +492,15 @@ class TantivyTextIndex:
             results.append(self._top_k(searcher, query, int(k), clauses))
         return results
 
+    def count(self, query: str) -> int:
+        if not isinstance(query, str):
+            raise InvalidInputError(f"count takes one query string, got {type(query).__name__}")
+        self._refresh()
+        parsed, _, _ = self._parse_cached(query, self.lenient, True)
+        # tantivy-py collects a top k beside the count (a limit of 0 panics): one hit is the
+        # least it can be asked for.
+        return int(self._index.searcher().search(parsed, limit=1, count=True).count)
+
     def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
                clauses: list[tantivy_prune.Clause] | None) -> SearchResult:
         """``clauses``: the query's plain clauses (tantivy_prune may answer), or None."""

@@ -199,3 +199,21 @@ def test_clear_empties(harness: Harness, tmp_path: Path) -> None:
     assert index.search(harness.query, 3) == [[]]
     harness.add(index, [(5, 0)])
     assert index.labels().tolist() == [5]
+
+
+TEXT_HARNESSES = sorted(name for name, h in HARNESSES.items() if h.protocol is TextIndex)
+
+
+@pytest.mark.parametrize("name", TEXT_HARNESSES)
+def test_count_is_the_number_of_live_matches(name: str, tmp_path: Path) -> None:
+    # more matches than any top k the gate would ask for, some deleted, one phrase
+    harness = HARNESSES[name]
+    index = harness.make(tmp_path)
+    harness.add(index, [(label, label % 3) for label in range(40)])
+    index.add([TextDocument(100 + k, "beta gamma" if k % 2 else "gamma beta") for k in range(6)])
+    index.delete([0, 1, 2, 100])
+    assert index.count(harness.query[0]) == 37
+    assert index.count('"beta gamma"') == 3 and index.count("beta") == 5
+    assert index.count("delta") == 0
+    index.save(1)
+    assert index.count(harness.query[0]) == len(index.search(harness.query, 1_000)[0]) == 37

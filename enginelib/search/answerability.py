@@ -191,7 +191,7 @@ def _phrase_count(store: Store, phrase: str, most: int, *, corrected: bool = Tru
     False."""
     words = apply_corrections(phrase, typo_corrections(store, phrase)) if corrected else phrase
     # Inside quotes a phrase is searched as written: no typo fallback.
-    return len(store._text_index.search(['"' + words.replace('"', " ") + '"'], most)[0])
+    return min(most, store._text_index.count('"' + words.replace('"', " ") + '"'))
 
 
 def _gate_part(vectors: np.ndarray, dims: int) -> np.ndarray:
