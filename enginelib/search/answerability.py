@@ -94,10 +94,7 @@ def assess(
             # In a store of a few passages 1 % is one passage: a phrase one or two passages
             # write is a passing mention there, not what the store is about.
             needed = max(MIN_TERM_PASSAGES, _subject_count(passages))
-            # As typed: a typo guess ("minimum wage" read "minimum age") is the engine's
-            # word, and must not make a question look like the store's.
-            own_terms = [phrase for phrase in question_phrases(asked, absent)[:MAX_PHRASES]
-                         if _phrase_count(store, phrase, needed, corrected=False) >= needed]
+            own_terms = _first_own_term(store, question_phrases(asked, absent), needed)
     evidence = gate.gather(
         embedder=model,
         query_terms=terms,
@@ -135,6 +132,18 @@ MIN_TERM_PASSAGES = 3
 # a handful (17 at most in our question sets), a pasted page naming a law the store lacks
 # thousands (1,828 queries for one search of 19,000 characters, a second on 31,000 chunks).
 MAX_PHRASES = 64
+
+
+def _first_own_term(store: Store, phrases: list[str], needed: int) -> list[str]:
+    """The first of the question's phrases that ``needed`` passages write, or none. One is
+    enough to weigh the question: at 1M chunks a common phrase takes about 10 ms to count,
+    and all of a question's up to 180 ms (benchmarks/phrase_count.py)."""
+    for phrase in phrases[:MAX_PHRASES]:
+        # As typed: a typo guess ("minimum wage" read "minimum age") is the engine's word,
+        # and must not make a question look like the store's.
+        if _phrase_count(store, phrase, needed, corrected=False) >= needed:
+            return [phrase]
+    return []
 
 
 def _subject_count(passages: int) -> int:

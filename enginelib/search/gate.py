@@ -93,8 +93,9 @@ class GateEvidence:
     missing_words: tuple[str, ...] = ()
     named_sources: tuple[str, ...] = ()  # laws the query names (named_sources.py)
     absent_sources: tuple[str, ...] = ()  # those of them no passage mentions
-    # the query's phrases that are the store's own terms (named_sources.question_phrases):
-    # asked in them, a question on a law the store only cites is still the store's
+    # the first of the query's phrases that is one of the store's own terms
+    # (named_sources.question_phrases): asked in it, a question on a law the store only
+    # cites is still the store's
     own_terms: tuple[str, ...] = ()
 
 
