@@ -25,6 +25,7 @@ import re
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def _timed(call, repeats: int = 3) -> tuple[float, int]:
     return best * 1000, result
 
 
-def measure(size: int, phrases: dict[str, list[str]]) -> dict[str, object]:
+def measure(size: int, phrases: dict[str, list[str]]) -> dict[str, Any]:
     index = TantivyTextIndex(build(size), read_only=True)
     needed = max(MIN_TERM_PASSAGES, math.ceil(SUBJECT_SHARE * len(index)))
     per_phrase: dict[str, tuple[float, float]] = {}

@@ -499,7 +499,8 @@ class TantivyTextIndex:
         parsed, _, _ = self._parse_cached(query, self.lenient, True)
         # tantivy-py collects a top k beside the count (a limit of 0 panics): one hit is the
         # least it can be asked for.
-        return int(self._index.searcher().search(parsed, limit=1, count=True).count)
+        found = self._index.searcher().search(parsed, limit=1, count=True)
+        return int(found.count)  # type: ignore[attr-defined]  # tantivy's stub omits it
 
     def _top_k(self, searcher: tantivy.Searcher, query: tantivy.Query, k: int,
                clauses: list[tantivy_prune.Clause] | None) -> SearchResult:
