@@ -13,7 +13,7 @@ from enginelib.testing import test_embedder
 
 EVERY_LEVEL = ["L1", "L2", "L3", "L4"]
 # What each document stores under metadata.x (documents d0, d1, ...).
-STORED: list[Any] = [1e20, 1e-07, 1.5e300, 1e16, 5, 5.0, "5", 2**64 + 1, 10**20]
+STORED: list[Any] = [1e20, 1e-07, 1.5e300, 1e16, 5, 5.0, "5", 2**64 + 1, 10**20, 10**400]
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,9 @@ def _stored_values(store: enginelib.Store, value: Any) -> list[Any]:
     # integers past a double's precision stay exact: 2**64 is not 2**64 + 1
     (2**64, []),
     (2**64 + 1, [2**64 + 1]),
+    # an int past a double's range: a bare OverflowError from math.isfinite, not a search
+    pytest.param(10**400, [10**400], id="10**400"),
+    pytest.param([5, -(10**400)], [5, 5.0, "5"], id="5-or-minus-10**400"),
 ])
 def test_a_number_filter_finds_the_documents_stored_with_that_number(
         store: enginelib.Store, value: Any, expected: list[Any]) -> None:

@@ -240,8 +240,10 @@ _METADATA_DOUBLE = ("(json_type(d.custom, ?) = 'DOUBLE' AND NOT regexp_full_matc
 def _metadata_clause(path: str, texts: list[str], given: list[Any]) -> tuple[str, list[Any]]:
     """The WHERE part of one metadata.<key> filter: its values as text, and its numbers as
     numbers (see above)."""
-    numbers = [v for v in given if isinstance(v, (int, float)) and not isinstance(v, bool)
-               and math.isfinite(v)]  # NaN and infinity are refused before, by check_filters
+    # NaN and infinity are refused before, by check_filters; an int is never tested with
+    # math.isfinite, which raised a bare OverflowError for one past a double's range (10**400)
+    numbers = [v for v in given if (isinstance(v, int) and not isinstance(v, bool))
+               or (isinstance(v, float) and math.isfinite(v))]
     integers = sorted({int(v) for v in numbers if v == int(v)})
     doubles = sorted({d for d in map(_exact_double, numbers) if d is not None})
     clauses: list[str] = [_METADATA_TEXT]
