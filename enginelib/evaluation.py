@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from .errors import InvalidInputError
 from .evaluation_inputs import (
     MAX_GRADE,
@@ -82,13 +84,30 @@ def by_score(pairs: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
 def scores_in_order(pairs: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
     """The pairs of a ranking made by other means (MMR, a reranker), their scores lowered
     where needed so that they fall strictly along the order: ranked by score (by trec_eval
-    too), the run keeps that order. A score already below the one before it is kept."""
+    too), the run keeps that order. A score already below the one before it is kept.
+
+    trec_eval (and pytrec_eval, ir-measures' default) reads a score as a float, single
+    precision: a score one double step below the one before was the same number there, and
+    the tie went to the larger document id. So each score falls below the one before as a
+    float32 too."""
     kept: list[tuple[str, float]] = []
     for doc, score in pairs:
-        if kept and score >= kept[-1][1]:
-            score = math.nextafter(kept[-1][1], -math.inf)
+        if kept and _single(score) >= _single(kept[-1][1]):
+            score = _just_below(kept[-1][1])
         kept.append((doc, score))
     return kept
+
+
+def _single(score: float) -> np.float32:
+    """``score`` as trec_eval reads it (a float; past its range, infinite)."""
+    with np.errstate(over="ignore"):
+        return np.float32(score)
+
+
+def _just_below(score: float) -> float:
+    """The largest number below ``score`` that a float32 tells from it."""
+    below = float(np.nextafter(_single(score), np.float32(-np.inf)))
+    return below if math.isfinite(below) else math.nextafter(score, -math.inf)
 
 
 def _dedupe(ranking: Iterable[str]) -> list[str]:
