@@ -376,8 +376,28 @@ def trec_run_lines(run: Run, tag: str) -> Iterator[str]:
 
 def _run_lines(run: Run, tag: str) -> Iterator[str]:
     for qid, ranked in run.items():
-        for rank, (doc, score) in enumerate(by_score(ranked), start=1):
-            yield f"{qid} Q0 {doc} {rank} {score:.6f} {tag}"
+        for rank, (doc, score) in enumerate(_written_scores(by_score(ranked)), start=1):
+            yield f"{qid} Q0 {doc} {rank} {score} {tag}"
+
+
+def _written_scores(ranked: Iterable[tuple[str, float]]) -> Iterator[tuple[str, str]]:
+    """Each score as a run file's text: six decimals, unless they read (as trec_eval reads a
+    score, a float32) no lower than the line above for a lower score; then the nine digits a
+    float32 needs, one float32 step below the line above where the score itself is not.
+    Six decimals alone wrote 0.9999999 and 1.0 as 1.000000, and trec_eval ranked the tie by
+    document id. Equal scores stay equal: trec_eval breaks the tie as ``by_score`` did."""
+    above: tuple[float, str, np.float32] | None = None
+    for doc, given in ranked:
+        score = float(given)
+        if above is not None and score == above[0]:
+            text = above[1]
+        else:
+            text = f"{score:.6f}"
+            if above is not None and _single(float(text)) >= above[2]:
+                single = min(_single(score), np.nextafter(above[2], np.float32(-np.inf)))
+                text = f"{float(single):.9g}" if np.isfinite(single) else repr(score)
+        above = (score, text, _single(float(text)))
+        yield doc, text
 
 
 # -- scoring a store ---------------------------------------------------------------------------

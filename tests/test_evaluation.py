@@ -797,3 +797,22 @@ def test_a_stores_run_keeps_its_order_for_trec_eval() -> None:
     reference = _scored_reference(graded, run, "pytrec_eval")
     assert reference["ndcg@10"] == pytest.approx(evaluate_run(run, graded).ndcg_at_10, abs=1e-9)
     assert evaluate_run(run, graded).ndcg_at_10 == pytest.approx(1.0)
+
+
+def test_a_written_run_keeps_its_order_for_trec_eval() -> None:
+    # six decimals wrote 0.1234568 and 0.1234567 as 0.123457 (and a store run's lowered
+    # scores as their neighbour's): trec_eval read ties and ranked them by document id
+    run = {"q1": [("a", 0.1234568), ("b", 0.1234567), ("c", 0.1234567), ("d", 0.5)],
+           "q2": scores_in_order([("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 2e-7), ("e", 0.0)])}
+    lines = list(trec_run_lines(run, "t"))
+    assert lines[:4] == ["q1 Q0 d 1 0.500000 t", "q1 Q0 a 2 0.123457 t",
+                         "q1 Q0 c 3 0.123456702 t", "q1 Q0 b 4 0.123456702 t"]
+    read: dict[str, list[tuple[str, float]]] = {}
+    for line in lines:
+        qid, _, doc, _, score, _ = line.split()
+        read.setdefault(qid, []).append((doc, float(score)))
+    for qid, pairs in run.items():
+        for judged_doc, _ in pairs:  # each document judged relevant alone: its rank shows
+            judged = {qid: {judged_doc: 1}}
+            ours = evaluate_run({qid: pairs}, judged).mrr_at_10
+            assert _scored_reference(judged, {qid: read[qid]}, "pytrec_eval")["mrr@10"] == ours
