@@ -59,7 +59,20 @@ def parse_filters(pairs: tuple[str, ...]) -> dict[str, Any]:
             filters[key] = [v for v in value.split(",") if v]
         else:
             filters[key] = value
+    for field, value in filters.items():
+        if field.rstrip("<>!") in DATE_FILTER_FIELDS and not isinstance(value, dict):
+            raise _not_bounds(field.rstrip("<>!"))
     return filters
+
+
+def _not_bounds(field: str) -> click.BadParameter:
+    """A date field given whole (``created_at=2024-01-01``) or with a comparison typed in
+    (``created_at>=2024-01-01``): the library's refusal spoke of a Python dict ({'gte': ...})
+    or an unknown field, and neither said how to write a range on a command line."""
+    return click.BadParameter(
+        f"{field} takes bounds, each its own --filter: {field}.gte=2024-01-01 (from that day) "
+        f"and {field}.lt=2025-01-01 (before that day); the bounds are gte, gt, lte, lt, and a "
+        "date alone is its whole day", param_hint="--filter")
 
 
 def _given_twice(field: str) -> click.BadParameter:

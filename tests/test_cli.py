@@ -122,6 +122,25 @@ def test_errors_are_one_line_exit_2(runner: CliRunner, corpus: Path, tmp_path: P
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("pair", ["created_at=2024-01-01", "updated_at>=2024-01-01"])
+def test_a_date_filter_without_a_bound_says_how_to_write_one(
+        runner: CliRunner, corpus: Path, tmp_path: Path, pair: str) -> None:
+    # the refusal spoke of a Python dict ("expects a range like {'gte': '2024-01-01', ...}")
+    # or of an unknown field 'updated_at>', and neither said how to write a range here
+    store = str(tmp_path / "store")
+    invoke(runner, "ingest", str(corpus), "--store", store, "--no-progress")
+    result = runner.invoke(main, ["search", "brakes", "--store", store, "--filter", pair])
+    field = pair[:10]
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.endswith(
+        f"Error: Invalid value for --filter: {field} takes bounds, each its own --filter: "
+        f"{field}.gte=2024-01-01 (from that day) and {field}.lt=2025-01-01 (before that day); "
+        "the bounds are gte, gt, lte, lt, and a date alone is its whole day\n")
+    ranged = runner.invoke(main, ["search", "brakes", "--store", store, "--no-gate", "--json",
+                                  "--filter", f"{field}.gte=2000-01-01"])
+    assert ranged.exit_code == 0 and json.loads(ranged.output)["hits"]
+
+
 def test_missing_store_and_missing_path(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(main, ["stats", "--store", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "enginelib init" in result.output
