@@ -252,6 +252,11 @@ def _source(path: str | Path, name: str, handle: TextIO | None) -> Iterator[Text
                                 "and read it again") from exc
 
 
+# A grade as trec_eval reads one, in ASCII digits: float() also took "1_0" (10, where
+# trec_eval reads 1) and Arabic-Indic or full-width digits, a grade no other tool agreed on.
+_GRADE_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
     """A qrels file: BEIR .tsv (``query-id corpus-id score`` with a header) or TREC
     (``qid 0 docid grade``), tab- or space-separated. ``handle``: read that text instead
@@ -271,13 +276,16 @@ def read_qrels(path: str | Path, *, handle: TextIO | None = None) -> Qrels:
                 raise _bad_line(path, number, f"expected 3 or 4 columns (BEIR `query-id corpus-id "
                                 f"score`, TREC `qid 0 docid grade`), got {len(parts)}")
             try:
+                if not _GRADE_TEXT.fullmatch(grade):
+                    raise ValueError(grade)
                 as_float = float(grade)
                 value = int(as_float)
-            except (ValueError, OverflowError):  # "x", "nan", "inf"
-                if number == 1:
+            except (ValueError, OverflowError):  # "x", "nan", "inf", "1_0", "١"
+                if number == 1 and not any(c.isdigit() for c in grade):
                     continue  # header
                 raise _bad_line(path, number, f"grade {grade!r} is not a number: expected a "
-                                "whole-number relevance grade such as 0, 1 or 2") from None
+                                "whole-number relevance grade in digits 0-9, such as 0, 1 or 2"
+                                ) from None
             if value != as_float:  # int() cut 0.5 to 0: a judged-relevant pair read as not
                 raise _bad_line(path, number, f"grade {grade!r} is not a whole number: expected "
                                 "a relevance grade such as 0, 1 or 2 (scale graded judgments "

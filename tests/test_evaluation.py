@@ -156,6 +156,24 @@ def test_an_infinite_grade_is_refused_with_its_line(tmp_path: Path) -> None:
         read_qrels(qrels)
 
 
+@pytest.mark.parametrize(("line", "grade"), [("q1 0 b 1_0", "1_0"), ("q1 0 b \u0661", "\u0661"),
+                                           ("q1\tb\t\uff12", "\uff12")])
+def test_a_grade_not_in_ascii_digits_is_refused_with_its_line(
+        tmp_path: Path, line: str, grade: str) -> None:
+    # float() read "1_0" as 10 (trec_eval reads 1) and Arabic-Indic or full-width digits as
+    # the numbers they stand for: judgments no other tool scores the same
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(f"q1 0 a 2\n{line}\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=f"qrels.txt:2: grade '{grade}' is not a number"):
+        read_qrels(qrels)
+    qrels.write_text(f"{line}\nq1 0 a 2\n", encoding="utf-8")  # not taken for a header
+    with pytest.raises(InvalidInputError, match=f"qrels.txt:1: grade '{grade}' is not a number"):
+        read_qrels(qrels)
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\ta\t+2\nq1\tb\t1.0\nq1\tc\t1e0\n",
+                     encoding="utf-8")
+    assert read_qrels(qrels) == {"q1": {"a": 2, "b": 1, "c": 1}}
+
+
 @pytest.mark.parametrize(("name", "text"), [
     ("q.jsonl", '{"_id": "q1", "text": "brake fluid"}\n{"_id": "q1", "text": "engine oil"}\n'),
     ("q.tsv", "q1\tbrake fluid\nq1\tengine oil\n"),
