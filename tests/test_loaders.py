@@ -483,6 +483,23 @@ def test_html_without_title_uses_h1_then_file_stem(tmp_path: Path) -> None:
         load_file(write(tmp_path / "c.html", "<html><script>x()</script></html>"))
 
 
+
+def test_a_page_with_a_tag_or_comment_never_closed_loads_in_linear_time(tmp_path: Path) -> None:
+    # html.parser (before CPython's gh-135462 fix) read what follows an unclosed construct as
+    # text at the end, rescanning the rest of the page from each "<": 120 KB of "<a " took
+    # 150 s, a megabyte hours, and the folder's ingest waited on it. As a browser reads it,
+    # an unclosed tag at the end of the file is dropped and an unclosed comment runs to it.
+    for tail, shown in (("<a", ""), ("<a <a href='x", ""), ("</a", ""), ("<!-- draft", ""),
+                        ("<!--x> more <p>hidden</p>", ""), ("<", "\n\n<"), ("</", "\n\n</")):
+        assert only(write(tmp_path / "t.html", f"<p>kept</p>{tail}")).text == "kept" + shown
+    for repeated in ("<a ", "<a b='", "<!--x>"):
+        path = write(tmp_path / "slow.html", "<title>T</title><p>kept</p>" + repeated * 20_000)
+        started = time.perf_counter()
+        document = only(path)
+        assert time.perf_counter() - started < 3, repeated  # 30 s and more before the fix
+        assert (document.title, document.text) == ("T", "kept")
+
+
 # -- PDF -----------------------------------------------------------------------------------
 
 
