@@ -156,6 +156,22 @@ def test_front_matter_is_metadata_and_the_text_starts_after_it(tmp_path: Path) -
     assert document.metadata == {"tags": ["brakes", "pads"], "author": "Jo", "date": "2024-01-05"}
 
 
+
+def test_a_front_matter_title_is_the_text_written_or_refused_never_dropped(
+        tmp_path: Path) -> None:
+    # YAML reads these as a number, true, base 60: the title was dropped for the file's name
+    for written in ("1984", "3.10", "Yes", "1:20", "0x1F", "2024-01-05"):
+        document = only(write(tmp_path / "book.md", f"---\ntitle: {written}\n---\nBody.\n"))
+        assert (document.title, document.metadata) == (written, {})
+    for given, kind in (("[Part, One]", "list"), ("{name: x}", "mapping")):
+        path = write(tmp_path / "book.md", f"---\ntitle: {given}\n---\nBody.\n")
+        with pytest.raises(LoaderError, match=rf"book.md: front matter 'title' is a {kind}, "
+                                              r"not a line of text: give the title as one line"):
+            load_file(path)
+        _, skipped = split(iter_load(path))
+        assert [s.path for s in skipped] == [str(path)]
+
+
 @pytest.mark.parametrize("text", [
     "---\n\nJust a rule\n\n---\n\nText.\n",  # rules around prose: not a mapping
     "---\ntitle: [unclosed\n---\nText.\n",  # not YAML

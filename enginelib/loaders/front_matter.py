@@ -43,12 +43,28 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         return {}, text
     if not isinstance(data, dict) or not data:
         return {}, text
+    title = data.get("title")
+    if not isinstance(title, (str, list, dict, type(None))):  # a number, a date, true...
+        written = _as_written(text[opening.end():closing.start()], "title")
+        data["title"] = title if written is None else written
     budget = [MAX_VALUES]
     try:
         metadata = {str(key): _json_value(value, budget, 0) for key, value in data.items()}
     except _TooLarge:
         return {}, text
     return metadata, text[closing.end():].lstrip("\n")
+
+
+def _as_written(block: str, key: str) -> str | None:
+    """The scalar value of ``key`` as the block writes it. YAML reads "title: 1984" as the
+    number 1984, "title: Yes" as true and "title: 1:20" as 80 (base 60): such a title was
+    dropped without a word for the file's name, and its text is the title its author wrote."""
+    written = None
+    node = yaml.compose(block, Loader=yaml.SafeLoader)  # parsed once already: cannot fail
+    for key_node, value_node in getattr(node, "value", ()):
+        if key_node.value == key and isinstance(value_node, yaml.ScalarNode):
+            written = value_node.value  # the last of repeated keys, as safe_load keeps
+    return written
 
 
 # YAML aliases let a few lines stand for a huge tree ("billion laughs"): the copy into JSON

@@ -40,7 +40,13 @@ def load_markdown(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadedDoc
     if not text.strip():
         raise fail(path, "only front matter, no text to index")
     declared = metadata.pop("title", None)
-    title = declared.strip() if isinstance(declared, str) and declared.strip() else None
+    if isinstance(declared, (list, dict)):
+        # dropped for the file's name without a word: a title given on purpose is refused
+        # as a JSONL record's is
+        kind = "list" if isinstance(declared, list) else "mapping"
+        raise fail(path, f"front matter 'title' is a {kind}, not a line of text: give the "
+                         "title as one line (title: \"...\")")
+    title = None if declared is None else str(declared).strip() or None
     yield LoadedDocument(
         id=doc_id, text=text, title=title or found_title(markdown_title(text)) or path.stem,
         source_path=str(path), file_extension=path.suffix.lower(), document_type="markdown",
