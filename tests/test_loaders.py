@@ -777,6 +777,25 @@ def test_gzipped_jsonl(tmp_path: Path) -> None:
     assert len(load_file(path, max_bytes=longest)) == 3
 
 
+
+def test_a_utf16_jsonl_file_says_how_to_convert_it_not_that_it_is_binary(tmp_path: Path) -> None:
+    # Windows PowerShell 5 writes UTF-16 with ">": refused as "binary file (NUL bytes)"
+    lines = jsonl([{"id": "a", "text": "brake pads"}, {"id": "b", "text": "\u30d6\u30ec\u30ad"}])
+    for name, data, encoding in (
+            ("ps.jsonl", lines.encode("utf-16"), "UTF-16"),
+            ("be.ndjson", b"\xfe\xff" + lines.encode("utf-16-be"), "UTF-16"),
+            ("wide.jsonl", lines.encode("utf-32"), "UTF-32"),
+            ("ps.jsonl.gz", gzip.compress(lines.encode("utf-16")), "UTF-16")):
+        path = write(tmp_path / name, data)
+        says = (rf"{name}: {encoding} text \(it starts with a {encoding} byte-order mark\), and "
+                rf"JSONL is read as UTF-8: save it as UTF-8 \(`iconv -f {encoding} -t UTF-8`")
+        with pytest.raises(LoaderError, match=says):
+            load_file(path)
+        documents, skipped = split(iter_load(path))
+        assert documents == [] and len(skipped) == 1 and "binary" not in skipped[0].reason
+    assert [d.id for d in load_file(write(tmp_path / "u8.jsonl", "\ufeff" + lines))] == ["a", "b"]
+
+
 def test_malformed_jsonl_lines_are_skipped_with_line_numbers(tmp_path: Path) -> None:
     path = write(tmp_path / "mixed.jsonl", jsonl([
         {"_id": "a", "text": "good one"},

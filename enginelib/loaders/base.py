@@ -100,8 +100,7 @@ def decode_text(data: bytes, path: str | Path, declared: str | None = None) -> s
     that converts them.
     """
     head = data[:SNIFF_BYTES]
-    marked = ("utf-32" if head.startswith(_UTF32_BOMS)
-              else "utf-16" if head.startswith(_UTF16_BOMS) else None)
+    marked = wide_encoding(head)
     if marked is not None:
         try:  # the mark names the encoding and its byte order: no guess
             text = data.decode(marked)
@@ -121,6 +120,13 @@ def decode_text(data: bytes, path: str | Path, declared: str | None = None) -> s
         raise fail(path, f"not valid {codec.upper()}{said}{where}: "
                          f"{_convert_hint(data, path)}") from exc
     return _not_binary(text, path)
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """"utf-32" or "utf-16" when ``head`` starts with that encoding's byte-order mark."""
+    if head.startswith(_UTF32_BOMS):
+        return "utf-32"
+    return "utf-16" if head.startswith(_UTF16_BOMS) else None
 
 
 def _convert_hint(data: bytes, path: str | Path) -> str:

@@ -34,7 +34,7 @@ from ..input_files import open_regular
 from ..text import normalize_text
 from ..types import LoadedDocument, SkippedInput
 from ..validation import real_array
-from .base import SNIFF_BYTES, LoadItem, fail, missing, too_big
+from .base import SNIFF_BYTES, LoadItem, fail, missing, too_big, wide_encoding
 
 TEXT_FIELDS = ("text", "content")
 ID_FIELDS = ("id", "_id")
@@ -183,8 +183,12 @@ def _lines(handle: IO[bytes], path: Path, max_bytes: int) -> Iterator[tuple[int,
         if not raw:
             return
         line_no += 1
-        if line_no == 1 and b"\x00" in raw[:SNIFF_BYTES]:
-            raise fail(path, "binary file (NUL bytes): not JSONL text")
+        if line_no == 1:
+            wide = _not_utf8(raw)
+            if wide is not None:
+                raise fail(path, wide)
+            if b"\x00" in raw[:SNIFF_BYTES]:
+                raise fail(path, "binary file (NUL bytes): not JSONL text")
         if len(raw) > max_bytes and not raw.endswith(b"\n"):
             size = len(raw)
             while raw and not raw.endswith(b"\n"):
@@ -193,6 +197,20 @@ def _lines(handle: IO[bytes], path: Path, max_bytes: int) -> Iterator[tuple[int,
             yield line_no, b"", size - raw.endswith(b"\n")
         else:
             yield line_no, raw, len(raw) - raw.endswith(b"\n")
+
+
+def _not_utf8(first: bytes) -> str | None:
+    """Why a file whose first line starts with a UTF-16 or UTF-32 byte-order mark cannot
+    load (Windows PowerShell 5 writes UTF-16 with `>` and Out-File). Refused as a "binary
+    file (NUL bytes)", such a corpus gave no hint of what to do; JSON Lines are UTF-8 (RFC
+    8259, jsonlines.org): this says how to convert it."""
+    marked = wide_encoding(first)
+    if marked is None:
+        return None
+    name = marked.upper()
+    return (f"{name} text (it starts with a {name} byte-order mark), and JSONL is read as "
+            f"UTF-8: save it as UTF-8 (`iconv -f {name} -t UTF-8`, or PowerShell's "
+            "`Out-File -Encoding utf8`)")
 
 
 def load_jsonl(path: Path, doc_id: str, max_bytes: int) -> Iterator[LoadItem]:
