@@ -176,7 +176,17 @@ def _paths_and_globs(method: str, paths: tuple[Any, ...], include: Any, exclude:
 def _path(name: str, value: Any) -> None:
     if not isinstance(value, (str, Path)):
         raise InvalidInputError(f"{name} must be a str or Path, got {type(value).__name__}")
-    check_text(name, str(value), empty=False)
+    text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # a name's bytes that are not UTF-8, kept as lone surrogates: check_text's advice to
+        # "decode the source as UTF-8" is for text, and a file's name is fixed by renaming it
+        # (what a walk's skip of such a file already says)
+        raise InvalidInputError(
+            f"{name} {text!r} is not valid UTF-8 (a name written in another encoding, such "
+            "as Latin-1): rename it") from None
+    check_text(name, text, empty=False)
 
 
 def _export(dsn: Any, **options: Any) -> None:

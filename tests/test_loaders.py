@@ -1023,6 +1023,25 @@ def test_a_file_whose_name_is_not_utf8_is_skipped_with_advice_to_rename_it(
             for path in (os.fsdecode(os.path.join(os.fsencode(folder), name))
                          for name in (b"caf\xe9.md", b"d\xe9/inner.md"))]
 
+
+def test_a_path_named_with_a_name_that_is_not_utf8_says_to_rename_it(tmp_path: Path) -> None:
+    from tests.helpers import open_test_store
+
+    # the whole call was refused with "path contains a lone surrogate '\\udce9' at position 3:
+    # it is not valid Unicode text (decode the source as UTF-8)", advice for text, not names
+    raw = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.makedirs(raw)
+    with open(os.path.join(raw, b"notes.md"), "wb") as handle:
+        handle.write(b"# Notes\n\ntext")
+    with open_test_store(tmp_path / "s") as store:
+        for given in (os.fsdecode(raw), os.fsdecode(os.path.join(raw, b"notes.md"))):
+            says = rf"path {re.escape(repr(given))} is not valid UTF-8 \(a name written in " \
+                   r"another encoding, such as Latin-1\): rename it$"
+            for call in (store.ingest_path, store.enqueue_paths):
+                with pytest.raises(InvalidInputError, match=says):
+                    call(given)
+
+
 def test_a_pattern_ending_in_a_slash_names_a_folder(tmp_path: Path) -> None:
     # "drafts/" matched nothing (no path or file name ends in "/"): --exclude drafts/
     # ingested the drafts, --include guides/ nothing
