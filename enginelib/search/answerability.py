@@ -82,14 +82,18 @@ def assess(
     # Act" is no "Ships Act" (a name's typos are corrected where it is looked up, below).
     named = [] if cross_lingual else named_sources(asked, language)
     passages = len(view.labels)
+    shouted = asked.isupper()
     absent = [source.name for source in named
-              if not _mentioned(store, source, passages)
+              if not _mentioned(store, view, source, passages, shouted=shouted)
               and not (source.is_acronym() and _spelled_by_store(view, top, source.name))]
     own_terms: list[str] = []
     if absent:
         given = {source.name.casefold() for source in named}
+        # All in capitals, "THE DIGITAL SERVICES ACT" reads "DIGITAL" as one: there only
+        # the initials of a name the store's texts state are ("THE GDPR").
         named += [NamedSource(word, (word,)) for word in articled_acronyms(asked)
-                  if word.casefold() not in given and _phrase_count(store, word, 1)]
+                  if word.casefold() not in given and _phrase_count(store, word, 1)
+                  and (not shouted or word in _own_initials(view))]
         if len(absent) == len(named):
             # In a store of a few passages 1 % is one passage: a phrase one or two passages
             # write is a passing mention there, not what the store is about.
@@ -113,14 +117,19 @@ def assess(
                        function_words_only=not terms and only_function_words(request.queries[0]))
 
 
-def _mentioned(store: Store, source: NamedSource, passages: int) -> bool:
+def _mentioned(store: Store, view: ChunkView, source: NamedSource, passages: int, *,
+               shouted: bool = False) -> bool:
     """Whether the store holds the law ``source`` names: a passage mentions one of its
-    spellings, or its core is the store's subject (named_sources.py)."""
+    spellings, or its core is the store's subject (named_sources.py). In a question all in
+    capitals every word looks like an acronym: a one-word core is one only where the store's
+    texts state a name it is the initials of ("THE GDPR REGULATION"), never a word they use
+    ("THE DIGITAL SERVICES ACT": the GDPR writes "services")."""
     if any(_phrase_count(store, spelling, 1) for spelling in source.spellings):
         return True
     needed = _subject_count(passages)
     for tail in source.core_tails():
-        if tail.core_is_acronym() and _phrase_count(store, tail.name, 1) > 0:
+        acronym = tail.core_is_acronym() and (not shouted or tail.name in _own_initials(view))
+        if acronym and _phrase_count(store, tail.name, 1) > 0:
             return True
         if tail.core_is_phrase() and _phrase_count(store, tail.name, needed) >= needed:
             return True

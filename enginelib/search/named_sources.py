@@ -193,21 +193,28 @@ def question_phrases(query: str, names: list[str]) -> list[str]:
     for name in sorted(names, key=len, reverse=True):
         text = re.sub(re.escape(name) + r"(?:['’]s)?", " | ", text)
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    # "the European Data Innovation Board's role": a capitalised word past the first is a
+    # proper name's, which names a body as a law's name does: no term the store asks in.
+    # Unless every word is capitalised ("Are AI Safety Components Of Machinery High-Risk?"):
+    # in title case a capital says nothing.
+    words = [word for word, _, _ in tokens if not is_function_word(word)]
+    title_case = len(words) >= 2 and all(_capitalised(word) or _is_acronym(word)
+                                         for word in words)
+
+    def proper(word: str) -> bool:
+        return not title_case and _capitalised(word)
+
     phrases: list[str] = []
     for i, (word, _, _) in enumerate(tokens[:-1]):
-        if is_function_word(word):
-            continue
-        # "the European Data Innovation Board's role": a capitalised word past the first is
-        # a proper name's, which names a body as a law's name does: no term the store asks in
-        if i > 0 and _capitalised(word):
+        if is_function_word(word) or (i > 0 and proper(word)):
             continue
         nxt = tokens[i + 1][0]
-        if _capitalised(nxt):
+        if proper(nxt):
             continue
         if not is_function_word(nxt) and _next_to(text, tokens, i):
             phrases.append(f"{word} {nxt}")
         elif (nxt.casefold() in _PHRASE_LINKS and i + 2 < len(tokens)
-              and not is_function_word(tokens[i + 2][0]) and not _capitalised(tokens[i + 2][0])
+              and not is_function_word(tokens[i + 2][0]) and not proper(tokens[i + 2][0])
               and _next_to(text, tokens, i) and _next_to(text, tokens, i + 1)):
             phrases.append(f"{word} {nxt} {tokens[i + 2][0]}")
     return list(dict.fromkeys(phrases))
@@ -222,7 +229,9 @@ def named_sources(query: str, language: str | None = None) -> list[NamedSource]:
     question (``language`` "fr") that names a law by its English name ("Selon l'AI Act, ...")
     names it in a language its French text does not write: such a name is not read."""
     found: dict[str, NamedSource] = {}
-    english = [] if (language or "").startswith("fr") else _english_names(query)
+    caseless = not any(c.isupper() for c in query) or query.isupper()
+    english = [] if (language or "").startswith("fr") else (
+        _caseless_names(query) if caseless else _english_names(query))
     for source in (*english, *_context_acronyms(query), *_french_names(query)):
         key = source.name.casefold()
         if not any(f" {key} " in f" {k} " for k in found):
@@ -247,14 +256,14 @@ def _is_acronym(word: str) -> bool:
     return bool(_ACRONYM.match(word))
 
 
-def _is_name_word(word: str, shouted: bool) -> bool:
+def _is_name_word(word: str) -> bool:
     if word.casefold() in _NOT_NAMES or word.casefold() in _TYPES:
         return False
     # A stop or question word is the sentence's, capitalised where it begins one or where the
-    # question is in title case or capitals ("Does Regulation 2016/679 apply", "HOW DOES GDPR
-    # REGULATION APPLY", "Fines Under GDPR Regulation"); written as an acronym in a question
-    # that is not all capitals, it may be one ("the IT Act").
-    if is_function_word(word) and (shouted or not _is_acronym(word)):
+    # question is in title case ("Does Regulation 2016/679 apply", "Fines Under GDPR
+    # Regulation"); written as an acronym, it may be one ("the IT Act"). A question all in
+    # capitals is read by _caseless_names.
+    if is_function_word(word) and not _is_acronym(word):
         return False
     return word[0].isupper() or _is_acronym(word) or any(c.isupper() for c in word[1:])
 
@@ -267,7 +276,6 @@ def _next_to(query: str, tokens: list[tuple[str, int, int]], j: int) -> bool:
 
 def _english_names(query: str) -> list[NamedSource]:
     tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
-    shouted = not any(c.islower() for c in query)
     names = []
     for i, (word, _, end) in enumerate(tokens):
         # "the Radio Equipment Directive's requirements": a possessive is still the name
@@ -276,12 +284,12 @@ def _english_names(query: str) -> list[NamedSource]:
             continue
         run: list[str] = []
         j = i - 1
-        while (j >= 0 and _is_name_word(tokens[j][0], shouted) and _next_to(query, tokens, j)):
+        while (j >= 0 and _is_name_word(tokens[j][0]) and _next_to(query, tokens, j)):
             run.insert(0, tokens[j][0])
             j -= 1
             if (j >= 1 and tokens[j][0] in _JOINERS and _next_to(query, tokens, j)
                     and _next_to(query, tokens, j - 1)
-                    and _is_name_word(tokens[j - 1][0], shouted)):
+                    and _is_name_word(tokens[j - 1][0])):
                 run.insert(0, tokens[j][0])
                 j -= 1
         run = run[-5:]
@@ -306,6 +314,53 @@ def _english_names(query: str) -> list[NamedSource]:
             continue
         names.append(NamedSource(" ".join(words), tuple(dict.fromkeys(spellings)), core))
     return names
+
+
+# Typed all in lowercase or all in capitals, a question gives no capital to tell a name by:
+# "what are the penalties under the digital services act?". A name is then two to five words
+# between "the" or "under" and the type word, so that a sentence's own words are not read as
+# one ("how should controllers act", "the regulation of ai"); a one-word name ("the data
+# act") is left unread. "act" followed by "as", "on", "in" ... or an adverb is the verb
+# ("when does the joint controller act as a processor", "MUST A PROCESSOR ACT ONLY ON").
+_CASELESS_LEAD = frozenset(("the", "under"))
+_VERB_ACT_NEXT = frozenset(
+    "as on upon in for against with within without together alone like if when".split())
+
+
+def _caseless_names(query: str) -> list[NamedSource]:
+    """The names of a question without capitals to read (see above), as the user wrote them."""
+    tokens = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(query)]
+    folded = [token[0].casefold() for token in tokens]
+    names = []
+    for i, (token, _, end) in enumerate(tokens):
+        word = _POSSESSIVE.sub("", token)
+        if word.casefold() not in _TYPES or _NUMBERED.match(query, end):
+            continue
+        following = folded[i + 1] if i + 1 < len(tokens) else ""
+        if (word.casefold() == "act"
+                and (following in _VERB_ACT_NEXT or following.endswith("ly"))):
+            continue
+        j = i - 1
+        while j >= 0 and _is_caseless_name_word(tokens[j][0]) and _next_to(query, tokens, j):
+            j -= 1
+        run = [token[0] for token in tokens[j + 1:i]]
+        if not 2 <= len(run) <= 5 or j < 0 or folded[j] not in _CASELESS_LEAD:
+            continue
+        if not _next_to(query, tokens, j):
+            continue
+        words = [*run, word]
+        tails = [words[k:] for k in range(len(run))]
+        spellings = [" ".join(tail) for tail in tails]
+        spellings += [_content_initials(tail) for tail in tails if len(tail) >= MIN_INITIALS]
+        names.append(NamedSource(" ".join(words), tuple(dict.fromkeys(spellings)),
+                                 " ".join(run)))
+    return names
+
+
+def _is_caseless_name_word(word: str) -> bool:
+    folded = word.casefold()
+    return not (folded in _NOT_NAMES or folded in _TYPES or is_function_word(word)
+                or word.isdigit())
 
 
 def _context_acronyms(query: str) -> list[NamedSource]:
