@@ -328,7 +328,17 @@ def next_name(target: StoreLike, today: date | None = None) -> str:
     prefix = mf.next_index_version(None, today).rsplit(".", 1)[0]
     patches = [int(m.group(2)) for n in names if (m := _AUTO_NAME.match(n)) and m.group(1) == prefix]
     previous = f"{prefix}.{max(patches)}" if patches else None
-    return mf.next_index_version(previous, today)
+    name = mf.next_index_version(previous, today)
+    if not _NAME.fullmatch(name):
+        # A snapshot named by hand with a huge patch (2026.11.999...) made the next one's
+        # name too long for any command to name: created, then unreachable (show, delete,
+        # restore and open refused it as "not allowed").
+        raise SnapshotError(
+            f"the next automatic snapshot name after {excerpt(previous)} would be "
+            f"{len(name)} characters, more than the 100 a snapshot name may have: give this "
+            f"snapshot a name (`enginelib snapshot create NAME`, "
+            f"store.create_snapshot(NAME))", path=folder)
+    return name
 
 
 @contextmanager

@@ -363,3 +363,22 @@ def test_a_snapshot_of_a_newer_format_is_not_called_damaged(store: Store, where:
     assert result.exit_code != 0 and "newer enginelib" in result.output, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert [s.name for s in store.list_snapshots()] == ["new"]
+
+
+def test_an_automatic_name_past_the_name_limit_is_refused_before_anything_is_written(
+        store: Store) -> None:
+    # a snapshot named by hand 2026.11.<92 nines> (100 characters, allowed) made the next
+    # unnamed create write 2026.11.1000...0 (101): the create then failed on its own name,
+    # and show, delete, restore and open refused that snapshot as "not allowed" for good
+    from enginelib import snapshots
+
+    month = snapshots.next_name(store.path).rsplit(".", 1)[0]
+    longest = f"{month}.{'9' * (100 - len(month) - 1)}"
+    store.create_snapshot(longest)
+    with pytest.raises(SnapshotError, match="give this snapshot a name"):
+        store.create_snapshot()
+    assert [s.name for s in store.list_snapshots()] == [longest]
+    assert sorted(p.name for p in (store.path / "snapshots").iterdir()) == [
+        longest, "settings.json"]
+    assert store.create_snapshot("named").documents == 2
+    assert store.check().ok
