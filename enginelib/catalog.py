@@ -670,6 +670,15 @@ def missing_catalog_error(path: Path, generation: int) -> CorruptStoreError:
     )
 
 
+def require_committed_catalog(path: Path, generation: int) -> None:
+    """Raise ``missing_catalog_error`` when a store that has committed (its manifest is at
+    ``generation`` > 0) lacks its catalog file: a read by path (``check``, a diff against
+    the live store) answered in DuckDB's words, "Cannot open database ... in read-only mode:
+    database does not exist", with no way back named."""
+    if generation > 0 and (not path.exists() or unfinished_catalog(path)):
+        raise missing_catalog_error(path, generation)
+
+
 def _open_error(path: Path, exc: Exception) -> StoreError:
     """What a failed open of the catalog file means to the user."""
     text = str(exc).lower()

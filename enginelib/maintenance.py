@@ -21,7 +21,7 @@ from . import columns as cols
 from . import faults
 from . import manifest as mf
 from .acronyms import catalog_rows as acronym_rows
-from .catalog import Catalog, utcnow
+from .catalog import Catalog, require_committed_catalog, utcnow
 from .catalog_documents import document_count
 from .catalog_mend import (
     PENDING_NAME,
@@ -128,6 +128,7 @@ def check(target: StoreLike, *, snapshots: bool = True, lock_timeout: float = 10
         assert manifest is not None
         # a reindex killed after its commit: the catalog holds the new model's vectors
         manifest = finish_interrupted_reindex(root, manifest, writable=False)
+        require_committed_catalog(layout.catalog_path(root), manifest.generation)
         catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
             report = _check(root, catalog, snapshots, manifest)

@@ -35,7 +35,7 @@ from . import catalog_snapshots as cs
 from . import faults
 from . import manifest as mf
 from . import snapshot_files as sf
-from .catalog import Catalog
+from .catalog import Catalog, require_committed_catalog
 from .catalog_rescue import replace_damaged_catalog
 from .core import layout
 from .core.folders import require_folder
@@ -648,6 +648,7 @@ def _documents(target: StoreLike, side: str) -> dict[str, tuple[str, tuple[Any, 
         manifest = mf.read_manifest(root)
         if manifest is None:
             raise StoreNotFoundError(f"no enginelib store at {root}", path=root)
+        require_committed_catalog(layout.catalog_path(root), manifest.generation)
         catalog = Catalog(layout.catalog_path(root), manifest.embedding_dim, read_only=True)
         try:
             rows = cs.diff_rows(catalog)

@@ -15,7 +15,14 @@ import pytest
 from click.testing import CliRunner
 
 import enginelib
-from enginelib import ChunkingConfig, HashingEmbedder, IncompatibleStoreError, faults, maintenance
+from enginelib import (
+    ChunkingConfig,
+    HashingEmbedder,
+    IncompatibleStoreError,
+    faults,
+    maintenance,
+    snapshots,
+)
 from enginelib.cli.main import main
 from enginelib.errors import DiskFullError
 from enginelib.store import open_for_maintenance
@@ -180,6 +187,29 @@ def test_check_reports_damaged_snapshots(tmp_path: Path) -> None:
     assert problems == ("snapshot 's1' lacks ['chunks']: delete it",)
     assert maintenance.check(path, snapshots=False).ok
 
+
+
+def test_check_and_a_diff_of_a_store_whose_catalog_file_is_gone_name_the_way_back(
+        tmp_path: Path) -> None:
+    # both read the catalog by path, read-only, and answered in DuckDB's words ("Cannot open
+    # database ... in read-only mode: database does not exist"), where every open of the store
+    # says the file is missing and that a snapshot restore is the way back
+    path = tmp_path / "s"
+    _make_store(path)
+    with open_test_store(path) as store:
+        store.create_snapshot("s1")
+    (path / "catalog.duckdb").unlink()
+    for attempt in (lambda: maintenance.check(path),
+                    lambda: snapshots.diff_snapshots(path, "s1"),
+                    lambda: snapshots.diff_snapshots(path, "live", "s1")):
+        with pytest.raises(enginelib.CorruptStoreError, match="is missing") as info:
+            attempt()
+        assert "snapshot restore NAME" in str(info.value), info.value
+    for args in (["check"], ["snapshot", "diff", "s1"]):
+        result = CliRunner().invoke(main, [*args, "--store", str(path)])
+        assert result.exit_code == 2 and "is missing, though" in result.output, result.output
+        assert "database does not exist" not in result.output
+    assert not (path / "catalog.duckdb").exists()  # nothing was started in its place
 
 # -- CLI -----------------------------------------------------------------------------------
 
