@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,8 +12,12 @@ from . import catalog_snapshots as cs
 from . import columns as cols
 from . import faults
 from .catalog import utcnow
+from .chunker import ChunkingConfig
 from .core.layout import SNAPSHOT_TABLES_DIR as TABLES_DIR
-from .manifest import next_index_version
+from .core.layout import way_out
+from .errors import EngineError
+from .manifest import Manifest, next_index_version
+from .text import shell_word
 
 if TYPE_CHECKING:
     from .core.store_core import StoreCore
@@ -94,3 +98,69 @@ def _restored_versions(
             bumped.append(True)
     return {"document_id": cols.objects(ids), "version": cols.objects(out),
             "bumped": np.array(bumped, dtype=bool)}
+
+
+
+# The chunk sizes `enginelib reindex` takes as options (--max-tokens ...).
+_SIZES = ("max_tokens", "overlap_tokens", "min_tokens")
+
+
+def unrestorable(root: Path, name: str, snapshot: Manifest, live: Manifest) -> str | None:
+    """Why snapshot ``name`` cannot be restored into the live store (its model or chunking
+    is not the live one's, as after a reindex), with the reindex that makes it restorable;
+    None when it can be. It said "built with hashing-64 and other chunking or model than the
+    live store (hashing-64)", naming no difference and no way to restore."""
+    model = (snapshot.embedding_model, snapshot.embedding_dim)
+    differs = {}
+    if model != (live.embedding_model, live.embedding_dim):
+        differs["model"] = (f"the model {model[0]} ({model[1]} dims) where the live store has "
+                            f"{live.embedding_model} ({live.embedding_dim} dims)")
+    if snapshot.chunking_hash != live.chunking_hash:
+        fields = sorted(k for k in {*snapshot.chunking, *live.chunking}
+                        if snapshot.chunking.get(k) != live.chunking.get(k))
+        differs["chunking"] = "the chunking " + (", ".join(
+            f"{k} {snapshot.chunking.get(k)!r} (live {live.chunking.get(k)!r})"
+            for k in fields) or "of an older enginelib")
+    if not differs:
+        return None
+    return (f"snapshot {name!r} cannot be restored into the live store: it was built with "
+            f"{' and '.join(differs.values())}. Reindex the live store to the snapshot's "
+            f"{' and '.join(differs)} first ({_reindex_way(root, snapshot, live)}), then "
+            f"restore it; or open it read-only with enginelib.open(path, snapshot={name!r})")
+
+
+def _reindex_way(root: Path, snapshot: Manifest, live: Manifest) -> str:
+    """The reindex that gives the live store the snapshot's model and chunking: the command
+    where its options can say them, else the Python call with the whole chunking."""
+    wanted = ChunkingConfig.from_dict(snapshot.chunking)
+    options = []
+    if (snapshot.embedding_model, snapshot.embedding_dim) != (live.embedding_model,
+                                                              live.embedding_dim):
+        options.append(f"--embedder {shell_word(snapshot.embedding_model)}")
+    if _as_reindex_keeps(live) != snapshot.chunking_hash:
+        sizes = {k: snapshot.chunking.get(k) for k in _SIZES}
+        options += [f"--{k.replace('_', '-')} {v}" for k, v in sizes.items()]
+        if _as_reindex_sets(live, sizes) != snapshot.chunking_hash:
+            options = []  # the command's options cannot say this chunking
+    call = (f"store.reindex(embedder={snapshot.embedding_model!r}, "
+            f"chunking=enginelib.ChunkingConfig.from_dict({wanted.to_dict()!r}))")
+    if not options:
+        return call
+    return way_out(root, f"`enginelib reindex --store {shell_word(root)} {' '.join(options)}`",
+                   call)
+
+
+def _as_reindex_keeps(live: Manifest) -> str:
+    """The chunking hash `enginelib reindex` without chunk options gives the live store."""
+    recorded = ChunkingConfig.from_dict(live.chunking)
+    return replace(recorded, structure="sections", paragraph_tokens=recorded.paragraph_tokens
+                   or ChunkingConfig.paragraph_tokens).config_hash()
+
+
+def _as_reindex_sets(live: Manifest, sizes: dict[str, Any]) -> str | None:
+    """The chunking hash `enginelib reindex --max-tokens ...` gives the live store."""
+    try:
+        return ChunkingConfig.from_dict({**live.chunking, **sizes,
+                                         "structure": "sections"}).config_hash()
+    except EngineError:
+        return None

@@ -70,7 +70,7 @@ from .snapshot_integrity import (
     untrusted_indexes,
     wrong_older_vectors,
 )
-from .snapshot_restore import RestoreReport
+from .snapshot_restore import RestoreReport, unrestorable
 from .store_target import StoreLike, takes_store
 from .text import excerpt, shell_word
 from .utc import stamp_instant, utc_stamp
@@ -745,17 +745,9 @@ def snapshot_manifest(folder: Path) -> mf.Manifest:
 
 def _check_restorable(folder: Path, name: str, live: mf.Manifest) -> None:
     """Raise unless snapshot ``name`` was built with the live store's model and chunking."""
-    manifest = snapshot_manifest(folder)
-    if (manifest.embedding_model, manifest.embedding_dim,
-            manifest.chunking_hash) != (live.embedding_model, live.embedding_dim,
-                                        live.chunking_hash):
-        built = f"{manifest.embedding_model} ({manifest.embedding_dim} dims)"
-        raise SnapshotError(
-            f"snapshot {name!r} was built with {built} and other chunking or model than the "
-            f"live store ({live.embedding_model}, {live.embedding_dim} dims): it cannot be "
-            f"restored into it; open it read-only with enginelib.open(path, snapshot={name!r})",
-            path=folder,
-        )
+    reason = unrestorable(folder.parent.parent, name, snapshot_manifest(folder), live)
+    if reason is not None:
+        raise SnapshotError(reason, path=folder)
 
 
 __all__ = [

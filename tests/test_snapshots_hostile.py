@@ -382,3 +382,32 @@ def test_an_automatic_name_past_the_name_limit_is_refused_before_anything_is_wri
         longest, "settings.json"]
     assert store.create_snapshot("named").documents == 2
     assert store.check().ok
+
+
+def test_a_snapshot_from_before_a_reindex_names_what_differs_and_the_reindex_that_restores_it(
+        store: Store) -> None:
+    # the refusal said "built with hashing-64 (64 dims) and other chunking or model than the
+    # live store (hashing-64, 64 dims)" after a reindex that changed only the chunking: it named
+    # no difference, and no way to restore the snapshot
+    import re
+    import shlex
+
+    store.create_snapshot("before")
+    store.reindex(embedder=HashingEmbedder(32),
+                  chunking=enginelib.ChunkingConfig(max_tokens=40, overlap_tokens=4,
+                                                    min_tokens=10))
+    with pytest.raises(SnapshotError) as caught:
+        store.restore_snapshot("before")
+    said = str(caught.value)
+    assert "hashing-64 (64 dims) where the live store has hashing-32 (32 dims)" in said, said
+    assert "max_tokens 60 (live 40)" in said and "overlap_tokens 6 (live 4)" in said, said
+    command = re.search(r"`enginelib (reindex [^`]+)`", said)
+    assert command is not None, said
+    path = store.path
+    store.close()
+    done = CliRunner().invoke(main, shlex.split(command.group(1)) + ["--no-progress"])
+    assert done.exit_code == 0, done.output
+    restored = CliRunner().invoke(main, ["snapshot", "restore", "before", "--store", str(path)])
+    assert restored.exit_code == 0, restored.output
+    with open_test_store(path) as again:
+        assert again.check().ok and again.stats()["documents"] == 2
