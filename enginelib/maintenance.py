@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -67,7 +68,7 @@ from .own_vectors import is_external
 from .progress import IngestProgress
 from .snapshot_files import FileProblem, read_info
 from .snapshot_integrity import OPTIONAL_TABLES, checksummed, damage, index_damage
-from .snapshots import load_catalog, newer_format, settings_problem
+from .snapshots import is_snapshot_name, load_catalog, newer_format, settings_problem
 from .store_guard import MAX_LOCK_TIMEOUT_S, check_model_options
 from .store_target import StoreLike, takes_store
 from .text import shell_word
@@ -310,6 +311,7 @@ def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
     # a retention file that cannot be read fails every snapshot command (list, create, pin)
     problem = settings_problem(root)
     out = [f"snapshots: {problem}"] if problem is not None else []
+    out += _not_folders(base)
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")
                          and p.name != layout.SNAPSHOT_SETTINGS_NAME):  # said just above
         try:
@@ -329,6 +331,23 @@ def _snapshot_problems(root: Path, facts: dict[str, Any]) -> list[str]:
         out += _snapshot_stamp_problems(folder, live, info.get("generation"), set(untrusted))
         if not checksummed(folder):
             facts.setdefault("snapshots_not_checksummed", []).append(folder.name)
+    return out
+
+
+def _not_folders(base: Path) -> list[str]:
+    """Entries of the snapshots folder under a snapshot's name that are no folder (a file, a
+    link leading nowhere): every snapshot command names one damaged and says to delete it,
+    a create of that name is refused, and the listing leaves it out (settings.json, not a
+    snapshot name, is not one of them); `check` said nothing of it."""
+    out = []
+    for entry in sorted(base.iterdir()):
+        if entry.name.startswith(".") or entry.is_dir() or not is_snapshot_name(entry.name):
+            continue
+        if entry.is_symlink():
+            out.append(f"snapshot {entry.name!r} is a link to {os.readlink(entry)}, which is not "
+                       "a folder there (a drive not mounted?): mount it, or delete it")
+        else:
+            out.append(f"snapshot {entry.name!r} is a file, not a snapshot folder: delete it")
     return out
 
 

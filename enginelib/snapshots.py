@@ -158,12 +158,17 @@ def _base(root: Path) -> Path:
 def validate_name(name: str) -> str:
     # Names become folder names: no separators, no dot-prefixed (temporary) names, and not
     # the retention file beside them (a snapshot folder there wedged every later command).
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (LIVE, SETTINGS_NAME):
+    if not isinstance(name, str) or not is_snapshot_name(name):
         raise InvalidInputError(
             f"snapshot name {excerpt(name)} is not allowed: use letters, digits, '.', '_' or '-' "
             f"(up to 100, not starting with '.' or '-', and not {LIVE!r} or {SETTINGS_NAME!r})"
         )
     return name
+
+
+def is_snapshot_name(name: str) -> bool:
+    """Whether ``name`` is one a snapshot may have (``validate_name`` takes it)."""
+    return bool(_NAME.fullmatch(name)) and name not in (LIVE, SETTINGS_NAME)
 
 
 def _way(root: Path, command: str, call: str) -> str:
@@ -755,7 +760,7 @@ __all__ = [
     "SnapshotInfo", "apply_retention", "create_and_prune", "create_snapshot", "delete_snapshot",
     "diff_snapshots",
     "OPTIONAL_TABLES", "checksummed", "damage", "index_damage",
-    "get_snapshot", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
+    "get_snapshot", "is_snapshot_name", "list_snapshots", "load_catalog", "next_name", "pin_snapshot",
     "restore_snapshot", "retention", "set_retention", "settings_problem", "snapshot_folder",
     "snapshot_manifest",
     "untrusted_indexes",

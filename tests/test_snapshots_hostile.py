@@ -411,3 +411,27 @@ def test_a_snapshot_from_before_a_reindex_names_what_differs_and_the_reindex_tha
     assert restored.exit_code == 0, restored.output
     with open_test_store(path) as again:
         assert again.check().ok and again.stats()["documents"] == 2
+
+
+def test_check_names_a_file_or_a_dangling_link_under_a_snapshot_name(store: Store) -> None:
+    # every snapshot command called such an entry a damaged snapshot and said to delete it, a
+    # create of its name was refused, yet `check` (which skipped all but folders) said healthy
+    store.create_snapshot("good")
+    base = store.path / "snapshots"
+    (base / "copied").write_text("not a snapshot", encoding="utf-8")
+    (base / "archived").symlink_to(store.path.parent / "unmounted" / "archived")
+    problems = store.check().problems
+    assert problems == (
+        "snapshot 'archived' is a link to "
+        f"{store.path.parent / 'unmounted' / 'archived'}, which is not a folder there (a drive "
+        "not mounted?): mount it, or delete it",
+        "snapshot 'copied' is a file, not a snapshot folder: delete it"), problems
+    path = str(store.path)
+    store.close()
+    result = CliRunner().invoke(main, ["check", "--store", path])
+    assert result.exit_code == 1 and "'copied' is a file" in result.output, result.output
+    for name in ("copied", "archived"):
+        deleted = CliRunner().invoke(main, ["snapshot", "delete", name, "--store", path])
+        assert deleted.exit_code == 0, deleted.output
+    assert CliRunner().invoke(main, ["check", "--store", path]).exit_code == 0
+    assert sorted(p.name for p in base.iterdir()) == ["good", "settings.json"]
