@@ -239,11 +239,17 @@ class Store(StoreCore):
             raise DocumentNotFoundError(document_id)
         current = []
         if doc is not None:
+            # the keys of an archived version's row, so that every row has the same (the
+            # current one lacked title, archived_at and generation: `history --json` readers
+            # failed on the last row). generation, like archived_at, says when a version was
+            # archived: none yet (the document's own moves with every restore)
             current = [{
                 "document_id": document_id, "version": doc["version"],
-                "index_version": doc["index_version"], "content_hash": doc["content_hash"],
-                "truth_level": doc["truth_level"], "total_chunks": doc["total_chunks"],
-                "change_summary": "current", "valid_from": doc["updated_at"], "current": True,
+                "index_version": doc["index_version"], "title": doc["title"],
+                "content_hash": doc["content_hash"], "truth_level": doc["truth_level"],
+                "total_chunks": doc["total_chunks"], "change_summary": "current",
+                "valid_from": doc["updated_at"], "archived_at": None,
+                "generation": None, "current": True,
             }]
         return [{**v, "current": False} for v in versions] + current
 

@@ -296,6 +296,20 @@ def test_cli_history(runner: CliRunner, tmp_path: Path) -> None:
     assert "no document with id 'nope'" in result.output
 
 
+
+def test_every_row_of_history_json_has_the_same_keys(runner: CliRunner, tmp_path: Path) -> None:
+    # the current version's row lacked title, archived_at and generation, which every archived
+    # row has: a program reading `history --json` failed on the last row (KeyError 'title')
+    store = str(tmp_path / "s")
+    with open_test_store(Path(store)) as opened:
+        for topic in ("first", "second"):
+            opened.ingest_documents([doc("d0", paragraphs(2, topic), title=f"Manual {topic}")])
+    data = json.loads(invoke(runner, "history", "d0", "--store", store, "--json").stdout)
+    archived, current = data["versions"]
+    assert set(current) == set(archived), set(archived) ^ set(current)
+    assert current["current"] and current["archived_at"] is None is current["generation"]
+    assert (archived["title"], current["title"]) == ("Manual first", "Manual second")
+
 def test_cli_check_repair_reindex(runner: CliRunner, tmp_path: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     store = str(tmp_path / "s")
