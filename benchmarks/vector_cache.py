@@ -23,6 +23,7 @@ import numpy as np
 
 from enginelib.embedders import Embedder, QueryEmbedder, embed_queries
 from enginelib.embedders.fingerprint import fingerprint_of
+from enginelib.question_frames import question_core
 
 DEFAULT_CACHE = Path(__file__).resolve().parent / ".cache" / "vectors"
 
@@ -127,12 +128,16 @@ class CachingEmbedder:
         # A model with a query role (e5) embeds queries differently: their own keys.
         if not isinstance(self.inner, QueryEmbedder):
             return self.embed(texts)
+        # Keyed by the text the model reads (question_frames.question_core: the frame cut,
+        # the first letter a capital), so that a change there is never served old vectors.
         return self._cached(texts, f"{self.name}\0query",
-                            lambda batch: embed_queries(self.inner, batch), None)
+                            lambda batch: embed_queries(self.inner, batch), None,
+                            key_texts=[question_core(t) for t in texts])
 
-    def _cached(self, texts, model, compute, progress) -> np.ndarray:  # type: ignore[no-untyped-def]
+    def _cached(self, texts, model, compute, progress,  # type: ignore[no-untyped-def]
+                key_texts=None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        keys = [text_key(model, t) for t in texts]
+        keys = [text_key(model, t) for t in (texts if key_texts is None else key_texts)]
         missing = []
         for i, key in enumerate(keys):
             row = self.cache.get(key)
