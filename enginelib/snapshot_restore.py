@@ -100,7 +100,6 @@ def _restored_versions(
             "bumped": np.array(bumped, dtype=bool)}
 
 
-
 # The chunk sizes `enginelib reindex` takes as options (--max-tokens ...).
 _SIZES = ("max_tokens", "overlap_tokens", "min_tokens")
 
