@@ -178,37 +178,37 @@ def test_a_question_about_a_law_the_store_lacks_is_refused_by_default(
     assert f"'{name}'" in (response.reason or "") and "no passage" in (response.reason or "")
 
 
-@pytest.mark.parametrize("query", [
-    "what are the penalties under the digital services act?",
-    "WHAT ARE THE PENALTIES UNDER THE DIGITAL SERVICES ACT?",
-    "which transactions does the consumer credit directive exempt?",
-    "WHAT DOES THE EU DATA ACT SAY ABOUT CLOUD SWITCHING IN THE EU?",
-    "HOW MUST A STABLECOIN ISSUER HOLD RESERVES UNDER MICA?",
-])
-def test_a_question_in_lowercase_or_capitals_on_a_law_the_store_lacks_is_refused(
-        laws: enginelib.Store, query: str) -> None:
-    # typed without capitals, the questions above were answered: no name was read, and in
-    # capitals "DIGITAL" and "SERVICES" looked like acronyms the store holds
-    response = laws.search(query)
-    assert response.gate is not None and response.gate.reason_code == gate.NAMED_SOURCE_ABSENT
+LACKED = "a law the store lacks"
+HELD = "the store's laws"
 
 
-@pytest.mark.parametrize("query", [
-    "what does the general data protection regulation say about profiling?",
-    "UNDER THE GENERAL DATA PROTECTION REGULATION, WHO IS A CONTROLLER?",
-    "UNDER THE GDPR, WHEN IS CONSENT VALID?",
-    "which practices does the eu ai act prohibit?",
-    "HOW DOES GDPR REGULATION APPLY TO SMALL FIRMS?",
-    "is an ai safety component of a machine covered by the machinery regulation high-risk?",
-    "IS AN AI SAFETY COMPONENT OF A MACHINE COVERED BY THE MACHINERY REGULATION HIGH-RISK?",
-    "Is An AI Safety Component Of A Machine Covered By The Machinery Regulation High-Risk?",
-])
-def test_a_question_in_lowercase_capitals_or_title_case_on_the_stores_laws_is_not_refused(
-        laws: enginelib.Store, query: str) -> None:
+@pytest.mark.parametrize(("query", "about"), [
+    # typed without capitals, these were answered: no name was read, and in capitals
+    # "DIGITAL" and "SERVICES" looked like acronyms the store holds
+    ("what are the penalties under the digital services act?", LACKED),
+    ("WHAT ARE THE PENALTIES UNDER THE DIGITAL SERVICES ACT?", LACKED),
+    ("which transactions does the consumer credit directive exempt?", LACKED),
+    ("WHAT DOES THE EU DATA ACT SAY ABOUT CLOUD SWITCHING IN THE EU?", LACKED),
+    ("HOW MUST A STABLECOIN ISSUER HOLD RESERVES UNDER MICA?", LACKED),
+    ("what does the general data protection regulation say about profiling?", HELD),
+    ("UNDER THE GENERAL DATA PROTECTION REGULATION, WHO IS A CONTROLLER?", HELD),
+    ("UNDER THE GDPR, WHEN IS CONSENT VALID?", HELD),
+    ("which practices does the eu ai act prohibit?", HELD),
+    ("HOW DOES GDPR REGULATION APPLY TO SMALL FIRMS?", HELD),
+    ("is an ai safety component of a machine covered by the machinery regulation high-risk?",
+     HELD),
+    ("IS AN AI SAFETY COMPONENT OF A MACHINE COVERED BY THE MACHINERY REGULATION HIGH-RISK?",
+     HELD),
     # in title case every word has a capital: the phrases asked in ("safety component") were
     # all skipped as a proper name's, and the question refused for the Machinery Regulation
+    ("Is An AI Safety Component Of A Machine Covered By The Machinery Regulation High-Risk?",
+     HELD),
+])
+def test_a_question_in_lowercase_capitals_or_title_case_is_read_for_the_law_it_names(
+        laws: enginelib.Store, query: str, about: str) -> None:
     response = laws.search(query)
-    assert response.gate is not None and response.gate.reason_code != gate.NAMED_SOURCE_ABSENT
+    assert response.gate is not None
+    assert (response.gate.reason_code == gate.NAMED_SOURCE_ABSENT) == (about == LACKED)
 
 
 def _held(store: enginelib.Store, query: str) -> None:
