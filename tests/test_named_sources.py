@@ -84,6 +84,9 @@ def test_a_spelled_out_name_is_also_its_initials_and_its_tail() -> None:
     ("what are the penalties under the digital services act?", ["digital services act"]),
     ("WHAT ARE THE PENALTIES UNDER THE DIGITAL SERVICES ACT?", ["DIGITAL SERVICES ACT"]),
     ("is the eu ai act's risk list final?", ["eu ai act"]),
+    # its capital, and the name in lowercase
+    ("What are the penalties under the digital services act?", ["digital services act"]),
+    ("When does the joint controller act as a processor?", []),
     # "act" the verb, a name's words not led by "the" / "under", one word: no name
     ("when does the joint controller act as a processor?", []),
     ("when does the joint controller act quickly?", []),
@@ -187,6 +190,7 @@ HELD = "the store's laws"
     # "DIGITAL" and "SERVICES" looked like acronyms the store holds
     ("what are the penalties under the digital services act?", LACKED),
     ("WHAT ARE THE PENALTIES UNDER THE DIGITAL SERVICES ACT?", LACKED),
+    ("What are the penalties under the digital services act?", LACKED),
     ("which transactions does the consumer credit directive exempt?", LACKED),
     ("WHAT DOES THE EU DATA ACT SAY ABOUT CLOUD SWITCHING IN THE EU?", LACKED),
     ("HOW MUST A STABLECOIN ISSUER HOLD RESERVES UNDER MICA?", LACKED),
@@ -194,6 +198,7 @@ HELD = "the store's laws"
     ("UNDER THE GENERAL DATA PROTECTION REGULATION, WHO IS A CONTROLLER?", HELD),
     ("UNDER THE GDPR, WHEN IS CONSENT VALID?", HELD),
     ("which practices does the eu ai act prohibit?", HELD),
+    ("What does the general data protection regulation say about profiling?", HELD),
     ("HOW DOES GDPR REGULATION APPLY TO SMALL FIRMS?", HELD),
     ("is an ai safety component of a machine covered by the machinery regulation high-risk?",
      HELD),

@@ -231,7 +231,10 @@ def named_sources(query: str, language: str | None = None) -> list[NamedSource]:
     found: dict[str, NamedSource] = {}
     caseless = not any(c.isupper() for c in query) or query.isupper()
     english = [] if (language or "").startswith("fr") else (
-        _caseless_names(query) if caseless else _english_names(query))
+        _caseless_names(query) if caseless else _english_names(query) + [
+            # "What are the penalties under the digital services act?": a name typed in
+            # lowercase in a question that has its capital
+            name for name in _caseless_names(query) if name.name.islower()])
     for source in (*english, *_context_acronyms(query), *_french_names(query)):
         key = source.name.casefold()
         if not any(f" {key} " in f" {k} " for k in found):
