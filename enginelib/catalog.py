@@ -19,6 +19,7 @@ import numpy as np
 
 from . import columns as cols
 from .catalog_errors import refused_write
+from .core.layout import is_memory_store
 from .errors import (
     CorruptStoreError,
     DocumentNotFoundError,
@@ -308,7 +309,8 @@ class Catalog:
         doc = self.get_document(document_id)
         if doc is None:
             deleted = bool(self.archived_versions([document_id]))
-            raise DocumentNotFoundError(document_id, deleted=deleted)
+            raise DocumentNotFoundError(document_id, deleted=deleted,
+                                        in_memory=is_memory_store(self.path.parent))
         return doc
 
     def document_states(

@@ -189,9 +189,13 @@ class PruneRefusedError(IngestError):
 
 
 class DocumentNotFoundError(EngineError, KeyError):
-    def __init__(self, document_id: str, *, deleted: bool = False) -> None:
+    def __init__(self, document_id: str, *, deleted: bool = False,
+                 in_memory: bool = False) -> None:
         message = f"no document with id {document_id!r} in this store"
-        if deleted:
+        if deleted and in_memory:  # an in-memory store has no path a command could be given
+            message += (f" (it was deleted: store.history({document_id!r}) lists its versions "
+                        f"and store.version_text({document_id!r}, VERSION) returns one)")
+        elif deleted:
             message += (f" (it was deleted: `enginelib history {shlex.quote(document_id)}` lists its "
                          "versions and `--text VERSION` prints one)")
         super().__init__(message)

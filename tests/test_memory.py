@@ -406,3 +406,29 @@ def test_a_memory_stores_errors_name_the_python_call_not_a_command(tmp_path: Pat
     with pytest.raises(enginelib.SnapshotError, match="`enginelib snapshot list --store "):
         with enginelib.open(tmp_path / "disk", embedder=HashingEmbedder(16)) as disk:
             disk.restore_snapshot("nope")
+
+
+def test_a_deleted_documents_error_names_the_python_calls_in_memory(ram: Path,
+                                                                     tmp_path: Path) -> None:
+    # "no document with id 'pads' in this store (it was deleted: `enginelib history pads`
+    # lists its versions and `--text VERSION` prints one)": a command no in-memory store can
+    # be given (the CLI refuses --store :memory:)
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(16)) as store:
+        store.delete_document("pads")
+        for call in (lambda: store.get_document("pads"), lambda: store.show("pads"),
+                     lambda: store.update_document("pads", tags=["x"]),
+                     lambda: store.delete_document("pads")):
+            with pytest.raises(enginelib.DocumentNotFoundError) as caught:
+                call()
+            assert str(caught.value) == (
+                "no document with id 'pads' in this store (it was deleted: "
+                "store.history('pads') lists its versions and "
+                "store.version_text('pads', VERSION) returns one)")
+        [version] = store.history("pads")  # the advice works
+        assert "brake pads" in store.version_text("pads", version["version"])
+    # a store folder keeps its command
+    with enginelib.open(tmp_path / "disk", embedder=HashingEmbedder(16)) as disk:
+        disk.ingest_documents([enginelib.LoadedDocument(id="pads", text="brake pads")])
+        disk.delete_document("pads")
+        with pytest.raises(enginelib.DocumentNotFoundError, match="`enginelib history pads`"):
+            disk.get_document("pads")
