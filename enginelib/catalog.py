@@ -573,11 +573,13 @@ class Catalog:
 
     def logged_queries(self, *, limit: int = 100, zero_results: bool = False) -> list[dict[str, Any]]:
         """Newest first; ``zero_results`` keeps the searches that returned no hit (the
-        questions the corpus cannot answer yet)."""
+        questions the corpus cannot answer yet). Newest by when the search ran, not by id: a
+        reader's searches get their ids when a writer imports them, after searches the
+        writers ran later (ordered by id, an import put them first)."""
         cursor = self.con.execute(
             "SELECT id, created_at, query_text, strategy, filters, status, result_count, "
             "chunks_retrieved, reranked_count, latency_ms FROM query_log "
-            "WHERE NOT ? OR result_count = 0 ORDER BY id DESC LIMIT ?",
+            "WHERE NOT ? OR result_count = 0 ORDER BY created_at DESC, id DESC LIMIT ?",
             [zero_results, limit],
         )
         names = [d[0] for d in cursor.description]

@@ -117,3 +117,32 @@ def test_a_claimed_file_put_back_does_not_overwrite_a_readers_file(tmp_path: Pat
     assert _logged(path) == SEARCHES + 1
     assert QueryLog(path, writable=False).pending() == []
     assert json.loads(lines[0])["entry"]["query_text"] == "pads"
+
+
+def test_the_log_stays_newest_first_once_a_writer_imports_a_readers_searches(
+        tmp_path: Path) -> None:
+    """Listed by id, a reader's search came first once a writer had imported it (its id is
+    given at the import), ahead of a writer's search that ran after it: `enginelib queries
+    --limit 1` showed the older search, and the order changed with nothing searched."""
+    path = tmp_path / "s"
+    with open_test_store(path) as store:
+        store.ingest_documents([doc("d1", paragraphs(3))])
+    writer = open_test_store(path)
+    with enginelib.open(path, embedder=HashingEmbedder(64), read_only=True) as reader:
+        reader.search("earlier reader question", answerability_threshold=None)
+    writer.search("later writer question", answerability_threshold=None)
+    writer.close()
+    newest_first = ["later writer question", "earlier reader question"]
+
+    def listed() -> tuple[list[str], str]:
+        shown = CliRunner().invoke(main, ["queries", "--store", str(path), "--limit", "1",
+                                          "--json"])
+        assert shown.exit_code == 0, shown.output
+        with enginelib.open(path, embedder=HashingEmbedder(64), read_only=True) as store:
+            texts = [row["query_text"] for row in store.logged_queries()]
+        return texts, json.loads(shown.output)[0]["query_text"]
+
+    assert listed() == (newest_first, "later writer question")  # the reader's still pending
+    open_test_store(path).close()  # a writer imports it
+    assert not list((path / "querylog").glob("pending-*"))
+    assert listed() == (newest_first, "later writer question")
