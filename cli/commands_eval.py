@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -58,6 +59,7 @@ STDIN_NAME = "<stdin>"  # how messages name standard input ("<stdin>:3: not JSON
 @click.option("--depth", type=Integer(1, MAX_LIMIT), default=EVAL_DEPTH, show_default=True,
               help="Documents ranked per query.")
 @click.option("--run-out", type=GivenPath(dir_okay=False, path_type=Path), default=None,
+              callback=lambda _ctx, _param, path: _writable_run_out(path),
               help="Write the ranking in TREC run format (qid Q0 docid rank score tag).")
 @click.option("--tag", default=None, help="Run tag in --run-out [default: enginelib-STRATEGY].")
 @json_option
@@ -153,6 +155,26 @@ def eval_command(
         click.echo(f"note: {empty} queries returned no document (scored 0)", err=True)
     if run_out is not None:
         click.echo(f"run written to {run_out} (tag {run_tag})")
+
+
+def _writable_run_out(path: Path | None) -> Path | None:
+    """Refuse a ``--run-out`` that cannot be written before any query is searched: it was
+    opened after the whole evaluation, which then failed ("No such file or directory"), its
+    scores never printed."""
+    if path is None:
+        return None
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise click.BadParameter(f"{str(path)!r}: its folder {str(folder)!r} {what}; create "
+                                 "the folder or name a file in one that exists",
+                                 param_hint="'--run-out'")
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.W_OK)):
+        where = path if path.exists() else folder
+        raise click.BadParameter(f"{str(path)!r}: {str(where)!r} is not writable by this "
+                                 "user; name a file you can write", param_hint="'--run-out'")
+    return path
 
 
 def _shown(path: Path) -> Path:

@@ -591,6 +591,31 @@ def test_cli_eval_refuses_a_run_tag_of_two_words_before_writing(
     assert not run_file.exists()
 
 
+@pytest.mark.parametrize("folder", ["missing", "a-file"])
+def test_cli_eval_refuses_a_run_out_it_cannot_write_before_searching(
+    judged_store: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    folder: str,
+) -> None:
+    """The run file was opened after every judged query had been searched: a folder that is
+    not there failed the whole evaluation at its end ("Error: the command failed: No such
+    file or directory"), its scores never printed. It is refused before the store opens."""
+    (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
+    run_file = tmp_path / folder / "run.txt"
+    said = ("does not exist" if folder == "missing" else "is not a folder")
+    expected = (f"Error: Invalid value for '--run-out': {str(run_file)!r}: its folder "
+                f"{str(run_file.parent)!r} {said}; create the folder or name a file in one "
+                "that exists\n")
+    result = _eval(monkeypatch, judged_store, "--run-out", str(run_file))
+    assert result.exit_code == 2 and result.output.endswith(expected), result.output
+    # before the store is opened: no store there, and the run file is still what is named
+    gone = (tmp_path / "no-store", *judged_store[1:])
+    result = _eval(monkeypatch, gone, "--run-out", str(run_file))
+    assert result.exit_code == 2 and result.output.endswith(expected), result.output
+    (tmp_path / "missing").mkdir()
+    result = _eval(monkeypatch, judged_store, "--run-out", str(tmp_path / "missing" / "run.txt"))
+    assert result.exit_code == 0, result.output
+
+
 def test_cli_eval_reads_queries_or_judgments_from_standard_input_given_as_dash(
     judged_store: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
