@@ -26,6 +26,7 @@ from typing import Any
 from . import faults
 from .chunker import ChunkingConfig
 from .core.layout import MEMORY_PREFIX, MEMORY_STORE_NAME
+from .core.lock import writer_holds
 from .core.store_core import require_no_file_above
 from .durable import copy_tree, fsync_dir
 from .edge import guard
@@ -246,11 +247,17 @@ def _refuse_shared_ids(documents: list[LoadedDocument]) -> None:
 
 def sweep_orphans(parent: Path) -> list[Path]:
     """Remove the folders of in-memory stores whose process died without cleaning up
-    (killed by a signal: no finalizer runs), so RAM does not fill up across crashes."""
+    (killed by a signal: no finalizer runs), so RAM does not fill up across crashes.
+
+    A pid this process cannot see is not a dead one: a process of another pid namespace (a
+    container sharing /dev/shm or $ENGINELIB_MEMORY_DIR) had its live store removed under it.
+    A store still holding its writer lock is left be, whoever holds it."""
     removed = []
     for folder in parent.glob(f"{_PREFIX}*-*"):
         pid_text = folder.name[len(_PREFIX):].split("-", 1)[0]
         if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        if writer_holds(folder / MEMORY_STORE_NAME):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)

@@ -243,6 +243,26 @@ def test_a_killed_process_folder_is_swept_by_the_next_store(ram):
     assert os.listdir(ram) == []
 
 
+def test_a_live_store_whose_pid_is_not_seen_here_is_not_swept(ram: Path) -> None:
+    """The sweep took a pid this process cannot see for a dead one: a process in another pid
+    namespace (a container sharing /dev/shm) opening an in-memory store removed the folder of
+    a live one (reproduced with `unshare --pid`), whose next call said its catalog was gone.
+    Such a store is the one below: named after a pid not alive here, holding its writer."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True, timeout=60)
+    unseen = int(finished.stdout)  # exited: not alive to this process
+    live = ram / f"enginelib-mem-{unseen}-elsewhere" / "store"
+    live.parent.mkdir()
+    with enginelib.open(live, embedder=HashingEmbedder(16)) as other:
+        other.ingest_documents([enginelib.LoadedDocument(id="a", text="brake pads")])
+        with enginelib.memory(embedder=HashingEmbedder(16)):  # sweeps at its open
+            pass
+        assert other.search("brake pads", **NO_GATE).hits[0].document_id == "a"
+        other.ingest_documents([enginelib.LoadedDocument(id="b", text="rotor")])
+    with enginelib.memory(embedder=HashingEmbedder(16)):  # its writer gone: swept as before
+        assert [name.split("-")[2] for name in os.listdir(ram)] == [str(os.getpid())]
+
+
 @pytest.mark.parametrize("chosen", ["/etc/passwd", "/nonexistent/enginelib-dir"])
 def test_a_memory_folder_that_is_not_a_writable_folder_is_named(monkeypatch: pytest.MonkeyPatch,
                                                                  chosen: str) -> None:

@@ -157,6 +157,27 @@ def _lock_folder(root: Path, deadline: float) -> int | None | bool:
         return fd
 
 
+def writer_holds(root: Path) -> bool:
+    """True while a writer holds the store folder ``root`` (its folder flock), whichever
+    process it is: one whose pid this process cannot see (another pid namespace: a container
+    sharing /dev/shm) too. False where folders cannot be locked."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without flock on folders
+        return False
+    finally:
+        os.close(fd)  # and with it the shared lock just taken
+    return False
+
+
 def note_holder(root: Path, what: str, instead: str) -> None:
     """Say, while this process holds the writer lock for long, what holds it and what another
     writer can do instead; ``clear_holder`` when done (a dead holder's note is ignored)."""
