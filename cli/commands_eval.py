@@ -76,6 +76,11 @@ def eval_command(
     if is_stdin(queries_path) and is_stdin(qrels_path):
         raise click.UsageError("--queries - and --qrels -: standard input holds one of them; "
                                "name a file for the other")
+    for option, given in (("--queries", queries_path), ("--qrels", qrels_path)):
+        if run_out is not None and _same_file(run_out, given):
+            # written over with the ranking, the judgments (or queries) were gone for good
+            raise click.UsageError(f"--run-out {run_out} is the {option} file: the run would "
+                                   "be written over it; name another file for --run-out")
     qrels = _read(qrels_path, "judgments", read_qrels, "--qrels")
     all_queries = _read(queries_path, "queries", read_queries, "--queries")
     # how the messages below name them
@@ -175,6 +180,15 @@ def _writable_run_out(path: Path | None) -> Path | None:
         raise click.BadParameter(f"{str(path)!r}: {str(where)!r} is not writable by this "
                                  "user; name a file you can write", param_hint="'--run-out'")
     return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if is_stdin(b):
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # the run file not there yet
+        return False
 
 
 def _shown(path: Path) -> Path:

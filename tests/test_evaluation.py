@@ -616,6 +616,23 @@ def test_cli_eval_refuses_a_run_out_it_cannot_write_before_searching(
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.parametrize("option", ["--queries", "--qrels"])
+def test_cli_eval_refuses_a_run_out_that_is_one_of_its_inputs(
+    judged_store: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, option: str,
+) -> None:
+    """`--run-out qrels.tsv` (a completion one word off) wrote the ranking over the
+    judgments, which were gone for good, and the command said it had scored them."""
+    _, queries, qrels = judged_store
+    target = queries if option == "--queries" else qrels
+    before = target.read_bytes()
+    result = _eval(monkeypatch, judged_store, "--run-out", str(target))
+    assert result.exit_code == 2, result.output
+    assert result.output.endswith(f"Error: --run-out {target} is the {option} file: the run "
+                                  "would be written over it; name another file for "
+                                  "--run-out\n"), result.output
+    assert target.read_bytes() == before
+
+
 def test_cli_eval_reads_queries_or_judgments_from_standard_input_given_as_dash(
     judged_store: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
