@@ -82,6 +82,11 @@ _NEXT_LINE = re.compile(r"\s*\n([^\n]{1,120})\n")  # the short line under a bare
 _MAX_NUMBERED_LINE = 200  # a longer line is a paragraph that starts with "Article 5 ..."
 _MAX_BARE_TITLE_LINE = 100
 _PLAIN_LEVEL_BASE = 6
+# Lines that bound the paragraph a setext underline may title (see ``_paragraph_start``).
+_THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_FENCE_LINE = re.compile(r" {0,3}(?:```|~~~)")
+_LIST_ITEM_OR_QUOTE = re.compile(r" {0,3}(?:(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)|>)")
+_IN_A_LIST = -1  # the paragraph start of an underline under a list item or a block quote
 # Longest heading title a chunk's heading path shows. Every chunk of a section repeats its
 # path (in the catalog, the text segments and the text embedded), so an unbounded title made
 # storage quadratic: a setext heading is its whole paragraph, and a 1 MB paragraph over a
@@ -169,17 +174,28 @@ def _paragraph_start(
     text: str, underline_start: int, last_heading_end: int,
     previous: tuple[int, int, int | None] | None,
 ) -> int | None:
-    """Start of the paragraph above an underline (None: a blank line or a heading is right
-    above), not walking again a paragraph the ``previous`` underline walked."""
+    """Start of the paragraph above an underline (None: a blank line, a heading, a thematic
+    break or a code fence is right above; ``_IN_A_LIST``: the lines above belong to a list
+    item or a block quote), not walking again a paragraph the ``previous`` underline walked.
+
+    CommonMark: a setext underline never continues a list item or a block quote ("- item"
+    then "---" is a list, then a thematic break), and a paragraph starts after a thematic
+    break or a fence, which are no paragraph text."""
     line_end = underline_start - 1  # the newline that ends the paragraph's last line
     para_start: int | None = None
     while line_end > last_heading_end:  # walk back over the paragraph to a blank line
         if previous is not None and line_end == previous[1]:
+            if _THEMATIC_BREAK.match(text, previous[0], previous[1]):
+                break  # a "---" that made no heading is a thematic break: nothing above
             # the previous underline's line: the paragraph it closed goes on down to here
             return previous[2] if previous[2] is not None else previous[0]
         line_start = text.rfind("\n", 0, line_end) + 1
-        if not text[line_start:line_end].strip():
+        if (not text[line_start:line_end].strip()
+                or _THEMATIC_BREAK.match(text, line_start, line_end)
+                or _FENCE_LINE.match(text, line_start, line_end)):
             break
+        if _LIST_ITEM_OR_QUOTE.match(text, line_start, line_end):
+            return _IN_A_LIST
         para_start = line_start
         if line_start == 0:
             break
@@ -189,7 +205,7 @@ def _paragraph_start(
 
 def _setext(text: str, para_start: int | None, underline_start: int, char: str) -> Heading | None:
     """The paragraph above an ``===``/``---`` line, as a level 1/2 heading (CommonMark)."""
-    if para_start is None:
+    if para_start is None or para_start == _IN_A_LIST:
         return None
     first_end = text.find("\n", para_start, underline_start)
     # its first line is not blank (the walk starts a paragraph on text): checked before the

@@ -346,3 +346,26 @@ def test_the_chunks_of_a_long_section_joined_by_a_short_sibling_carry_the_long_o
     for chunk in chunks[1:]:
         assert chunk.start_offset > definitions
         assert chunk.headings == ("Guide", "Definitions")
+
+
+def test_a_dash_line_under_a_list_item_or_a_thematic_break_is_no_heading(tmp_path: Path) -> None:
+    # "- step two" then "---" is a list then a thematic break (CommonMark: an underline never
+    # continues a list item); it was read as a level-2 heading titled "- step one - step
+    # two", which took the place of "## Brake service" in the path of every chunk after it.
+    # Likewise "---" under a thematic break (a heading titled "---"), and under a quote.
+    body = "The rotor torque is checked every year by the workshop."
+    text = (f"# Manual\n\n## Brake service\n\nSteps:\n\n- step one\n- step two\n---\n\n{body}\n\n"
+            f"Note\n\n---\n---\n\n{body}\n\n> quoted advice\n---\n\n{body}\n\n"
+            f"***\nAfter a break\n---\n\n{body}\n")
+    assert [(h.title, h.level) for h in find_headings(text)] == [
+        ("Manual", 1), ("Brake service", 2), ("After a break", 2)]
+    chunks = Chunker(ChunkingConfig(max_tokens=60, overlap_tokens=0, min_tokens=0)).chunk(text)
+    assert [(c.headings, c.content.split("\n", 1)[0]) for c in chunks] == [
+        (("Manual",), "# Manual"), (("Manual", "Brake service"), "## Brake service"),
+        (("Manual", "After a break"), "After a break")]
+    # through a store: the hit on the text after the list names the section it belongs to
+    store = enginelib.open(tmp_path / "s", embedder=HashingEmbedder(16))
+    store.ingest_documents([enginelib.LoadedDocument(id="d", text=text)], truth_level="L1")
+    paths = {c["heading_path"] for c in store.show("d")["chunks"]}
+    assert not any("step" in p or "---" in p or "quoted" in p for p in paths), paths
+    store.close()
