@@ -58,7 +58,7 @@ _AFTER_KEYWORD = r"(?:(?<=§)[ \t]*|[ \t]+)"
 # One pass over the candidate lines; the branches are tried in this order.
 _LINE = re.compile(
     r"^ {0,3}(?:"
-    r"(?P<fence>```|~~~)"
+    r"(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)"
     # the title runs to the end of its line and is stripped after: a lazy title before
     # [ \t]*$ tried every split of a line's spaces, minutes on a line padded with spaces
     r"|(?P<marks>#{1,6})(?:[ \t]+(?P<title>[^\n]*))?$"
@@ -104,13 +104,19 @@ class Heading:
     numbered: bool  # names a numbered unit (article, recital, section...): cited on its own
 
 
-def fence_after(fence: str | None, marker: str) -> str | None:
-    """The code fence open after a fence line ``marker`` (the chunker's heading scan and
-    this one follow the same rule): it opens one when none is open and closes the open one
-    of the same kind; a ``~~~`` line inside a ``` block is part of the block."""
+def fence_after(fence: str | None, marker: str, rest: str = "") -> str | None:
+    """The code fence open after a fence line: ``marker`` its run of backticks or tildes,
+    ``rest`` what follows on the line (the chunker's heading scan and this one follow the
+    same rule). As CommonMark has it, a line opens a fence when none is open (a run of
+    backticks followed by more backticks on its line is inline code, no fence), and closes
+    the open one when it is a run of the same mark at least as long with nothing after it:
+    a ``~~~`` line, a shorter run or a "```python" line inside a block is part of the block
+    ("````" around a block that shows a "```" one in a Markdown guide). The legacy flat
+    chunker's scan passes the first three marks alone, and keeps its rule."""
     if fence is None:
-        return marker
-    return None if marker == fence else fence
+        return None if marker[0] == "`" and "`" in rest else marker
+    closes = marker[0] == fence[0] and len(marker) >= len(fence) and not rest.strip()
+    return None if closes else fence
 
 
 def heading_title(raw: str | None) -> str:
@@ -144,7 +150,7 @@ def find_headings(text: str) -> list[Heading]:
     for match in _LINE.finditer(text):
         marker = match.group("fence")
         if marker is not None:
-            fence = fence_after(fence, marker)
+            fence = fence_after(fence, marker, match.group("info"))
             continue
         if fence is not None:
             continue

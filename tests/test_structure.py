@@ -369,3 +369,19 @@ def test_a_dash_line_under_a_list_item_or_a_thematic_break_is_no_heading(tmp_pat
     paths = {c["heading_path"] for c in store.show("d")["chunks"]}
     assert not any("step" in p or "---" in p or "quoted" in p for p in paths), paths
     store.close()
+
+
+def test_a_longer_fence_around_a_shown_code_block_keeps_its_lines_out_of_the_headings() -> None:
+    # A Markdown guide shows a fenced block inside a "````" one: its "```python" line closed
+    # the outer fence, so "# install the package" in the shown shell block became a section
+    # of the guide (and the real "```" closing line opened a fence). A fence closes only on
+    # a run of its own mark at least as long, with nothing after it (CommonMark).
+    text = ("# Guide\n\nWrite a block like this:\n\n````markdown\n```python\n# install the package\n"
+            "pip install enginelib\n```\n````\n\nThen the rotor torque is checked.\n\n"
+            "## Next\n\nBody.\n\n~~~~\n~~~\n# not a heading either\n~~~\n~~~~\n\n"
+            "```\n# in code\n```python\n# still code\n```\n\n"
+            "```x``` opens no fence: it is inline code.\n\n## Last\n\nEnd.\n")
+    assert [h.title for h in find_headings(text)] == ["Guide", "Next", "Last"]
+    chunks = Chunker(ChunkingConfig(max_tokens=60, overlap_tokens=0, min_tokens=0)).chunk(text)
+    assert [c.headings for c in chunks] == [("Guide",), ("Guide", "Next"), ("Guide", "Last")]
+    assert all(text[c.start_offset:c.end_offset] == c.content for c in chunks)
