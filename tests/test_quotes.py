@@ -309,3 +309,23 @@ def test_any_chunk_gives_an_exact_quote_and_highlights(
         assert word.lower().startswith(highlight.term) and not is_function_word(word)
         before = highlight.start_offset - offset - 1
         assert before < 0 or not content[before].isalnum()
+
+
+@pytest.mark.parametrize("unit", [
+    "\U0001f44d\U0001f3fd",  # thumbs up and its skin tone
+    "\U0001f1eb\U0001f1f7",  # a flag: two regional indicators
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # a family: emoji joined by ZWJ
+    "\u2764\ufe0f",  # a heart and its emoji variation selector
+    "\u1100\u1161\u11a8",  # a Hangul syllable in conjoining jamo
+    "\u0915\u093f",  # Devanagari "ki": a spacing vowel sign, combining class 0
+    "e\u0301",
+])
+def test_a_long_run_with_no_space_is_quoted_up_to_a_whole_character(unit: str) -> None:
+    # Text with no space in reach is quoted up to the limit; only an accent was kept with
+    # its letter: a run of emoji with a skin tone ended on the bare thumb (its tone cut
+    # off), a run of flags on half a flag (a letter in a box), jamo on half a syllable.
+    for lead in range(len(unit)):
+        content = "中" * (QUOTE_MAX_CHARS - 3 - lead) + unit * 40
+        quote = _check(content, 7, ["zebra"])
+        body = quote.lstrip("中")
+        assert body == unit * (len(body) // len(unit)), (lead, body[-4:])

@@ -3,7 +3,8 @@
 A quote is an exact slice of the document, ``document_text[start:end] == quote``, cut on
 sentence boundaries where it can be and on word boundaries where a sentence is longer
 than the limit (at the limit in text with no space in reach: Chinese, Japanese, a long
-URL); it is never rewritten (no ellipsis added). Sentences are scored by the
+URL, backed off to a whole character: an emoji keeps its tone, a flag both its halves);
+it is never rewritten (no ellipsis added). Sentences are scored by the
 query terms they contain (the highlight terms: query words minus stop words, with their
 stems), each term weighted by how rare it is among the chunk's sentences, so "data" in a
 GDPR article counts less than "erasure". With no term in the chunk (a hit found by
@@ -215,6 +216,31 @@ def _window(
     return Quote(content[start:end], start_offset + start, start_offset + end)
 
 
+def _continues_character(text: str, i: int) -> bool:
+    """True when ``text[i]`` belongs to the character a reader sees at ``text[i - 1]``: a
+    mark (an accent, a Devanagari vowel sign), a joiner or what follows one, a variation
+    selector, an emoji's skin tone or tag, a Hangul vowel or final jamo, or the second of
+    a pair of regional indicators (a flag). A quote cut there showed another character."""
+    ch = text[i]
+    code = ord(ch)
+    if (unicodedata.category(ch) in ("Mn", "Mc", "Me") or ch in "\u200c\u200d"
+            or text[i - 1] == "\u200d" or 0xFE00 <= code <= 0xFE0F
+            or 0xE0100 <= code <= 0xE01EF or 0x1F3FB <= code <= 0x1F3FF
+            or 0xE0020 <= code <= 0xE007F or 0x1160 <= code <= 0x11FF
+            or 0xD7B0 <= code <= 0xD7FF):
+        return True
+    if _is_regional_indicator(code):
+        run = 0  # the indicators before it: an odd count leaves this one the pair's second
+        while i - run - 1 >= 0 and _is_regional_indicator(ord(text[i - run - 1])):
+            run += 1
+        return run % 2 == 1
+    return False
+
+
+def _is_regional_indicator(code: int) -> bool:
+    return 0x1F1E6 <= code <= 0x1F1FF
+
+
 def _cut_long(
     content: str, start_offset: int, start: int, end: int, limit: int,
     pattern: re.Pattern[str] | None,
@@ -237,8 +263,8 @@ def _cut_long(
         if space > left + limit // 2:
             right = space
         else:
-            while right > left + 1 and unicodedata.combining(content[right]):
-                right -= 1  # never between a letter and its accent
+            while right > left + 1 and _continues_character(content, right):
+                right -= 1  # never between a letter and its accent, an emoji and its tone
     cut = right
     while right > left and content[right - 1] in " \t,;:":
         right -= 1
