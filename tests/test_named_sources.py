@@ -15,6 +15,7 @@ from enginelib.cli.main import main as cli
 from enginelib.embedder import HashingEmbedder
 from enginelib.search import answerability, gate
 from enginelib.search.named_sources import (
+    MAX_NAMES,
     long_name_initials,
     named_sources,
     proper_name_initials,
@@ -119,6 +120,14 @@ def test_a_small_word_never_begins_a_name_or_its_core() -> None:
     (source,) = named_sources("Can I see my file under the Freedom of Information Act?")
     assert "of Information Act" not in source.spellings
     assert [tail.name for tail in source.core_tails()] == ["Freedom of Information", "Information"]
+
+
+def test_a_pasted_page_naming_hundreds_of_laws_reads_the_first_ones() -> None:
+    # each name is looked up in the index: a page of 19,000 characters named 544
+    page = " and ".join(f"under the Alpha{k} Beta{k} Act" for k in range(600))
+    names = named_sources(page)
+    assert [source.name for source in names] == [f"Alpha{k} Beta{k} Act"
+                                                 for k in range(MAX_NAMES)]
 
 
 def test_a_name_read_twice_counts_once() -> None:

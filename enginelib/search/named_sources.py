@@ -239,7 +239,13 @@ def named_sources(query: str, language: str | None = None) -> list[NamedSource]:
         key = source.name.casefold()
         if not any(f" {key} " in f" {k} " for k in found):
             found[key] = source
-    return list(found.values())
+    return list(found.values())[:MAX_NAMES]
+
+
+# The names read from one query, the first ones: each is looked up in the index (its spellings,
+# its core), a question names a few, and a pasted page of 19,000 characters named 544 (a
+# second of look-ups on the laws' 1,067 chunks, more on a large store).
+MAX_NAMES = 32
 
 
 # "the GDPR", "du RGPD": an acronym with an article may be a law's name, or not ("the DPO",
