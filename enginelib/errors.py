@@ -226,9 +226,12 @@ class JobNotFoundError(EngineError, KeyError):
     """No job with this id in the queue (a DONE job moved to the history is found, and is a
     JobStateError instead)."""
 
-    def __init__(self, job_id: int) -> None:
-        super().__init__(f"no job with id {job_id} in this store's queue: `enginelib jobs` "
-                         "lists its jobs (`--status DLQ` those in the DLQ)")
+    def __init__(self, job_id: int, *, in_memory: bool = False) -> None:
+        # an in-memory store has no path a command could be given
+        lister = ("store.jobs().jobs() lists its jobs (status='DLQ' those in the DLQ)"
+                  if in_memory else "`enginelib jobs` lists its jobs (`--status DLQ` those in "
+                  "the DLQ)")
+        super().__init__(f"no job with id {job_id} in this store's queue: {lister}")
         self.job_id = job_id
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message again

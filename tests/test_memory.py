@@ -15,9 +15,10 @@ import enginelib
 from enginelib import HashingEmbedder, InvalidInputError, StoreError
 from enginelib.catalog_mend import PENDING_NAME
 from enginelib.edge import map_error
-from enginelib.errors import StorageError
+from enginelib.errors import JobNotFoundError, JobStateError, StorageError
 from enginelib.memory_store import MEMORY_DIR_ENV, MemoryStore
 from enginelib.testing import enginelib_store, enginelib_store_factory  # noqa: F401
+from tests.helpers import open_test_store
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = [
@@ -452,3 +453,42 @@ def test_a_deleted_documents_error_names_the_python_calls_in_memory(ram: Path,
         disk.delete_document("pads")
         with pytest.raises(enginelib.DocumentNotFoundError, match="`enginelib history pads`"):
             disk.get_document("pads")
+
+
+def _job_refusals(store: enginelib.Store, source: Path) -> list[str]:
+    """The messages of a queue asked to act on a job it has not, or one not in the state the
+    action needs: a missing id dropped and cancelled, a waiting job dropped, a DLQ job
+    cancelled."""
+    queue = store.jobs()
+    source.write_text("caliper torque 30 Nm")
+    dead, waiting = store.enqueue_paths(source, source, max_attempts=1)
+    job = queue.claim("w1")
+    assert job is not None and job["job_id"] == dead
+    assert queue.fail(job, "w1", "unreadable", permanent=True) == "DLQ"
+    messages = []
+    for call in (lambda: queue.drop(99), lambda: queue.cancel(99),
+                 lambda: queue.drop(waiting), lambda: queue.cancel(dead)):
+        with pytest.raises((JobNotFoundError, JobStateError)) as refused:
+            call()
+        messages.append(str(refused.value))
+    return messages
+
+
+def test_job_queue_refusals_name_the_python_call_on_a_memory_store(ram: Path,
+                                                                   tmp_path: Path) -> None:
+    # they said "`enginelib jobs` lists its jobs" and "drop it instead (`enginelib jobs --drop
+    # ID`": a command for a store folder, and an in-memory store has none to give it
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
+        missing, missing_again, waiting, dlq = _job_refusals(store, tmp_path / "a.txt")
+    for message in (missing, missing_again, waiting, dlq):
+        assert "enginelib jobs" not in message and "`enginelib " not in message, message
+    assert missing == missing_again == (
+        "no job with id 99 in this store's queue: store.jobs().jobs() lists its jobs "
+        "(status='DLQ' those in the DLQ)")
+    assert "not in the DLQ" in waiting
+    assert dlq.endswith("drop it instead (store.jobs().drop(ID))")
+    # a store folder keeps the commands
+    with open_test_store(tmp_path / "folder") as store:
+        missing, _, _, dlq = _job_refusals(store, tmp_path / "b.txt")
+    assert missing.endswith(": `enginelib jobs` lists its jobs (`--status DLQ` those in the DLQ)")
+    assert "drop it instead (`enginelib jobs --drop ID`, DELETE /api/jobs/ID)" in dlq

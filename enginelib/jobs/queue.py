@@ -17,6 +17,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import duckdb
 
 from ..catalog import Catalog, utcnow
+from ..core.layout import is_memory_store
 from ..errors import InvalidInputError, JobNotFoundError, JobStateError, ReadOnlyStoreError
 from ..validation import MAX_LIST_OFFSET, MAX_LISTED, check_float, check_int
 from . import shape
@@ -109,6 +110,11 @@ _NOT_CANCELLED = {
     t.CANCELLED: "it was cancelled already",
     t.DLQ: "in the DLQ it no longer waits to run; drop it instead (`enginelib jobs --drop ID`, "
            "DELETE /api/jobs/ID)",
+}
+# The same for an in-memory store's queue: no command can be given its private folder.
+_NOT_CANCELLED_IN_MEMORY = {
+    **_NOT_CANCELLED,
+    t.DLQ: "in the DLQ it no longer waits to run; drop it instead (store.jobs().drop(ID))",
 }
 _OVER = "only a job still waiting (PENDING, or FAILED until its retry) is cancelled"
 
@@ -252,6 +258,10 @@ class JobQueue:
             # A table of another layout failed every statement with DuckDB's binder error.
             shape.require_sound(catalog.con,
                                 None if catalog.in_memory_db else catalog.path.parent)
+
+    def _in_memory(self) -> bool:
+        """An in-memory store's queue: its messages name the Python call, not a command."""
+        return not self.catalog.in_memory_db and is_memory_store(self.catalog.path.parent)
 
     def _exists(self) -> bool:
         return self.catalog.read_only is False or t.tables_exist(self.catalog.con)
@@ -398,7 +408,7 @@ class JobQueue:
             status = None if dropped else t.job_status(con, job_id)
         if not dropped:
             if status is None:
-                raise JobNotFoundError(job_id)
+                raise JobNotFoundError(job_id, in_memory=self._in_memory())
             raise JobStateError(
                 f"job {job_id} is {status}, not in the DLQ: only a job that failed for good is "
                 "dropped (one still waiting or running would vanish under its worker)",
@@ -421,8 +431,9 @@ class JobQueue:
             status = None if cancelled else t.job_status(con, job_id)
         if cancelled is None:
             if status is None:
-                raise JobNotFoundError(job_id)
-            why = _NOT_CANCELLED.get(status.split(" ")[0], _OVER)  # "DONE (in the history)"
+                raise JobNotFoundError(job_id, in_memory=self._in_memory())
+            reasons = _NOT_CANCELLED_IN_MEMORY if self._in_memory() else _NOT_CANCELLED
+            why = reasons.get(status.split(" ")[0], _OVER)  # "DONE (in the history)"
             raise JobStateError(f"job {job_id} is {status}: {why}", job_id=job_id, status=status)
         self._discard_uploads([cancelled])
         return 1
