@@ -492,3 +492,43 @@ def test_job_queue_refusals_name_the_python_call_on_a_memory_store(ram: Path,
         missing, _, _, dlq = _job_refusals(store, tmp_path / "b.txt")
     assert missing.endswith(": `enginelib jobs` lists its jobs (`--status DLQ` those in the DLQ)")
     assert "drop it instead (`enginelib jobs --drop ID`, DELETE /api/jobs/ID)" in dlq
+
+
+def _failed_job_advice(store: enginelib.Store, folder: Path) -> list[str]:
+    """What a worker records for a queued file deleted before its turn, and for one grown past
+    the size a queued job reads."""
+    from enginelib.jobs import Worker
+
+    folder.mkdir()
+    gone, grown = folder / "gone.txt", folder / "grown.txt"
+    for path in (gone, grown):
+        path.write_text("caliper torque 30 Nm")
+    store.enqueue_paths(gone, grown)
+    gone.unlink()
+    os.truncate(grown, 65 * 1024 * 1024)  # sparse: nothing written
+    worker = Worker(store, store.jobs())
+    outcomes = [worker.run_once(), worker.run_once()]
+    assert [(o.status, o.reason) for o in outcomes if o is not None] == [
+        ("DLQ", "source_missing"), ("DLQ", "source_too_large")]
+    return [o.error for o in outcomes if o is not None and o.error is not None]
+
+
+def test_failed_job_advice_names_the_python_call_on_a_memory_store(ram: Path,
+                                                                   tmp_path: Path) -> None:
+    # a worker on an in-memory store recorded "re-add it and run `enginelib jobs --retry-dlq`
+    # ... with `enginelib ingest --queue`" and "`enginelib ingest --max-file-mb 65 ...`":
+    # commands for a store folder, and an in-memory store has none to give them
+    with enginelib.memory(RECORDS, embedder=HashingEmbedder(32)) as store:
+        missing, large = _failed_job_advice(store, tmp_path / "docs")
+    for message in (missing, large):
+        assert "`enginelib " not in message, message
+    assert ("re-add it and run store.jobs().retry_dlq(), or queue the file where it is now "
+            "with store.enqueue_paths(PATH)") in missing
+    grown = str(tmp_path / "docs" / "grown.txt")
+    assert f"(store.ingest_path({grown!r}, max_bytes={65 * 1024 * 1024}))" in large
+    # a store folder keeps the commands
+    with open_test_store(tmp_path / "folder") as store:
+        missing, large = _failed_job_advice(store, tmp_path / "docs2")
+    assert "run `enginelib jobs --retry-dlq` (Retry DLQ), or queue" in missing
+    assert "with `enginelib ingest --queue` (not retried" in missing
+    assert "(`enginelib ingest --max-file-mb 65 " in large

@@ -56,22 +56,28 @@ class Failure:
     reason: str
 
 
-def classify(exc: BaseException, job: dict[str, Any]) -> Failure:
-    """The failure ``exc`` of ``job``'s attempt, as the queue records it."""
+def classify(exc: BaseException, job: dict[str, Any], *, in_memory: bool = False) -> Failure:
+    """The failure ``exc`` of ``job``'s attempt, as the queue records it. ``in_memory``: the
+    job is an in-memory store's, whose advice is the Python call (it has no folder that a
+    command could be given)."""
     source = str(job.get("source", ""))
     if isinstance(exc, SourceMissingError) and job.get("kind") == UPLOAD:
         return Failure(f"the uploaded file {source} no longer exists in the store: upload it "
                        f"again ({NOT_RETRIED})", True, SOURCE_MISSING)
     if isinstance(exc, SourceMissingError):
+        retry, queue = (("store.jobs().retry_dlq()", "store.enqueue_paths(PATH)") if in_memory
+                        else ("`enginelib jobs --retry-dlq` (Retry DLQ)",
+                              "`enginelib ingest --queue`"))
         return Failure(
-            f"source {source} no longer exists; re-add it and run `enginelib jobs --retry-dlq` "
-            f"(Retry DLQ), or queue the file where it is now with `enginelib ingest --queue` "
-            f"({NOT_RETRIED})", True, SOURCE_MISSING)
+            f"source {source} no longer exists; re-add it and run {retry}, or queue the file "
+            f"where it is now with {queue} ({NOT_RETRIED})", True, SOURCE_MISSING)
     if isinstance(exc, SourceTooLargeError):
+        mb = -(-exc.size // (1024 * 1024))
+        larger = (f"store.ingest_path({source!r}, max_bytes={mb * 1024 * 1024})" if in_memory
+                  else f"`enginelib ingest --max-file-mb {mb} {shell_word(source)}`")
         return Failure(
             f"source {source} is {human_size(exc.size)}, over the {human_size(exc.limit)} a "
-            f"queued job reads; ingest it directly with a larger limit (`enginelib ingest "
-            f"--max-file-mb {-(-exc.size // (1024 * 1024))} {shell_word(source)}`), or split it "
+            f"queued job reads; ingest it directly with a larger limit ({larger}), or split it "
             f"({NOT_RETRIED})", True, SOURCE_TOO_LARGE)
     text = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
     # An upload that failed for good is removed (the worker's discard): nothing to retry.

@@ -259,7 +259,8 @@ class JobQueue:
             shape.require_sound(catalog.con,
                                 None if catalog.in_memory_db else catalog.path.parent)
 
-    def _in_memory(self) -> bool:
+    @property
+    def in_memory(self) -> bool:
         """An in-memory store's queue: its messages name the Python call, not a command."""
         return not self.catalog.in_memory_db and is_memory_store(self.catalog.path.parent)
 
@@ -408,7 +409,7 @@ class JobQueue:
             status = None if dropped else t.job_status(con, job_id)
         if not dropped:
             if status is None:
-                raise JobNotFoundError(job_id, in_memory=self._in_memory())
+                raise JobNotFoundError(job_id, in_memory=self.in_memory)
             raise JobStateError(
                 f"job {job_id} is {status}, not in the DLQ: only a job that failed for good is "
                 "dropped (one still waiting or running would vanish under its worker)",
@@ -431,8 +432,8 @@ class JobQueue:
             status = None if cancelled else t.job_status(con, job_id)
         if cancelled is None:
             if status is None:
-                raise JobNotFoundError(job_id, in_memory=self._in_memory())
-            reasons = _NOT_CANCELLED_IN_MEMORY if self._in_memory() else _NOT_CANCELLED
+                raise JobNotFoundError(job_id, in_memory=self.in_memory)
+            reasons = _NOT_CANCELLED_IN_MEMORY if self.in_memory else _NOT_CANCELLED
             why = reasons.get(status.split(" ")[0], _OVER)  # "DONE (in the history)"
             raise JobStateError(f"job {job_id} is {status}: {why}", job_id=job_id, status=status)
         self._discard_uploads([cancelled])

@@ -156,7 +156,7 @@ class Worker:
         try:
             documents = self._process(job)
         except Exception as exc:  # noqa: BLE001 - any failure is the job's, recorded
-            failure = classify(exc, job)
+            failure = classify(exc, job, in_memory=self.queue.in_memory)
             status = self.queue.fail(job, self.owner, failure.message,
                                      permanent=failure.permanent)
             self.store.catalog.release()
