@@ -20,6 +20,7 @@ from enginelib.evaluation import (
     trec_run_lines,
 )
 from enginelib.evaluation_inputs import query_text_problem
+from enginelib.text import excerpt
 from enginelib.types import FUSION_METHODS, STRATEGIES
 from enginelib.validation import MAX_LIMIT
 
@@ -168,15 +169,20 @@ def _writable_run_out(path: Path | None) -> Path | None:
     scores never printed."""
     if path is None:
         return None
-    folder = path.parent
-    if not folder.is_dir():
+    try:
+        exists = path.exists()
+        folder = path.parent
+        is_folder = folder.is_dir()
+    except OSError as exc:  # a name past the file system's limit: "File name too long"
+        raise click.BadParameter(f"{excerpt(str(path))}: {exc.strerror or exc}; name a file "
+                                 "you can write", param_hint="'--run-out'") from None
+    if not is_folder:
         what = "is not a folder" if folder.exists() else "does not exist"
         raise click.BadParameter(f"{str(path)!r}: its folder {str(folder)!r} {what}; create "
                                  "the folder or name a file in one that exists",
                                  param_hint="'--run-out'")
-    if not os.access(folder, os.W_OK | os.X_OK) or (
-            path.exists() and not os.access(path, os.W_OK)):
-        where = path if path.exists() else folder
+    if not os.access(folder, os.W_OK | os.X_OK) or (exists and not os.access(path, os.W_OK)):
+        where = path if exists else folder
         raise click.BadParameter(f"{str(path)!r}: {str(where)!r} is not writable by this "
                                  "user; name a file you can write", param_hint="'--run-out'")
     return path
