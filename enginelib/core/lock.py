@@ -142,19 +142,26 @@ def _lock_folder(root: Path, deadline: float) -> int | None | bool:
     except OSError:
         return None
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                return False
-            time.sleep(0.05)
-            continue
-        except OSError:  # a file system without flock on folders
+        taken = _flock_now(fd, fcntl.LOCK_EX)
+        if taken:
+            _folder_fds.add(fd)
+            return fd
+        if taken is None or time.monotonic() >= deadline:
             os.close(fd)
-            return None
-        _folder_fds.add(fd)
-        return fd
+            return None if taken is None else False
+        time.sleep(0.05)
+
+
+def _flock_now(fd: int, mode: int) -> bool | None:
+    """Take the flock ``mode`` on ``fd`` without waiting: True when taken, False when
+    another holder keeps it, None on a file system without flock on folders."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    return True
 
 
 def writer_holds(root: Path) -> bool:
@@ -168,14 +175,9 @@ def writer_holds(root: Path) -> bool:
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:  # a file system without flock on folders
-        return False
+        return _flock_now(fd, fcntl.LOCK_SH) is False
     finally:
         os.close(fd)  # and with it the shared lock just taken
-    return False
 
 
 def note_holder(root: Path, what: str, instead: str) -> None:
